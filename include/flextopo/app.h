@@ -1,0 +1,68 @@
+/*
+ * The extender application: configuration, cluster state, the API server
+ * client or snapshot file, and the HTTP routes for kube-scheduler's verbs.
+ *
+ * Routes (k8s.io/kube-scheduler/extender/v1; see api/openapi.yaml):
+ *   POST /filter, /prioritize, /bind   extender verbs
+ *   GET  /healthz                      the process is serving
+ *   GET  /readyz                       the first list of Nodes and Pods is in
+ *   GET  /version                      version, commit, build time
+ */
+#ifndef FLEXTOPO_APP_H
+#define FLEXTOPO_APP_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "codec.h"
+#include "config.h"
+#include "kube.h"
+#include "server.h"
+#include "state.h"
+
+typedef struct ft_app {
+	ft_config_t cfg;
+	ft_codec_options_t opts;
+	ft_state_t *state;
+	ft_kube_client_t *kube; /* NULL in snapshot-file mode */
+	ft_informer_t *node_informer;
+	ft_informer_t *pod_informer;
+	ft_server_t *server;
+	atomic_bool snapshot_loaded;
+} ft_app_t;
+
+/* Route handlers; `payload` is the ft_app_t. */
+void ft_app_filter(ft_http_response_t *out, const ft_http_request_t *req,
+		   void *payload);
+void ft_app_prioritize(ft_http_response_t *out, const ft_http_request_t *req,
+		       void *payload);
+void ft_app_bind(ft_http_response_t *out, const ft_http_request_t *req,
+		 void *payload);
+void ft_app_healthz(ft_http_response_t *out, const ft_http_request_t *req,
+		    void *payload);
+void ft_app_readyz(ft_http_response_t *out, const ft_http_request_t *req,
+		   void *payload);
+void ft_app_version(ft_http_response_t *out, const ft_http_request_t *req,
+		    void *payload);
+
+/* Ready: the snapshot file is loaded, or both informers have synced once. */
+bool ft_app_ready(const ft_app_t *app);
+
+/*
+ * Load a `kubectl get nodes,pods -A -o yaml` (or JSON) List into the state.
+ * FT_EIO / FT_EINVAL naming the file and the item.
+ */
+int ft_app_load_snapshot(ft_app_t *app, const char *path);
+
+/* Set up state and codec options from app->cfg (already loaded). */
+int ft_app_init(ft_app_t *app);
+/* Free everything ft_app_init and later steps created; keeps nothing. */
+void ft_app_dispose(ft_app_t *app);
+
+/* Register the routes on `server`. */
+int ft_app_routes(ft_app_t *app, ft_server_t *server);
+
+/* The program: flags, config, state source, server, signals. */
+int ft_app_main(int argc, char **argv);
+
+#endif

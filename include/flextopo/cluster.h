@@ -1,0 +1,186 @@
+/*
+ * The cluster half of the FlexTopo model: what pods ask for, what they hold,
+ * and per-node allocation state, published as immutable snapshots.
+ *
+ * Units: CPU in millicores or whole logical CPUs (named so), memory in MiB,
+ * GPUs in whole devices, MIG in instances of one profile.
+ *
+ * A node (ft_node_t) is immutable after ft_node_build() and reference
+ * counted; a snapshot (ft_snapshot_t) is an immutable, reference-counted,
+ * name-sorted array of nodes. The watcher builds a new node when a node or
+ * one of its pods changes, and publishes a new snapshot sharing the unchanged
+ * nodes. Readers take a reference and need no lock afterwards.
+ */
+#ifndef FLEXTOPO_CLUSTER_H
+#define FLEXTOPO_CLUSTER_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "cpuset.h"
+#include "topology.h"
+
+#define FT_PROFILE_MAX	 32 /* longest MIG profile name + 1 ("1g.10gb+me") */
+#define FT_ALLOC_MIG_MAX 16
+
+/*
+ * What a pod asks for, from its containers' resource requests (the larger of
+ * the sum over app containers and the largest init container, as
+ * kube-scheduler's NodeResourcesFit computes it: pkg/scheduler/framework/
+ * types.go, computePodResourceRequest) and its flextopo.io annotations.
+ */
+typedef struct ft_demand {
+	uint32_t gpus;			  /* whole GPUs (nvidia.com/gpu) */
+	char mig_profile[FT_PROFILE_MAX]; /* "" when no MIG resource is asked */
+	uint32_t mig_count;		  /* instances of mig_profile */
+	uint32_t cpu_millis;		  /* CPU request, millicores */
+	uint32_t exclusive_cpus; /* logical CPUs to pin: integer CPU of a
+				    Guaranteed-QoS pod (kubelet static CPU
+				    manager policy), else 0 */
+	uint64_t memory_mib;	 /* memory request, MiB (rounded up) */
+	bool has_affinity;	 /* flextopo.io/affinity was given */
+	ft_level_t level; /* requested affinity (FT_LEVEL_NODE if none) */
+	ft_affinity_mode_t mode; /* guaranteed | best-effort */
+} ft_demand_t;
+
+/* True when the demand asks for GPUs, MIG instances or pinned CPUs. */
+bool ft_demand_wants_devices(const ft_demand_t *d);
+
+/*
+ * The allocation annotation (flextopo.io/allocation) as decoded, before it
+ * is resolved against a node's topology. Owns its strings.
+ */
+typedef struct ft_allocation {
+	ft_level_t level;
+	ft_affinity_mode_t mode;
+	unsigned n_gpus;
+	char *gpu_uuids[FT_GPU_MAX];
+	unsigned n_mig;
+	char *mig_uuids[FT_ALLOC_MIG_MAX];
+	ft_cpuset_t cpus;
+	uint64_t memory_mib;
+} ft_allocation_t;
+
+void ft_allocation_dispose(ft_allocation_t *a);
+/* Deep copy; FT_ENOMEM. */
+int ft_allocation_copy(ft_allocation_t *out, const ft_allocation_t *src);
+
+/* A pod as the cluster state keeps it. Owns its strings. */
+typedef struct ft_pod {
+	char *uid;
+	char *ns;
+	char *name;
+	char *node;	  /* spec.nodeName; NULL when unscheduled */
+	int32_t priority; /* spec.priority (0 when absent) */
+	int64_t
+	    start_time; /* status.startTime, else creationTimestamp, Unix s */
+	bool terminal;	/* Succeeded or Failed: holds nothing */
+	ft_demand_t demand;
+	char *demand_error; /* a bad flextopo.io annotation; NULL when fine */
+	bool has_allocation;
+	ft_allocation_t allocation;
+	char *allocation_error; /* annotation present but invalid */
+} ft_pod_t;
+
+void ft_pod_dispose(ft_pod_t *pod);
+int ft_pod_copy(ft_pod_t *out, const ft_pod_t *src);
+
+/* What one pod holds on a node, resolved to topology positions. */
+typedef struct ft_holding {
+	char *uid;
+	char *ns;
+	char *name;
+	int32_t priority;
+	int64_t start_time;
+	uint16_t gpus;	       /* GPU positions */
+	uint64_t mig[2];       /* MIG instance positions (128 bits) */
+	ft_cpuset_t cpus;      /* pinned CPUs */
+	uint16_t numa_nodes;   /* NUMA positions of cpus and memory */
+	uint64_t memory_mib;   /* charged evenly to numa_nodes when pinned */
+	uint32_t unknown_gpus; /* held GPUs whose placement is not known */
+	uint32_t unknown_mig;  /* held instances of unknown_mig_profile */
+	char unknown_mig_profile[FT_PROFILE_MAX];
+	uint32_t unknown_cpus; /* pinned CPUs of unknown placement */
+	ft_level_t level;      /* as the allocation annotation says */
+	uint8_t levels;	       /* every level reached (bit per ft_level_t) */
+	bool assumed;	       /* from a bind the watch has not shown yet */
+} ft_holding_t;
+
+typedef struct ft_node {
+	atomic_int refcount;
+	char *name;
+	ft_topology_t
+	    *topology;	      /* NULL when the annotation is missing or bad */
+	char *topology_error; /* why topology is NULL; NULL when present */
+	unsigned n_holdings;
+	ft_holding_t *holdings;
+	/* Derived usage. */
+	uint16_t gpus_used;
+	uint64_t mig_used[2];
+	ft_cpuset_t cpus_used;
+	uint32_t numa_free_cpus[FT_NUMA_MAX];
+	uint64_t numa_free_memory_mib[FT_NUMA_MAX];
+	uint32_t unknown_gpus;
+	uint32_t unknown_cpus;
+	unsigned conflicts; /* holdings that claimed an already-held unit */
+} ft_node_t;
+
+/*
+ * Build a node from its topology (a reference is taken; may be NULL with
+ * `topology_error` saying why) and the pods bound to it (borrowed; terminal
+ * pods are skipped). Pods whose allocation is absent or names units this
+ * topology lacks count as usage of unknown placement. `assumed` flags, one per
+ * pod, may be NULL. FT_ENOMEM.
+ */
+int ft_node_build(ft_node_t **out, const char *name, ft_topology_t *topology,
+		  const char *topology_error, const ft_pod_t *const *pods,
+		  const bool *assumed, unsigned n_pods);
+ft_node_t *ft_node_ref(ft_node_t *node);
+void ft_node_unref(ft_node_t *node);
+
+/* The holding of pod `uid`, or NULL. */
+const ft_holding_t *ft_node_find_holding(const ft_node_t *node,
+					 const char *uid);
+
+/* Free whole GPUs (not MIG-enabled, not held), as a mask of positions. */
+uint16_t ft_node_free_gpus(const ft_node_t *node);
+
+/* Is MIG instance position `i` held? */
+bool ft_node_mig_used(const ft_node_t *node, unsigned i);
+
+/* Approximate heap bytes of the node model, topology included. */
+size_t ft_node_footprint(const ft_node_t *node);
+
+typedef struct ft_snapshot {
+	atomic_int refcount;
+	uint64_t generation;
+	unsigned n_nodes;
+	ft_node_t **nodes; /* sorted by name; each holds a reference */
+} ft_snapshot_t;
+
+/*
+ * A snapshot over `nodes` (references are taken; the array is copied and
+ * sorted). Duplicate names: FT_EINVAL. FT_ENOMEM.
+ */
+int ft_snapshot_new(ft_snapshot_t **out, ft_node_t *const *nodes, unsigned n,
+		    uint64_t generation);
+ft_snapshot_t *ft_snapshot_ref(ft_snapshot_t *s);
+void ft_snapshot_unref(ft_snapshot_t *s);
+
+/*
+ * A snapshot equal to `base` but with each node of `replacements` in place of
+ * the node of the same name (references are taken). Cheaper than
+ * ft_snapshot_new() when the set of nodes is unchanged. FT_ENOTFOUND when a
+ * replacement's name is not in `base`.
+ */
+int ft_snapshot_with(ft_snapshot_t **out, const ft_snapshot_t *base,
+		     ft_node_t *const *replacements, unsigned n,
+		     uint64_t generation);
+
+/* Borrowed node by name (binary search), or NULL. */
+const ft_node_t *ft_snapshot_find(const ft_snapshot_t *s, const char *name);
+
+#endif

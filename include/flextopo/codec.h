@@ -1,0 +1,137 @@
+/*
+ * Wire codecs: the only users of cJSON. JSON in (scheduler extender requests,
+ * Kubernetes Node and Pod objects, our annotations) becomes the plain structs
+ * of topology.h and cluster.h; replies and annotations go back out as JSON.
+ *
+ * Extender wire types are k8s.io/kube-scheduler/extender/v1 (types.go): Go
+ * field names as keys (capitalised), decoded case-insensitively, unknown keys
+ * ignored, unused fields written as null.
+ *
+ * Every decoder reports bad input as FT_EINVAL with a message naming where
+ * ("annotation flextopo.io/topology: sockets[0].numaNodes[1].cpus: ...").
+ */
+#ifndef FLEXTOPO_CODEC_H
+#define FLEXTOPO_CODEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "cluster.h"
+#include "config.h"
+#include "place.h"
+#include "topology.h"
+
+typedef struct ft_codec_options {
+	const char *annotation_prefix;	 /* "flextopo.io" */
+	const char *gpu_resource;	 /* "nvidia.com/gpu" */
+	const char *mig_resource_prefix; /* "nvidia.com/mig-" */
+	ft_affinity_mode_t default_mode; /* when affinity-mode is absent */
+} ft_codec_options_t;
+
+/* Options from a loaded configuration (borrows its strings). */
+void ft_codec_options_from_config(ft_codec_options_t *out,
+				  const ft_config_t *cfg);
+
+/*
+ * Parse a topology annotation: our schema (api/topology.schema.json) or the
+ * FlexTopo graph of the paper's authors ({"nodes":[...],"edges":[...]},
+ * optionally inside "spec"). *out is a finished topology with refcount 1.
+ */
+int ft_codec_topology_parse(ft_topology_t **out, const char *json, size_t len);
+
+/*
+ * Parse a Kubernetes quantity ("500m", "2", "1.5Gi", "1e3") and return it
+ * scaled: ft_quantity_milli gives thousandths (CPU millicores), ft_quantity_mib
+ * gives MiB rounded up (memory). FT_EINVAL for bad text or overflow.
+ */
+int ft_quantity_milli(int64_t *out, const char *text);
+int ft_quantity_mib(uint64_t *out, const char *text);
+
+/*
+ * Decode a v1 Pod. Demand and allocation annotation errors do not fail the
+ * decode: they are recorded in demand_error / allocation_error. FT_EINVAL
+ * only when the object is not a pod (no metadata.name or uid), FT_ENOMEM.
+ */
+int ft_codec_pod_decode(ft_pod_t *out, const cJSON *pod,
+			const ft_codec_options_t *opts);
+
+/* A decoded v1 Node: name, and the topology or why there is none. */
+typedef struct ft_node_source {
+	char *name;
+	char *topology_text;	 /* raw annotation, NULL when missing */
+	ft_topology_t *topology; /* NULL when missing or invalid */
+	char *topology_error;	 /* set when topology is NULL */
+} ft_node_source_t;
+
+/*
+ * Decode a v1 Node. When `previous` is not NULL and its annotation text is
+ * identical, its topology is shared instead of parsed again.
+ */
+int ft_codec_node_decode(ft_node_source_t *out, const cJSON *node,
+			 const ft_codec_options_t *opts,
+			 const ft_node_source_t *previous);
+void ft_node_source_dispose(ft_node_source_t *src);
+
+/* The allocation annotation of a placement (api/allocation.schema.json). */
+int ft_codec_allocation_encode(char **out, const ft_placement_t *p,
+			       const ft_node_t *node, ft_affinity_mode_t mode);
+int ft_codec_allocation_decode(ft_allocation_t *out, const char *json);
+/* The decoded allocation equivalent of a placement (for assumed pods). */
+int ft_codec_allocation_from_placement(ft_allocation_t *out,
+				       const ft_placement_t *p,
+				       const ft_node_t *node,
+				       ft_affinity_mode_t mode);
+
+/* ExtenderArgs (filter, prioritize) and ExtenderPreemptionArgs' Pod. */
+typedef struct ft_extender_args {
+	cJSON *root;		 /* owns what the pointers below borrow */
+	const cJSON *pod;	 /* "Pod" */
+	bool node_cache_capable; /* NodeNames was given (else Nodes.items) */
+	unsigned n_nodes;
+	const char **node_names;    /* n_nodes names */
+	const cJSON **node_objects; /* n_nodes Node objects, or NULL */
+} ft_extender_args_t;
+
+/* FT_EINVAL "bad_json: ..." for malformed JSON or a wrong shape. */
+int ft_codec_extender_args_decode(ft_extender_args_t *out, const char *body,
+				  size_t len);
+void ft_codec_extender_args_dispose(ft_extender_args_t *args);
+
+/* ExtenderBindingArgs. Owns its strings. */
+typedef struct ft_bind_args {
+	char *pod_name;
+	char *pod_namespace;
+	char *pod_uid;
+	char *node;
+} ft_bind_args_t;
+
+int ft_codec_bind_args_decode(ft_bind_args_t *out, const char *body,
+			      size_t len);
+void ft_codec_bind_args_dispose(ft_bind_args_t *args);
+
+/* ExtenderFilterResult, built node by node. */
+typedef struct ft_filter_reply ft_filter_reply_t;
+
+int ft_codec_filter_reply_new(ft_filter_reply_t **out,
+			      const ft_extender_args_t *args);
+/* Node i of the args passes. */
+int ft_codec_filter_reply_pass(ft_filter_reply_t *r, unsigned i);
+/* Node i fails; unresolvable ones go to FailedAndUnresolvableNodes. */
+int ft_codec_filter_reply_fail(ft_filter_reply_t *r, unsigned i,
+			       const char *reason, bool unresolvable);
+int ft_codec_filter_reply_error(ft_filter_reply_t *r, const char *error);
+/* Print and free; *out is a heap string. */
+int ft_codec_filter_reply_finish(char **out, ft_filter_reply_t *r);
+void ft_codec_filter_reply_free(ft_filter_reply_t *r);
+
+/* HostPriorityList: `scores[i]` for node i of the args. */
+int ft_codec_priorities_encode(char **out, const ft_extender_args_t *args,
+			       const int *scores);
+
+/* ExtenderBindingResult {"Error": error or ""}. */
+int ft_codec_bind_result_encode(char **out, const char *error);
+
+#endif

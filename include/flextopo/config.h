@@ -1,0 +1,75 @@
+/*
+ * Extender configuration: one flat YAML mapping read with libyaml.
+ *
+ * Every key, its type, default and meaning is listed in one schema table in
+ * src/config/config.c and documented in configs/flextopo.yaml. Unknown keys,
+ * wrong types and out-of-range values are errors that name the file and the
+ * line ("flextopo.yaml:12: policy: expected packed or distributed, got
+ * \"spread\""). Command-line flags override the file.
+ */
+#ifndef FLEXTOPO_CONFIG_H
+#define FLEXTOPO_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum {
+	FT_MODE_GUARANTEED = 0,
+	FT_MODE_BEST_EFFORT = 1,
+} ft_affinity_mode_t;
+
+typedef enum {
+	FT_POLICY_PACKED = 0,
+	FT_POLICY_DISTRIBUTED = 1,
+} ft_policy_t;
+
+typedef struct ft_config {
+	char *listen; /* "HOST:PORT" of the extender API; default "0.0.0.0:8888"
+		       */
+	char *
+	    debug_listen; /* "HOST:PORT" of the debug API; "" = off (default) */
+	char *annotation_prefix; /* default "flextopo.io" */
+	char *kubeconfig;	 /* "" = in-cluster service account (default) */
+	char *snapshot;		 /* "" = watch the API server (default) */
+	char *log_level;    /* debug | info | warn | error; default "info" */
+	char *gpu_resource; /* default "nvidia.com/gpu" */
+	char *mig_resource_prefix; /* default "nvidia.com/mig-" */
+	ft_affinity_mode_t default_affinity_mode; /* default guaranteed */
+	ft_policy_t policy;			  /* default packed */
+	size_t
+	    max_request_bytes; /* request body cap in bytes; default 67108864 */
+	unsigned threads; /* HTTP worker threads; 0 = one per core (default) */
+	unsigned api_timeout_ms; /* API server request timeout; default 10000 */
+	unsigned watch_backoff_initial_ms; /* default 800 (client-go's) */
+	unsigned watch_backoff_max_ms;	   /* default 30000 */
+	unsigned decision_log_size; /* decisions kept for debug; default 1024 */
+} ft_config_t;
+
+/* Fill `out` with the defaults; strings are heap copies. FT_ENOMEM. */
+int ft_config_init(ft_config_t *out);
+
+/*
+ * Read `path` over the values already in `cfg` (normally the defaults).
+ * FT_EIO when the file cannot be read, FT_EINVAL with "path:line: key: why"
+ * for a YAML error, an unknown key, a wrong type or a bad value. On error
+ * `cfg` keeps the values it had before the call.
+ */
+int ft_config_load_file(ft_config_t *cfg, const char *path);
+
+/* Same as ft_config_load_file() for text in memory; `name` is used in errors.
+ */
+int ft_config_load_string(ft_config_t *cfg, const char *text, size_t len,
+			  const char *name);
+
+/*
+ * Set one key from a string as if it stood in the file ("policy",
+ * "distributed"); used for command-line overrides. FT_EINVAL for an unknown
+ * key or bad value.
+ */
+int ft_config_set(ft_config_t *cfg, const char *key, const char *value);
+
+/* Free the strings; `cfg` may be NULL. */
+void ft_config_dispose(ft_config_t *cfg);
+
+#endif

@@ -1,0 +1,128 @@
+/*
+ * Kubernetes API server client over libcurl: credentials, plain requests,
+ * list+watch informers, and the two writes the extender makes at bind time.
+ *
+ * Credentials come from a kubeconfig (token, client certificate and key, CA,
+ * as files or inline base64 data) or from the in-cluster service account
+ * (KUBERNETES_SERVICE_HOST/PORT and /var/run/secrets/kubernetes.io/
+ * serviceaccount/{token,ca.crt}); a token file is re-read before each request
+ * because projected service-account tokens rotate.
+ *
+ * Watch semantics follow client-go (k8s.io/client-go/tools/cache/reflector.go):
+ * list with resourceVersion=0, watch from the list's resourceVersion with
+ * allowWatchBookmarks=true and a random timeoutSeconds of 300-600, resume from
+ * the last seen resourceVersion, relist when a watch answers 410 Gone (or an
+ * in-stream ERROR event with code 410), back off 0.8 s doubling to 30 s with
+ * jitter on errors, reset after two healthy minutes.
+ */
+#ifndef FLEXTOPO_KUBE_H
+#define FLEXTOPO_KUBE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+typedef struct ft_kube_credentials {
+	char *server;	  /* "https://host:port", no trailing slash */
+	char *token;	  /* bearer token, or NULL */
+	char *token_file; /* re-read before each request when set */
+	char *ca_file;	  /* PEM file, or NULL */
+	char *ca_pem; /* PEM text (from certificate-authority-data), or NULL */
+	char *cert_pem;	 /* client certificate PEM text, or NULL */
+	char *key_pem;	 /* client key PEM text, or NULL */
+	char *cert_file; /* client certificate file, or NULL */
+	char *key_file;	 /* client key file, or NULL */
+	bool insecure;	 /* insecure-skip-tls-verify */
+} ft_kube_credentials_t;
+
+/*
+ * Read the current context of a kubeconfig (YAML). FT_EIO when the file
+ * cannot be read, FT_EINVAL naming the file and the missing or bad field.
+ */
+int ft_kube_credentials_from_kubeconfig(ft_kube_credentials_t *out,
+					const char *path);
+
+/* In-cluster service account; FT_ENOTFOUND outside a pod. */
+int ft_kube_credentials_in_cluster(ft_kube_credentials_t *out);
+
+void ft_kube_credentials_dispose(ft_kube_credentials_t *creds);
+
+typedef struct ft_kube_client ft_kube_client_t;
+
+/* Copies `creds`. `timeout_ms` bounds each plain request. */
+int ft_kube_client_new(ft_kube_client_t **out,
+		       const ft_kube_credentials_t *creds, long timeout_ms);
+void ft_kube_client_free(ft_kube_client_t *client);
+
+/*
+ * One request. `body` may be NULL. On return *status holds the HTTP status
+ * (0 when no answer came) and, when `out_body` is not NULL, *out_body a
+ * NUL-terminated heap copy of the reply the caller frees (NULL on transport
+ * failure). Returns 0 when an HTTP answer arrived, whatever its status;
+ * FT_EIO on transport failure. Thread-safe.
+ */
+int ft_kube_request(ft_kube_client_t *client, const char *method,
+		    const char *path, const char *content_type,
+		    const char *body, size_t body_len, long *status,
+		    char **out_body);
+
+/*
+ * Merge-patch one annotation of a pod. 0, FT_ENOTFOUND (404), FT_EIO.
+ */
+int ft_kube_annotate_pod(ft_kube_client_t *client, const char *ns,
+			 const char *name, const char *key, const char *value);
+
+/*
+ * POST a v1 Binding of pod ns/name (uid) to `node`. 0 when bound;
+ * FT_ECONFLICT when the pod already has a node (409): the caller reads the
+ * pod to see whether it is the same node; FT_ENOTFOUND; FT_EIO.
+ */
+int ft_kube_bind_pod(ft_kube_client_t *client, const char *ns, const char *name,
+		     const char *uid, const char *node);
+
+/* GET a pod; *out is a cJSON tree the caller deletes. FT_ENOTFOUND, FT_EIO. */
+int ft_kube_get_pod(ft_kube_client_t *client, const char *ns, const char *name,
+		    cJSON **out);
+
+typedef enum {
+	FT_WATCH_ADDED = 0,
+	FT_WATCH_MODIFIED = 1,
+	FT_WATCH_DELETED = 2,
+} ft_watch_event_t;
+
+/*
+ * What an informer tells its owner, always from the informer's own thread,
+ * never two calls at once for one informer. A relist is bracketed by
+ * replace_begin / replace_end: objects not re-announced between them are
+ * gone. `object` is borrowed for the duration of the call.
+ */
+typedef struct ft_informer_handler {
+	void (*replace_begin)(void *payload);
+	void (*apply)(ft_watch_event_t type, const cJSON *object,
+		      void *payload);
+	void (*replace_end)(void *payload);
+} ft_informer_handler_t;
+
+typedef struct ft_informer ft_informer_t;
+
+/*
+ * Start a thread that lists and watches `collection` (e.g. "/api/v1/nodes",
+ * "/api/v1/pods", "/apis/policy/v1/poddisruptionbudgets"). The client must
+ * outlive the informer.
+ */
+int ft_informer_start(ft_informer_t **out, ft_kube_client_t *client,
+		      const char *collection, const ft_informer_handler_t *h,
+		      void *payload, unsigned backoff_initial_ms,
+		      unsigned backoff_max_ms);
+
+/* True once the first list has been delivered completely. */
+bool ft_informer_synced(const ft_informer_t *informer);
+
+/* Number of times the watch was re-established after an error or 410. */
+unsigned long ft_informer_restarts(const ft_informer_t *informer);
+
+/* Stop the thread (interrupts a blocked watch) and free. NULL is fine. */
+void ft_informer_free(ft_informer_t *informer);
+
+#endif

@@ -1,0 +1,80 @@
+/*
+ * Placement: does a pod fit a node at its affinity level (filter), how good
+ * is the best placement there (score), and which exact GPUs, MIG instances
+ * and CPUs it gets (choose). Pure functions of a node model and a demand.
+ *
+ * Guaranteed mode accepts only placements that reach the requested level;
+ * best-effort mode accepts any placement with enough resources and prefers
+ * the tightest level. A demand without GPUs or MIG instances is placed by its
+ * CPUs alone, so nvlink and pcie-switch affinity mean numa for it.
+ */
+#ifndef FLEXTOPO_PLACE_H
+#define FLEXTOPO_PLACE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cluster.h"
+#include "config.h"
+
+typedef struct ft_placement {
+	ft_level_t level;    /* the requested level when reached, else the
+				first looser level reached (for a pod without
+				affinity: the tightest level reached) */
+	uint8_t levels;	     /* bit L set: the placement reaches level L */
+	uint16_t gpus;	     /* GPU positions */
+	uint64_t mig[2];     /* MIG instance positions */
+	ft_cpuset_t cpus;    /* pinned CPUs */
+	uint16_t numa_nodes; /* NUMA positions of the pinned CPUs */
+	uint64_t memory_mib; /* charged to numa_nodes when CPUs are pinned */
+} ft_placement_t;
+
+typedef enum {
+	FT_FIT = 0,		  /* a placement exists now */
+	FT_UNFIT = 1,		  /* not now; preemption could help */
+	FT_UNFIT_UNRESOLVABLE = 2 /* never, even on an empty node */
+} ft_fit_t;
+
+typedef struct ft_verdict {
+	ft_fit_t fit;
+	ft_level_t level; /* tightest level reachable now, or FT_LEVEL_COUNT */
+	char reason[256]; /* why not, naming the shortfall; "" when fit */
+} ft_verdict_t;
+
+/* The level a demand is placed at: its own, with CPU-only demands at numa or
+ * looser. */
+ft_level_t ft_place_effective_level(const ft_demand_t *d);
+
+/* Decide whether `d` fits `node` now. Never fails. */
+void ft_place_filter(ft_verdict_t *out, const ft_node_t *node,
+		     const ft_demand_t *d);
+
+/*
+ * Score 0..10 (kube-scheduler's MinExtenderPriority..MaxExtenderPriority,
+ * k8s.io/kube-scheduler/extender/v1/types.go): up to 8 points for the
+ * affinity level reachable (8 at the requested level, 2 less per looser
+ * level), up to 2 for the node policy (packed: fuller nodes; distributed:
+ * emptier nodes). 0 for a node without topology or without room.
+ */
+int ft_place_score(const ft_node_t *node, const ft_demand_t *d,
+		   ft_policy_t policy);
+
+/*
+ * Choose the exact units for `d` on `node`. FT_ENOTFOUND with a message when
+ * no placement is acceptable under the demand's mode; FT_EINVAL when the node
+ * has no topology.
+ */
+int ft_place_choose(ft_placement_t *out, const ft_node_t *node,
+		    const ft_demand_t *d, ft_policy_t policy);
+
+/*
+ * The levels (bit L for level L) at which one domain holds all of `gpus` and
+ * `numa_nodes`. Levels are not nested: an NVLink group may span NUMA nodes.
+ */
+uint8_t ft_place_levels_of(const ft_topology_t *t, uint16_t gpus,
+			   uint16_t numa_nodes);
+
+/* The first level at or after `from` set in `levels`; FT_LEVEL_NODE if none. */
+ft_level_t ft_place_first_level(uint8_t levels, ft_level_t from);
+
+#endif

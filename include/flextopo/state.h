@@ -1,0 +1,93 @@
+/*
+ * The cluster state: the one writer of the model. It keeps the latest
+ * decoded Node and Pod objects (from the API watch or a snapshot file), the
+ * allocations assumed by bind and not yet seen in the watch, and publishes
+ * immutable snapshots (cluster.h) for request handlers.
+ *
+ * Locking: one mutex guards the writer side; publishing swaps the snapshot
+ * pointer under a second, short-held mutex. ft_state_snapshot() returns a
+ * reference that the caller drops with ft_snapshot_unref(), without holding
+ * any lock while it reads. Assumed allocations follow kube-scheduler's
+ * assume/forget (pkg/scheduler/schedule_one.go): held from bind until the
+ * watch shows the pod bound with its allocation, dropped if the bind fails.
+ */
+#ifndef FLEXTOPO_STATE_H
+#define FLEXTOPO_STATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "cluster.h"
+#include "codec.h"
+
+typedef struct ft_state ft_state_t;
+
+/* `opts` is copied by reference: its strings must outlive the state. */
+int ft_state_new(ft_state_t **out, const ft_codec_options_t *opts);
+void ft_state_free(ft_state_t *state);
+
+/*
+ * Apply a v1 Node or Pod object (ADDED/MODIFIED) or its deletion. Bad
+ * objects are logged and skipped: they never disturb other nodes or pods.
+ * Each call publishes a new snapshot unless inside a replace.
+ */
+void ft_state_apply_node(ft_state_t *state, const cJSON *node);
+void ft_state_delete_node(ft_state_t *state, const cJSON *node);
+void ft_state_apply_pod(ft_state_t *state, const cJSON *pod);
+void ft_state_delete_pod(ft_state_t *state, const cJSON *pod);
+
+/*
+ * A relist of one kind: objects of that kind not applied between begin and
+ * end are removed; one snapshot is published at the end.
+ */
+typedef enum { FT_KIND_NODE = 0, FT_KIND_POD = 1 } ft_kind_t;
+void ft_state_replace_begin(ft_state_t *state, ft_kind_t kind);
+void ft_state_replace_end(ft_state_t *state, ft_kind_t kind);
+
+/* A referenced snapshot (never NULL after ft_state_new). */
+ft_snapshot_t *ft_state_snapshot(ft_state_t *state);
+
+/* A copy of pod `uid` as last seen (watch, or filter); FT_ENOTFOUND. */
+int ft_state_find_pod(ft_state_t *state, const char *uid, ft_pod_t *out);
+
+/*
+ * Remember a pod seen in a filter request when the watch has not shown it
+ * yet, so that a bind right after the filter can find its demand.
+ */
+void ft_state_observe_pod(ft_state_t *state, const ft_pod_t *pod);
+
+/*
+ * Choose and assume a placement for `pod` on `node_name` atomically with
+ * respect to other binds: the published snapshot holds it before this
+ * returns. *out_annotation receives the allocation annotation JSON (heap,
+ * NULL when the pod asks for no devices). Idempotent: if the pod already
+ * holds an allocation on that node, that one is returned.
+ * FT_ENOTFOUND (no such node, or no placement: message says why).
+ */
+int ft_state_assume(ft_state_t *state, const ft_pod_t *pod,
+		    const char *node_name, ft_policy_t policy,
+		    char **out_annotation);
+
+/* Drop an assumed allocation after a failed bind. */
+void ft_state_forget(ft_state_t *state, const char *uid);
+
+/*
+ * Make an assumed allocation permanent without a watch (snapshot-file mode):
+ * the pod is recorded as bound to its node with that allocation.
+ */
+void ft_state_confirm(ft_state_t *state, const char *uid);
+
+/* Counters for readiness and metrics. */
+typedef struct ft_state_stats {
+	uint64_t generation;
+	unsigned nodes;
+	unsigned nodes_bad_topology;
+	unsigned pods;
+	unsigned assumed;
+} ft_state_stats_t;
+
+void ft_state_stats(ft_state_t *state, ft_state_stats_t *out);
+
+#endif

@@ -1,0 +1,174 @@
+/*
+ * The hardware half of the FlexTopo model of one node: sockets, NUMA nodes
+ * with their CPUs and memory, PCIe switches, GPUs with their NVLink peers,
+ * and MIG instances; plus the affinity domains derived from them.
+ *
+ * Shape (hardware-topology.md in the design references; nvidia-smi topo -m):
+ *   socket -> NUMA node (cpus, memory MiB) -> PCIe switch -> GPU -> MIG
+ * instance GPU <-> GPU NVLink with a link count (NV#); an NVSwitch board links
+ * every pair. Everything is addressed by small positions (0..n-1) in the arrays
+ * below; masks are bit sets of positions. Ids and indexes as the hardware
+ * reports them (socket id, NUMA id, GPU index) are kept beside the positions
+ * for replies.
+ *
+ * A topology is immutable once ft_topology_finish() succeeded and is shared by
+ * reference count between snapshots. It does no I/O; the annotation parsers
+ * in codec.h build it.
+ */
+#ifndef FLEXTOPO_TOPOLOGY_H
+#define FLEXTOPO_TOPOLOGY_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cpuset.h"
+
+#define FT_SOCKET_MAX 8
+#define FT_NUMA_MAX   16
+#define FT_SWITCH_MAX 32
+#define FT_GPU_MAX    16
+#define FT_MIG_MAX    128 /* MIG instances per node: 16 GPUs x 7 + slack */
+#define FT_DOMAIN_MAX 128
+#define FT_NONE	      0xff /* "no PCIe switch" and other absent positions */
+#define FT_MIG_SLICES                                                          \
+	8 /* memory slices per MIG-capable GPU (NVIDIA MIG user guide) */
+
+/*
+ * Affinity levels, tightest first. A placement reaches level L when all its
+ * GPUs (and MIG instances) and the NUMA nodes of its CPUs lie inside one
+ * domain of level L:
+ *   nvlink      GPUs linked pairwise by NVLink (a maximal clique), CPUs in
+ *               the NUMA nodes of that clique;
+ *   pcie-switch GPUs under one PCIe switch, CPUs in the switch's NUMA node;
+ *   numa        GPUs and CPUs of one NUMA node;
+ *   socket      GPUs and CPUs of one socket;
+ *   node        anything on the node.
+ */
+typedef enum {
+	FT_LEVEL_NVLINK = 0,
+	FT_LEVEL_PCIE_SWITCH = 1,
+	FT_LEVEL_NUMA = 2,
+	FT_LEVEL_SOCKET = 3,
+	FT_LEVEL_NODE = 4,
+	FT_LEVEL_COUNT = 5,
+} ft_level_t;
+
+/* "nvlink", "pcie-switch", "numa", "socket", "node". */
+const char *ft_level_name(ft_level_t level);
+/* Inverse of ft_level_name; FT_EINVAL listing the valid names. */
+int ft_level_parse(ft_level_t *out, const char *name);
+
+typedef struct ft_socket {
+	int id;
+	uint16_t numa_nodes; /* mask of NUMA positions */
+	uint16_t gpus;	     /* mask of GPU positions */
+} ft_socket_t;
+
+typedef struct ft_numa_node {
+	int id;
+	uint8_t socket; /* socket position */
+	ft_cpuset_t cpus;
+	uint32_t n_cpus;
+	uint64_t memory_mib;
+	uint16_t gpus;
+} ft_numa_node_t;
+
+typedef struct ft_pcie_switch {
+	int id;
+	uint8_t numa; /* NUMA position */
+	uint16_t gpus;
+} ft_pcie_switch_t;
+
+typedef struct ft_gpu {
+	int index;   /* nvidia-smi index */
+	char *uuid;  /* "GPU-..." */
+	char *model; /* "NVIDIA A100-SXM4-80GB" */
+	uint64_t memory_mib;
+	uint8_t numa, socket,
+	    pcie_switch;		  /* positions; switch may be FT_NONE */
+	uint16_t nvlink_peers;		  /* mask of GPU positions */
+	uint8_t nvlink_links[FT_GPU_MAX]; /* NVLink count per peer position */
+	bool mig_enabled; /* whole-GPU allocation impossible when set */
+} ft_gpu_t;
+
+typedef struct ft_mig_instance {
+	char *profile;	     /* "3g.40gb" */
+	char *uuid;	     /* "MIG-..." */
+	uint8_t gpu;	     /* GPU position */
+	uint8_t start, size; /* memory-slice placement {start}:size, 0..8 */
+} ft_mig_instance_t;
+
+typedef struct ft_domain {
+	uint8_t level; /* ft_level_t */
+	uint8_t owner; /* socket/NUMA/switch position; clique number */
+	uint16_t gpus;
+	uint16_t numa_nodes;
+} ft_domain_t;
+
+typedef struct ft_topology {
+	atomic_int refcount;
+	unsigned n_sockets, n_numa, n_switches, n_gpus, n_mig, n_domains;
+	ft_socket_t sockets[FT_SOCKET_MAX];
+	ft_numa_node_t numa[FT_NUMA_MAX];
+	ft_pcie_switch_t switches[FT_SWITCH_MAX];
+	ft_gpu_t gpus[FT_GPU_MAX];
+	ft_mig_instance_t *mig; /* n_mig entries, grouped by GPU */
+	ft_domain_t *domains;	/* n_domains entries, sorted by level */
+	unsigned level_first[FT_LEVEL_COUNT + 1]; /* domains of level L:
+						     [first[L], first[L+1]) */
+	uint16_t whole_gpus;	/* GPUs that are not MIG-enabled */
+	uint16_t reserved_gpus; /* marked used by the annotation itself */
+	ft_cpuset_t
+	    reserved_cpus; /* likewise (FlexTopo graph "status: used") */
+	uint32_t n_cpus;
+} ft_topology_t;
+
+/* A new empty topology with refcount 1. FT_ENOMEM. */
+int ft_topology_new(ft_topology_t **out);
+ft_topology_t *ft_topology_ref(ft_topology_t *t);
+/* Drop a reference; frees on the last. NULL is fine. */
+void ft_topology_unref(ft_topology_t *t);
+
+/*
+ * Builders used by the parsers; each returns the new position (>= 0) or
+ * FT_EINVAL with a message (duplicate id, too many, unknown parent).
+ */
+int ft_topology_add_socket(ft_topology_t *t, int id);
+int ft_topology_add_numa(ft_topology_t *t, unsigned socket, int id,
+			 const ft_cpuset_t *cpus, uint64_t memory_mib);
+int ft_topology_add_switch(ft_topology_t *t, unsigned numa, int id);
+/* `pcie_switch` may be FT_NONE (GPU on a root port of `numa`). Copies strings.
+ */
+int ft_topology_add_gpu(ft_topology_t *t, unsigned numa, unsigned pcie_switch,
+			int index, const char *uuid, const char *model,
+			uint64_t memory_mib);
+/* NVLink by GPU index (not position); recorded in both directions. */
+int ft_topology_add_nvlink(ft_topology_t *t, int gpu_index, int peer_index,
+			   unsigned links);
+/* Marks the GPU MIG-enabled. Copies strings. */
+int ft_topology_add_mig(ft_topology_t *t, unsigned gpu, const char *profile,
+			unsigned start, unsigned size, const char *uuid);
+int ft_topology_enable_mig(ft_topology_t *t, unsigned gpu);
+
+/*
+ * Validate and derive: CPUs of NUMA nodes disjoint, GPU uuids unique, NVLink
+ * peers exist, MIG instances inside 0..8 and not overlapping on one GPU; then
+ * compute the affinity domains. FT_EINVAL naming the fault.
+ */
+int ft_topology_finish(ft_topology_t *t);
+
+/* Positions by external name; -1 when absent. */
+int ft_topology_find_gpu_uuid(const ft_topology_t *t, const char *uuid);
+int ft_topology_find_gpu_index(const ft_topology_t *t, int index);
+int ft_topology_find_mig_uuid(const ft_topology_t *t, const char *uuid);
+int ft_topology_find_numa_id(const ft_topology_t *t, int id);
+
+/* NUMA positions whose CPUs intersect `cpus`. */
+uint16_t ft_topology_numa_of_cpus(const ft_topology_t *t,
+				  const ft_cpuset_t *cpus);
+
+/* Approximate heap bytes held by `t` (for the memory benchmark). */
+size_t ft_topology_footprint(const ft_topology_t *t);
+
+#endif

@@ -1,0 +1,47 @@
+/*
+ * Error codes and the per-thread last error message.
+ *
+ * The message lives in thread-local storage so that concurrent request
+ * handlers never see each other's errors.
+ */
+#include <flextopo/error.h>
+
+#include <stdarg.h>
+#include <stdio.h>
+
+static _Thread_local char last_message[512];
+
+const char *ft_error_name(int code)
+{
+	switch (code) {
+	case FT_OK:
+		return "ok";
+#define FT_ERRNO_CASE(name, value, desc)                                       \
+	case FT_##name:                                                        \
+		return desc;
+		FT_ERRNO_MAP(FT_ERRNO_CASE)
+#undef FT_ERRNO_CASE
+	default:
+		return "error";
+	}
+}
+
+int ft_error_set(int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(last_message, sizeof(last_message), fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+const char *ft_error_last(void)
+{
+	return last_message[0] ? last_message : "no error message";
+}
+
+void ft_error_clear(void)
+{
+	last_message[0] = '\0';
+}

@@ -1,0 +1,458 @@
+/*
+ * Pods, holdings, nodes and snapshots: the allocation state of the model.
+ *
+ * ft_node_build() resolves each pod's decoded allocation against the node's
+ * topology once, so that filter and score only read masks and counters. A
+ * pod whose allocation cannot be resolved still counts, as usage of unknown
+ * placement: the model never reports a device free that a pod may hold.
+ */
+#include <flextopo/cluster.h>
+#include <flextopo/error.h>
+#include <flextopo/place.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+bool ft_demand_wants_devices(const ft_demand_t *d)
+{
+	return d->gpus || d->mig_count || d->exclusive_cpus;
+}
+
+void ft_allocation_dispose(ft_allocation_t *a)
+{
+	if (!a)
+		return;
+	for (unsigned i = 0; i < a->n_gpus; i++)
+		free(a->gpu_uuids[i]);
+	for (unsigned i = 0; i < a->n_mig; i++)
+		free(a->mig_uuids[i]);
+	memset(a, 0, sizeof(*a));
+}
+
+static int copy_strings(char **dst, char *const *src, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (!(dst[i] = strdup(src[i])))
+			return ft_error_set(FT_ENOMEM, "out of memory");
+	return 0;
+}
+
+int ft_allocation_copy(ft_allocation_t *out, const ft_allocation_t *src)
+{
+	int rc;
+
+	*out = *src;
+	memset(out->gpu_uuids, 0, sizeof(out->gpu_uuids));
+	memset(out->mig_uuids, 0, sizeof(out->mig_uuids));
+	if ((rc = copy_strings(out->gpu_uuids, src->gpu_uuids, src->n_gpus)) <
+		0 ||
+	    (rc = copy_strings(out->mig_uuids, src->mig_uuids, src->n_mig)) < 0)
+		ft_allocation_dispose(out);
+	return rc;
+}
+
+void ft_pod_dispose(ft_pod_t *pod)
+{
+	if (!pod)
+		return;
+	free(pod->uid);
+	free(pod->ns);
+	free(pod->name);
+	free(pod->node);
+	free(pod->demand_error);
+	free(pod->allocation_error);
+	ft_allocation_dispose(&pod->allocation);
+	memset(pod, 0, sizeof(*pod));
+}
+
+static int dup_opt(char **dst, const char *src)
+{
+	*dst = NULL;
+	if (src && !(*dst = strdup(src)))
+		return ft_error_set(FT_ENOMEM, "out of memory");
+	return 0;
+}
+
+int ft_pod_copy(ft_pod_t *out, const ft_pod_t *src)
+{
+	int rc;
+
+	*out = *src;
+	out->uid = out->ns = out->name = out->node = NULL;
+	out->demand_error = out->allocation_error = NULL;
+	memset(&out->allocation, 0, sizeof(out->allocation));
+	if ((rc = dup_opt(&out->uid, src->uid)) < 0 ||
+	    (rc = dup_opt(&out->ns, src->ns)) < 0 ||
+	    (rc = dup_opt(&out->name, src->name)) < 0 ||
+	    (rc = dup_opt(&out->node, src->node)) < 0 ||
+	    (rc = dup_opt(&out->demand_error, src->demand_error)) < 0 ||
+	    (rc = dup_opt(&out->allocation_error, src->allocation_error)) < 0 ||
+	    (rc = ft_allocation_copy(&out->allocation, &src->allocation)) < 0)
+		ft_pod_dispose(out);
+	return rc;
+}
+
+static void holding_dispose(ft_holding_t *h)
+{
+	free(h->uid);
+	free(h->ns);
+	free(h->name);
+}
+
+static void node_free(ft_node_t *node)
+{
+	for (unsigned i = 0; i < node->n_holdings; i++)
+		holding_dispose(&node->holdings[i]);
+	free(node->holdings);
+	free(node->name);
+	free(node->topology_error);
+	ft_topology_unref(node->topology);
+	free(node);
+}
+
+ft_node_t *ft_node_ref(ft_node_t *node)
+{
+	if (node)
+		atomic_fetch_add(&node->refcount, 1);
+	return node;
+}
+
+void ft_node_unref(ft_node_t *node)
+{
+	if (node && atomic_fetch_sub(&node->refcount, 1) == 1)
+		node_free(node);
+}
+
+static void set_mig_bit(uint64_t *mask, unsigned i)
+{
+	mask[i / 64] |= UINT64_C(1) << (i % 64);
+}
+
+bool ft_node_mig_used(const ft_node_t *node, unsigned i)
+{
+	return i < FT_MIG_MAX && (node->mig_used[i / 64] >> (i % 64)) & 1;
+}
+
+/* Resolve GPU and MIG uuids; units the topology lacks become unknown usage. */
+static void resolve_devices(ft_holding_t *h, const ft_topology_t *t,
+			    const ft_allocation_t *a)
+{
+	for (unsigned i = 0; i < a->n_gpus; i++) {
+		int g = t ? ft_topology_find_gpu_uuid(t, a->gpu_uuids[i]) : -1;
+		if (g >= 0)
+			h->gpus |= (uint16_t)(1u << g);
+		else
+			h->unknown_gpus++;
+	}
+	for (unsigned i = 0; i < a->n_mig; i++) {
+		int m = t ? ft_topology_find_mig_uuid(t, a->mig_uuids[i]) : -1;
+		if (m >= 0)
+			set_mig_bit(h->mig, (unsigned)m);
+		else
+			h->unknown_mig++;
+	}
+}
+
+static void resolve_cpus(ft_holding_t *h, const ft_topology_t *t,
+			 const ft_pod_t *pod)
+{
+	const ft_allocation_t *a = &pod->allocation;
+
+	if (!t) {
+		h->unknown_cpus = pod->demand.exclusive_cpus;
+		return;
+	}
+	h->cpus = a->cpus;
+	h->numa_nodes = ft_topology_numa_of_cpus(t, &a->cpus);
+	if (h->numa_nodes)
+		h->memory_mib = pod->demand.memory_mib;
+}
+
+static uint16_t mig_gpus(const ft_topology_t *t, const uint64_t *mig)
+{
+	uint16_t gpus = 0;
+
+	for (unsigned i = 0; i < t->n_mig; i++)
+		if ((mig[i / 64] >> (i % 64)) & 1)
+			gpus |= (uint16_t)(1u << t->mig[i].gpu);
+	return gpus;
+}
+
+static int holding_init(ft_holding_t *h, const ft_topology_t *t,
+			const ft_pod_t *pod, bool assumed)
+{
+	int rc;
+
+	memset(h, 0, sizeof(*h));
+	if ((rc = dup_opt(&h->uid, pod->uid)) < 0 ||
+	    (rc = dup_opt(&h->ns, pod->ns)) < 0 ||
+	    (rc = dup_opt(&h->name, pod->name)) < 0)
+		return rc;
+	h->priority = pod->priority;
+	h->start_time = pod->start_time;
+	h->assumed = assumed;
+	h->level = FT_LEVEL_NODE;
+	if (!pod->has_allocation) {
+		h->unknown_gpus = pod->demand.gpus;
+		h->unknown_mig = pod->demand.mig_count;
+		memcpy(h->unknown_mig_profile, pod->demand.mig_profile,
+		       FT_PROFILE_MAX);
+		h->unknown_cpus = pod->demand.exclusive_cpus;
+		return 0;
+	}
+	h->level = pod->allocation.level;
+	resolve_devices(h, t, &pod->allocation);
+	if (h->unknown_mig)
+		memcpy(h->unknown_mig_profile, pod->demand.mig_profile,
+		       FT_PROFILE_MAX);
+	resolve_cpus(h, t, pod);
+	if (t)
+		h->levels = ft_place_levels_of(t, h->gpus | mig_gpus(t, h->mig),
+					       h->numa_nodes);
+	return 0;
+}
+
+/* Fold one holding into the node's usage, counting double claims. */
+static void charge(ft_node_t *node, const ft_holding_t *h)
+{
+	const ft_topology_t *t = node->topology;
+	unsigned spread;
+
+	if (node->gpus_used & h->gpus || node->mig_used[0] & h->mig[0] ||
+	    node->mig_used[1] & h->mig[1] ||
+	    ft_cpuset_intersects(&node->cpus_used, &h->cpus))
+		node->conflicts++;
+	node->gpus_used |= h->gpus;
+	node->mig_used[0] |= h->mig[0];
+	node->mig_used[1] |= h->mig[1];
+	ft_cpuset_or(&node->cpus_used, &node->cpus_used, &h->cpus);
+	node->unknown_gpus += h->unknown_gpus;
+	node->unknown_cpus += h->unknown_cpus;
+	spread = (unsigned)__builtin_popcount(h->numa_nodes);
+	if (!t || !spread)
+		return;
+	for (unsigned n = 0; n < t->n_numa; n++)
+		if (h->numa_nodes & (1u << n))
+			node->numa_free_memory_mib[n] -=
+			    h->memory_mib / spread >
+				    node->numa_free_memory_mib[n]
+				? node->numa_free_memory_mib[n]
+				: h->memory_mib / spread;
+}
+
+static void derive_free(ft_node_t *node)
+{
+	const ft_topology_t *t = node->topology;
+	ft_cpuset_t free_cpus;
+
+	if (!t)
+		return;
+	for (unsigned n = 0; n < t->n_numa; n++) {
+		ft_cpuset_andnot(&free_cpus, &t->numa[n].cpus,
+				 &node->cpus_used);
+		node->numa_free_cpus[n] = ft_cpuset_count(&free_cpus);
+	}
+}
+
+static int node_alloc(ft_node_t **out, const char *name,
+		      ft_topology_t *topology, const char *topology_error,
+		      unsigned n_pods)
+{
+	ft_node_t *node = calloc(1, sizeof(*node));
+
+	*out = node;
+	if (!node)
+		return ft_error_set(FT_ENOMEM, "node %s: out of memory", name);
+	atomic_init(&node->refcount, 1);
+	node->topology = ft_topology_ref(topology);
+	node->name = strdup(name);
+	node->topology_error = topology_error ? strdup(topology_error) : NULL;
+	node->holdings =
+	    n_pods ? calloc(n_pods, sizeof(*node->holdings)) : NULL;
+	if (!node->name || (topology_error && !node->topology_error) ||
+	    (n_pods && !node->holdings))
+		return ft_error_set(FT_ENOMEM, "node %s: out of memory", name);
+	if (!topology)
+		return 0;
+	for (unsigned n = 0; n < topology->n_numa; n++)
+		node->numa_free_memory_mib[n] = topology->numa[n].memory_mib;
+	node->gpus_used = topology->reserved_gpus;
+	node->cpus_used = topology->reserved_cpus;
+	return 0;
+}
+
+int ft_node_build(ft_node_t **out, const char *name, ft_topology_t *topology,
+		  const char *topology_error, const ft_pod_t *const *pods,
+		  const bool *assumed, unsigned n_pods)
+{
+	ft_node_t *node = NULL;
+	int rc;
+
+	*out = NULL;
+	if ((rc = node_alloc(&node, name, topology, topology_error, n_pods)) <
+	    0)
+		goto cleanup;
+	for (unsigned i = 0; i < n_pods; i++) {
+		ft_holding_t *h = &node->holdings[node->n_holdings];
+		if (pods[i]->terminal)
+			continue;
+		node->n_holdings++;
+		if ((rc = holding_init(h, topology, pods[i],
+				       assumed && assumed[i])) < 0)
+			goto cleanup;
+		charge(node, h);
+	}
+	derive_free(node);
+	*out = node;
+	node = NULL;
+cleanup:
+	if (node)
+		node_free(node);
+	return rc;
+}
+
+const ft_holding_t *ft_node_find_holding(const ft_node_t *node, const char *uid)
+{
+	for (unsigned i = 0; i < node->n_holdings; i++)
+		if (strcmp(node->holdings[i].uid, uid) == 0)
+			return &node->holdings[i];
+	return NULL;
+}
+
+uint16_t ft_node_free_gpus(const ft_node_t *node)
+{
+	if (!node->topology)
+		return 0;
+	return (uint16_t)(node->topology->whole_gpus & ~node->gpus_used);
+}
+
+size_t ft_node_footprint(const ft_node_t *node)
+{
+	size_t bytes = sizeof(*node) + strlen(node->name) + 1 +
+		       node->n_holdings * sizeof(*node->holdings);
+
+	for (unsigned i = 0; i < node->n_holdings; i++)
+		bytes += strlen(node->holdings[i].uid) +
+			 strlen(node->holdings[i].ns) +
+			 strlen(node->holdings[i].name) + 3;
+	if (node->topology)
+		bytes += ft_topology_footprint(node->topology);
+	return bytes;
+}
+
+static int find_cmp(const void *key, const void *elem)
+{
+	const ft_node_t *const *n = elem;
+
+	return strcmp(key, (*n)->name);
+}
+
+static int by_name(const void *a, const void *b)
+{
+	const ft_node_t *const *x = a, *const *y = b;
+
+	return strcmp((*x)->name, (*y)->name);
+}
+
+int ft_snapshot_new(ft_snapshot_t **out, ft_node_t *const *nodes, unsigned n,
+		    uint64_t generation)
+{
+	ft_snapshot_t *s = calloc(1, sizeof(*s));
+	int rc = 0;
+
+	*out = NULL;
+	if (!s || (n && !(s->nodes = malloc(n * sizeof(*s->nodes))))) {
+		rc = ft_error_set(FT_ENOMEM, "snapshot: out of memory");
+		goto cleanup;
+	}
+	atomic_init(&s->refcount, 1);
+	s->generation = generation;
+	for (unsigned i = 0; i < n; i++)
+		s->nodes[s->n_nodes++] = ft_node_ref(nodes[i]);
+	if (n)
+		qsort(s->nodes, n, sizeof(*s->nodes), by_name);
+	for (unsigned i = 1; i < n; i++) {
+		if (strcmp(s->nodes[i - 1]->name, s->nodes[i]->name) == 0) {
+			rc = ft_error_set(FT_EINVAL, "snapshot: node %s twice",
+					  s->nodes[i]->name);
+			goto cleanup;
+		}
+	}
+	*out = s;
+	s = NULL;
+cleanup:
+	ft_snapshot_unref(s);
+	return rc;
+}
+
+ft_snapshot_t *ft_snapshot_ref(ft_snapshot_t *s)
+{
+	if (s)
+		atomic_fetch_add(&s->refcount, 1);
+	return s;
+}
+
+void ft_snapshot_unref(ft_snapshot_t *s)
+{
+	if (!s || atomic_fetch_sub(&s->refcount, 1) != 1)
+		return;
+	for (unsigned i = 0; i < s->n_nodes; i++)
+		ft_node_unref(s->nodes[i]);
+	free(s->nodes);
+	free(s);
+}
+
+const ft_node_t *ft_snapshot_find(const ft_snapshot_t *s, const char *name)
+{
+	ft_node_t *const *hit;
+
+	if (!s || !s->n_nodes)
+		return NULL;
+	hit = bsearch(name, s->nodes, s->n_nodes, sizeof(*s->nodes), find_cmp);
+	return hit ? *hit : NULL;
+}
+
+static int find_index(const ft_snapshot_t *s, const char *name)
+{
+	ft_node_t *const *hit;
+
+	if (!s->n_nodes)
+		return -1;
+	hit = bsearch(name, s->nodes, s->n_nodes, sizeof(*s->nodes), find_cmp);
+	return hit ? (int)(hit - s->nodes) : -1;
+}
+
+int ft_snapshot_with(ft_snapshot_t **out, const ft_snapshot_t *base,
+		     ft_node_t *const *replacements, unsigned n,
+		     uint64_t generation)
+{
+	ft_snapshot_t *s = NULL;
+	int rc;
+
+	if ((rc = ft_snapshot_new(&s, NULL, 0, generation)) < 0)
+		goto cleanup;
+	s->nodes =
+	    base->n_nodes ? malloc(base->n_nodes * sizeof(*s->nodes)) : NULL;
+	if (base->n_nodes && !s->nodes) {
+		rc = ft_error_set(FT_ENOMEM, "snapshot: out of memory");
+		goto cleanup;
+	}
+	for (unsigned i = 0; i < base->n_nodes; i++)
+		s->nodes[s->n_nodes++] = ft_node_ref(base->nodes[i]);
+	for (unsigned i = 0; i < n; i++) {
+		int at = find_index(s, replacements[i]->name);
+		if (at < 0) {
+			rc = ft_error_set(FT_ENOTFOUND,
+					  "snapshot: node %s not in base",
+					  replacements[i]->name);
+			goto cleanup;
+		}
+		ft_node_unref(s->nodes[at]);
+		s->nodes[at] = ft_node_ref(replacements[i]);
+	}
+	*out = s;
+	s = NULL;
+cleanup:
+	ft_snapshot_unref(s);
+	return rc;
+}
