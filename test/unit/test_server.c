@@ -1,0 +1,889 @@
+/*
+ * Tests for the HTTP server: real requests over loopback with libcurl against
+ * a server listening on 127.0.0.1:0, covering routing, the body cap, the JSON
+ * Content-Type rule, keep-alive, concurrency and the per-kind error counters.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <flextopo/error.h>
+#include <flextopo/log.h>
+#include <flextopo/server.h>
+
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define BODY_CAP 1024
+
+typedef struct fixture {
+	ft_server_t *server;
+	char base[64];
+	atomic_int calls;
+} fixture_t;
+
+typedef struct reply {
+	long status;
+	char *body;
+	size_t body_len;
+	char allow[128];
+	char content_type[128];
+} reply_t;
+
+typedef struct call {
+	const char *method;
+	const char *path;
+	const char *content_type; /* NULL: no Content-Type header */
+	const char *body;	  /* NULL: no body */
+	size_t body_len;
+	int chunked;
+	size_t chunk; /* bytes per chunk when chunked; 0: 700 */
+	int expect;   /* 1: "Expect: 100-continue", -1: none, 0: curl decides */
+} call_t;
+
+typedef struct upload {
+	const char *data;
+	size_t len;
+	size_t pos;
+	size_t chunk;
+} upload_t;
+
+/* ---- handlers ---- */
+
+static void handle_health(ft_http_response_t *out, const ft_http_request_t *req,
+			  void *payload)
+{
+	fixture_t *fx = payload;
+
+	atomic_fetch_add(&fx->calls, 1);
+	ft_http_reply_text(out, 200, "text/plain", "ok");
+}
+
+/* Echo the body back, byte for byte, after checking it is NUL-terminated. */
+static void handle_echo(ft_http_response_t *out, const ft_http_request_t *req,
+			void *payload)
+{
+	if (req->body[req->body_len] != '\0') {
+		ft_http_reply_error(out, 500, "internal",
+				    "body not terminated");
+		return;
+	}
+	out->body = malloc(req->body_len + 1);
+	if (!out->body)
+		return;
+	memcpy(out->body, req->body, req->body_len + 1);
+	out->body_len = req->body_len;
+}
+
+static void handle_node(ft_http_response_t *out, const ft_http_request_t *req,
+			void *payload)
+{
+	const char *node = ft_http_request_query(req, "node");
+	char text[256];
+
+	snprintf(text, sizeof(text), "prefix %s node=%s", req->path,
+		 node ? node : "(none)");
+	ft_http_reply_text(out, 200, "text/plain", text);
+}
+
+static void handle_special(ft_http_response_t *out,
+			   const ft_http_request_t *req, void *payload)
+{
+	ft_http_reply_text(out, 200, "text/plain", "exact");
+}
+
+static void handle_bad_status(ft_http_response_t *out,
+			      const ft_http_request_t *req, void *payload)
+{
+	out->status = 42;
+}
+
+/* ---- client ---- */
+
+static size_t on_body(char *data, size_t size, size_t n, void *userdata)
+{
+	reply_t *r = userdata;
+	char *body = realloc(r->body, r->body_len + size * n + 1);
+
+	if (!body)
+		return 0;
+	memcpy(body + r->body_len, data, size * n);
+	r->body = body;
+	r->body_len += size * n;
+	r->body[r->body_len] = '\0';
+	return size * n;
+}
+
+static void keep_header(char *dst, size_t size, const char *line, size_t len,
+			const char *name)
+{
+	size_t nlen = strlen(name);
+
+	if (len <= nlen || strncasecmp(line, name, nlen) != 0)
+		return;
+	line += nlen;
+	len -= nlen;
+	while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == '\n'))
+		len--;
+	if (len >= size)
+		len = size - 1;
+	memcpy(dst, line, len);
+	dst[len] = '\0';
+}
+
+static size_t on_header(char *data, size_t size, size_t n, void *userdata)
+{
+	reply_t *r = userdata;
+
+	keep_header(r->allow, sizeof(r->allow), data, size * n, "Allow: ");
+	keep_header(r->content_type, sizeof(r->content_type), data, size * n,
+		    "Content-Type: ");
+	return size * n;
+}
+
+static size_t on_read(char *buf, size_t size, size_t n, void *userdata)
+{
+	upload_t *u = userdata;
+	size_t left = u->len - u->pos;
+	size_t take = size * n < left ? size * n : left;
+
+	if (take > u->chunk)
+		take = u->chunk;
+	memcpy(buf, u->data + u->pos, take);
+	u->pos += take;
+	return take;
+}
+
+static void set_body(CURL *curl, const call_t *c, upload_t *u)
+{
+	if (!c->body)
+		return;
+	if (!c->chunked) {
+		curl_easy_setopt(curl, CURLOPT_POSTFIELDS, c->body);
+		curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE,
+				 (curl_off_t)c->body_len);
+		return;
+	}
+	u->data = c->body;
+	u->len = c->body_len;
+	u->chunk = c->chunk ? c->chunk : 700;
+	curl_easy_setopt(curl, CURLOPT_POST, 1L);
+	curl_easy_setopt(curl, CURLOPT_READFUNCTION, on_read);
+	curl_easy_setopt(curl, CURLOPT_READDATA, u);
+}
+
+/* Run `c` on `curl` (which may be reused for keep-alive); 0 on success. */
+static int perform(reply_t *out, CURL *curl, const fixture_t *fx,
+		   const call_t *c)
+{
+	struct curl_slist *headers = NULL;
+	upload_t upload = {0};
+	char url[256], type[160];
+	CURLcode rc;
+
+	memset(out, 0, sizeof(*out));
+	snprintf(url, sizeof(url), "%s%s", fx->base, c->path);
+	curl_easy_reset(curl);
+	curl_easy_setopt(curl, CURLOPT_URL, url);
+	curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, c->method);
+	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(curl, CURLOPT_WRITEDATA, out);
+	curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(curl, CURLOPT_HEADERDATA, out);
+	curl_easy_setopt(curl, CURLOPT_TIMEOUT, 10L);
+	if (c->content_type) {
+		snprintf(type, sizeof(type), "Content-Type: %s",
+			 c->content_type);
+		headers = curl_slist_append(headers, type);
+	} else if (c->body) {
+		headers = curl_slist_append(headers, "Content-Type:");
+	}
+	if (c->chunked)
+		headers =
+		    curl_slist_append(headers, "Transfer-Encoding: chunked");
+	if (c->expect)
+		headers = curl_slist_append(
+		    headers,
+		    c->expect > 0 ? "Expect: 100-continue" : "Expect:");
+	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+	set_body(curl, c, &upload);
+	rc = curl_easy_perform(curl);
+	if (rc == CURLE_OK)
+		curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &out->status);
+	curl_slist_free_all(headers);
+	return rc == CURLE_OK ? 0 : -1;
+}
+
+static reply_t request(const fixture_t *fx, const call_t *c)
+{
+	CURL *curl = curl_easy_init();
+	reply_t r;
+
+	assert_non_null(curl);
+	assert_int_equal(perform(&r, curl, fx, c), 0);
+	curl_easy_cleanup(curl);
+	return r;
+}
+
+/* The "error" string of a JSON error reply (must parse as JSON). */
+static void assert_error_body(const reply_t *r, const char *expect_prefix)
+{
+	cJSON *json = cJSON_Parse(r->body);
+	cJSON *error = cJSON_GetObjectItemCaseSensitive(json, "error");
+
+	assert_non_null(json);
+	assert_true(cJSON_IsString(error));
+	assert_string_equal(r->content_type, "application/json");
+	if (strncmp(error->valuestring, expect_prefix, strlen(expect_prefix)))
+		fail_msg("error \"%s\" does not start with \"%s\"",
+			 error->valuestring, expect_prefix);
+	cJSON_Delete(json);
+}
+
+/* ---- fixtures ---- */
+
+static int start_server(fixture_t *fx)
+{
+	ft_server_options_t opts = {
+	    .listen = "127.0.0.1:0", .max_body_bytes = BODY_CAP, .threads = 4};
+	ft_server_t *s = NULL;
+
+	if (ft_server_new(&s, &opts) != 0 ||
+	    ft_server_route(s, "GET", "/healthz", handle_health, fx) != 0 ||
+	    ft_server_route(s, "POST", "/filter", handle_echo, fx) != 0 ||
+	    ft_server_route(s, "GET", "/debug/nodes/*", handle_node, fx) != 0 ||
+	    ft_server_route(s, "GET", "/debug/nodes/special", handle_special,
+			    fx) != 0 ||
+	    ft_server_route(s, "GET", "/bad-status", handle_bad_status, fx) ||
+	    ft_server_start(s) != 0) {
+		ft_server_free(s);
+		return -1;
+	}
+	fx->server = s;
+	snprintf(fx->base, sizeof(fx->base), "http://127.0.0.1:%u",
+		 ft_server_port(s));
+	return 0;
+}
+
+static int setup(void **state)
+{
+	fixture_t *fx = calloc(1, sizeof(*fx));
+
+	if (!fx || start_server(fx) != 0) {
+		free(fx);
+		return -1;
+	}
+	*state = fx;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	fixture_t *fx = *state;
+
+	ft_server_free(fx->server);
+	free(fx);
+	return 0;
+}
+
+static void reply_dispose(reply_t *r)
+{
+	free(r->body);
+	r->body = NULL;
+}
+
+/* ---- routing ---- */
+
+static void test_server__exact_route(void **state)
+{
+	fixture_t *fx = *state;
+	reply_t r = request(fx, &(call_t){.method = "GET", .path = "/healthz"});
+
+	assert_int_equal(r.status, 200);
+	assert_string_equal(r.body, "ok");
+	assert_string_equal(r.content_type, "text/plain");
+	assert_true(ft_server_port(fx->server) > 0);
+	reply_dispose(&r);
+}
+
+static void test_server__prefix_route(void **state)
+{
+	fixture_t *fx = *state;
+	reply_t r = request(
+	    fx, &(call_t){.method = "GET", .path = "/debug/nodes/gpu-1"});
+
+	assert_int_equal(r.status, 200);
+	assert_string_equal(r.body, "prefix /debug/nodes/gpu-1 node=(none)");
+	reply_dispose(&r);
+
+	/* An exact route wins over a prefix that also matches. */
+	r = request(fx,
+		    &(call_t){.method = "GET", .path = "/debug/nodes/special"});
+	assert_int_equal(r.status, 200);
+	assert_string_equal(r.body, "exact");
+	reply_dispose(&r);
+}
+
+static void test_server__not_found(void **state)
+{
+	fixture_t *fx = *state;
+	reply_t r = request(fx, &(call_t){.method = "GET", .path = "/nope"});
+
+	assert_int_equal(r.status, 404);
+	assert_error_body(&r, "not_found: ");
+	reply_dispose(&r);
+
+	/* A prefix route does not match its parent path. */
+	r = request(fx, &(call_t){.method = "GET", .path = "/debug/nodes"});
+	assert_int_equal(r.status, 404);
+	reply_dispose(&r);
+
+	/* A client waiting for "100 Continue" is answered before its body. */
+	r = request(fx, &(call_t){.method = "POST",
+				  .path = "/nope",
+				  .content_type = "application/json",
+				  .body = "{}",
+				  .body_len = 2,
+				  .expect = 1});
+	assert_int_equal(r.status, 404);
+	assert_error_body(&r, "not_found: no route for POST /nope");
+	reply_dispose(&r);
+}
+
+static void test_server__method_not_allowed(void **state)
+{
+	fixture_t *fx = *state;
+	reply_t r = request(fx, &(call_t){.method = "GET", .path = "/filter"});
+
+	assert_int_equal(r.status, 405);
+	assert_string_equal(r.allow, "POST");
+	assert_error_body(&r, "method_not_allowed: GET /filter");
+	reply_dispose(&r);
+
+	r = request(
+	    fx, &(call_t){.method = "DELETE", .path = "/debug/nodes/special"});
+	assert_int_equal(r.status, 405);
+	assert_string_equal(r.allow, "GET");
+	reply_dispose(&r);
+}
+
+static void test_server__bad_handler_status(void **state)
+{
+	fixture_t *fx = *state;
+	reply_t r =
+	    request(fx, &(call_t){.method = "GET", .path = "/bad-status"});
+
+	assert_int_equal(r.status, 500);
+	assert_error_body(&r, "internal: ");
+	reply_dispose(&r);
+}
+
+/* ---- bodies ---- */
+
+static void test_server__post_requires_json(void **state)
+{
+	fixture_t *fx = *state;
+	const char *body = "{\"Pod\":null}";
+	reply_t r = request(fx, &(call_t){.method = "POST",
+					  .path = "/filter",
+					  .content_type = "text/plain",
+					  .body = body,
+					  .body_len = strlen(body)});
+
+	assert_int_equal(r.status, 400);
+	assert_error_body(&r, "bad_content_type: ");
+	reply_dispose(&r);
+
+	r = request(fx, &(call_t){.method = "POST",
+				  .path = "/filter",
+				  .body = body,
+				  .body_len = strlen(body)});
+	assert_int_equal(r.status, 400);
+	assert_error_body(&r, "bad_content_type: ");
+	reply_dispose(&r);
+
+	/* Parameters and any letter case are fine. */
+	r = request(fx,
+		    &(call_t){.method = "POST",
+			      .path = "/filter",
+			      .content_type = "Application/JSON; charset=utf-8",
+			      .body = body,
+			      .body_len = strlen(body)});
+	assert_int_equal(r.status, 200);
+	assert_string_equal(r.body, body);
+	reply_dispose(&r);
+}
+
+/*
+ * A Content-Length above the cap, from a client waiting for "100 Continue", is
+ * refused before the body is sent; the connection is closed after the reply
+ * since the body was never consumed.
+ */
+static void test_server__too_large_content_length(void **state)
+{
+	fixture_t *fx = *state;
+	char *body = malloc(4 * BODY_CAP);
+	CURL *curl = curl_easy_init();
+	call_t post = {.method = "POST",
+		       .path = "/filter",
+		       .content_type = "application/json",
+		       .body = body,
+		       .body_len = 4 * BODY_CAP,
+		       .expect = 1};
+	long connects = -1;
+	reply_t r;
+
+	assert_non_null(body);
+	assert_non_null(curl);
+	memset(body, 'x', 4 * BODY_CAP);
+	assert_int_equal(perform(&r, curl, fx, &post), 0);
+	assert_int_equal(r.status, 400);
+	assert_error_body(&r, "too_large: request body exceeds 1024 bytes");
+	reply_dispose(&r);
+
+	/* Exactly the cap is accepted, on a new connection. */
+	post.body_len = BODY_CAP;
+	assert_int_equal(perform(&r, curl, fx, &post), 0);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(r.body_len, BODY_CAP);
+	curl_easy_getinfo(curl, CURLINFO_NUM_CONNECTS, &connects);
+	assert_int_equal(connects, 1);
+	reply_dispose(&r);
+	curl_easy_cleanup(curl);
+	free(body);
+}
+
+/*
+ * Like kube-scheduler: no "Expect: 100-continue", the body follows the headers
+ * at once. It is drained so that the client reads the 400, and the connection
+ * stays open.
+ */
+static void test_server__too_large_without_expect(void **state)
+{
+	size_t len = 256 * BODY_CAP;
+	fixture_t *fx = *state;
+	char *body = malloc(len);
+	CURL *curl = curl_easy_init();
+	long connects = -1;
+	reply_t r;
+
+	assert_non_null(body);
+	assert_non_null(curl);
+	memset(body, 'y', len);
+	assert_int_equal(perform(&r, curl, fx,
+				 &(call_t){.method = "POST",
+					   .path = "/filter",
+					   .content_type = "application/json",
+					   .body = body,
+					   .body_len = len,
+					   .expect = -1}),
+			 0);
+	assert_int_equal(r.status, 400);
+	assert_error_body(&r, "too_large: request body exceeds 1024 bytes");
+	reply_dispose(&r);
+	assert_int_equal(
+	    perform(&r, curl, fx,
+		    &(call_t){.method = "GET", .path = "/healthz"}),
+	    0);
+	assert_int_equal(r.status, 200);
+	curl_easy_getinfo(curl, CURLINFO_NUM_CONNECTS, &connects);
+	assert_int_equal(connects, 0);
+	reply_dispose(&r);
+	curl_easy_cleanup(curl);
+	free(body);
+}
+
+/*
+ * A chunked body is refused only once it passes the cap; the rest is read and
+ * thrown away, so the connection survives for the next request.
+ */
+static void test_server__too_large_chunked(void **state)
+{
+	fixture_t *fx = *state;
+	char *body = malloc(8 * BODY_CAP);
+	CURL *curl = curl_easy_init();
+	long connects = -1;
+	reply_t r;
+
+	assert_non_null(body);
+	assert_non_null(curl);
+	memset(body, 'z', 8 * BODY_CAP);
+	assert_int_equal(perform(&r, curl, fx,
+				 &(call_t){.method = "POST",
+					   .path = "/filter",
+					   .content_type = "application/json",
+					   .body = body,
+					   .body_len = 8 * BODY_CAP,
+					   .chunked = 1}),
+			 0);
+	assert_int_equal(r.status, 400);
+	assert_error_body(&r, "too_large: request body exceeds 1024 bytes");
+	reply_dispose(&r);
+	assert_int_equal(
+	    perform(&r, curl, fx,
+		    &(call_t){.method = "GET", .path = "/healthz"}),
+	    0);
+	assert_int_equal(r.status, 200);
+	curl_easy_getinfo(curl, CURLINFO_NUM_CONNECTS, &connects);
+	assert_int_equal(connects, 0);
+	reply_dispose(&r);
+	curl_easy_cleanup(curl);
+	free(body);
+}
+
+/* A client that keeps sending long after the refusal loses the connection. */
+static void test_server__too_large_endless(void **state)
+{
+	fixture_t *fx = *state;
+	size_t len = (size_t)10 << 20;
+	char *body = malloc(len);
+	CURL *curl = curl_easy_init();
+	reply_t r;
+
+	assert_non_null(body);
+	assert_non_null(curl);
+	memset(body, 'w', len);
+	assert_int_not_equal(
+	    perform(&r, curl, fx,
+		    &(call_t){.method = "POST",
+			      .path = "/filter",
+			      .content_type = "application/json",
+			      .body = body,
+			      .body_len = len,
+			      .chunked = 1,
+			      .chunk = 64 * 1024}),
+	    0);
+	reply_dispose(&r);
+	curl_easy_cleanup(curl);
+	free(body);
+
+	/* The server is fine afterwards. */
+	r = request(fx, &(call_t){.method = "GET", .path = "/healthz"});
+	assert_int_equal(r.status, 200);
+	reply_dispose(&r);
+}
+
+static void test_server__body_intact(void **state)
+{
+	fixture_t *fx = *state;
+	const char *body = "{\"Pod\":{\"metadata\":{\"name\":\"a\\u003cb\\u0026"
+			   "c\"}},\"NodeNames\":[\"n\\\"1\",\"\xc3\xa9\"]}";
+	char big[BODY_CAP];
+	reply_t r;
+
+	r = request(fx, &(call_t){.method = "POST",
+				  .path = "/filter",
+				  .content_type = "application/json",
+				  .body = body,
+				  .body_len = strlen(body)});
+	assert_int_equal(r.status, 200);
+	assert_int_equal(r.body_len, strlen(body));
+	assert_memory_equal(r.body, body, strlen(body));
+	reply_dispose(&r);
+
+	/* A chunked body within the cap arrives whole, in several pieces. */
+	for (size_t i = 0; i < sizeof(big); i++)
+		big[i] = (char)('a' + i % 26);
+	r = request(fx, &(call_t){.method = "POST",
+				  .path = "/filter",
+				  .content_type = "application/json",
+				  .body = big,
+				  .body_len = sizeof(big),
+				  .chunked = 1});
+	assert_int_equal(r.status, 200);
+	assert_int_equal(r.body_len, sizeof(big));
+	assert_memory_equal(r.body, big, sizeof(big));
+	reply_dispose(&r);
+
+	/* No body at all is handed over as "". */
+	r = request(fx, &(call_t){.method = "POST",
+				  .path = "/filter",
+				  .content_type = "application/json"});
+	assert_int_equal(r.status, 200);
+	assert_int_equal(r.body_len, 0);
+	reply_dispose(&r);
+}
+
+static void test_server__query(void **state)
+{
+	fixture_t *fx = *state;
+	reply_t r = request(fx, &(call_t){.method = "GET",
+					  .path = "/debug/nodes/x?node=gpu%2D7"
+						  "&other=1"});
+
+	assert_int_equal(r.status, 200);
+	assert_string_equal(r.body, "prefix /debug/nodes/x node=gpu-7");
+	reply_dispose(&r);
+}
+
+/* ---- connections ---- */
+
+static void test_server__keep_alive(void **state)
+{
+	fixture_t *fx = *state;
+	const char *body = "{}";
+	call_t post = {.method = "POST",
+		       .path = "/filter",
+		       .content_type = "application/json",
+		       .body = body,
+		       .body_len = 2};
+	call_t missing = {.method = "GET", .path = "/missing"};
+	CURL *curl = curl_easy_init();
+	long connects = -1;
+	reply_t r;
+
+	assert_non_null(curl);
+	assert_int_equal(perform(&r, curl, fx, &post), 0);
+	assert_int_equal(r.status, 200);
+	reply_dispose(&r);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(
+		    perform(&r, curl, fx, i == 1 ? &missing : &post), 0);
+		assert_int_equal(r.status, i == 1 ? 404 : 200);
+		curl_easy_getinfo(curl, CURLINFO_NUM_CONNECTS, &connects);
+		assert_int_equal(connects, 0);
+		reply_dispose(&r);
+	}
+	curl_easy_cleanup(curl);
+}
+
+#define CLIENT_THREADS	6
+#define CLIENT_REQUESTS 25
+
+static void *client_thread(void *arg)
+{
+	const fixture_t *fx = arg;
+	CURL *curl = curl_easy_init();
+	char body[64];
+	long ok = 0;
+	reply_t r;
+
+	for (int i = 0; curl && i < CLIENT_REQUESTS; i++) {
+		snprintf(body, sizeof(body), "{\"n\":%d}", i);
+		call_t c = {.method = "POST",
+			    .path = "/filter",
+			    .content_type = "application/json",
+			    .body = body,
+			    .body_len = strlen(body)};
+		if (perform(&r, curl, fx, &c) == 0 && r.status == 200 &&
+		    r.body && strcmp(r.body, body) == 0)
+			ok++;
+		free(r.body);
+	}
+	curl_easy_cleanup(curl);
+	return (void *)(intptr_t)ok;
+}
+
+static void test_server__concurrent(void **state)
+{
+	fixture_t *fx = *state;
+	pthread_t threads[CLIENT_THREADS];
+	long total = 0;
+
+	for (int i = 0; i < CLIENT_THREADS; i++)
+		assert_int_equal(
+		    pthread_create(&threads[i], NULL, client_thread, fx), 0);
+	for (int i = 0; i < CLIENT_THREADS; i++) {
+		void *ok = NULL;
+
+		pthread_join(threads[i], &ok);
+		total += (long)(intptr_t)ok;
+	}
+	assert_int_equal(total, CLIENT_THREADS * CLIENT_REQUESTS);
+}
+
+/* ---- error replies ---- */
+
+static void test_server__error_counts(void **state)
+{
+	fixture_t *fx = *state;
+	unsigned long not_found = ft_http_error_count("not_found");
+	unsigned long bad_type = ft_http_error_count("bad_content_type");
+	unsigned long other = ft_http_error_count("other");
+	ft_http_response_t out = {0};
+	reply_t r;
+
+	r = request(fx, &(call_t){.method = "GET", .path = "/a"});
+	reply_dispose(&r);
+	r = request(fx, &(call_t){.method = "GET", .path = "/b"});
+	reply_dispose(&r);
+	r = request(fx, &(call_t){.method = "POST",
+				  .path = "/filter",
+				  .content_type = "text/json",
+				  .body = "{}",
+				  .body_len = 2});
+	reply_dispose(&r);
+	assert_int_equal(ft_http_error_count("not_found"), not_found + 2);
+	assert_int_equal(ft_http_error_count("bad_content_type"), bad_type + 1);
+
+	/* Unknown kinds are counted under "other" and read back as 0. */
+	ft_http_reply_error(&out, 500, "made_up", "x");
+	assert_int_equal(ft_http_error_count("other"), other + 1);
+	assert_int_equal(ft_http_error_count("made_up"), 0);
+	free(out.body);
+}
+
+static void test_server__reply_error_escapes(void **state)
+{
+	ft_http_response_t out = {0};
+	cJSON *json = NULL;
+	const char *msg;
+
+	ft_http_reply_error(&out, 422, "bad_json", "at %d: \"%s\"\n\t\\ %s", 7,
+			    "q<>", "\xff\xc3\xa9\x01");
+	assert_int_equal(out.status, 422);
+	assert_string_equal(out.content_type, "application/json");
+	assert_int_equal(out.body_len, strlen(out.body));
+	json = cJSON_Parse(out.body);
+	assert_non_null(json);
+	msg = cJSON_GetObjectItemCaseSensitive(json, "error")->valuestring;
+	assert_string_equal(msg, "bad_json: at 7: \"q<>\"\n\t\\ "
+				 "\xef\xbf\xbd\xc3\xa9\x01");
+	cJSON_Delete(json);
+
+	/* A second reply replaces the first body without leaking it. */
+	assert_int_equal(ft_http_reply_text(&out, 201, NULL, "{\"ok\":true}"),
+			 0);
+	assert_int_equal(out.status, 201);
+	assert_string_equal(out.body, "{\"ok\":true}");
+	assert_string_equal(out.content_type, "application/json");
+	free(out.body);
+}
+
+/* ---- lifetime and listen addresses ---- */
+
+static void test_server__bad_listen(void **state)
+{
+	static const char *const bad[] = {
+	    "no-port",	    "127.0.0.1:", "127.0.0.1:65536",
+	    "127.0.0.1:8x", "::1:8080",	  "[::1:8080",
+	    "[::1]8080",    "1.2.3.4:-1", "bad host name.invalid:80",
+	};
+	ft_server_options_t opts = {.max_body_bytes = BODY_CAP};
+	ft_server_t *s = NULL;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		opts.listen = bad[i];
+		if (ft_server_new(&s, &opts) != FT_EINVAL)
+			fail_msg("listen \"%s\" was accepted", bad[i]);
+		assert_null(s);
+	}
+	opts.listen = NULL;
+	assert_int_equal(ft_server_new(&s, &opts), FT_EINVAL);
+	opts.listen = "127.0.0.1:0";
+	opts.max_body_bytes = 0;
+	assert_int_equal(ft_server_new(&s, &opts), FT_EINVAL);
+}
+
+static void listen_and_ask(const char *listen, const char *host)
+{
+	ft_server_options_t opts = {
+	    .listen = listen, .max_body_bytes = BODY_CAP, .threads = 1};
+	fixture_t fx = {0};
+	reply_t r;
+
+	assert_int_equal(ft_server_new(&fx.server, &opts), 0);
+	assert_int_equal(
+	    ft_server_route(fx.server, "GET", "/healthz", handle_health, &fx),
+	    0);
+	if (ft_server_start(fx.server) != 0) {
+		/* No IPv6 on this machine, say. */
+		print_message("skipping %s: %s\n", listen, ft_error_last());
+		ft_server_free(fx.server);
+		return;
+	}
+	snprintf(fx.base, sizeof(fx.base), "http://%s:%u", host,
+		 ft_server_port(fx.server));
+	r = request(&fx, &(call_t){.method = "GET", .path = "/healthz"});
+	assert_int_equal(r.status, 200);
+	assert_int_equal(atomic_load(&fx.calls), 1);
+	reply_dispose(&r);
+	ft_server_free(fx.server);
+}
+
+static void test_server__listen_forms(void **state)
+{
+	listen_and_ask("[::1]:0", "[::1]");
+	listen_and_ask("localhost:0", "localhost");
+	listen_and_ask("0.0.0.0:0", "127.0.0.1");
+	listen_and_ask(":0", "127.0.0.1");
+}
+
+static void test_server__port_in_use(void **state)
+{
+	fixture_t *fx = *state;
+	char listen[64];
+	ft_server_options_t opts = {.listen = listen,
+				    .max_body_bytes = BODY_CAP};
+	ft_server_t *s = NULL;
+
+	snprintf(listen, sizeof(listen), "127.0.0.1:%u",
+		 ft_server_port(fx->server));
+	assert_int_equal(ft_server_new(&s, &opts), 0);
+	assert_int_equal(ft_server_start(s), FT_EIO);
+	ft_server_free(s);
+}
+
+static void test_server__route_rules(void **state)
+{
+	fixture_t *fx = *state;
+	ft_server_options_t opts = {.listen = "127.0.0.1:0",
+				    .max_body_bytes = BODY_CAP};
+	ft_server_t *s = NULL;
+
+	assert_int_equal(
+	    ft_server_route(fx->server, "GET", "/late", handle_health, fx),
+	    FT_EINVAL);
+	assert_int_equal(ft_server_new(&s, &opts), 0);
+	assert_int_equal(
+	    ft_server_route(s, "GET", "relative", handle_health, NULL),
+	    FT_EINVAL);
+	assert_int_equal(ft_server_route(s, "GET", "/x", NULL, NULL),
+			 FT_EINVAL);
+	for (int i = 0; i < 40; i++)
+		assert_int_equal(
+		    ft_server_route(s, "GET", "/many", handle_health, NULL), 0);
+	ft_server_free(s); /* never started */
+	ft_server_free(NULL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_server__exact_route),
+	    cmocka_unit_test(test_server__prefix_route),
+	    cmocka_unit_test(test_server__not_found),
+	    cmocka_unit_test(test_server__method_not_allowed),
+	    cmocka_unit_test(test_server__bad_handler_status),
+	    cmocka_unit_test(test_server__post_requires_json),
+	    cmocka_unit_test(test_server__too_large_content_length),
+	    cmocka_unit_test(test_server__too_large_without_expect),
+	    cmocka_unit_test(test_server__too_large_chunked),
+	    cmocka_unit_test(test_server__too_large_endless),
+	    cmocka_unit_test(test_server__body_intact),
+	    cmocka_unit_test(test_server__query),
+	    cmocka_unit_test(test_server__keep_alive),
+	    cmocka_unit_test(test_server__concurrent),
+	    cmocka_unit_test(test_server__error_counts),
+	    cmocka_unit_test(test_server__reply_error_escapes),
+	    cmocka_unit_test(test_server__bad_listen),
+	    cmocka_unit_test(test_server__listen_forms),
+	    cmocka_unit_test(test_server__port_in_use),
+	    cmocka_unit_test(test_server__route_rules),
+	};
+	int failed;
+
+	ft_log_set_level(FT_LOG_ERROR);
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	failed = cmocka_run_group_tests(tests, setup, teardown);
+	curl_global_cleanup();
+	return failed;
+}
