@@ -1,0 +1,332 @@
+/*
+ * flextopo-extender: flags and configuration, the source of cluster state
+ * (a snapshot file, or list+watch of the API server), the HTTP server, and
+ * an orderly stop on SIGINT/SIGTERM.
+ *
+ * Signals are blocked before any thread starts and taken with sigwait() in
+ * the main thread, so no handler runs inside library code.
+ */
+#include <flextopo/app.h>
+#include <flextopo/error.h>
+#include <flextopo/log.h>
+#include <flextopo/yamljson.h>
+
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int ft_app_init(ft_app_t *app)
+{
+	ft_log_level_t level;
+	int rc;
+
+	if ((rc = ft_log_level_parse(&level, app->cfg.log_level)) < 0)
+		return rc;
+	ft_log_set_level(level);
+	ft_codec_options_from_config(&app->opts, &app->cfg);
+	return ft_state_new(&app->state, &app->opts);
+}
+
+void ft_app_dispose(ft_app_t *app)
+{
+	ft_server_free(app->server);
+	ft_informer_free(app->node_informer);
+	ft_informer_free(app->pod_informer);
+	ft_kube_client_free(app->kube);
+	ft_state_free(app->state);
+	ft_config_dispose(&app->cfg);
+	memset(app, 0, sizeof(*app));
+}
+
+bool ft_app_ready(const ft_app_t *app)
+{
+	if (atomic_load(&app->snapshot_loaded))
+		return true;
+	return app->node_informer && app->pod_informer &&
+	       ft_informer_synced(app->node_informer) &&
+	       ft_informer_synced(app->pod_informer);
+}
+
+static const char *item_kind(const cJSON *item)
+{
+	const cJSON *kind = cJSON_GetObjectItemCaseSensitive(item, "kind");
+
+	return cJSON_IsString(kind) ? kind->valuestring : "";
+}
+
+static int load_items(ft_app_t *app, const cJSON *items, const char *path)
+{
+	const cJSON *item;
+	unsigned i = 0;
+
+	cJSON_ArrayForEach(item, items)
+	{
+		const char *kind = item_kind(item);
+		if (strcmp(kind, "Node") == 0)
+			ft_state_apply_node(app->state, item);
+		else if (strcmp(kind, "Pod") == 0)
+			ft_state_apply_pod(app->state, item);
+		else
+			FT_LOG_WARN_MSG("%s: items[%u]: kind \"%s\" ignored "
+					"(Node and Pod are read)",
+					path, i, kind);
+		i++;
+	}
+	return 0;
+}
+
+int ft_app_load_snapshot(ft_app_t *app, const char *path)
+{
+	cJSON *root = NULL;
+	const cJSON *items;
+	int rc;
+
+	if ((rc = ft_yaml_file_to_json(&root, path)) < 0)
+		goto cleanup;
+	items = cJSON_GetObjectItemCaseSensitive(root, "items");
+	if (!cJSON_IsArray(items)) {
+		rc = ft_error_set(FT_EINVAL,
+				  "%s: expected a List with \"items\" (the "
+				  "output of kubectl get nodes,pods -A -o "
+				  "yaml)",
+				  path);
+		goto cleanup;
+	}
+	ft_state_replace_begin(app->state, FT_KIND_NODE);
+	ft_state_replace_begin(app->state, FT_KIND_POD);
+	rc = load_items(app, items, path);
+	ft_state_replace_end(app->state, FT_KIND_NODE);
+	ft_state_replace_end(app->state, FT_KIND_POD);
+	atomic_store(&app->snapshot_loaded, true);
+cleanup:
+	cJSON_Delete(root);
+	return rc;
+}
+
+static void nodes_begin(void *payload)
+{
+	ft_state_replace_begin(((ft_app_t *)payload)->state, FT_KIND_NODE);
+}
+
+static void nodes_end(void *payload)
+{
+	ft_state_replace_end(((ft_app_t *)payload)->state, FT_KIND_NODE);
+}
+
+static void nodes_apply(ft_watch_event_t type, const cJSON *obj, void *payload)
+{
+	ft_app_t *app = payload;
+
+	if (type == FT_WATCH_DELETED)
+		ft_state_delete_node(app->state, obj);
+	else
+		ft_state_apply_node(app->state, obj);
+}
+
+static void pods_begin(void *payload)
+{
+	ft_state_replace_begin(((ft_app_t *)payload)->state, FT_KIND_POD);
+}
+
+static void pods_end(void *payload)
+{
+	ft_state_replace_end(((ft_app_t *)payload)->state, FT_KIND_POD);
+}
+
+static void pods_apply(ft_watch_event_t type, const cJSON *obj, void *payload)
+{
+	ft_app_t *app = payload;
+
+	if (type == FT_WATCH_DELETED)
+		ft_state_delete_pod(app->state, obj);
+	else
+		ft_state_apply_pod(app->state, obj);
+}
+
+static const ft_informer_handler_t node_handler = {nodes_begin, nodes_apply,
+						   nodes_end};
+static const ft_informer_handler_t pod_handler = {pods_begin, pods_apply,
+						  pods_end};
+
+static int start_watch(ft_app_t *app)
+{
+	ft_kube_credentials_t creds;
+	int rc;
+
+	memset(&creds, 0, sizeof(creds));
+	rc = app->cfg.kubeconfig[0] ? ft_kube_credentials_from_kubeconfig(
+					  &creds, app->cfg.kubeconfig)
+				    : ft_kube_credentials_in_cluster(&creds);
+	if (rc < 0)
+		goto cleanup;
+	if ((rc = ft_kube_client_new(&app->kube, &creds,
+				     (long)app->cfg.api_timeout_ms)) < 0)
+		goto cleanup;
+	if ((rc = ft_informer_start(&app->node_informer, app->kube,
+				    "/api/v1/nodes", &node_handler, app,
+				    app->cfg.watch_backoff_initial_ms,
+				    app->cfg.watch_backoff_max_ms)) < 0)
+		goto cleanup;
+	rc = ft_informer_start(
+	    &app->pod_informer, app->kube, "/api/v1/pods", &pod_handler, app,
+	    app->cfg.watch_backoff_initial_ms, app->cfg.watch_backoff_max_ms);
+cleanup:
+	ft_kube_credentials_dispose(&creds);
+	return rc;
+}
+
+int ft_app_routes(ft_app_t *app, ft_server_t *server)
+{
+	int rc = 0;
+
+	if ((rc = ft_server_route(server, "POST", "/filter", ft_app_filter,
+				  app)) < 0 ||
+	    (rc = ft_server_route(server, "POST", "/prioritize",
+				  ft_app_prioritize, app)) < 0 ||
+	    (rc = ft_server_route(server, "POST", "/bind", ft_app_bind, app)) <
+		0 ||
+	    (rc = ft_server_route(server, "GET", "/healthz", ft_app_healthz,
+				  app)) < 0 ||
+	    (rc = ft_server_route(server, "GET", "/readyz", ft_app_readyz,
+				  app)) < 0)
+		return rc;
+	return ft_server_route(server, "GET", "/version", ft_app_version, app);
+}
+
+static void usage(FILE *to)
+{
+	fprintf(
+	    to,
+	    "usage: flextopo-extender [--config FILE] [--listen HOST:PORT]\n"
+	    "                         [--snapshot FILE | --kubeconfig FILE]\n"
+	    "                         [--log-level LEVEL] [--policy POLICY]\n"
+	    "  --config FILE      YAML configuration (configs/flextopo.yaml "
+	    "documents every key)\n"
+	    "  --listen HOST:PORT where kube-scheduler reaches the extender\n"
+	    "  --snapshot FILE    serve a fixed cluster from `kubectl get "
+	    "nodes,pods -A -o yaml` output\n"
+	    "  --kubeconfig FILE  watch the API server of this kubeconfig "
+	    "(default: in-cluster)\n"
+	    "  --log-level LEVEL  debug | info | warn | error\n"
+	    "  --policy POLICY    packed | distributed\n"
+	    "  --version          print the version and exit\n");
+}
+
+/* Flags override the file: read --config first, then apply the rest. */
+static int parse_flags(ft_config_t *cfg, int argc, char **argv, int *exit_now)
+{
+	static const struct option longopts[] = {
+	    {"config", required_argument, NULL, 'c'},
+	    {"listen", required_argument, NULL, 'l'},
+	    {"snapshot", required_argument, NULL, 's'},
+	    {"kubeconfig", required_argument, NULL, 'k'},
+	    {"log-level", required_argument, NULL, 'v'},
+	    {"policy", required_argument, NULL, 'p'},
+	    {"version", no_argument, NULL, 'V'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0}};
+	static const char *const keys[128] = {['l'] = "listen",
+					      ['s'] = "snapshot",
+					      ['k'] = "kubeconfig",
+					      ['v'] = "logLevel",
+					      ['p'] = "policy"};
+	int c, rc = 0;
+
+	*exit_now = -1;
+	for (int pass = 0; pass < 2 && rc == 0 && *exit_now < 0; pass++) {
+		optind = 1;
+		while (rc == 0 && (c = getopt_long(argc, argv, "", longopts,
+						   NULL)) != -1) {
+			if (c == '?') {
+				usage(stderr);
+				*exit_now = 2;
+			} else if (c == 'h' || c == 'V') {
+				if (c == 'h')
+					usage(stdout);
+				else
+					printf("flextopo-extender %s (%s)\n",
+					       FLEXTOPO_VERSION,
+					       FLEXTOPO_COMMIT);
+				*exit_now = 0;
+			} else if (pass == 0 && c == 'c') {
+				rc = ft_config_load_file(cfg, optarg);
+			} else if (pass == 1 && c != 'c') {
+				rc = ft_config_set(cfg, keys[c], optarg);
+			}
+			if (*exit_now >= 0)
+				break;
+		}
+	}
+	return rc;
+}
+
+static int start_source(ft_app_t *app)
+{
+	int rc;
+
+	if (!app->cfg.snapshot[0])
+		return start_watch(app);
+	if ((rc = ft_app_load_snapshot(app, app->cfg.snapshot)) == 0) {
+		ft_state_stats_t st;
+		ft_state_stats(app->state, &st);
+		FT_LOG_INFO_MSG("snapshot %s: %u nodes (%u without usable "
+				"topology), %u pods",
+				app->cfg.snapshot, st.nodes,
+				st.nodes_bad_topology, st.pods);
+	}
+	return rc;
+}
+
+static int start_server(ft_app_t *app)
+{
+	ft_server_options_t opts = {.listen = app->cfg.listen,
+				    .max_body_bytes =
+					app->cfg.max_request_bytes,
+				    .threads = app->cfg.threads};
+	int rc;
+
+	if ((rc = ft_server_new(&app->server, &opts)) < 0 ||
+	    (rc = ft_app_routes(app, app->server)) < 0 ||
+	    (rc = ft_server_start(app->server)) < 0)
+		return rc;
+	FT_LOG_INFO_MSG("serving the extender API on %s (port %u)",
+			app->cfg.listen, ft_server_port(app->server));
+	return 0;
+}
+
+static void wait_for_signal(const sigset_t *set)
+{
+	int sig = 0;
+
+	sigwait(set, &sig);
+	FT_LOG_INFO_MSG("signal %d: stopping", sig);
+}
+
+int ft_app_main(int argc, char **argv)
+{
+	ft_app_t app;
+	sigset_t set;
+	int rc, exit_now = -1;
+
+	memset(&app, 0, sizeof(app));
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if ((rc = ft_config_init(&app.cfg)) < 0 ||
+	    (rc = parse_flags(&app.cfg, argc, argv, &exit_now)) < 0 ||
+	    exit_now >= 0)
+		goto cleanup;
+	if ((rc = ft_app_init(&app)) < 0 || (rc = start_source(&app)) < 0 ||
+	    (rc = start_server(&app)) < 0)
+		goto cleanup;
+	wait_for_signal(&set);
+cleanup:
+	if (rc < 0)
+		fprintf(stderr, "flextopo-extender: %s\n", ft_error_last());
+	ft_app_dispose(&app);
+	return rc < 0 ? 1 : (exit_now > 0 ? exit_now : 0);
+}

@@ -1,0 +1,338 @@
+/*
+ * The extender verbs: filter, prioritize and bind, over the cluster state.
+ *
+ * Filter and prioritize read one snapshot taken at the start of the request
+ * and never block on the API server. Bind chooses and assumes the placement
+ * under the state's lock (so two binds never get one GPU), then writes the
+ * allocation annotation and POSTs the Binding; a failure forgets the
+ * assumption, like kube-scheduler's own assume/forget.
+ */
+#include <flextopo/app.h>
+#include <flextopo/error.h>
+#include <flextopo/log.h>
+#include <flextopo/place.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A node from the snapshot, or built from the request's Node object. */
+typedef struct {
+	const ft_node_t *node;
+	ft_node_t *owned;
+} node_ref_t;
+
+static void node_lookup(node_ref_t *out, ft_app_t *app,
+			const ft_snapshot_t *snap,
+			const ft_extender_args_t *args, unsigned i)
+{
+	ft_node_source_t src;
+
+	out->owned = NULL;
+	out->node = ft_snapshot_find(snap, args->node_names[i]);
+	if (out->node || !args->node_objects)
+		return;
+	if (ft_codec_node_decode(&src, args->node_objects[i], &app->opts,
+				 NULL) < 0)
+		return;
+	if (ft_node_build(&out->owned, src.name, src.topology,
+			  src.topology_error, NULL, NULL, 0) == 0)
+		out->node = out->owned;
+	ft_node_source_dispose(&src);
+}
+
+static void reply_json(ft_http_response_t *out, char *body)
+{
+	out->status = 200;
+	out->content_type = "application/json";
+	out->body = body;
+	out->body_len = body ? strlen(body) : 0;
+}
+
+static void reply_failure(ft_http_response_t *out, int rc)
+{
+	if (rc == FT_EINVAL)
+		ft_http_reply_error(out, 400, "bad_json", "%s",
+				    ft_error_last());
+	else
+		ft_http_reply_error(out, 500, "internal", "%s",
+				    ft_error_last());
+}
+
+/* Decode the args and the pod; on failure `out` holds the reply. */
+static int decode_request(ft_http_response_t *out, ft_extender_args_t *args,
+			  ft_pod_t *pod, ft_app_t *app,
+			  const ft_http_request_t *req)
+{
+	int rc;
+
+	memset(pod, 0, sizeof(*pod));
+	if ((rc = ft_codec_extender_args_decode(args, req->body,
+						req->body_len)) < 0) {
+		reply_failure(out, rc);
+		return rc;
+	}
+	if ((rc = ft_codec_pod_decode(pod, args->pod, &app->opts)) < 0) {
+		ft_http_reply_error(out, 400, "bad_json", "Pod: %s",
+				    ft_error_last());
+		ft_codec_extender_args_dispose(args);
+	}
+	return rc;
+}
+
+static void filter_node(ft_filter_reply_t *r, unsigned i, const ft_node_t *node,
+			const ft_demand_t *d, const char *pod_name)
+{
+	ft_verdict_t v;
+
+	if (!node) {
+		if (d->has_affinity)
+			ft_codec_filter_reply_fail(
+			    r, i,
+			    "flextopo: node not in the extender's "
+			    "cache yet",
+			    false);
+		else
+			ft_codec_filter_reply_pass(r, i);
+		return;
+	}
+	ft_place_filter(&v, node, d);
+	if (v.fit == FT_FIT) {
+		ft_codec_filter_reply_pass(r, i);
+		return;
+	}
+	ft_log(FT_LOG_DEBUG, "filter", pod_name, node->name, v.reason,
+	       "node rejected");
+	ft_codec_filter_reply_fail(r, i, v.reason,
+				   v.fit == FT_UNFIT_UNRESOLVABLE);
+}
+
+static int filter_nodes(ft_filter_reply_t *r, ft_app_t *app,
+			const ft_extender_args_t *args, const ft_pod_t *pod)
+{
+	ft_snapshot_t *snap = ft_state_snapshot(app->state);
+	char msg[400];
+
+	if (pod->demand_error) {
+		snprintf(msg, sizeof(msg), "pod %s/%s: %s", pod->ns, pod->name,
+			 pod->demand_error);
+		ft_snapshot_unref(snap);
+		return ft_codec_filter_reply_error(r, msg);
+	}
+	for (unsigned i = 0; i < args->n_nodes; i++) {
+		node_ref_t n;
+		node_lookup(&n, app, snap, args, i);
+		filter_node(r, i, n.node, &pod->demand, pod->name);
+		ft_node_unref(n.owned);
+	}
+	ft_snapshot_unref(snap);
+	return 0;
+}
+
+void ft_app_filter(ft_http_response_t *out, const ft_http_request_t *req,
+		   void *payload)
+{
+	ft_app_t *app = payload;
+	ft_extender_args_t args;
+	ft_filter_reply_t *r = NULL;
+	ft_pod_t pod;
+	char *body = NULL;
+
+	if (decode_request(out, &args, &pod, app, req) < 0)
+		return;
+	ft_state_observe_pod(app->state, &pod);
+	if (ft_codec_filter_reply_new(&r, &args) < 0 ||
+	    filter_nodes(r, app, &args, &pod) < 0 ||
+	    ft_codec_filter_reply_finish(&body, r) < 0) {
+		r = NULL;
+		reply_failure(out, FT_ENOMEM);
+		goto cleanup;
+	}
+	r = NULL;
+	reply_json(out, body);
+cleanup:
+	ft_codec_filter_reply_free(r);
+	ft_pod_dispose(&pod);
+	ft_codec_extender_args_dispose(&args);
+}
+
+void ft_app_prioritize(ft_http_response_t *out, const ft_http_request_t *req,
+		       void *payload)
+{
+	ft_app_t *app = payload;
+	ft_extender_args_t args;
+	ft_snapshot_t *snap = NULL;
+	int *scores = NULL;
+	ft_pod_t pod;
+	char *body = NULL;
+
+	if (decode_request(out, &args, &pod, app, req) < 0)
+		return;
+	snap = ft_state_snapshot(app->state);
+	scores = calloc(args.n_nodes ? args.n_nodes : 1, sizeof(*scores));
+	for (unsigned i = 0; scores && i < args.n_nodes; i++) {
+		node_ref_t n;
+		node_lookup(&n, app, snap, &args, i);
+		scores[i] = n.node ? ft_place_score(n.node, &pod.demand,
+						    app->cfg.policy)
+				   : 0;
+		ft_node_unref(n.owned);
+	}
+	if (!scores || ft_codec_priorities_encode(&body, &args, scores) < 0)
+		reply_failure(out, FT_ENOMEM);
+	else
+		reply_json(out, body);
+	free(scores);
+	ft_snapshot_unref(snap);
+	ft_pod_dispose(&pod);
+	ft_codec_extender_args_dispose(&args);
+}
+
+/* The pod to bind: from the cache, else read from the API server. */
+static int bind_pod(ft_pod_t *out, ft_app_t *app, const ft_bind_args_t *b)
+{
+	cJSON *obj = NULL;
+	int rc;
+
+	if (ft_state_find_pod(app->state, b->pod_uid, out) == 0)
+		return 0;
+	if (!app->kube)
+		return ft_error_set(FT_ENOTFOUND, "pod %s/%s: not in cache",
+				    b->pod_namespace, b->pod_name);
+	if ((rc = ft_kube_get_pod(app->kube, b->pod_namespace, b->pod_name,
+				  &obj)) < 0)
+		return rc;
+	rc = ft_codec_pod_decode(out, obj, &app->opts);
+	cJSON_Delete(obj);
+	if (rc == 0 && strcmp(out->uid, b->pod_uid) != 0) {
+		ft_pod_dispose(out);
+		rc = ft_error_set(FT_ENOTFOUND, "pod %s/%s: uid %s is gone",
+				  b->pod_namespace, b->pod_name, b->pod_uid);
+	}
+	return rc;
+}
+
+/* After a 409: did an earlier try of this very bind succeed? */
+static int check_already_bound(ft_app_t *app, const ft_bind_args_t *b)
+{
+	cJSON *obj = NULL;
+	ft_pod_t pod;
+	int rc;
+
+	if ((rc = ft_kube_get_pod(app->kube, b->pod_namespace, b->pod_name,
+				  &obj)) < 0)
+		return rc;
+	rc = ft_codec_pod_decode(&pod, obj, &app->opts);
+	cJSON_Delete(obj);
+	if (rc < 0)
+		return rc;
+	if (!pod.node || strcmp(pod.node, b->node) != 0 ||
+	    strcmp(pod.uid, b->pod_uid) != 0)
+		rc = ft_error_set(FT_ECONFLICT,
+				  "pod %s/%s is bound to node %s, not %s",
+				  b->pod_namespace, b->pod_name,
+				  pod.node ? pod.node : "(none)", b->node);
+	ft_pod_dispose(&pod);
+	return rc;
+}
+
+static int write_binding(ft_app_t *app, const ft_bind_args_t *b,
+			 const char *annotation)
+{
+	char key[300];
+	int rc;
+
+	snprintf(key, sizeof(key), "%s/allocation",
+		 app->opts.annotation_prefix);
+	if (annotation &&
+	    (rc = ft_kube_annotate_pod(app->kube, b->pod_namespace, b->pod_name,
+				       key, annotation)) < 0)
+		return rc;
+	rc = ft_kube_bind_pod(app->kube, b->pod_namespace, b->pod_name,
+			      b->pod_uid, b->node);
+	if (rc == FT_ECONFLICT)
+		rc = check_already_bound(app, b);
+	return rc;
+}
+
+static int do_bind(ft_app_t *app, const ft_bind_args_t *b)
+{
+	char *annotation = NULL;
+	ft_pod_t pod;
+	int rc;
+
+	if ((rc = bind_pod(&pod, app, b)) < 0)
+		return rc;
+	if (pod.demand_error) {
+		rc = ft_error_set(FT_EINVAL, "pod %s/%s: %s", pod.ns, pod.name,
+				  pod.demand_error);
+		goto cleanup;
+	}
+	if ((rc = ft_state_assume(app->state, &pod, b->node, app->cfg.policy,
+				  &annotation)) < 0)
+		goto cleanup;
+	if (!app->kube) {
+		ft_state_confirm(app->state, pod.uid);
+		goto cleanup;
+	}
+	if ((rc = write_binding(app, b, annotation)) < 0)
+		ft_state_forget(app->state, pod.uid);
+cleanup:
+	ft_log(rc < 0 ? FT_LOG_WARN : FT_LOG_INFO, "bind", pod.name, b->node,
+	       rc < 0 ? ft_error_last() : NULL, "%s %s",
+	       rc < 0 ? "bind failed" : "bound",
+	       annotation ? annotation : "(no devices)");
+	free(annotation);
+	ft_pod_dispose(&pod);
+	return rc;
+}
+
+void ft_app_bind(ft_http_response_t *out, const ft_http_request_t *req,
+		 void *payload)
+{
+	ft_app_t *app = payload;
+	ft_bind_args_t b;
+	char *body = NULL;
+	int rc;
+
+	if ((rc = ft_codec_bind_args_decode(&b, req->body, req->body_len)) <
+	    0) {
+		reply_failure(out, rc);
+		return;
+	}
+	rc = do_bind(app, &b);
+	if (ft_codec_bind_result_encode(&body, rc < 0 ? ft_error_last() : "") <
+	    0)
+		reply_failure(out, FT_ENOMEM);
+	else
+		reply_json(out, body);
+	ft_codec_bind_args_dispose(&b);
+}
+
+void ft_app_healthz(ft_http_response_t *out, const ft_http_request_t *req,
+		    void *payload)
+{
+	ft_http_reply_text(out, 200, "text/plain", "ok\n");
+}
+
+void ft_app_readyz(ft_http_response_t *out, const ft_http_request_t *req,
+		   void *payload)
+{
+	if (ft_app_ready(payload))
+		ft_http_reply_text(out, 200, "text/plain", "ok\n");
+	else
+		ft_http_reply_text(out, 503, "text/plain",
+				   "waiting for the first list of nodes and "
+				   "pods\n");
+}
+
+void ft_app_version(ft_http_response_t *out, const ft_http_request_t *req,
+		    void *payload)
+{
+	char body[256];
+
+	snprintf(body, sizeof(body),
+		 "{\"version\":\"%s\",\"commit\":\"%s\",\"buildTime\":\"%s\"}",
+		 FLEXTOPO_VERSION, FLEXTOPO_COMMIT, FLEXTOPO_BUILD_TIME);
+	ft_http_reply_text(out, 200, "application/json", body);
+}

@@ -1,0 +1,716 @@
+/*
+ * The cluster state: decoded Nodes and Pods, assumed allocations, and the
+ * published snapshot.
+ *
+ * Only pods that hold something the model tracks (GPUs, MIG instances,
+ * pinned CPUs, or an allocation annotation) are linked to their node; a
+ * change to any other pod does not rebuild anything. A change marks its node
+ * dirty; publishing rebuilds the dirty nodes and swaps in a snapshot that
+ * shares every other node with the previous one.
+ */
+#include <flextopo/error.h>
+#include <flextopo/log.h>
+#include <flextopo/place.h>
+#include <flextopo/state.h>
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <uthash.h>
+#include <utlist.h>
+
+typedef struct pod_rec {
+	char *uid;
+	ft_pod_t pod;
+	bool assumed;
+	char *assumed_node;
+	ft_allocation_t assumed_allocation;
+	char *linked_node; /* node whose list holds this pod */
+	uint64_t mark;
+	struct pod_rec *prev, *next;
+	UT_hash_handle hh;
+} pod_rec_t;
+
+typedef struct node_rec {
+	char *name;
+	ft_node_source_t src;
+	bool present; /* a Node object exists */
+	bool dirty;
+	uint64_t mark;
+	ft_node_t *built;
+	pod_rec_t *pods; /* utlist of linked pods */
+	UT_hash_handle hh;
+} node_rec_t;
+
+struct ft_state {
+	const ft_codec_options_t *opts;
+	pthread_mutex_t mu;
+	pthread_mutex_t snap_mu;
+	node_rec_t *nodes;
+	pod_rec_t *pods;
+	ft_snapshot_t *snapshot;
+	uint64_t generation;
+	bool membership_changed;
+	bool in_replace[2];
+	uint64_t replace_mark[2];
+	uint64_t next_mark;
+};
+
+static void publish(ft_state_t *state);
+
+int ft_state_new(ft_state_t **out, const ft_codec_options_t *opts)
+{
+	ft_state_t *s = calloc(1, sizeof(*s));
+	int rc;
+
+	*out = NULL;
+	if (!s)
+		return ft_error_set(FT_ENOMEM, "state: out of memory");
+	s->opts = opts;
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_mutex_init(&s->snap_mu, NULL);
+	if ((rc = ft_snapshot_new(&s->snapshot, NULL, 0, 0)) < 0) {
+		ft_state_free(s);
+		return rc;
+	}
+	*out = s;
+	return 0;
+}
+
+static void pod_rec_free(pod_rec_t *r)
+{
+	ft_pod_dispose(&r->pod);
+	ft_allocation_dispose(&r->assumed_allocation);
+	free(r->assumed_node);
+	free(r->linked_node);
+	free(r->uid);
+	free(r);
+}
+
+static void node_rec_free(node_rec_t *r)
+{
+	ft_node_source_dispose(&r->src);
+	ft_node_unref(r->built);
+	free(r->name);
+	free(r);
+}
+
+void ft_state_free(ft_state_t *state)
+{
+	pod_rec_t *p, *ptmp;
+	node_rec_t *n, *ntmp;
+
+	if (!state)
+		return;
+	HASH_ITER(hh, state->pods, p, ptmp)
+	{
+		HASH_DEL(state->pods, p);
+		pod_rec_free(p);
+	}
+	HASH_ITER(hh, state->nodes, n, ntmp)
+	{
+		HASH_DEL(state->nodes, n);
+		node_rec_free(n);
+	}
+	ft_snapshot_unref(state->snapshot);
+	pthread_mutex_destroy(&state->mu);
+	pthread_mutex_destroy(&state->snap_mu);
+	free(state);
+}
+
+static node_rec_t *node_rec_get(ft_state_t *state, const char *name,
+				bool create)
+{
+	node_rec_t *r = NULL;
+
+	HASH_FIND_STR(state->nodes, name, r);
+	if (r || !create)
+		return r;
+	r = calloc(1, sizeof(*r));
+	if (!r || !(r->name = strdup(name))) {
+		free(r);
+		return NULL;
+	}
+	HASH_ADD_KEYPTR(hh, state->nodes, r->name, strlen(r->name), r);
+	return r;
+}
+
+/* Drop a node record nothing refers to any more. */
+static void node_rec_gc(ft_state_t *state, node_rec_t *r)
+{
+	if (r->present || r->pods)
+		return;
+	HASH_DEL(state->nodes, r);
+	node_rec_free(r);
+}
+
+/* Where a pod's holding lives: its bound node, else its assumed node. */
+static const char *effective_node(const pod_rec_t *r)
+{
+	if (r->pod.terminal)
+		return NULL;
+	if (r->pod.node)
+		return r->pod.node;
+	return r->assumed ? r->assumed_node : NULL;
+}
+
+static bool holds_something(const pod_rec_t *r)
+{
+	return r->assumed || r->pod.has_allocation ||
+	       ft_demand_wants_devices(&r->pod.demand);
+}
+
+static void unlink_pod(ft_state_t *state, pod_rec_t *r)
+{
+	node_rec_t *n;
+
+	if (!r->linked_node)
+		return;
+	n = node_rec_get(state, r->linked_node, false);
+	free(r->linked_node);
+	r->linked_node = NULL;
+	if (!n)
+		return;
+	DL_DELETE(n->pods, r);
+	n->dirty = true;
+	node_rec_gc(state, n);
+}
+
+static void link_pod(ft_state_t *state, pod_rec_t *r)
+{
+	const char *name = effective_node(r);
+	node_rec_t *n;
+
+	if (!name || !holds_something(r))
+		return;
+	n = node_rec_get(state, name, true);
+	if (!n || !(r->linked_node = strdup(name))) {
+		FT_LOG_ERROR_MSG("state: out of memory linking pod %s/%s",
+				 r->pod.ns, r->pod.name);
+		return;
+	}
+	DL_APPEND(n->pods, r);
+	n->dirty = true;
+}
+
+static void drop_assumed(pod_rec_t *r)
+{
+	r->assumed = false;
+	free(r->assumed_node);
+	r->assumed_node = NULL;
+	ft_allocation_dispose(&r->assumed_allocation);
+}
+
+/* Replace a record's pod by a newly decoded one (ownership moves). */
+static void update_pod(ft_state_t *state, pod_rec_t *r, ft_pod_t *pod)
+{
+	unlink_pod(state, r);
+	ft_pod_dispose(&r->pod);
+	r->pod = *pod;
+	memset(pod, 0, sizeof(*pod));
+	if (r->assumed && r->pod.node &&
+	    (r->pod.has_allocation ||
+	     strcmp(r->pod.node, r->assumed_node) != 0))
+		drop_assumed(r);
+	if (r->assumed && r->pod.terminal)
+		drop_assumed(r);
+	link_pod(state, r);
+}
+
+static pod_rec_t *pod_rec_new(ft_state_t *state, ft_pod_t *pod)
+{
+	pod_rec_t *r = calloc(1, sizeof(*r));
+
+	if (!r || !(r->uid = strdup(pod->uid))) {
+		free(r);
+		return NULL;
+	}
+	HASH_ADD_KEYPTR(hh, state->pods, r->uid, strlen(r->uid), r);
+	update_pod(state, r, pod);
+	return r;
+}
+
+static void upsert_pod(ft_state_t *state, ft_pod_t *pod)
+{
+	pod_rec_t *r = NULL;
+
+	HASH_FIND_STR(state->pods, pod->uid, r);
+	if (r)
+		update_pod(state, r, pod);
+	else
+		r = pod_rec_new(state, pod);
+	if (r)
+		r->mark = state->replace_mark[FT_KIND_POD];
+}
+
+static void remove_pod(ft_state_t *state, pod_rec_t *r)
+{
+	unlink_pod(state, r);
+	HASH_DEL(state->pods, r);
+	pod_rec_free(r);
+}
+
+static void maybe_publish(ft_state_t *state)
+{
+	if (!state->in_replace[FT_KIND_NODE] && !state->in_replace[FT_KIND_POD])
+		publish(state);
+}
+
+void ft_state_apply_pod(ft_state_t *state, const cJSON *obj)
+{
+	ft_pod_t pod;
+
+	if (ft_codec_pod_decode(&pod, obj, state->opts) < 0) {
+		ft_log(FT_LOG_WARN, "watch", NULL, NULL, ft_error_last(),
+		       "pod skipped");
+		return;
+	}
+	if (pod.allocation_error || pod.demand_error)
+		ft_log(FT_LOG_WARN, "watch", pod.name, pod.node,
+		       pod.allocation_error ? pod.allocation_error
+					    : pod.demand_error,
+		       "pod annotation ignored");
+	pthread_mutex_lock(&state->mu);
+	upsert_pod(state, &pod);
+	maybe_publish(state);
+	pthread_mutex_unlock(&state->mu);
+	ft_pod_dispose(&pod);
+}
+
+static const char *object_uid(const cJSON *obj)
+{
+	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+	const cJSON *uid = cJSON_GetObjectItemCaseSensitive(meta, "uid");
+
+	return cJSON_IsString(uid) ? uid->valuestring : NULL;
+}
+
+static const char *object_name(const cJSON *obj)
+{
+	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+	const cJSON *name = cJSON_GetObjectItemCaseSensitive(meta, "name");
+
+	return cJSON_IsString(name) ? name->valuestring : NULL;
+}
+
+void ft_state_delete_pod(ft_state_t *state, const cJSON *obj)
+{
+	const char *uid = object_uid(obj);
+	pod_rec_t *r = NULL;
+
+	if (!uid)
+		return;
+	pthread_mutex_lock(&state->mu);
+	HASH_FIND_STR(state->pods, uid, r);
+	if (r) {
+		remove_pod(state, r);
+		maybe_publish(state);
+	}
+	pthread_mutex_unlock(&state->mu);
+}
+
+void ft_state_apply_node(ft_state_t *state, const cJSON *obj)
+{
+	const char *name = object_name(obj);
+	ft_node_source_t src;
+	node_rec_t *r;
+
+	if (!name) {
+		FT_LOG_WARN_MSG("watch: node without metadata.name skipped");
+		return;
+	}
+	pthread_mutex_lock(&state->mu);
+	r = node_rec_get(state, name, true);
+	if (!r || ft_codec_node_decode(&src, obj, state->opts, &r->src) < 0) {
+		ft_log(FT_LOG_WARN, "watch", NULL, name, ft_error_last(),
+		       "node skipped");
+		goto cleanup;
+	}
+	if (src.topology_error &&
+	    (!r->src.topology_error ||
+	     strcmp(src.topology_error, r->src.topology_error) != 0))
+		ft_log(FT_LOG_WARN, "watch", NULL, name, src.topology_error,
+		       "node topology unusable");
+	ft_node_source_dispose(&r->src);
+	r->src = src;
+	state->membership_changed |= !r->present;
+	r->present = true;
+	r->dirty = true;
+	r->mark = state->replace_mark[FT_KIND_NODE];
+	maybe_publish(state);
+cleanup:
+	pthread_mutex_unlock(&state->mu);
+}
+
+static void remove_node(ft_state_t *state, node_rec_t *r)
+{
+	r->present = false;
+	r->dirty = false;
+	state->membership_changed = true;
+	ft_node_source_dispose(&r->src);
+	ft_node_unref(r->built);
+	r->built = NULL;
+	node_rec_gc(state, r);
+}
+
+void ft_state_delete_node(ft_state_t *state, const cJSON *obj)
+{
+	const char *name = object_name(obj);
+	node_rec_t *r;
+
+	if (!name)
+		return;
+	pthread_mutex_lock(&state->mu);
+	r = node_rec_get(state, name, false);
+	if (r && r->present) {
+		remove_node(state, r);
+		maybe_publish(state);
+	}
+	pthread_mutex_unlock(&state->mu);
+}
+
+void ft_state_replace_begin(ft_state_t *state, ft_kind_t kind)
+{
+	pthread_mutex_lock(&state->mu);
+	state->in_replace[kind] = true;
+	state->replace_mark[kind] = ++state->next_mark;
+	pthread_mutex_unlock(&state->mu);
+}
+
+static void sweep(ft_state_t *state, ft_kind_t kind)
+{
+	uint64_t mark = state->replace_mark[kind];
+	pod_rec_t *p, *ptmp;
+	node_rec_t *n, *ntmp;
+
+	if (kind == FT_KIND_POD) {
+		HASH_ITER(hh, state->pods, p, ptmp)
+		if (p->mark != mark && !p->assumed)
+			remove_pod(state, p);
+		return;
+	}
+	HASH_ITER(hh, state->nodes, n, ntmp)
+	if (n->present && n->mark != mark)
+		remove_node(state, n);
+}
+
+void ft_state_replace_end(ft_state_t *state, ft_kind_t kind)
+{
+	pthread_mutex_lock(&state->mu);
+	sweep(state, kind);
+	state->in_replace[kind] = false;
+	maybe_publish(state);
+	pthread_mutex_unlock(&state->mu);
+}
+
+/* The pods of a node as node_build wants them, assumed allocations filled in.
+ */
+static int gather_pods(node_rec_t *n, ft_pod_t **views, const ft_pod_t ***ptrs,
+		       bool **assumed, unsigned *count)
+{
+	pod_rec_t *p;
+	unsigned len = 0, i = 0;
+
+	DL_COUNT(n->pods, p, len);
+	*views = calloc(len ? len : 1, sizeof(**views));
+	*ptrs = calloc(len ? len : 1, sizeof(**ptrs));
+	*assumed = calloc(len ? len : 1, sizeof(**assumed));
+	if (!*views || !*ptrs || !*assumed)
+		return ft_error_set(FT_ENOMEM, "state: out of memory");
+	DL_FOREACH(n->pods, p)
+	{
+		(*views)[i] = p->pod; /* shallow: only read during the build */
+		if (p->assumed && !p->pod.has_allocation) {
+			(*views)[i].has_allocation = true;
+			(*views)[i].allocation = p->assumed_allocation;
+		}
+		(*ptrs)[i] = &(*views)[i];
+		(*assumed)[i] = p->assumed;
+		i++;
+	}
+	*count = i;
+	return 0;
+}
+
+static int rebuild_node(node_rec_t *n)
+{
+	ft_pod_t *views = NULL;
+	const ft_pod_t **ptrs = NULL;
+	bool *assumed = NULL;
+	ft_node_t *built = NULL;
+	unsigned count = 0;
+	int rc;
+
+	if ((rc = gather_pods(n, &views, &ptrs, &assumed, &count)) < 0)
+		goto cleanup;
+	if ((rc = ft_node_build(&built, n->name, n->src.topology,
+				n->src.topology_error, ptrs, assumed, count)) <
+	    0)
+		goto cleanup;
+	if (built->conflicts)
+		ft_log(FT_LOG_WARN, "state", NULL, n->name,
+		       "two pods hold the same device or CPU",
+		       "allocation conflict");
+	ft_node_unref(n->built);
+	n->built = built;
+	n->dirty = false;
+cleanup:
+	free(views);
+	free(ptrs);
+	free(assumed);
+	return rc;
+}
+
+static int collect(ft_state_t *state, ft_node_t ***out, unsigned *count,
+		   bool dirty_only)
+{
+	node_rec_t *n, *tmp;
+	unsigned cap = HASH_COUNT(state->nodes), i = 0;
+
+	*out = calloc(cap ? cap : 1, sizeof(**out));
+	if (!*out)
+		return ft_error_set(FT_ENOMEM, "state: out of memory");
+	HASH_ITER(hh, state->nodes, n, tmp)
+	{
+		if (!n->present || (dirty_only && !n->dirty))
+			continue;
+		if (n->dirty && rebuild_node(n) < 0)
+			continue; /* keep the previous model of this node */
+		if (n->built)
+			(*out)[i++] = n->built;
+	}
+	*count = i;
+	return 0;
+}
+
+static void swap_snapshot(ft_state_t *state, ft_snapshot_t *next)
+{
+	ft_snapshot_t *old;
+
+	pthread_mutex_lock(&state->snap_mu);
+	old = state->snapshot;
+	state->snapshot = next;
+	pthread_mutex_unlock(&state->snap_mu);
+	ft_snapshot_unref(old);
+}
+
+/* Rebuild dirty nodes and publish. Called with state->mu held. */
+static void publish(ft_state_t *state)
+{
+	bool full = state->membership_changed;
+	ft_snapshot_t *next = NULL;
+	ft_node_t **nodes = NULL;
+	unsigned count = 0;
+	int rc;
+
+	if ((rc = collect(state, &nodes, &count, !full)) < 0)
+		goto cleanup;
+	if (!full && !count)
+		goto cleanup;
+	if (full)
+		rc = ft_snapshot_new(&next, nodes, count, ++state->generation);
+	else
+		rc = ft_snapshot_with(&next, state->snapshot, nodes, count,
+				      ++state->generation);
+	if (rc < 0)
+		goto cleanup;
+	state->membership_changed = false;
+	swap_snapshot(state, next);
+cleanup:
+	if (rc < 0)
+		FT_LOG_ERROR_MSG("state: publish failed: %s", ft_error_last());
+	free(nodes);
+}
+
+ft_snapshot_t *ft_state_snapshot(ft_state_t *state)
+{
+	ft_snapshot_t *s;
+
+	pthread_mutex_lock(&state->snap_mu);
+	s = ft_snapshot_ref(state->snapshot);
+	pthread_mutex_unlock(&state->snap_mu);
+	return s;
+}
+
+int ft_state_find_pod(ft_state_t *state, const char *uid, ft_pod_t *out)
+{
+	pod_rec_t *r = NULL;
+	int rc;
+
+	pthread_mutex_lock(&state->mu);
+	HASH_FIND_STR(state->pods, uid, r);
+	rc = r ? ft_pod_copy(out, &r->pod)
+	       : ft_error_set(FT_ENOTFOUND, "pod uid %s: not in cache", uid);
+	pthread_mutex_unlock(&state->mu);
+	return rc;
+}
+
+void ft_state_observe_pod(ft_state_t *state, const ft_pod_t *pod)
+{
+	pod_rec_t *r = NULL;
+	ft_pod_t copy;
+
+	pthread_mutex_lock(&state->mu);
+	HASH_FIND_STR(state->pods, pod->uid, r);
+	if (!r && ft_pod_copy(&copy, pod) == 0) {
+		if (!pod_rec_new(state, &copy))
+			ft_pod_dispose(&copy);
+		maybe_publish(state);
+	}
+	pthread_mutex_unlock(&state->mu);
+}
+
+static void placement_from_holding(ft_placement_t *p, const ft_holding_t *h)
+{
+	memset(p, 0, sizeof(*p));
+	p->level = h->level;
+	p->levels = h->levels;
+	p->gpus = h->gpus;
+	p->mig[0] = h->mig[0];
+	p->mig[1] = h->mig[1];
+	p->cpus = h->cpus;
+	p->numa_nodes = h->numa_nodes;
+	p->memory_mib = h->memory_mib;
+}
+
+static pod_rec_t *pod_rec_for(ft_state_t *state, const ft_pod_t *pod)
+{
+	pod_rec_t *r = NULL;
+	ft_pod_t copy;
+
+	HASH_FIND_STR(state->pods, pod->uid, r);
+	if (r || ft_pod_copy(&copy, pod) < 0)
+		return r;
+	if (!(r = pod_rec_new(state, &copy)))
+		ft_pod_dispose(&copy);
+	return r;
+}
+
+/* Choose a placement on `node` and record it as assumed on the pod. */
+static int assume_new(ft_state_t *state, pod_rec_t *r, const ft_pod_t *pod,
+		      const ft_node_t *node, ft_policy_t policy,
+		      ft_placement_t *p)
+{
+	int rc;
+
+	if ((rc = ft_place_choose(p, node, &pod->demand, policy)) < 0)
+		return rc;
+	unlink_pod(state, r);
+	drop_assumed(r);
+	if ((rc = ft_codec_allocation_from_placement(
+		 &r->assumed_allocation, p, node, pod->demand.mode)) < 0)
+		goto relink;
+	if (!(r->assumed_node = strdup(node->name))) {
+		ft_allocation_dispose(&r->assumed_allocation);
+		rc = ft_error_set(FT_ENOMEM, "state: out of memory");
+		goto relink;
+	}
+	r->assumed = true;
+relink:
+	link_pod(state, r);
+	publish(state);
+	return rc;
+}
+
+static int assume_locked(ft_state_t *state, const ft_pod_t *pod,
+			 const char *node_name, ft_policy_t policy,
+			 char **out_annotation)
+{
+	const ft_node_t *node = ft_snapshot_find(state->snapshot, node_name);
+	const ft_holding_t *held;
+	ft_placement_t p;
+	pod_rec_t *r;
+	int rc;
+
+	if (!node)
+		return ft_error_set(FT_ENOTFOUND, "node %s: not in cache",
+				    node_name);
+	if (!ft_demand_wants_devices(&pod->demand) || !node->topology)
+		return 0;
+	if (!(r = pod_rec_for(state, pod)))
+		return ft_error_set(FT_ENOMEM, "state: out of memory");
+	if (r->pod.node && strcmp(r->pod.node, node_name) != 0)
+		return ft_error_set(FT_ECONFLICT,
+				    "pod %s/%s is already bound to node %s",
+				    pod->ns, pod->name, r->pod.node);
+	held = ft_node_find_holding(node, pod->uid);
+	if (held && (held->gpus || held->mig[0] || held->mig[1] ||
+		     !ft_cpuset_empty(&held->cpus)))
+		placement_from_holding(&p, held);
+	else if ((rc = assume_new(state, r, pod, node, policy, &p)) < 0)
+		return rc;
+	node = ft_snapshot_find(state->snapshot, node_name);
+	return ft_codec_allocation_encode(out_annotation, &p, node,
+					  pod->demand.mode);
+}
+
+int ft_state_assume(ft_state_t *state, const ft_pod_t *pod,
+		    const char *node_name, ft_policy_t policy,
+		    char **out_annotation)
+{
+	int rc;
+
+	*out_annotation = NULL;
+	pthread_mutex_lock(&state->mu);
+	rc = assume_locked(state, pod, node_name, policy, out_annotation);
+	pthread_mutex_unlock(&state->mu);
+	return rc;
+}
+
+void ft_state_forget(ft_state_t *state, const char *uid)
+{
+	pod_rec_t *r = NULL;
+
+	pthread_mutex_lock(&state->mu);
+	HASH_FIND_STR(state->pods, uid, r);
+	if (r && r->assumed) {
+		unlink_pod(state, r);
+		drop_assumed(r);
+		link_pod(state, r);
+		publish(state);
+	}
+	pthread_mutex_unlock(&state->mu);
+}
+
+void ft_state_confirm(ft_state_t *state, const char *uid)
+{
+	pod_rec_t *r = NULL;
+
+	pthread_mutex_lock(&state->mu);
+	HASH_FIND_STR(state->pods, uid, r);
+	if (r && r->assumed && !r->pod.node &&
+	    (r->pod.node = strdup(r->assumed_node))) {
+		unlink_pod(state, r);
+		ft_allocation_dispose(&r->pod.allocation);
+		r->pod.allocation = r->assumed_allocation;
+		r->pod.has_allocation = true;
+		memset(&r->assumed_allocation, 0,
+		       sizeof(r->assumed_allocation));
+		drop_assumed(r);
+		link_pod(state, r);
+		publish(state);
+	}
+	pthread_mutex_unlock(&state->mu);
+}
+
+void ft_state_stats(ft_state_t *state, ft_state_stats_t *out)
+{
+	node_rec_t *n, *ntmp;
+	pod_rec_t *p, *ptmp;
+
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&state->mu);
+	out->generation = state->generation;
+	HASH_ITER(hh, state->nodes, n, ntmp)
+	{
+		out->nodes += n->present;
+		out->nodes_bad_topology += n->present && !n->src.topology;
+	}
+	HASH_ITER(hh, state->pods, p, ptmp)
+	{
+		out->pods++;
+		out->assumed += p->assumed;
+	}
+	pthread_mutex_unlock(&state->mu);
+}

@@ -1,0 +1,400 @@
+/*
+ * Kubernetes v1 Pod and Node objects -> ft_pod_t and ft_node_source_t.
+ *
+ * Pod requests follow kube-scheduler's NodeResourcesFit
+ * (pkg/scheduler/framework/plugins/noderesources/fit.go,
+ * computePodResourceRequest): the sum over app containers and restartable
+ * (sidecar) init containers, or the largest regular init container plus the
+ * sidecars started before it, whichever is larger, plus spec.overhead. The QoS
+ * class follows pkg/apis/core/v1/helper/qos: Guaranteed when every container
+ * sets CPU and memory limits equal to its requests.
+ */
+#include <flextopo/codec.h>
+#include <flextopo/error.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+void ft_codec_options_from_config(ft_codec_options_t *out,
+				  const ft_config_t *cfg)
+{
+	out->annotation_prefix = cfg->annotation_prefix;
+	out->gpu_resource = cfg->gpu_resource;
+	out->mig_resource_prefix = cfg->mig_resource_prefix;
+	out->default_mode = cfg->default_affinity_mode;
+}
+
+static const char *str_at(const cJSON *obj, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static const char *annotation(const cJSON *obj, const char *prefix,
+			      const char *name)
+{
+	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+	const cJSON *ann =
+	    cJSON_GetObjectItemCaseSensitive(meta, "annotations");
+	char key[256];
+
+	snprintf(key, sizeof(key), "%s/%s", prefix, name);
+	return str_at(ann, key);
+}
+
+/* Requests of one container, as the scheduler counts them. */
+typedef struct {
+	int64_t cpu_milli;
+	uint64_t memory_mib;
+	uint64_t gpus;
+	uint64_t mig;
+	bool guaranteed;
+} requests_t;
+
+typedef struct {
+	const ft_codec_options_t *opts;
+	char mig_profile[FT_PROFILE_MAX];
+	char error[256];
+} decode_ctx_t;
+
+static void note_error(decode_ctx_t *ctx, const char *fmt, const char *a,
+		       const char *b)
+{
+	if (!ctx->error[0])
+		snprintf(ctx->error, sizeof(ctx->error), fmt, a, b);
+}
+
+static void add_resource(requests_t *r, decode_ctx_t *ctx, const char *name,
+			 const char *value)
+{
+	size_t plen = strlen(ctx->opts->mig_resource_prefix);
+	int64_t milli = 0;
+	uint64_t mib = 0;
+
+	if (strcmp(name, "cpu") == 0) {
+		if (ft_quantity_milli(&milli, value) == 0)
+			r->cpu_milli += milli;
+		else
+			note_error(ctx, "resource %s: bad quantity \"%s\"",
+				   name, value);
+	} else if (strcmp(name, "memory") == 0) {
+		if (ft_quantity_mib(&mib, value) == 0)
+			r->memory_mib += mib;
+		else
+			note_error(ctx, "resource %s: bad quantity \"%s\"",
+				   name, value);
+	} else if (strcmp(name, ctx->opts->gpu_resource) == 0 ||
+		   strncmp(name, ctx->opts->mig_resource_prefix, plen) == 0) {
+		if (ft_quantity_milli(&milli, value) < 0 || milli % 1000) {
+			note_error(ctx,
+				   "resource %s: \"%s\" is not a whole "
+				   "number",
+				   name, value);
+			return;
+		}
+		if (strcmp(name, ctx->opts->gpu_resource) == 0) {
+			r->gpus += (uint64_t)milli / 1000;
+			return;
+		}
+		if (ctx->mig_profile[0] &&
+		    strcmp(ctx->mig_profile, name + plen) != 0)
+			note_error(ctx,
+				   "resources: MIG profiles %s and %s in "
+				   "one pod; one profile per pod",
+				   ctx->mig_profile, name + plen);
+		snprintf(ctx->mig_profile, sizeof(ctx->mig_profile), "%s",
+			 name + plen);
+		r->mig += (uint64_t)milli / 1000;
+	}
+}
+
+static bool same_quantity(const cJSON *a, const cJSON *b, const char *key)
+{
+	const char *x = str_at(a, key), *y = str_at(b, key);
+	int64_t mx, my;
+
+	if (!x || !y || ft_quantity_milli(&mx, x) || ft_quantity_milli(&my, y))
+		return false;
+	return mx == my;
+}
+
+static requests_t container_requests(const cJSON *c, decode_ctx_t *ctx)
+{
+	const cJSON *res = cJSON_GetObjectItemCaseSensitive(c, "resources");
+	const cJSON *req = cJSON_GetObjectItemCaseSensitive(res, "requests");
+	const cJSON *lim = cJSON_GetObjectItemCaseSensitive(res, "limits");
+	const cJSON *item, *counted = req ? req : lim;
+	requests_t r = {0, 0, 0, 0, false};
+
+	/* The API server defaults requests to limits; a bare object may not. */
+	cJSON_ArrayForEach(item, counted)
+	{
+		if (cJSON_IsString(item))
+			add_resource(&r, ctx, item->string, item->valuestring);
+	}
+	if (!req && lim)
+		req = lim;
+	r.guaranteed =
+	    same_quantity(req, lim, "cpu") && same_quantity(req, lim, "memory");
+	return r;
+}
+
+static void sum_into(requests_t *total, const requests_t *r)
+{
+	total->cpu_milli += r->cpu_milli;
+	total->memory_mib += r->memory_mib;
+	total->gpus += r->gpus;
+	total->mig += r->mig;
+	total->guaranteed = total->guaranteed && r->guaranteed;
+}
+
+static void max_into(requests_t *total, const requests_t *r)
+{
+	if (r->cpu_milli > total->cpu_milli)
+		total->cpu_milli = r->cpu_milli;
+	if (r->memory_mib > total->memory_mib)
+		total->memory_mib = r->memory_mib;
+	if (r->gpus > total->gpus)
+		total->gpus = r->gpus;
+	if (r->mig > total->mig)
+		total->mig = r->mig;
+	total->guaranteed = total->guaranteed && r->guaranteed;
+}
+
+static bool is_sidecar(const cJSON *c)
+{
+	const char *policy = str_at(c, "restartPolicy");
+
+	return policy && strcmp(policy, "Always") == 0;
+}
+
+static requests_t pod_requests(const cJSON *spec, decode_ctx_t *ctx)
+{
+	requests_t apps = {0, 0, 0, 0, true}, inits = {0, 0, 0, 0, true};
+	requests_t sidecars = {0, 0, 0, 0, true}, r;
+	const cJSON *c;
+	int n = 0;
+
+	cJSON_ArrayForEach(
+	    c, cJSON_GetObjectItemCaseSensitive(spec, "initContainers"))
+	{
+		r = container_requests(c, ctx);
+		if (is_sidecar(c)) {
+			sum_into(&sidecars, &r);
+			continue;
+		}
+		sum_into(&r, &sidecars);
+		r.guaranteed = r.guaranteed && sidecars.guaranteed;
+		max_into(&inits, &r);
+	}
+	cJSON_ArrayForEach(c,
+			   cJSON_GetObjectItemCaseSensitive(spec, "containers"))
+	{
+		r = container_requests(c, ctx);
+		sum_into(&apps, &r);
+		n++;
+	}
+	sum_into(&apps, &sidecars);
+	max_into(&apps, &inits);
+	apps.guaranteed = apps.guaranteed && n > 0;
+	return apps;
+}
+
+static void add_overhead(requests_t *r, const cJSON *spec, decode_ctx_t *ctx)
+{
+	const cJSON *item;
+	requests_t o = {0, 0, 0, 0, true};
+
+	cJSON_ArrayForEach(item,
+			   cJSON_GetObjectItemCaseSensitive(spec, "overhead"))
+	{
+		if (cJSON_IsString(item))
+			add_resource(&o, ctx, item->string, item->valuestring);
+	}
+	r->cpu_milli += o.cpu_milli;
+	r->memory_mib += o.memory_mib;
+}
+
+static void decode_affinity(ft_demand_t *d, const cJSON *pod, decode_ctx_t *ctx)
+{
+	const char *prefix = ctx->opts->annotation_prefix;
+	const char *level = annotation(pod, prefix, "affinity");
+	const char *mode = annotation(pod, prefix, "affinity-mode");
+
+	d->level = FT_LEVEL_NODE;
+	d->mode = ctx->opts->default_mode;
+	if (level && ft_level_parse(&d->level, level) == 0)
+		d->has_affinity = true;
+	else if (level)
+		note_error(ctx,
+			   "annotation %s/affinity: \"%s\" is not one of "
+			   "nvlink, pcie-switch, numa, socket, node",
+			   prefix, level);
+	if (!mode)
+		return;
+	if (strcmp(mode, "guaranteed") == 0)
+		d->mode = FT_MODE_GUARANTEED;
+	else if (strcmp(mode, "best-effort") == 0)
+		d->mode = FT_MODE_BEST_EFFORT;
+	else
+		note_error(ctx,
+			   "annotation %s/affinity-mode: \"%s\" is not "
+			   "guaranteed or best-effort",
+			   prefix, mode);
+}
+
+static void decode_demand(ft_demand_t *d, const cJSON *pod, decode_ctx_t *ctx)
+{
+	const cJSON *spec = cJSON_GetObjectItemCaseSensitive(pod, "spec");
+	requests_t r = pod_requests(spec, ctx);
+
+	add_overhead(&r, spec, ctx);
+	d->gpus = (uint32_t)(r.gpus > UINT32_MAX ? UINT32_MAX : r.gpus);
+	d->mig_count = (uint32_t)(r.mig > UINT32_MAX ? UINT32_MAX : r.mig);
+	memcpy(d->mig_profile, ctx->mig_profile, FT_PROFILE_MAX);
+	d->cpu_millis =
+	    (uint32_t)(r.cpu_milli > UINT32_MAX ? UINT32_MAX : r.cpu_milli);
+	d->memory_mib = r.memory_mib;
+	if (r.guaranteed && r.cpu_milli > 0 && r.cpu_milli % 1000 == 0)
+		d->exclusive_cpus = d->cpu_millis / 1000;
+	decode_affinity(d, pod, ctx);
+}
+
+/* RFC 3339 "2026-11-21T04:32:00Z" -> Unix seconds; 0 when absent or bad. */
+static int64_t parse_time(const char *text)
+{
+	struct tm tm;
+	const char *end;
+
+	if (!text)
+		return 0;
+	memset(&tm, 0, sizeof(tm));
+	end = strptime(text, "%Y-%m-%dT%H:%M:%S", &tm);
+	return end ? (int64_t)timegm(&tm) : 0;
+}
+
+static int dup_str(char **dst, const char *src)
+{
+	*dst = src ? strdup(src) : NULL;
+	return src && !*dst ? ft_error_set(FT_ENOMEM, "out of memory") : 0;
+}
+
+static int decode_status(ft_pod_t *out, const cJSON *pod)
+{
+	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(pod, "metadata");
+	const cJSON *spec = cJSON_GetObjectItemCaseSensitive(pod, "spec");
+	const cJSON *status = cJSON_GetObjectItemCaseSensitive(pod, "status");
+	const cJSON *prio = cJSON_GetObjectItemCaseSensitive(spec, "priority");
+	const char *phase = str_at(status, "phase");
+	const char *node = str_at(spec, "nodeName");
+
+	out->priority = cJSON_IsNumber(prio) ? (int32_t)prio->valuedouble : 0;
+	out->start_time = parse_time(str_at(status, "startTime"));
+	if (!out->start_time)
+		out->start_time = parse_time(str_at(meta, "creationTimestamp"));
+	out->terminal = phase && (strcmp(phase, "Succeeded") == 0 ||
+				  strcmp(phase, "Failed") == 0);
+	return dup_str(&out->node, node && *node ? node : NULL);
+}
+
+static int decode_allocation(ft_pod_t *out, const cJSON *pod,
+			     const ft_codec_options_t *opts)
+{
+	const char *text =
+	    annotation(pod, opts->annotation_prefix, "allocation");
+	char msg[320];
+
+	if (!text)
+		return 0;
+	if (ft_codec_allocation_decode(&out->allocation, text) == 0) {
+		out->has_allocation = true;
+		return 0;
+	}
+	snprintf(msg, sizeof(msg), "annotation %s/allocation: %s",
+		 opts->annotation_prefix, ft_error_last());
+	return dup_str(&out->allocation_error, msg);
+}
+
+int ft_codec_pod_decode(ft_pod_t *out, const cJSON *pod,
+			const ft_codec_options_t *opts)
+{
+	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(pod, "metadata");
+	decode_ctx_t ctx = {.opts = opts};
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (!str_at(meta, "name") || !str_at(meta, "uid"))
+		return ft_error_set(FT_EINVAL,
+				    "pod: metadata.name and metadata.uid are "
+				    "required");
+	decode_demand(&out->demand, pod, &ctx);
+	if ((rc = dup_str(&out->uid, str_at(meta, "uid"))) < 0 ||
+	    (rc = dup_str(&out->name, str_at(meta, "name"))) < 0 ||
+	    (rc = dup_str(&out->ns, str_at(meta, "namespace")
+					? str_at(meta, "namespace")
+					: "default")) < 0 ||
+	    (rc = dup_str(&out->demand_error,
+			  ctx.error[0] ? ctx.error : NULL)) < 0 ||
+	    (rc = decode_status(out, pod)) < 0 ||
+	    (rc = decode_allocation(out, pod, opts)) < 0)
+		ft_pod_dispose(out);
+	return rc;
+}
+
+void ft_node_source_dispose(ft_node_source_t *src)
+{
+	if (!src)
+		return;
+	free(src->name);
+	free(src->topology_text);
+	free(src->topology_error);
+	ft_topology_unref(src->topology);
+	memset(src, 0, sizeof(*src));
+}
+
+static int parse_node_topology(ft_node_source_t *out,
+			       const ft_codec_options_t *opts,
+			       const ft_node_source_t *previous)
+{
+	char msg[512];
+
+	if (!out->topology_text) {
+		snprintf(msg, sizeof(msg), "annotation %s/topology is missing",
+			 opts->annotation_prefix);
+		return dup_str(&out->topology_error, msg);
+	}
+	if (previous && previous->topology_text &&
+	    strcmp(previous->topology_text, out->topology_text) == 0) {
+		out->topology = ft_topology_ref(previous->topology);
+		return dup_str(&out->topology_error, previous->topology_error);
+	}
+	if (ft_codec_topology_parse(&out->topology, out->topology_text,
+				    strlen(out->topology_text)) == 0)
+		return 0;
+	snprintf(msg, sizeof(msg), "annotation %s/topology: %s",
+		 opts->annotation_prefix, ft_error_last());
+	return dup_str(&out->topology_error, msg);
+}
+
+int ft_codec_node_decode(ft_node_source_t *out, const cJSON *node,
+			 const ft_codec_options_t *opts,
+			 const ft_node_source_t *previous)
+{
+	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(node, "metadata");
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (!str_at(meta, "name"))
+		return ft_error_set(FT_EINVAL,
+				    "node: metadata.name is required");
+	if ((rc = dup_str(&out->name, str_at(meta, "name"))) < 0 ||
+	    (rc = dup_str(
+		 &out->topology_text,
+		 annotation(node, opts->annotation_prefix, "topology"))) < 0 ||
+	    (rc = parse_node_topology(out, opts, previous)) < 0)
+		ft_node_source_dispose(out);
+	return rc;
+}

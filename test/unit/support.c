@@ -1,0 +1,166 @@
+/* Shared helpers for the unit tests. */
+#include "support.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <flextopo/error.h>
+
+char *ft_test_read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	long n;
+
+	if (!f)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 &&
+	    fseek(f, 0, SEEK_SET) == 0) {
+		buf = malloc((size_t)n + 1);
+		if (buf && fread(buf, 1, (size_t)n, f) == (size_t)n) {
+			buf[n] = '\0';
+			if (len)
+				*len = (size_t)n;
+		} else {
+			free(buf);
+			buf = NULL;
+		}
+	}
+	fclose(f);
+	return buf;
+}
+
+char *ft_test_read_fixture(const char *relpath, size_t *len)
+{
+	char path[1024];
+
+	snprintf(path, sizeof(path), "%s/%s", FT_FIXTURES_DIR, relpath);
+	return ft_test_read_file(path, len);
+}
+
+#include <string.h>
+
+#include <flextopo/cpuset.h>
+
+static void must(int rc)
+{
+	if (rc < 0) {
+		fprintf(stderr, "test topology: %s\n", ft_error_last());
+		abort();
+	}
+}
+
+static void add_numa(ft_topology_t *t, unsigned socket, int id, unsigned first,
+		     unsigned count, uint64_t mib)
+{
+	ft_cpuset_t cpus;
+
+	ft_cpuset_clear(&cpus);
+	for (unsigned c = first; c < first + count; c++)
+		ft_cpuset_add(&cpus, c);
+	must(ft_topology_add_numa(t, socket, id, &cpus, mib));
+}
+
+static void add_gpu(ft_topology_t *t, unsigned numa, unsigned sw, int index,
+		    const char *prefix, const char *model, uint64_t mib)
+{
+	char uuid[64];
+
+	snprintf(uuid, sizeof(uuid), "%s-%d", prefix, index);
+	must(ft_topology_add_gpu(t, numa, sw, index, uuid, model, mib));
+}
+
+ft_topology_t *ft_test_topology_4090(const char *prefix)
+{
+	ft_topology_t *t = NULL;
+
+	must(ft_topology_new(&t));
+	must(ft_topology_add_socket(t, 0));
+	must(ft_topology_add_socket(t, 1));
+	for (int k = 0; k < 8; k++) {
+		add_numa(t, (unsigned)(k / 4), k, (unsigned)(8 * k), 8, 65536);
+		must(ft_topology_add_switch(t, (unsigned)k, k));
+		add_gpu(t, (unsigned)k, (unsigned)k, k, prefix,
+			"NVIDIA GeForce RTX 4090", 24564);
+	}
+	must(ft_topology_finish(t));
+	return t;
+}
+
+ft_topology_t *ft_test_topology_a100(const char *prefix)
+{
+	ft_topology_t *t = NULL;
+
+	must(ft_topology_new(&t));
+	must(ft_topology_add_socket(t, 0));
+	must(ft_topology_add_socket(t, 1));
+	add_numa(t, 0, 0, 0, 64, 524288);
+	add_numa(t, 1, 1, 64, 64, 524288);
+	for (int s = 0; s < 4; s++)
+		must(ft_topology_add_switch(t, (unsigned)(s / 2), s));
+	for (int g = 0; g < 8; g++)
+		add_gpu(t, (unsigned)(g / 4), (unsigned)(g / 2), g, prefix,
+			"NVIDIA A100-SXM4-80GB", 81920);
+	for (int a = 0; a < 8; a++)
+		for (int b = a + 1; b < 8; b++)
+			must(ft_topology_add_nvlink(t, a, b, 12));
+	must(ft_topology_finish(t));
+	return t;
+}
+
+ft_topology_t *ft_test_topology_pairs4(const char *prefix)
+{
+	ft_topology_t *t = NULL;
+
+	must(ft_topology_new(&t));
+	must(ft_topology_add_socket(t, 0));
+	add_numa(t, 0, 0, 0, 8, 65536);
+	add_numa(t, 0, 1, 8, 8, 65536);
+	must(ft_topology_add_switch(t, 0, 0));
+	must(ft_topology_add_switch(t, 1, 1));
+	for (int g = 0; g < 4; g++)
+		add_gpu(t, (unsigned)(g / 2), (unsigned)(g / 2), g, prefix,
+			"NVIDIA A40", 46068);
+	must(ft_topology_add_nvlink(t, 0, 1, 4));
+	must(ft_topology_add_nvlink(t, 2, 3, 4));
+	must(ft_topology_finish(t));
+	return t;
+}
+
+void ft_test_pod(ft_pod_t *out, const char *uid, int32_t priority,
+		 const char *const *gpus, const char *cpus,
+		 uint32_t unknown_gpus)
+{
+	memset(out, 0, sizeof(*out));
+	out->uid = strdup(uid);
+	out->ns = strdup("default");
+	out->name = strdup(uid);
+	out->node = strdup("n");
+	out->priority = priority;
+	out->demand.level = FT_LEVEL_NODE;
+	for (unsigned i = 0; gpus && gpus[i]; i++)
+		out->allocation.gpu_uuids[out->allocation.n_gpus++] =
+		    strdup(gpus[i]);
+	if (cpus)
+		must(ft_cpuset_parse(&out->allocation.cpus, cpus));
+	out->has_allocation = (gpus && gpus[0]) || cpus;
+	out->demand.gpus =
+	    out->has_allocation ? out->allocation.n_gpus : unknown_gpus;
+	out->demand.exclusive_cpus = ft_cpuset_count(&out->allocation.cpus);
+}
+
+ft_node_t *ft_test_node(const char *name, ft_topology_t *t,
+			ft_pod_t *const *pods)
+{
+	const ft_pod_t *list[64];
+	ft_node_t *node = NULL;
+	unsigned n = 0;
+
+	while (pods && pods[n] && n < 64) {
+		list[n] = pods[n];
+		n++;
+	}
+	must(ft_node_build(&node, name, t, t ? NULL : "no topology", list, NULL,
+			   n));
+	return node;
+}

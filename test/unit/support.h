@@ -1,0 +1,44 @@
+/* Shared helpers for the unit tests: reading fixture files. */
+#ifndef FLEXTOPO_TEST_SUPPORT_H
+#define FLEXTOPO_TEST_SUPPORT_H
+
+#include <stddef.h>
+
+/* Read FT_FIXTURES_DIR/relpath into a NUL-terminated heap buffer; NULL on
+ * failure. */
+char *ft_test_read_fixture(const char *relpath, size_t *len);
+
+/* Read any file into a NUL-terminated heap buffer; NULL on failure. */
+char *ft_test_read_file(const char *path, size_t *len);
+
+#endif
+
+#include <flextopo/cluster.h>
+#include <flextopo/topology.h>
+
+/*
+ * Reference servers built through the topology builder (no parser):
+ * - 8x RTX 4090: 2 sockets, 8 NUMA nodes of 8 CPUs (NUMA k = CPUs 8k..8k+7),
+ *   GPU k on its own PCIe switch under NUMA k, no NVLink.
+ * - 8x A100 SXM: 2 sockets, 2 NUMA nodes of 64 CPUs, GPUs 0-3 on NUMA 0
+ *   (switches 0,1), 4-7 on NUMA 1 (switches 2,3), NV12 between every pair.
+ * - 4 GPUs, 1 socket, 2 NUMA nodes of 8 CPUs, GPUs 0,1 on NUMA 0 and 2,3 on
+ *   NUMA 1, one PCIe switch per NUMA node, NVLink bridges (0,1) and (2,3).
+ * GPU uuids are "<prefix>-<index>".
+ */
+ft_topology_t *ft_test_topology_4090(const char *prefix);
+ft_topology_t *ft_test_topology_a100(const char *prefix);
+ft_topology_t *ft_test_topology_pairs4(const char *prefix);
+
+/*
+ * A pod for node builds. `gpus` lists uuids (NULL-terminated, may be NULL);
+ * `cpus` a cpulist or NULL. With no devices listed the pod has no
+ * allocation and holds `unknown_gpus` GPUs of unknown placement.
+ */
+void ft_test_pod(ft_pod_t *out, const char *uid, int32_t priority,
+		 const char *const *gpus, const char *cpus,
+		 uint32_t unknown_gpus);
+
+/* Build a node from pods (terminated by a NULL pointer). */
+ft_node_t *ft_test_node(const char *name, ft_topology_t *t,
+			ft_pod_t *const *pods);
