@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Install what is missing, build, and run the extender on the embedded demo
+# cluster (configs/demo-cluster.yaml); show one real filter request and its
+# reply, then keep serving on 127.0.0.1:8888 until Ctrl-C.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+SKIP_GO=1 scripts/install-deps.sh
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build --target flextopo-extender
+
+listen=${LISTEN:-127.0.0.1:8888}
+build/flextopo-extender --snapshot configs/demo-cluster.yaml --listen "$listen" &
+pid=$!
+trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null' EXIT INT TERM
+for _ in $(seq 50); do
+	curl -sf "http://$listen/readyz" >/dev/null && break
+	sleep 0.1
+done
+
+request='{"Pod":{"metadata":{"name":"llm-0","namespace":"online","uid":"demo-uid-1",
+ "annotations":{"flextopo.io/affinity":"numa","flextopo.io/affinity-mode":"guaranteed"}},
+ "spec":{"containers":[{"name":"server","resources":{
+  "requests":{"cpu":"8","memory":"32Gi","nvidia.com/gpu":"2"},
+  "limits":{"cpu":"8","memory":"32Gi","nvidia.com/gpu":"2"}}}]}},
+ "NodeNames":["demo-rtx4090-0","demo-a100-0","demo-h100-0","demo-broken-0"]}'
+echo "== POST /filter: a numa-guaranteed pod with 8 CPUs and 2 GPUs"
+echo "$request"
+echo "== reply"
+curl -s -H 'Content-Type: application/json' -d "$request" "http://$listen/filter"
+echo
+echo "== POST /bind to demo-a100-0 (the allocation is in the extender's log line)"
+curl -s -H 'Content-Type: application/json' \
+	-d '{"PodName":"llm-0","PodNamespace":"online","PodUID":"demo-uid-1","Node":"demo-a100-0"}' \
+	"http://$listen/bind"
+echo
+echo "== serving the demo cluster on http://$listen (Ctrl-C stops)"
+wait $pid

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The whole test suite: format check, warnings-as-errors build, unit tests,
+# fuzz-corpus replays, the same under AddressSanitizer/UBSan, the core tests
+# under valgrind, and the end-to-end suite against a real kube-apiserver and
+# kube-scheduler.
+#
+#   scripts/test.sh            everything
+#   SKIP_E2E=1 scripts/test.sh everything but the e2e
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+start=$SECONDS
+
+scripts/install-deps.sh
+
+echo "== clang-format"
+git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror
+
+echo "== build (warnings are errors)"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build
+
+echo "== unit tests and fuzz corpora"
+ctest --test-dir build --output-on-failure
+
+echo "== AddressSanitizer + UBSan"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFLEXTOPO_SANITIZE=ON -DFLEXTOPO_BENCH=OFF >/dev/null
+cmake --build build-asan
+ctest --test-dir build-asan --output-on-failure -E bench
+
+echo "== valgrind (core and verbs)"
+for t in test_place test_extender test_state; do
+	if [[ -x build/test/$t ]]; then
+		valgrind -q --leak-check=full --error-exitcode=1 build/test/$t >/dev/null
+		echo "valgrind $t: clean"
+	fi
+done
+
+if [[ ${SKIP_E2E:-0} != 1 ]]; then
+	echo "== end-to-end (real kube-apiserver, etcd, kube-scheduler)"
+	FLEXTOPO_EXTENDER=build/flextopo-extender scripts/e2e.sh
+fi
+echo "== all tests passed in $((SECONDS - start))s"
