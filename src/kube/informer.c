@@ -1,0 +1,512 @@
+/*
+ * Informers: one thread per collection that lists, then watches, and hands
+ * every change to its owner, the way client-go's reflector does.
+ *
+ * The thread lists with resourceVersion=0 (served from the API server's
+ * watch cache), announces the items between replace_begin and replace_end,
+ * and watches from the list's resourceVersion. Each event moves the
+ * remembered resourceVersion forward, bookmarks included, so a watch that
+ * times out cleanly resumes where it stopped, and so does one that failed
+ * (the server answers 410 if that point has left its history). A 410, as an
+ * HTTP status or as an in-stream ERROR event, drops the resourceVersion and
+ * relists with resourceVersion="" (a consistent read). Every failure or 410
+ * counts as a restart and waits out an exponential backoff with jitter that
+ * resets after two healthy minutes, so a flapping server is never hammered.
+ *
+ * Stopping sets an atomic flag that curl's progress callback polls (about
+ * once a second even on an idle watch) and wakes the backoff sleep through a
+ * condition variable.
+ */
+#include "client.h"
+#include "watchstream.h"
+
+#include <flextopo/error.h>
+#include <flextopo/kube.h>
+#include <flextopo/log.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define DEFAULT_BACKOFF_INITIAL_MS 800u
+#define DEFAULT_BACKOFF_MAX_MS	   30000u
+#define HEALTHY_RESET_MS	   120000u
+#define WATCH_TIMEOUT_MIN_S	   300u
+#define WATCH_TIMEOUT_SPAN_S	   301u
+#define WATCH_TIMEOUT_GRACE_S	   60u
+#define SHORT_WATCH_MS		   1000u
+#define LIST_LOW_SPEED_S	   60L
+#define LIST_MAX		   ((size_t)1 << 30)
+#define EVENT_MAX		   ((size_t)64 << 20)
+#define ERROR_BODY_MAX		   ((size_t)64 << 10)
+
+struct ft_informer {
+	ft_kube_client_t *client;
+	char *collection;
+	ft_informer_handler_t handler;
+	void *payload;
+	unsigned backoff_initial_ms, backoff_max_ms;
+	pthread_t thread;
+	pthread_mutex_t lock; /* with `wake`, for the backoff sleep */
+	pthread_cond_t wake;
+	atomic_bool stop;
+	atomic_bool synced;
+	atomic_ulong restarts;
+	/* Used by the informer thread only. */
+	char *resource_version; /* where the watch resumes; NULL: relist */
+	bool from_scratch;	/* relist with resourceVersion="" */
+	uint64_t rng;
+};
+
+/* One watch request's state, shared with the body callback. */
+typedef struct {
+	ft_informer_t *informer;
+	ft_watch_stream_t stream;
+	ft_kube_reply_t error_body; /* the body of a non-200 answer */
+	bool gone;		    /* an ERROR event with code 410 came */
+	unsigned long events;
+} watch_t;
+
+static bool stopping(const ft_informer_t *informer)
+{
+	return atomic_load(&informer->stop);
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* xorshift64*: jitter and watch timeouts need spread, not secrecy. */
+static uint32_t next_random(ft_informer_t *informer)
+{
+	uint64_t x = informer->rng;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	informer->rng = x;
+	return (uint32_t)((x * UINT64_C(0x2545F4914F6CDD1D)) >> 32);
+}
+
+static int remember_version(ft_informer_t *informer, const char *version)
+{
+	char *copy = NULL;
+
+	if (!version || !*version)
+		return 0;
+	if (!(copy = strdup(version)))
+		return ft_error_set(FT_ENOMEM, "informer: out of memory");
+	free(informer->resource_version);
+	informer->resource_version = copy;
+	return 0;
+}
+
+static void forget_version(ft_informer_t *informer)
+{
+	free(informer->resource_version);
+	informer->resource_version = NULL;
+	informer->from_scratch = true;
+}
+
+/* The HTTP status and Status message of a failed answer, as an error. */
+static int http_error(const char *verb, long status, const char *body)
+{
+	char message[256];
+
+	ft_kube_status_message(message, sizeof(message), body);
+	return ft_error_set(status == 410 ? FT_EGONE : FT_EIO,
+			    "%s: HTTP %ld%s%s", verb, status,
+			    message[0] ? ": " : "", message);
+}
+
+static void announce(ft_informer_t *informer, const cJSON *items)
+{
+	const cJSON *item = NULL;
+
+	if (informer->handler.replace_begin)
+		informer->handler.replace_begin(informer->payload);
+	cJSON_ArrayForEach(item, items)
+	{
+		informer->handler.apply(FT_WATCH_ADDED, item,
+					informer->payload);
+	}
+	if (informer->handler.replace_end)
+		informer->handler.replace_end(informer->payload);
+}
+
+/* Check a list's envelope, announce its items, keep its version. */
+static int take_list(ft_informer_t *informer, const ft_kube_reply_t *reply)
+{
+	cJSON *root = cJSON_ParseWithLength(reply->body, reply->len);
+	const cJSON *items = cJSON_GetObjectItemCaseSensitive(root, "items");
+	const cJSON *metadata =
+	    cJSON_GetObjectItemCaseSensitive(root, "metadata");
+	const cJSON *version =
+	    cJSON_GetObjectItemCaseSensitive(metadata, "resourceVersion");
+	int rc = 0;
+
+	if (!cJSON_IsObject(root) ||
+	    !(cJSON_IsArray(items) || !items || cJSON_IsNull(items)) ||
+	    !cJSON_IsString(version) || !version->valuestring[0]) {
+		rc = ft_error_set(FT_EIO, "list: the answer is not a list");
+		goto cleanup;
+	}
+	if ((rc = remember_version(informer, version->valuestring)) < 0)
+		goto cleanup;
+	announce(informer, items);
+	informer->from_scratch = false;
+	atomic_store(&informer->synced, true);
+	FT_LOG_INFO_MSG("informer %s: listed %d objects at resourceVersion %s",
+			informer->collection, cJSON_GetArraySize(items),
+			version->valuestring);
+cleanup:
+	cJSON_Delete(root);
+	return rc;
+}
+
+static const char *query_separator(const char *collection)
+{
+	return strchr(collection, '?') ? "&" : "?";
+}
+
+static int list_once(ft_informer_t *informer)
+{
+	ft_kube_reply_t reply = {.max = LIST_MAX};
+	ft_kube_call_t call = {.method = "GET",
+			       .low_speed_s = LIST_LOW_SPEED_S,
+			       .on_body = ft_kube_reply_collect,
+			       .payload = &reply,
+			       .stop = &informer->stop};
+	char *path = NULL;
+	long status = 0;
+	int rc = 0;
+
+	if (asprintf(&path, "%s%sresourceVersion=%s", informer->collection,
+		     query_separator(informer->collection),
+		     informer->from_scratch ? "" : "0") < 0) {
+		path = NULL;
+		rc = ft_error_set(FT_ENOMEM, "informer: out of memory");
+		goto cleanup;
+	}
+	call.path = path;
+	if ((rc = ft_kube_call(informer->client, &call, &status)) < 0)
+		goto cleanup;
+	if (status != 200) {
+		rc = http_error("list", status, reply.body);
+		goto cleanup;
+	}
+	rc = take_list(informer, &reply);
+cleanup:
+	ft_kube_reply_dispose(&reply);
+	free(path);
+	return rc;
+}
+
+static int watch_error_event(watch_t *watch, const ft_watch_decoded_t *event)
+{
+	if (event->code == 410) {
+		watch->gone = true;
+		return ft_error_set(FT_EGONE, "watch: %s",
+				    event->message ? event->message : "gone");
+	}
+	return ft_error_set(FT_EIO, "watch: ERROR event, code %d: %s",
+			    event->code, event->message ? event->message : "");
+}
+
+static int on_event(const ft_watch_decoded_t *event, void *payload)
+{
+	watch_t *watch = payload;
+	ft_informer_t *informer = watch->informer;
+
+	watch->events++;
+	if (event->kind == FT_WATCH_KIND_ERROR)
+		return watch_error_event(watch, event);
+	if (event->kind != FT_WATCH_KIND_BOOKMARK)
+		informer->handler.apply((ft_watch_event_t)event->kind,
+					event->object, informer->payload);
+	return remember_version(informer, event->resource_version);
+}
+
+static int on_watch_body(long status, const char *data, size_t len,
+			 void *payload)
+{
+	watch_t *watch = payload;
+
+	if (status == 200)
+		return ft_watch_stream_feed(&watch->stream, data, len, on_event,
+					    watch);
+	/* Keep the head of an error answer for its Status message. */
+	if (watch->error_body.len + len < ERROR_BODY_MAX)
+		return ft_kube_reply_collect(status, data, len,
+					     &watch->error_body);
+	return 0;
+}
+
+static int watch_path(char **out, ft_informer_t *informer)
+{
+	char *version = ft_kube_escape(informer->resource_version);
+	unsigned timeout_s =
+	    WATCH_TIMEOUT_MIN_S + next_random(informer) % WATCH_TIMEOUT_SPAN_S;
+	int rc = 0;
+
+	if (!version ||
+	    asprintf(out,
+		     "%s%swatch=1&allowWatchBookmarks=true&resourceVersion=%s"
+		     "&timeoutSeconds=%u",
+		     informer->collection,
+		     query_separator(informer->collection), version,
+		     timeout_s) < 0) {
+		*out = NULL;
+		rc = ft_error_set(FT_ENOMEM, "informer: out of memory");
+	}
+	free(version);
+	return rc;
+}
+
+/* Turn the end of a watch request into 0 (resume), FT_EGONE or an error. */
+static int watch_outcome(watch_t *watch, int rc, long status, uint64_t started)
+{
+	if (watch->gone)
+		return FT_EGONE;
+	if (status != 0 && status != 200)
+		return http_error("watch", status, watch->error_body.body);
+	if (rc < 0)
+		return rc;
+	if ((rc = ft_watch_stream_finish(&watch->stream, on_event, watch)) != 0)
+		return watch->gone ? FT_EGONE : rc;
+	if (watch->events == 0 && now_ms() - started < SHORT_WATCH_MS)
+		return ft_error_set(FT_EIO,
+				    "watch: ended at once without events");
+	return 0;
+}
+
+static int watch_once(ft_informer_t *informer)
+{
+	watch_t watch = {.informer = informer,
+			 .error_body = {.max = ERROR_BODY_MAX}};
+	ft_kube_call_t call = {.method = "GET",
+			       .on_body = on_watch_body,
+			       .payload = &watch,
+			       .stop = &informer->stop};
+	char *path = NULL;
+	uint64_t started = now_ms();
+	long status = 0;
+	int rc;
+
+	ft_watch_stream_init(&watch.stream, EVENT_MAX);
+	if ((rc = watch_path(&path, informer)) < 0)
+		goto cleanup;
+	call.path = path;
+	/* A safety net over the server's timeoutSeconds. */
+	call.timeout_ms = (long)(WATCH_TIMEOUT_MIN_S + WATCH_TIMEOUT_SPAN_S +
+				 WATCH_TIMEOUT_GRACE_S) *
+			  1000L;
+	rc = ft_kube_call(informer->client, &call, &status);
+	rc = watch_outcome(&watch, rc, status, started);
+cleanup:
+	ft_watch_stream_dispose(&watch.stream);
+	ft_kube_reply_dispose(&watch.error_body);
+	free(path);
+	return rc;
+}
+
+/* List when needed, then watch until something other than a timeout. */
+static int list_and_watch(ft_informer_t *informer)
+{
+	int rc = 0;
+
+	if (!informer->resource_version && (rc = list_once(informer)) < 0)
+		goto cleanup;
+	while (!stopping(informer) && (rc = watch_once(informer)) == 0)
+		continue;
+cleanup:
+	if (rc == FT_EGONE)
+		forget_version(informer);
+	return rc;
+}
+
+/* The next wait: the current delay with +-20% jitter, then double it. */
+static unsigned next_delay(ft_informer_t *informer, unsigned *delay_ms,
+			   uint64_t started)
+{
+	unsigned base, spread;
+
+	if (now_ms() - started >= HEALTHY_RESET_MS)
+		*delay_ms = informer->backoff_initial_ms;
+	base = *delay_ms;
+	*delay_ms = base > informer->backoff_max_ms / 2
+			? informer->backoff_max_ms
+			: base * 2;
+	spread = base / 5;
+	return base - spread + next_random(informer) % (2 * spread + 1);
+}
+
+static void sleep_unless_stopped(ft_informer_t *informer, unsigned ms)
+{
+	struct timespec deadline;
+
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += ms / 1000;
+	deadline.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&informer->lock);
+	while (!stopping(informer) &&
+	       pthread_cond_timedwait(&informer->wake, &informer->lock,
+				      &deadline) != ETIMEDOUT)
+		continue;
+	pthread_mutex_unlock(&informer->lock);
+}
+
+static void note_restart(ft_informer_t *informer, int rc, unsigned delay_ms)
+{
+	unsigned long restarts = atomic_fetch_add(&informer->restarts, 1) + 1;
+
+	if (rc == FT_EGONE)
+		FT_LOG_INFO_MSG("informer %s: %s; relisting in %u ms "
+				"(restart %lu)",
+				informer->collection, ft_error_last(), delay_ms,
+				restarts);
+	else
+		FT_LOG_WARN_MSG("informer %s: %s; retrying in %u ms "
+				"(restart %lu)",
+				informer->collection, ft_error_last(), delay_ms,
+				restarts);
+}
+
+static void *run(void *arg)
+{
+	ft_informer_t *informer = arg;
+	unsigned delay_ms = informer->backoff_initial_ms;
+
+	while (!stopping(informer)) {
+		uint64_t started = now_ms();
+		unsigned wait_ms;
+		int rc;
+
+		ft_error_clear();
+		rc = list_and_watch(informer);
+		if (stopping(informer))
+			break;
+		wait_ms = next_delay(informer, &delay_ms, started);
+		note_restart(informer, rc, wait_ms);
+		sleep_unless_stopped(informer, wait_ms);
+	}
+	return NULL;
+}
+
+static int init_sync(ft_informer_t *informer)
+{
+	pthread_condattr_t attr;
+	int rc = 0;
+
+	if (pthread_condattr_init(&attr) != 0)
+		return ft_error_set(FT_ENOMEM, "informer: condattr");
+	if (pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) != 0 ||
+	    pthread_cond_init(&informer->wake, &attr) != 0)
+		rc = ft_error_set(FT_ENOMEM, "informer: condition variable");
+	else if (pthread_mutex_init(&informer->lock, NULL) != 0) {
+		pthread_cond_destroy(&informer->wake);
+		rc = ft_error_set(FT_ENOMEM, "informer: mutex");
+	}
+	pthread_condattr_destroy(&attr);
+	return rc;
+}
+
+static void configure(ft_informer_t *informer, ft_kube_client_t *client,
+		      const ft_informer_handler_t *h, void *payload,
+		      unsigned backoff_initial_ms, unsigned backoff_max_ms)
+{
+	informer->client = client;
+	informer->handler = *h;
+	informer->payload = payload;
+	informer->backoff_initial_ms = backoff_initial_ms
+					   ? backoff_initial_ms
+					   : DEFAULT_BACKOFF_INITIAL_MS;
+	informer->backoff_max_ms =
+	    backoff_max_ms ? backoff_max_ms : DEFAULT_BACKOFF_MAX_MS;
+	if (informer->backoff_max_ms < informer->backoff_initial_ms)
+		informer->backoff_max_ms = informer->backoff_initial_ms;
+	informer->rng = now_ms() ^ (uint64_t)(uintptr_t)informer ^
+			UINT64_C(0x9E3779B97F4A7C15);
+	atomic_init(&informer->stop, false);
+	atomic_init(&informer->synced, false);
+	atomic_init(&informer->restarts, 0);
+}
+
+int ft_informer_start(ft_informer_t **out, ft_kube_client_t *client,
+		      const char *collection, const ft_informer_handler_t *h,
+		      void *payload, unsigned backoff_initial_ms,
+		      unsigned backoff_max_ms)
+{
+	ft_informer_t *informer = NULL;
+	bool sync_ready = false;
+	int rc = 0;
+
+	if (!client || !collection || collection[0] != '/' || !h || !h->apply)
+		return ft_error_set(FT_EINVAL, "informer: need a client, a "
+					       "collection path and apply");
+	if (!(informer = calloc(1, sizeof(*informer))) ||
+	    !(informer->collection = strdup(collection))) {
+		rc = ft_error_set(FT_ENOMEM, "informer: out of memory");
+		goto cleanup;
+	}
+	configure(informer, client, h, payload, backoff_initial_ms,
+		  backoff_max_ms);
+	if ((rc = init_sync(informer)) < 0)
+		goto cleanup;
+	sync_ready = true;
+	if (pthread_create(&informer->thread, NULL, run, informer) != 0) {
+		rc = ft_error_set(FT_EIO, "informer %s: cannot start thread",
+				  collection);
+		goto cleanup;
+	}
+	*out = informer;
+	informer = NULL;
+cleanup:
+	if (informer && sync_ready) {
+		pthread_cond_destroy(&informer->wake);
+		pthread_mutex_destroy(&informer->lock);
+	}
+	if (informer)
+		free(informer->collection);
+	free(informer);
+	return rc;
+}
+
+bool ft_informer_synced(const ft_informer_t *informer)
+{
+	return informer && atomic_load(&informer->synced);
+}
+
+unsigned long ft_informer_restarts(const ft_informer_t *informer)
+{
+	return informer ? atomic_load(&informer->restarts) : 0;
+}
+
+void ft_informer_free(ft_informer_t *informer)
+{
+	if (!informer)
+		return;
+	atomic_store(&informer->stop, true);
+	pthread_mutex_lock(&informer->lock);
+	pthread_cond_broadcast(&informer->wake);
+	pthread_mutex_unlock(&informer->lock);
+	pthread_join(informer->thread, NULL);
+	pthread_cond_destroy(&informer->wake);
+	pthread_mutex_destroy(&informer->lock);
+	free(informer->resource_version);
+	free(informer->collection);
+	free(informer);
+}

@@ -1,0 +1,218 @@
+/*
+ * The pod requests the extender makes: read a pod, merge-patch one
+ * annotation (the allocation) and POST the Binding, as kube-scheduler's
+ * DefaultBinder does.
+ *
+ * Bodies are built with cJSON so that names and annotation values are
+ * escaped however odd they are, path segments are percent-encoded, and HTTP
+ * statuses map to the codes the bind path acts on: 404 -> FT_ENOTFOUND and,
+ * for a Binding, 409 -> FT_ECONFLICT (the pod already has a node).
+ */
+#include "client.h"
+
+#include <flextopo/error.h>
+#include <flextopo/kube.h>
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* "/api/v1/namespaces/NS/pods/NAME" + suffix, segments escaped. */
+static int pod_path(char **out, const char *ns, const char *name,
+		    const char *suffix)
+{
+	char *ns_escaped = ft_kube_escape(ns);
+	char *name_escaped = ft_kube_escape(name);
+	int rc = 0;
+
+	if (!ns_escaped || !name_escaped ||
+	    asprintf(out, "/api/v1/namespaces/%s/pods/%s%s", ns_escaped,
+		     name_escaped, suffix) < 0) {
+		*out = NULL;
+		rc = ft_error_set(FT_ENOMEM, "kube: out of memory");
+	}
+	free(ns_escaped);
+	free(name_escaped);
+	return rc;
+}
+
+static int check_pod_args(const char *what, const char *ns, const char *name)
+{
+	if (!ns || !*ns || !name || !*name)
+		return ft_error_set(FT_EINVAL,
+				    "%s: namespace and name required", what);
+	return 0;
+}
+
+/* Map an answer's status to a code, with the Status message on errors. */
+static int status_outcome(long status, const char *body, bool conflict_ok,
+			  const char *what, const char *ns, const char *name)
+{
+	char message[256];
+
+	if (status >= 200 && status < 300)
+		return 0;
+	ft_kube_status_message(message, sizeof(message), body);
+	if (status == 404)
+		return ft_error_set(FT_ENOTFOUND, "%s %s/%s: not found%s%s",
+				    what, ns, name, message[0] ? ": " : "",
+				    message);
+	return ft_error_set(status == 409 && conflict_ok ? FT_ECONFLICT
+							 : FT_EIO,
+			    "%s %s/%s: HTTP %ld%s%s", what, ns, name, status,
+			    message[0] ? ": " : "", message);
+}
+
+/* Serialize `root`; consumes it. */
+static int print_body(char **out, cJSON *root)
+{
+	*out = root ? cJSON_PrintUnformatted(root) : NULL;
+	cJSON_Delete(root);
+	return *out ? 0 : ft_error_set(FT_ENOMEM, "kube: out of memory");
+}
+
+/* {"metadata":{"annotations":{key:value}}} */
+static int annotation_patch(char **out, const char *key, const char *value)
+{
+	cJSON *root = cJSON_CreateObject();
+	cJSON *metadata = cJSON_AddObjectToObject(root, "metadata");
+	cJSON *annotations = cJSON_AddObjectToObject(metadata, "annotations");
+
+	/* cJSON's adders return NULL for a NULL parent, so one check will do.
+	 */
+	if (!cJSON_AddStringToObject(annotations, key, value)) {
+		cJSON_Delete(root);
+		root = NULL;
+	}
+	return print_body(out, root);
+}
+
+/* One request whose outcome is its status alone. */
+static int send_pod_request(ft_kube_client_t *client, const char *method,
+			    const char *path, const char *content_type,
+			    const char *body, bool conflict_ok,
+			    const char *what, const char *ns, const char *name)
+{
+	char *reply = NULL;
+	long status = 0;
+	int rc;
+
+	rc = ft_kube_request(client, method, path, content_type, body,
+			     strlen(body), &status, &reply);
+	if (rc == 0)
+		rc = status_outcome(status, reply, conflict_ok, what, ns, name);
+	free(reply);
+	return rc;
+}
+
+int ft_kube_annotate_pod(ft_kube_client_t *client, const char *ns,
+			 const char *name, const char *key, const char *value)
+{
+	char *path = NULL, *body = NULL;
+	int rc;
+
+	if ((rc = check_pod_args("annotate pod", ns, name)) < 0)
+		goto cleanup;
+	if (!key || !*key || !value) {
+		rc = ft_error_set(FT_EINVAL, "annotate pod %s/%s: no key", ns,
+				  name);
+		goto cleanup;
+	}
+	if ((rc = pod_path(&path, ns, name, "")) < 0 ||
+	    (rc = annotation_patch(&body, key, value)) < 0)
+		goto cleanup;
+	rc = send_pod_request(client, "PATCH", path,
+			      "application/merge-patch+json", body, false,
+			      "annotate pod", ns, name);
+cleanup:
+	free(path);
+	free(body);
+	return rc;
+}
+
+static bool fill_metadata(cJSON *metadata, const char *ns, const char *name,
+			  const char *uid)
+{
+	return cJSON_AddStringToObject(metadata, "name", name) &&
+	       cJSON_AddStringToObject(metadata, "namespace", ns) &&
+	       (!uid || !*uid || cJSON_AddStringToObject(metadata, "uid", uid));
+}
+
+static bool fill_target(cJSON *target, const char *node)
+{
+	return cJSON_AddStringToObject(target, "apiVersion", "v1") &&
+	       cJSON_AddStringToObject(target, "kind", "Node") &&
+	       cJSON_AddStringToObject(target, "name", node);
+}
+
+/* A v1 Binding of ns/name (uid) to `node`. */
+static int binding_body(char **out, const char *ns, const char *name,
+			const char *uid, const char *node)
+{
+	cJSON *root = cJSON_CreateObject();
+	bool ok = cJSON_AddStringToObject(root, "apiVersion", "v1") &&
+		  cJSON_AddStringToObject(root, "kind", "Binding") &&
+		  fill_metadata(cJSON_AddObjectToObject(root, "metadata"), ns,
+				name, uid) &&
+		  fill_target(cJSON_AddObjectToObject(root, "target"), node);
+
+	if (!ok) {
+		cJSON_Delete(root);
+		root = NULL;
+	}
+	return print_body(out, root);
+}
+
+int ft_kube_bind_pod(ft_kube_client_t *client, const char *ns, const char *name,
+		     const char *uid, const char *node)
+{
+	char *path = NULL, *body = NULL;
+	int rc;
+
+	if ((rc = check_pod_args("bind pod", ns, name)) < 0)
+		goto cleanup;
+	if (!node || !*node) {
+		rc = ft_error_set(FT_EINVAL, "bind pod %s/%s: no node", ns,
+				  name);
+		goto cleanup;
+	}
+	if ((rc = pod_path(&path, ns, name, "/binding")) < 0 ||
+	    (rc = binding_body(&body, ns, name, uid, node)) < 0)
+		goto cleanup;
+	rc = send_pod_request(client, "POST", path, "application/json", body,
+			      true, "bind pod", ns, name);
+cleanup:
+	free(path);
+	free(body);
+	return rc;
+}
+
+int ft_kube_get_pod(ft_kube_client_t *client, const char *ns, const char *name,
+		    cJSON **out)
+{
+	char *path = NULL, *reply = NULL;
+	cJSON *pod = NULL;
+	long status = 0;
+	int rc;
+
+	if ((rc = check_pod_args("get pod", ns, name)) < 0 ||
+	    (rc = pod_path(&path, ns, name, "")) < 0 ||
+	    (rc = ft_kube_request(client, "GET", path, NULL, NULL, 0, &status,
+				  &reply)) < 0 ||
+	    (rc = status_outcome(status, reply, false, "get pod", ns, name)) <
+		0)
+		goto cleanup;
+	if (!cJSON_IsObject(pod = cJSON_Parse(reply))) {
+		rc = ft_error_set(FT_EIO, "get pod %s/%s: reply is not JSON",
+				  ns, name);
+		goto cleanup;
+	}
+	*out = pod;
+	pod = NULL;
+cleanup:
+	cJSON_Delete(pod);
+	free(path);
+	free(reply);
+	return rc;
+}
