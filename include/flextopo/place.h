@@ -45,6 +45,16 @@ typedef struct ft_verdict {
  * looser. */
 ft_level_t ft_place_effective_level(const ft_demand_t *d);
 
+/*
+ * Does `d` fit `node` now in domain `domain` (an index into the topology's
+ * domains), or in some domain of `level`? Both include the node-wide check
+ * of usage of unknown placement. False without a topology.
+ */
+bool ft_place_fits_domain(const ft_node_t *node, const ft_demand_t *d,
+			  unsigned domain);
+bool ft_place_fits_level(const ft_node_t *node, const ft_demand_t *d,
+			 ft_level_t level);
+
 /* Decide whether `d` fits `node` now. Never fails. */
 void ft_place_filter(ft_verdict_t *out, const ft_node_t *node,
 		     const ft_demand_t *d);

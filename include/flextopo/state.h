@@ -70,6 +70,13 @@ int ft_state_assume(ft_state_t *state, const ft_pod_t *pod,
 		    const char *node_name, ft_policy_t policy,
 		    char **out_annotation);
 
+/*
+ * The Binding of an assumed pod was accepted: the assumption now waits only
+ * for the watch, and a relist that lacks the pod (deleted meanwhile) drops it.
+ * Until then a relist keeps it, since the list may predate the pod.
+ */
+void ft_state_bind_done(ft_state_t *state, const char *uid);
+
 /* Drop an assumed allocation after a failed bind. */
 void ft_state_forget(ft_state_t *state, const char *uid);
 

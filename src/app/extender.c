@@ -137,19 +137,22 @@ void ft_app_filter(ft_http_response_t *out, const ft_http_request_t *req,
 	ft_filter_reply_t *r = NULL;
 	ft_pod_t pod;
 	char *body = NULL;
+	int rc;
 
 	if (decode_request(out, &args, &pod, app, req) < 0)
 		return;
 	ft_state_observe_pod(app->state, &pod);
 	if (ft_codec_filter_reply_new(&r, &args) < 0 ||
-	    filter_nodes(r, app, &args, &pod) < 0 ||
-	    ft_codec_filter_reply_finish(&body, r) < 0) {
-		r = NULL;
+	    filter_nodes(r, app, &args, &pod) < 0) {
 		reply_failure(out, FT_ENOMEM);
 		goto cleanup;
 	}
+	rc = ft_codec_filter_reply_finish(&body, r);
 	r = NULL;
-	reply_json(out, body);
+	if (rc < 0)
+		reply_failure(out, FT_ENOMEM);
+	else
+		reply_json(out, body);
 cleanup:
 	ft_codec_filter_reply_free(r);
 	ft_pod_dispose(&pod);
@@ -277,6 +280,8 @@ static int do_bind(ft_app_t *app, const ft_bind_args_t *b)
 	}
 	if ((rc = write_binding(app, b, annotation)) < 0)
 		ft_state_forget(app->state, pod.uid);
+	else
+		ft_state_bind_done(app->state, pod.uid);
 cleanup:
 	ft_log(rc < 0 ? FT_LOG_WARN : FT_LOG_INFO, "bind", pod.name, b->node,
 	       rc < 0 ? ft_error_last() : NULL, "%s %s",

@@ -24,6 +24,7 @@ typedef struct pod_rec {
 	char *uid;
 	ft_pod_t pod;
 	bool assumed;
+	bool bind_in_flight;      /* assumed, Binding not yet answered */
 	char *assumed_node;
 	ft_allocation_t assumed_allocation;
 	char *linked_node; /* node whose list holds this pod */
@@ -197,6 +198,7 @@ static void link_pod(ft_state_t *state, pod_rec_t *r)
 static void drop_assumed(pod_rec_t *r)
 {
 	r->assumed = false;
+	r->bind_in_flight = false;
 	free(r->assumed_node);
 	r->assumed_node = NULL;
 	ft_allocation_dispose(&r->assumed_allocation);
@@ -385,8 +387,12 @@ static void sweep(ft_state_t *state, ft_kind_t kind)
 	node_rec_t *n, *ntmp;
 
 	if (kind == FT_KIND_POD) {
+		/*
+		 * A pod missing from a relist is gone, assumed or not, unless
+		 * its bind is still in flight (the list may predate it).
+		 */
 		HASH_ITER(hh, state->pods, p, ptmp)
-		if (p->mark != mark && !p->assumed)
+		if (p->mark != mark && !p->bind_in_flight)
 			remove_pod(state, p);
 		return;
 	}
@@ -607,6 +613,7 @@ static int assume_new(ft_state_t *state, pod_rec_t *r, const ft_pod_t *pod,
 		goto relink;
 	}
 	r->assumed = true;
+	r->bind_in_flight = true;
 relink:
 	link_pod(state, r);
 	publish(state);
@@ -626,14 +633,14 @@ static int assume_locked(ft_state_t *state, const ft_pod_t *pod,
 	if (!node)
 		return ft_error_set(FT_ENOTFOUND, "node %s: not in cache",
 				    node_name);
-	if (!ft_demand_wants_devices(&pod->demand) || !node->topology)
-		return 0;
 	if (!(r = pod_rec_for(state, pod)))
 		return ft_error_set(FT_ENOMEM, "state: out of memory");
 	if (r->pod.node && strcmp(r->pod.node, node_name) != 0)
 		return ft_error_set(FT_ECONFLICT,
 				    "pod %s/%s is already bound to node %s",
 				    pod->ns, pod->name, r->pod.node);
+	if (!ft_demand_wants_devices(&pod->demand) || !node->topology)
+		return 0;
 	held = ft_node_find_holding(node, pod->uid);
 	if (held && (held->gpus || held->mig[0] || held->mig[1] ||
 		     !ft_cpuset_empty(&held->cpus)))
@@ -670,6 +677,17 @@ void ft_state_forget(ft_state_t *state, const char *uid)
 		link_pod(state, r);
 		publish(state);
 	}
+	pthread_mutex_unlock(&state->mu);
+}
+
+void ft_state_bind_done(ft_state_t *state, const char *uid)
+{
+	pod_rec_t *r = NULL;
+
+	pthread_mutex_lock(&state->mu);
+	HASH_FIND_STR(state->pods, uid, r);
+	if (r)
+		r->bind_in_flight = false;
 	pthread_mutex_unlock(&state->mu);
 }
 

@@ -173,6 +173,8 @@ static int decode_fields(ft_allocation_t *out, const cJSON *root)
 	if (cJSON_IsString(cpus) &&
 	    (rc = ft_cpuset_parse(&out->cpus, cpus->valuestring)) < 0)
 		return rc;
+	if (cJSON_IsNumber(mem) && mem->valuedouble > 9007199254740992.0)
+		return ft_error_set(FT_EINVAL, "memoryMiB: out of range");
 	if (cJSON_IsNumber(mem) && mem->valuedouble >= 0)
 		out->memory_mib = (uint64_t)mem->valuedouble;
 	if ((rc = decode_uuids(out->gpu_uuids, &out->n_gpus, FT_GPU_MAX,

@@ -244,7 +244,7 @@ int ft_codec_filter_reply_error(ft_filter_reply_t *r, const char *error)
 {
 	cJSON *v = cJSON_CreateString(error);
 
-	if (!v || !cJSON_ReplaceItemViaPointer(r->root, r->error, v)) {
+	if (!v || !cJSON_ReplaceItemInObjectCaseSensitive(r->root, "Error", v)) {
 		cJSON_Delete(v);
 		return ft_error_set(FT_ENOMEM, "out of memory");
 	}

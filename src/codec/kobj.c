@@ -52,6 +52,7 @@ typedef struct {
 	uint64_t gpus;
 	uint64_t mig;
 	bool guaranteed;
+	int64_t pinned; /* integer CPUs of containers (static CPU manager) */
 } requests_t;
 
 typedef struct {
@@ -127,7 +128,7 @@ static requests_t container_requests(const cJSON *c, decode_ctx_t *ctx)
 	const cJSON *req = cJSON_GetObjectItemCaseSensitive(res, "requests");
 	const cJSON *lim = cJSON_GetObjectItemCaseSensitive(res, "limits");
 	const cJSON *item, *counted = req ? req : lim;
-	requests_t r = {0, 0, 0, 0, false};
+	requests_t r = {0, 0, 0, 0, false, 0};
 
 	/* The API server defaults requests to limits; a bare object may not. */
 	cJSON_ArrayForEach(item, counted)
@@ -139,13 +140,20 @@ static requests_t container_requests(const cJSON *c, decode_ctx_t *ctx)
 		req = lim;
 	r.guaranteed =
 	    same_quantity(req, lim, "cpu") && same_quantity(req, lim, "memory");
+	r.pinned = r.cpu_milli % 1000 == 0 ? r.cpu_milli / 1000 : 0;
 	return r;
 }
 
 static void sum_into(requests_t *total, const requests_t *r)
 {
-	total->cpu_milli += r->cpu_milli;
-	total->memory_mib += r->memory_mib;
+	if (__builtin_add_overflow(total->cpu_milli, r->cpu_milli,
+				   &total->cpu_milli))
+		total->cpu_milli = INT64_MAX;
+	if (__builtin_add_overflow(total->memory_mib, r->memory_mib,
+				   &total->memory_mib))
+		total->memory_mib = UINT64_MAX;
+	if (__builtin_add_overflow(total->pinned, r->pinned, &total->pinned))
+		total->pinned = INT64_MAX;
 	total->gpus += r->gpus;
 	total->mig += r->mig;
 	total->guaranteed = total->guaranteed && r->guaranteed;
@@ -157,6 +165,8 @@ static void max_into(requests_t *total, const requests_t *r)
 		total->cpu_milli = r->cpu_milli;
 	if (r->memory_mib > total->memory_mib)
 		total->memory_mib = r->memory_mib;
+	if (r->pinned > total->pinned)
+		total->pinned = r->pinned;
 	if (r->gpus > total->gpus)
 		total->gpus = r->gpus;
 	if (r->mig > total->mig)
@@ -173,8 +183,8 @@ static bool is_sidecar(const cJSON *c)
 
 static requests_t pod_requests(const cJSON *spec, decode_ctx_t *ctx)
 {
-	requests_t apps = {0, 0, 0, 0, true}, inits = {0, 0, 0, 0, true};
-	requests_t sidecars = {0, 0, 0, 0, true}, r;
+	requests_t apps = {0, 0, 0, 0, true, 0}, inits = {0, 0, 0, 0, true, 0};
+	requests_t sidecars = {0, 0, 0, 0, true, 0}, r;
 	const cJSON *c;
 	int n = 0;
 
@@ -206,7 +216,7 @@ static requests_t pod_requests(const cJSON *spec, decode_ctx_t *ctx)
 static void add_overhead(requests_t *r, const cJSON *spec, decode_ctx_t *ctx)
 {
 	const cJSON *item;
-	requests_t o = {0, 0, 0, 0, true};
+	requests_t o = {0, 0, 0, 0, true, 0};
 
 	cJSON_ArrayForEach(item,
 			   cJSON_GetObjectItemCaseSensitive(spec, "overhead"))
@@ -214,8 +224,10 @@ static void add_overhead(requests_t *r, const cJSON *spec, decode_ctx_t *ctx)
 		if (cJSON_IsString(item))
 			add_resource(&o, ctx, item->string, item->valuestring);
 	}
-	r->cpu_milli += o.cpu_milli;
-	r->memory_mib += o.memory_mib;
+	if (__builtin_add_overflow(r->cpu_milli, o.cpu_milli, &r->cpu_milli))
+		r->cpu_milli = INT64_MAX;
+	if (__builtin_add_overflow(r->memory_mib, o.memory_mib, &r->memory_mib))
+		r->memory_mib = UINT64_MAX;
 }
 
 static void decode_affinity(ft_demand_t *d, const cJSON *pod, decode_ctx_t *ctx)
@@ -258,8 +270,10 @@ static void decode_demand(ft_demand_t *d, const cJSON *pod, decode_ctx_t *ctx)
 	d->cpu_millis =
 	    (uint32_t)(r.cpu_milli > UINT32_MAX ? UINT32_MAX : r.cpu_milli);
 	d->memory_mib = r.memory_mib;
-	if (r.guaranteed && r.cpu_milli > 0 && r.cpu_milli % 1000 == 0)
-		d->exclusive_cpus = d->cpu_millis / 1000;
+	if (r.guaranteed && r.pinned > 0)
+		d->exclusive_cpus =
+		    (uint32_t)(r.pinned > UINT32_MAX / 1000 ? UINT32_MAX / 1000
+							    : r.pinned);
 	decode_affinity(d, pod, ctx);
 }
 
@@ -291,7 +305,11 @@ static int decode_status(ft_pod_t *out, const cJSON *pod)
 	const char *phase = str_at(status, "phase");
 	const char *node = str_at(spec, "nodeName");
 
-	out->priority = cJSON_IsNumber(prio) ? (int32_t)prio->valuedouble : 0;
+	double p = cJSON_IsNumber(prio) ? prio->valuedouble : 0;
+
+	out->priority = p >= (double)INT32_MAX	 ? INT32_MAX
+			: p <= (double)INT32_MIN ? INT32_MIN
+						 : (int32_t)p;
 	out->start_time = parse_time(str_at(status, "startTime"));
 	if (!out->start_time)
 		out->start_time = parse_time(str_at(meta, "creationTimestamp"));

@@ -49,7 +49,8 @@ static long double ceil_exact(long double v)
 /* The quantity's value in base units, or FT_EINVAL. */
 static int quantity_value(long double *out, const char *text)
 {
-	const char *p = text;
+	const char *p = text, *q;
+	size_t digits = 0;
 	char *end = NULL;
 	long double v;
 
@@ -59,8 +60,25 @@ static int quantity_value(long double *out, const char *text)
 		p++;
 	if (!isdigit((unsigned char)*p) && *p != '.')
 		goto bad;
+	q = p;
+	while (isdigit((unsigned char)*q))
+		q++, digits++;
+	if (*q == '.')
+		for (q++; isdigit((unsigned char)*q); q++)
+			digits++;
+	if (!digits)
+		goto bad;
+	if ((*q == 'e' || *q == 'E') &&
+	    (isdigit((unsigned char)q[1]) ||
+	     ((q[1] == '+' || q[1] == '-') && isdigit((unsigned char)q[2])))) {
+		q += (q[1] == '+' || q[1] == '-') ? 2 : 1;
+		while (isdigit((unsigned char)*q))
+			q++;
+		if (*q)
+			goto bad; /* an exponent takes no suffix */
+	}
 	v = strtold(text, &end);
-	if (end == text || isnan(v) || isinf(v))
+	if (end != q || isnan(v) || isinf(v))
 		goto bad;
 	for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
 		if (strcmp(end, suffixes[i].suffix) == 0) {
@@ -82,6 +100,9 @@ int ft_quantity_milli(int64_t *out, const char *text)
 
 	if (rc < 0)
 		return rc;
+	if (v < 0 && v != 0)
+		return ft_error_set(FT_EINVAL, "quantity \"%s\": out of range",
+				    text);
 	v = ceil_exact(v * 1000.0L);
 	if (v < 0 || v > (long double)INT64_MAX / 2)
 		return ft_error_set(FT_EINVAL, "quantity \"%s\": out of range",
@@ -97,6 +118,9 @@ int ft_quantity_mib(uint64_t *out, const char *text)
 
 	if (rc < 0)
 		return rc;
+	if (v < 0)
+		return ft_error_set(FT_EINVAL, "quantity \"%s\": out of range",
+				    text);
 	v = ceil_exact(v / 1048576.0L);
 	if (v < 0 || v > (long double)UINT64_MAX / 2)
 		return ft_error_set(FT_EINVAL, "quantity \"%s\": out of range",

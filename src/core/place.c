@@ -111,6 +111,23 @@ static bool level_fits(const ft_node_t *node, ft_level_t level,
 	return false;
 }
 
+bool ft_place_fits_domain(const ft_node_t *node, const ft_demand_t *d,
+			  unsigned domain)
+{
+	return node->topology && domain < node->topology->n_domains &&
+	       node_room_fits(node, d) &&
+	       room_fits(domain_room(node, &node->topology->domains[domain], d,
+				     false),
+			 d);
+}
+
+bool ft_place_fits_level(const ft_node_t *node, const ft_demand_t *d,
+			 ft_level_t level)
+{
+	return node->topology && node_room_fits(node, d) &&
+	       level_fits(node, level, d, false);
+}
+
 /* Tightest level (not tighter than `from`) with a fitting domain now. */
 static ft_level_t reachable_level(const ft_node_t *node, ft_level_t from,
 				  const ft_demand_t *d)
@@ -125,10 +142,12 @@ static ft_level_t reachable_level(const ft_node_t *node, ft_level_t from,
 
 static int describe_need(char *buf, size_t size, const ft_demand_t *d)
 {
-	return snprintf(buf, size, "%u GPUs%s%.*s%s with %u CPUs", d->gpus,
-			d->mig_count ? " and " : "",
-			d->mig_count ? FT_PROFILE_MAX : 0, d->mig_profile,
-			d->mig_count ? " MIG instances" : "",
+	if (d->mig_count)
+		return snprintf(buf, size,
+				"%u GPUs and %u %.*s MIG instances with %u CPUs",
+				d->gpus, d->mig_count, FT_PROFILE_MAX,
+				d->mig_profile, d->exclusive_cpus);
+	return snprintf(buf, size, "%u GPUs with %u CPUs", d->gpus,
 			d->exclusive_cpus);
 }
 

@@ -1,0 +1,99 @@
+/*
+ * Fuzz target for the v1 Pod decoder (watch events, snapshot files and the
+ * Pod of extender requests): resource requests, QoS, our annotations and the
+ * allocation annotation. The input is parsed as JSON and decoded as a pod;
+ * the raw text is also decoded as an allocation annotation. Any input must
+ * decode into a consistent pod or fail with FT_EINVAL (FT_ENOMEM under memory
+ * pressure) and nothing held; never crash or leak.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include <flextopo/codec.h>
+#include <flextopo/error.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* The defaults of configs/flextopo.yaml. */
+static const ft_codec_options_t opts = {.annotation_prefix = "flextopo.io",
+					.gpu_resource = "nvidia.com/gpu",
+					.mig_resource_prefix =
+					    "nvidia.com/mig-",
+					.default_mode = FT_MODE_GUARANTEED};
+
+static void check_allocation(const ft_allocation_t *a)
+{
+	if (a->n_gpus > FT_GPU_MAX || a->n_mig > FT_ALLOC_MIG_MAX ||
+	    a->level >= FT_LEVEL_COUNT)
+		abort();
+	for (unsigned i = 0; i < a->n_gpus; i++)
+		if (!a->gpu_uuids[i])
+			abort();
+	for (unsigned i = 0; i < a->n_mig; i++)
+		if (!a->mig_uuids[i])
+			abort();
+}
+
+static void check_pod(const ft_pod_t *pod)
+{
+	ft_pod_t copy;
+
+	if (!pod->uid || !pod->name || !pod->ns)
+		abort();
+	if (pod->node && !pod->node[0])
+		abort();
+	if (pod->demand.level >= FT_LEVEL_COUNT ||
+	    (pod->demand.mig_count && !pod->demand.mig_profile[0]) ||
+	    memchr(pod->demand.mig_profile, 0, FT_PROFILE_MAX) == NULL)
+		abort();
+	if (pod->demand.exclusive_cpus * 1000ull > pod->demand.cpu_millis)
+		abort();
+	if (pod->has_allocation && pod->allocation_error)
+		abort();
+	check_allocation(&pod->allocation);
+	if (ft_pod_copy(&copy, pod) == 0)
+		ft_pod_dispose(&copy);
+}
+
+static void decode_as_allocation(const uint8_t *data, size_t size)
+{
+	char *text = malloc(size + 1);
+	ft_allocation_t a;
+
+	if (!text)
+		return;
+	memcpy(text, data, size);
+	text[size] = '\0';
+	if (ft_codec_allocation_decode(&a, text) == 0) {
+		check_allocation(&a);
+		ft_allocation_dispose(&a);
+	} else if (a.n_gpus || a.n_mig) {
+		abort();
+	}
+	free(text);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	cJSON *root = cJSON_ParseWithLength((const char *)data, size);
+	ft_pod_t pod;
+	int rc;
+
+	decode_as_allocation(data, size);
+	if (!root)
+		return 0;
+	rc = ft_codec_pod_decode(&pod, root, &opts);
+	if (rc == 0) {
+		check_pod(&pod);
+		ft_pod_dispose(&pod);
+	} else if (pod.uid || pod.name ||
+		   (rc != FT_EINVAL && rc != FT_ENOMEM)) {
+		abort();
+	}
+	cJSON_Delete(root);
+	return 0;
+}

@@ -1,0 +1,684 @@
+/*
+ * The extender verbs through their real HTTP handlers (ft_app_filter,
+ * ft_app_prioritize, ft_app_bind) over an application loaded from a snapshot
+ * file, as `flextopo-extender --snapshot` runs.
+ *
+ * Golden wire cases live in test/fixtures/wire/<verb>/: <case>.request.json
+ * is the body kube-scheduler POSTs, <case>.reply.json the reply expected
+ * (compared as JSON: key order and whitespace do not matter), and an optional
+ * <case>.status the expected HTTP status (200 when absent). Every case runs on
+ * a fresh application loaded from test/fixtures/cluster/small.yaml; adding a
+ * fixture adds a case. Sequences that need state across calls (bind, then
+ * filter again) are written out below.
+ */
+#include <dirent.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <cjson/cJSON.h>
+
+#include <flextopo/app.h>
+#include <flextopo/error.h>
+#include <flextopo/state.h>
+
+#include "support.h"
+
+#define CLUSTER FT_FIXTURES_DIR "/cluster/small.yaml"
+#define WIRE	FT_FIXTURES_DIR "/wire"
+
+/* Pods of test/fixtures/cluster/small.yaml. */
+#define UID_HOLDER_A  "00000000-0000-4000-8000-00000000000a"
+#define UID_HOLDER_F0 "00000000-0000-4000-8000-0000000000f0"
+
+/*
+ * The shortfall on pairs-free once its free NVLink pair is taken: GPU 0 is
+ * held from the start, so only GPU 1 is left on the whole node.
+ */
+#define PAIRS_FREE_TAKEN                                                       \
+	"node: at most 1 free GPUs with 16 free CPUs in one node, need 2 "     \
+	"GPUs with 0 CPUs"
+
+static ft_app_t *app_new(void)
+{
+	ft_app_t *app = calloc(1, sizeof(*app));
+
+	assert_non_null(app);
+	assert_int_equal(ft_config_init(&app->cfg), 0);
+	assert_int_equal(ft_config_set(&app->cfg, "logLevel", "error"), 0);
+	assert_int_equal(ft_app_init(app), 0);
+	if (ft_app_load_snapshot(app, CLUSTER) < 0)
+		fail_msg("%s: %s", CLUSTER, ft_error_last());
+	return app;
+}
+
+static void app_free(ft_app_t *app)
+{
+	ft_app_dispose(app);
+	free(app);
+}
+
+/* POST `body` to `fn` as the server would; the caller frees out->body. */
+static void post(ft_http_response_t *out, ft_app_t *app, ft_http_handler_fn fn,
+		 const char *path, const char *body, size_t len)
+{
+	ft_http_request_t req = {.method = "POST",
+				 .path = path,
+				 .content_type = "application/json",
+				 .body = body,
+				 .body_len = len,
+				 .connection = NULL};
+
+	memset(out, 0, sizeof(*out));
+	out->status = 200;
+	fn(out, &req, app);
+}
+
+/* ---- golden wire cases ------------------------------------------------ */
+
+typedef struct {
+	const char *verb; /* folder under test/fixtures/wire and URL path */
+	ft_http_handler_fn fn;
+} verb_t;
+
+static char *read_case_file(const char *verb, const char *name, const char *ext)
+{
+	char rel[512];
+
+	snprintf(rel, sizeof(rel), "wire/%s/%s.%s", verb, name, ext);
+	return ft_test_read_fixture(rel, NULL);
+}
+
+static int expected_status(const char *verb, const char *name)
+{
+	char *text = read_case_file(verb, name, "status");
+	int status = text ? atoi(text) : 200;
+
+	free(text);
+	return status;
+}
+
+static void print_json(const char *label, const cJSON *json, const char *raw)
+{
+	char *text = json ? cJSON_PrintUnformatted(json) : NULL;
+
+	printf("      %s: %s\n", label, text ? text : raw ? raw : "(none)");
+	free(text);
+}
+
+/* Compare one reply with the case's files; prints why when it differs. */
+static bool reply_matches(const char *verb, const char *name,
+			  const ft_http_response_t *res)
+{
+	char *want_text = read_case_file(verb, name, "reply.json");
+	int want_status = expected_status(verb, name);
+	cJSON *want = want_text ? cJSON_Parse(want_text) : NULL;
+	cJSON *got =
+	    res->body ? cJSON_ParseWithLength(res->body, res->body_len) : NULL;
+	bool ok = true;
+
+	if (!want) {
+		printf("      %s.reply.json missing or not JSON\n", name);
+		ok = false;
+	}
+	if (res->status != want_status) {
+		printf("      status %d, expected %d\n", res->status,
+		       want_status);
+		ok = false;
+	}
+	if (!res->content_type ||
+	    strcmp(res->content_type, "application/json") != 0) {
+		printf("      content type %s\n",
+		       res->content_type ? res->content_type : "(none)");
+		ok = false;
+	}
+	if (!got || !want || !cJSON_Compare(want, got, true)) {
+		print_json("expected", want, want_text);
+		print_json("actual  ", got, res->body);
+		ok = false;
+	}
+	cJSON_Delete(want);
+	cJSON_Delete(got);
+	free(want_text);
+	return ok;
+}
+
+static bool run_case(const verb_t *v, const char *name)
+{
+	char *body = read_case_file(v->verb, name, "request.json");
+	char path[64];
+	ft_http_response_t res;
+	ft_app_t *app;
+	bool ok;
+
+	if (!body) {
+		printf("      cannot read %s.request.json\n", name);
+		return false;
+	}
+	snprintf(path, sizeof(path), "/%s", v->verb);
+	app = app_new();
+	post(&res, app, v->fn, path, body, strlen(body));
+	ok = reply_matches(v->verb, name, &res);
+	free(res.body);
+	app_free(app);
+	free(body);
+	return ok;
+}
+
+static int is_request(const struct dirent *e)
+{
+	size_t n = strlen(e->d_name), s = strlen(".request.json");
+
+	return e->d_name[0] != '.' && n > s &&
+	       strcmp(e->d_name + n - s, ".request.json") == 0;
+}
+
+/* Run every case of one verb in name order; fail if any case fails. */
+static void run_verb(const verb_t *v)
+{
+	char dir[512];
+	struct dirent **list = NULL;
+	int n, failed = 0;
+
+	snprintf(dir, sizeof(dir), "%s/%s", WIRE, v->verb);
+	n = scandir(dir, &list, is_request, alphasort);
+	if (n <= 0)
+		fail_msg("no cases in %s", dir);
+	for (int i = 0; i < n; i++) {
+		char name[256];
+		size_t len = strlen(list[i]->d_name) - strlen(".request.json");
+		bool ok;
+
+		snprintf(name, sizeof(name), "%.*s", (int)len, list[i]->d_name);
+		ok = run_case(v, name);
+		printf("    [%s] %s/%s\n", ok ? "  OK  " : " FAIL ", v->verb,
+		       name);
+		failed += !ok;
+		free(list[i]);
+	}
+	free(list);
+	printf("    %d %s cases, %d failed\n", n, v->verb, failed);
+	assert_int_equal(failed, 0);
+}
+
+static void test_extender__wire_filter(void **state)
+{
+	const verb_t v = {"filter", ft_app_filter};
+
+	run_verb(&v);
+}
+
+static void test_extender__wire_prioritize(void **state)
+{
+	const verb_t v = {"prioritize", ft_app_prioritize};
+
+	run_verb(&v);
+}
+
+static void test_extender__wire_bind(void **state)
+{
+	const verb_t v = {"bind", ft_app_bind};
+
+	run_verb(&v);
+}
+
+/* ---- sequences over one state ---------------------------------------- */
+
+/* A pending pod asking for `gpus` GPUs at `affinity` (NULL: no annotation). */
+static char *pod_json(const char *name, const char *uid, unsigned gpus,
+		      const char *affinity)
+{
+	char ann[160] = "";
+	char *out = NULL;
+
+	if (affinity)
+		snprintf(ann, sizeof(ann),
+			 ",\"annotations\":{\"flextopo.io/affinity\":\"%s\"}",
+			 affinity);
+	if (asprintf(&out,
+		     "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"train\","
+		     "\"uid\":\"%s\"%s},\"spec\":{\"containers\":[{\"name\":"
+		     "\"main\",\"resources\":{\"requests\":{\"cpu\":\"1\","
+		     "\"memory\":\"2Gi\",\"nvidia.com/gpu\":\"%u\"},"
+		     "\"limits\":{\"nvidia.com/gpu\":\"%u\"}}}]},"
+		     "\"status\":{\"phase\":\"Pending\"}}",
+		     name, uid, ann, gpus, gpus) < 0)
+		fail_msg("out of memory");
+	return out;
+}
+
+/* Filter `pod` (JSON text) on `nodes` ("\"a\",\"b\""); returns the reply. */
+static cJSON *filter(ft_app_t *app, const char *pod, const char *nodes)
+{
+	ft_http_response_t res;
+	char *body = NULL;
+	cJSON *reply;
+
+	if (asprintf(&body, "{\"Pod\":%s,\"Nodes\":null,\"NodeNames\":[%s]}",
+		     pod, nodes) < 0)
+		fail_msg("out of memory");
+	post(&res, app, ft_app_filter, "/filter", body, strlen(body));
+	assert_int_equal(res.status, 200);
+	reply = cJSON_ParseWithLength(res.body, res.body_len);
+	assert_non_null(reply);
+	free(res.body);
+	free(body);
+	return reply;
+}
+
+static bool passed(const cJSON *reply, const char *node)
+{
+	const cJSON *name;
+
+	cJSON_ArrayForEach(name,
+			   cJSON_GetObjectItemCaseSensitive(reply, "NodeNames"))
+	{
+		if (cJSON_IsString(name) &&
+		    strcmp(name->valuestring, node) == 0)
+			return true;
+	}
+	return false;
+}
+
+static const char *failed_reason(const cJSON *reply, const char *node)
+{
+	const cJSON *failed =
+	    cJSON_GetObjectItemCaseSensitive(reply, "FailedNodes");
+	const cJSON *reason = cJSON_GetObjectItemCaseSensitive(failed, node);
+
+	return cJSON_IsString(reason) ? reason->valuestring : NULL;
+}
+
+/* Bind; returns the reply's Error (heap; "" on success). */
+static char *bind_call(ft_app_t *app, const char *name, const char *uid,
+		       const char *node)
+{
+	ft_http_response_t res;
+	char *body = NULL, *error;
+	const cJSON *e;
+	cJSON *reply;
+
+	if (asprintf(&body,
+		     "{\"PodName\":\"%s\",\"PodNamespace\":\"train\","
+		     "\"PodUID\":\"%s\",\"Node\":\"%s\"}",
+		     name, uid, node) < 0)
+		fail_msg("out of memory");
+	post(&res, app, ft_app_bind, "/bind", body, strlen(body));
+	assert_int_equal(res.status, 200);
+	reply = cJSON_ParseWithLength(res.body, res.body_len);
+	e = cJSON_GetObjectItemCaseSensitive(reply, "Error");
+	assert_true(cJSON_IsString(e));
+	error = strdup(e->valuestring);
+	cJSON_Delete(reply);
+	free(res.body);
+	free(body);
+	return error;
+}
+
+static void bind_ok(ft_app_t *app, const char *name, const char *uid,
+		    const char *node)
+{
+	char *error = bind_call(app, name, uid, node);
+
+	if (error[0])
+		fail_msg("bind %s to %s: %s", name, node, error);
+	free(error);
+}
+
+/* Filter then bind, as kube-scheduler does. */
+static void schedule(ft_app_t *app, const char *name, const char *uid,
+		     unsigned gpus, const char *affinity, const char *node)
+{
+	char *pod = pod_json(name, uid, gpus, affinity);
+	char nodes[128];
+	cJSON *reply;
+
+	snprintf(nodes, sizeof(nodes), "\"%s\"", node);
+	reply = filter(app, pod, nodes);
+	assert_true(passed(reply, node));
+	cJSON_Delete(reply);
+	free(pod);
+	bind_ok(app, name, uid, node);
+}
+
+/* The holding of `uid` on `node` in the current snapshot (copied). */
+static bool holding(ft_app_t *app, const char *node, const char *uid,
+		    ft_holding_t *out)
+{
+	ft_snapshot_t *snap = ft_state_snapshot(app->state);
+	const ft_node_t *n = ft_snapshot_find(snap, node);
+	const ft_holding_t *h = n ? ft_node_find_holding(n, uid) : NULL;
+
+	memset(out, 0, sizeof(*out));
+	if (h) {
+		*out = *h;
+		out->uid = out->ns = out->name = NULL;
+	}
+	ft_snapshot_unref(snap);
+	return h != NULL;
+}
+
+static uint16_t gpus_used(ft_app_t *app, const char *node)
+{
+	ft_snapshot_t *snap = ft_state_snapshot(app->state);
+	const ft_node_t *n = ft_snapshot_find(snap, node);
+	uint16_t used = n ? n->gpus_used : 0;
+
+	ft_snapshot_unref(snap);
+	return used;
+}
+
+static void test_extender__bind_then_filter_sees_gpus_taken(void **state)
+{
+	ft_app_t *app = app_new();
+	char *p = pod_json("nvl-a", "uid-nvl-a", 2, "nvlink");
+	char *q = pod_json("nvl-b", "uid-nvl-b", 2, "nvlink");
+	ft_state_stats_t st;
+	ft_holding_t h;
+	cJSON *reply;
+
+	reply = filter(app, p, "\"pairs-busy\",\"pairs-free\"");
+	assert_true(passed(reply, "pairs-free"));
+	assert_false(passed(reply, "pairs-busy"));
+	cJSON_Delete(reply);
+	bind_ok(app, "nvl-a", "uid-nvl-a", "pairs-free");
+
+	/* The free pair (2,3) of pairs-free now belongs to nvl-a, confirmed. */
+	assert_true(holding(app, "pairs-free", "uid-nvl-a", &h));
+	assert_int_equal(h.gpus, 0xc);
+	assert_false(h.assumed);
+	assert_int_equal(gpus_used(app, "pairs-free"), 0xd);
+	ft_state_stats(app->state, &st);
+	assert_int_equal(st.assumed, 0);
+
+	reply = filter(app, q, "\"pairs-busy\",\"pairs-free\"");
+	assert_false(passed(reply, "pairs-free"));
+	assert_string_equal(failed_reason(reply, "pairs-free"),
+			    PAIRS_FREE_TAKEN);
+	cJSON_Delete(reply);
+	free(p);
+	free(q);
+	app_free(app);
+}
+
+static void test_extender__bind_twice_is_idempotent(void **state)
+{
+	ft_app_t *app = app_new();
+	ft_holding_t first, again;
+	ft_state_stats_t st;
+
+	schedule(app, "nvl-a", "uid-nvl-a", 2, "nvlink", "a100-0");
+	assert_true(holding(app, "a100-0", "uid-nvl-a", &first));
+	assert_int_equal(__builtin_popcount(first.gpus), 2);
+
+	/* kube-scheduler retries a bind that timed out (issue #96579). */
+	bind_ok(app, "nvl-a", "uid-nvl-a", "a100-0");
+	assert_true(holding(app, "a100-0", "uid-nvl-a", &again));
+	assert_int_equal(again.gpus, first.gpus);
+	assert_true(ft_cpuset_equal(&again.cpus, &first.cpus));
+	assert_int_equal(__builtin_popcount(gpus_used(app, "a100-0")), 5);
+	ft_state_stats(app->state, &st);
+	assert_int_equal(st.assumed, 0);
+	app_free(app);
+}
+
+static void test_extender__two_binds_get_disjoint_gpus(void **state)
+{
+	ft_app_t *app = app_new();
+	ft_holding_t a, b, held;
+
+	schedule(app, "two-a", "uid-two-a", 2, NULL, "a100-0");
+	schedule(app, "two-b", "uid-two-b", 2, NULL, "a100-0");
+	assert_true(holding(app, "a100-0", "uid-two-a", &a));
+	assert_true(holding(app, "a100-0", "uid-two-b", &b));
+	assert_true(holding(app, "a100-0", UID_HOLDER_A, &held));
+	assert_int_equal(held.gpus, 0x7);
+	assert_int_equal(__builtin_popcount(a.gpus), 2);
+	assert_int_equal(__builtin_popcount(b.gpus), 2);
+	assert_int_equal(a.gpus & b.gpus, 0);
+	assert_int_equal((a.gpus | b.gpus) & held.gpus, 0);
+	assert_int_equal(gpus_used(app, "a100-0"), held.gpus | a.gpus | b.gpus);
+	app_free(app);
+}
+
+static void
+test_extender__bind_that_no_longer_fits_names_shortfall(void **state)
+{
+	ft_app_t *app = app_new();
+	char *p = pod_json("nvl-a", "uid-nvl-a", 2, "nvlink");
+	char *q = pod_json("nvl-b", "uid-nvl-b", 2, "nvlink");
+	char *error;
+	ft_holding_t h;
+	cJSON *reply;
+
+	/* Both pass the filter: filter reserves nothing. */
+	reply = filter(app, p, "\"pairs-free\"");
+	assert_true(passed(reply, "pairs-free"));
+	cJSON_Delete(reply);
+	reply = filter(app, q, "\"pairs-free\"");
+	assert_true(passed(reply, "pairs-free"));
+	cJSON_Delete(reply);
+
+	bind_ok(app, "nvl-a", "uid-nvl-a", "pairs-free");
+	error = bind_call(app, "nvl-b", "uid-nvl-b", "pairs-free");
+	assert_string_equal(error, "node pairs-free: " PAIRS_FREE_TAKEN);
+	free(error);
+	assert_false(holding(app, "pairs-free", "uid-nvl-b", &h));
+	assert_int_equal(gpus_used(app, "pairs-free"), 0xd);
+	free(p);
+	free(q);
+	app_free(app);
+}
+
+static void test_extender__bind_of_pending_pod_from_snapshot(void **state)
+{
+	ft_app_t *app = app_new();
+	ft_holding_t h;
+
+	/* waiting-pair is in the snapshot file: bind needs no filter first. */
+	bind_ok(app, "waiting-pair", "00000000-0000-4000-8000-000000000001",
+		"a100-0");
+	assert_true(
+	    holding(app, "a100-0", "00000000-0000-4000-8000-000000000001", &h));
+	assert_int_equal(__builtin_popcount(h.gpus), 2);
+	assert_int_equal(h.gpus & 0x7, 0);
+	assert_int_equal(h.level, FT_LEVEL_NVLINK);
+	app_free(app);
+}
+
+static void test_extender__bind_mig_pod_holds_instances(void **state)
+{
+	ft_app_t *app = app_new();
+	const char *uid = "00000000-0000-4000-8000-000000000003";
+	ft_snapshot_t *snap;
+	const ft_node_t *n;
+	ft_holding_t h;
+
+	bind_ok(app, "waiting-mig", uid, "h100-0");
+	assert_true(holding(app, "h100-0", uid, &h));
+	assert_int_equal(h.gpus, 0);
+	assert_int_equal(h.mig[1], 0);
+	assert_int_equal(__builtin_popcountll(h.mig[0]), 2);
+	/* Both 3g.40gb instances under one PCIe switch: GPU 0 has two. */
+	snap = ft_state_snapshot(app->state);
+	n = ft_snapshot_find(snap, "h100-0");
+	for (unsigned i = 0; i < n->topology->n_mig; i++) {
+		if (!((h.mig[0] >> i) & 1))
+			continue;
+		assert_string_equal(n->topology->mig[i].profile, "3g.40gb");
+		assert_int_equal(n->topology->mig[i].gpu, 0);
+		assert_true(ft_node_mig_used(n, i));
+	}
+	ft_snapshot_unref(snap);
+	app_free(app);
+}
+
+typedef struct {
+	ft_app_t *app;
+	char name[32];
+	char uid[32];
+	char *error;
+} bind_job_t;
+
+static void *bind_job(void *payload)
+{
+	bind_job_t *job = payload;
+	char body[256];
+	ft_http_response_t res;
+
+	snprintf(body, sizeof(body),
+		 "{\"PodName\":\"%s\",\"PodNamespace\":\"train\","
+		 "\"PodUID\":\"%s\",\"Node\":\"a100-0\"}",
+		 job->name, job->uid);
+	post(&res, job->app, ft_app_bind, "/bind", body, strlen(body));
+	job->error = res.body; /* checked by the main thread */
+	return NULL;
+}
+
+/* Binds racing for the last GPUs of one node never share a GPU. */
+static void test_extender__concurrent_binds_are_disjoint(void **state)
+{
+	enum { JOBS = 6 };
+	ft_app_t *app = app_new();
+	bind_job_t jobs[JOBS];
+	pthread_t threads[JOBS];
+	uint16_t seen = 0;
+	unsigned bound = 0;
+
+	for (unsigned i = 0; i < JOBS; i++) {
+		char *pod;
+		cJSON *reply;
+
+		jobs[i].app = app;
+		snprintf(jobs[i].name, sizeof(jobs[i].name), "racer-%u", i);
+		snprintf(jobs[i].uid, sizeof(jobs[i].uid), "uid-racer-%u", i);
+		pod = pod_json(jobs[i].name, jobs[i].uid, 1, NULL);
+		reply = filter(app, pod, "\"a100-0\"");
+		assert_true(passed(reply, "a100-0"));
+		cJSON_Delete(reply);
+		free(pod);
+	}
+	for (unsigned i = 0; i < JOBS; i++)
+		assert_int_equal(
+		    pthread_create(&threads[i], NULL, bind_job, &jobs[i]), 0);
+	for (unsigned i = 0; i < JOBS; i++)
+		pthread_join(threads[i], NULL);
+	/* Five GPUs are free for six pods: five bind, one is refused. */
+	for (unsigned i = 0; i < JOBS; i++) {
+		ft_holding_t h;
+		bool ok = strcmp(jobs[i].error, "{\"Error\":\"\"}") == 0;
+		if (ok) {
+			assert_true(holding(app, "a100-0", jobs[i].uid, &h));
+			assert_int_equal(__builtin_popcount(h.gpus), 1);
+			assert_int_equal(h.gpus & seen, 0);
+			seen |= h.gpus;
+			bound++;
+		} else {
+			assert_non_null(strstr(jobs[i].error, "node a100-0: "));
+		}
+		free(jobs[i].error);
+	}
+	assert_int_equal(bound, 5);
+	assert_int_equal(seen, 0xf8);
+	assert_int_equal(gpus_used(app, "a100-0"), 0xff);
+	app_free(app);
+}
+
+static void test_extender__held_gpus_of_snapshot(void **state)
+{
+	ft_app_t *app = app_new();
+	ft_state_stats_t st;
+	ft_holding_t h;
+
+	/* The Succeeded pod on pairs-free holds nothing. */
+	assert_int_equal(gpus_used(app, "pairs-free"), 0x1);
+	assert_true(holding(app, "pairs-free", UID_HOLDER_F0, &h));
+	assert_int_equal(gpus_used(app, "pairs-busy"), 0x6);
+	assert_int_equal(gpus_used(app, "a100-0"), 0x7);
+	ft_state_stats(app->state, &st);
+	assert_int_equal(st.nodes, 7);
+	assert_int_equal(st.nodes_bad_topology, 2);
+	assert_int_equal(st.assumed, 0);
+	assert_true(ft_app_ready(app));
+	app_free(app);
+}
+
+static void test_extender__load_snapshot_errors(void **state)
+{
+	ft_app_t app;
+
+	memset(&app, 0, sizeof(app));
+	assert_int_equal(ft_config_init(&app.cfg), 0);
+	assert_int_equal(ft_config_set(&app.cfg, "logLevel", "error"), 0);
+	assert_int_equal(ft_app_init(&app), 0);
+	assert_false(ft_app_ready(&app));
+	assert_int_equal(ft_app_load_snapshot(&app, FT_FIXTURES_DIR
+					      "/cluster/no-such-file.yaml"),
+			 FT_EIO);
+	assert_false(ft_app_ready(&app));
+	/* A YAML document that is not a List. */
+	assert_int_equal(ft_app_load_snapshot(&app, FT_FIXTURES_DIR
+					      "/cluster/not-a-list.yaml"),
+			 FT_EINVAL);
+	assert_non_null(strstr(ft_error_last(), "expected a List"));
+	assert_false(ft_app_ready(&app));
+	assert_int_equal(ft_app_load_snapshot(&app, CLUSTER), 0);
+	assert_true(ft_app_ready(&app));
+	ft_app_dispose(&app);
+}
+
+static void test_extender__health_routes(void **state)
+{
+	ft_app_t *app = app_new();
+	ft_app_t empty;
+	ft_http_request_t req = {
+	    .method = "GET", .path = "/readyz", .body = ""};
+	ft_http_response_t res = {.status = 200};
+
+	ft_app_readyz(&res, &req, app);
+	assert_int_equal(res.status, 200);
+	free(res.body);
+
+	memset(&empty, 0, sizeof(empty));
+	memset(&res, 0, sizeof(res));
+	ft_app_readyz(&res, &req, &empty);
+	assert_int_equal(res.status, 503);
+	free(res.body);
+
+	memset(&res, 0, sizeof(res));
+	req.path = "/healthz";
+	ft_app_healthz(&res, &req, app);
+	assert_int_equal(res.status, 200);
+	assert_string_equal(res.body, "ok\n");
+	free(res.body);
+	app_free(app);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_extender__wire_filter),
+	    cmocka_unit_test(test_extender__wire_prioritize),
+	    cmocka_unit_test(test_extender__wire_bind),
+	    cmocka_unit_test(test_extender__bind_then_filter_sees_gpus_taken),
+	    cmocka_unit_test(test_extender__bind_twice_is_idempotent),
+	    cmocka_unit_test(test_extender__two_binds_get_disjoint_gpus),
+	    cmocka_unit_test(
+		test_extender__bind_that_no_longer_fits_names_shortfall),
+	    cmocka_unit_test(test_extender__bind_of_pending_pod_from_snapshot),
+	    cmocka_unit_test(test_extender__bind_mig_pod_holds_instances),
+	    cmocka_unit_test(test_extender__concurrent_binds_are_disjoint),
+	    cmocka_unit_test(test_extender__held_gpus_of_snapshot),
+	    cmocka_unit_test(test_extender__load_snapshot_errors),
+	    cmocka_unit_test(test_extender__health_routes),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
