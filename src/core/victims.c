@@ -1,0 +1,379 @@
+/*
+ * Exact victim search for topology-aware preemption.
+ *
+ * For every affinity domain that could host the preemptor, the candidates are
+ * the lower-priority pods holding GPUs, MIG instances, pinned CPUs or memory
+ * inside that domain (or holding units of unknown placement, which count
+ * node-wide). A depth-first branch and bound over them finds the cheapest
+ * set after which the domain fits. Two facts keep it small and exact:
+ * a superset of a set is always costlier (every cost key grows or, at equal
+ * priority keys, the shifted sum grows), so a feasible set is never extended;
+ * and a branch stops when evicting every candidate left would still not fit.
+ * The best set over all domains is the answer. Eviction is simulated on a
+ * copy of the node's usage counters; the node itself is never changed.
+ */
+#include <flextopo/victims.h>
+
+#include <string.h>
+
+#define PRIORITY_SHIFT ((int64_t)1 << 31)
+#define VISIT_BUDGET 200000
+
+int ft_victims_compare(const ft_victim_cost_t *a, const ft_victim_cost_t *b)
+{
+	if (a->pdb_violations != b->pdb_violations)
+		return a->pdb_violations < b->pdb_violations ? -1 : 1;
+	if (a->max_priority != b->max_priority)
+		return a->max_priority < b->max_priority ? -1 : 1;
+	if (a->priority_sum != b->priority_sum)
+		return a->priority_sum < b->priority_sum ? -1 : 1;
+	if (a->count != b->count)
+		return a->count < b->count ? -1 : 1;
+	if (a->earliest_top_start != b->earliest_top_start)
+		return a->earliest_top_start > b->earliest_top_start ? -1 : 1;
+	return 0;
+}
+
+static void cost_empty(ft_victim_cost_t *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->max_priority = INT32_MIN;
+}
+
+static void cost_add(ft_victim_cost_t *c, const ft_holding_t *h, bool pdb)
+{
+	if (h->priority > c->max_priority || !c->count) {
+		c->max_priority = h->priority;
+		c->earliest_top_start = h->start_time;
+	} else if (h->priority == c->max_priority &&
+		   h->start_time < c->earliest_top_start) {
+		c->earliest_top_start = h->start_time;
+	}
+	c->pdb_violations += pdb;
+	c->priority_sum += (int64_t)h->priority + PRIORITY_SHIFT;
+	c->count++;
+}
+
+void ft_victims_cost(ft_victim_cost_t *out, const ft_node_t *node,
+		     const uint16_t *idx, unsigned n, const bool *pdb_violating)
+{
+	cost_empty(out);
+	for (unsigned i = 0; i < n; i++)
+		cost_add(out, &node->holdings[idx[i]],
+			 pdb_violating && pdb_violating[idx[i]]);
+}
+
+/* A copy of `node`'s usage with the holdings in `idx` gone. */
+static void release(ft_node_t *v, const ft_node_t *node, const uint16_t *idx,
+		    unsigned n)
+{
+	const ft_topology_t *t = node->topology;
+	ft_cpuset_t free_cpus;
+
+	*v = *node;
+	for (unsigned i = 0; i < n; i++) {
+		const ft_holding_t *h = &node->holdings[idx[i]];
+		unsigned spread = (unsigned)__builtin_popcount(h->numa_nodes);
+		v->gpus_used &= (uint16_t)~h->gpus;
+		v->mig_used[0] &= ~h->mig[0];
+		v->mig_used[1] &= ~h->mig[1];
+		ft_cpuset_andnot(&v->cpus_used, &v->cpus_used, &h->cpus);
+		v->unknown_gpus -= h->unknown_gpus < v->unknown_gpus
+					   ? h->unknown_gpus
+					   : v->unknown_gpus;
+		v->unknown_cpus -= h->unknown_cpus < v->unknown_cpus
+					   ? h->unknown_cpus
+					   : v->unknown_cpus;
+		for (unsigned m = 0; spread && m < t->n_numa; m++)
+			if (h->numa_nodes & (1u << m))
+				v->numa_free_memory_mib[m] +=
+					h->memory_mib / spread;
+	}
+	v->gpus_used |= t->reserved_gpus;
+	ft_cpuset_or(&v->cpus_used, &v->cpus_used, &t->reserved_cpus);
+	for (unsigned m = 0; m < t->n_numa; m++) {
+		ft_cpuset_andnot(&free_cpus, &t->numa[m].cpus, &v->cpus_used);
+		v->numa_free_cpus[m] = ft_cpuset_count(&free_cpus);
+	}
+}
+
+bool ft_victims_feasible(const ft_node_t *node, const ft_demand_t *d,
+			 ft_level_t level, const uint16_t *idx, unsigned n)
+{
+	ft_node_t v;
+
+	if (!node->topology)
+		return false;
+	release(&v, node, idx, n);
+	return ft_place_fits_level(&v, d, level);
+}
+
+typedef struct {
+	const ft_node_t *node;
+	const ft_demand_t *d;
+	const bool *pdb;
+	int domain;                 /* -1: any domain of `level` */
+	ft_level_t level;
+	const ft_victim_cost_t *limit; /* best-effort cap, or NULL */
+	uint16_t cand[FT_VICTIM_MAX];
+	unsigned n_cand;
+	uint16_t chosen[FT_VICTIM_MAX];
+	unsigned n_chosen;
+	ft_victim_set_t *best;
+	unsigned long visits;
+} search_t;
+
+static bool fits(search_t *s, const uint16_t *idx, unsigned n)
+{
+	ft_node_t v;
+
+	release(&v, s->node, idx, n);
+	if (s->domain >= 0)
+		return ft_place_fits_domain(&v, s->d, (unsigned)s->domain);
+	return ft_place_fits_level(&v, s->d, s->level);
+}
+
+/* Would chosen + every candidate from `from` on be enough? */
+static bool fits_with_rest(search_t *s, unsigned from)
+{
+	uint16_t all[FT_VICTIM_MAX];
+	unsigned n = s->n_chosen;
+
+	memcpy(all, s->chosen, n * sizeof(all[0]));
+	for (unsigned i = from; i < s->n_cand; i++)
+		all[n++] = s->cand[i];
+	return fits(s, all, n);
+}
+
+static bool within_limit(const search_t *s, const ft_victim_cost_t *c)
+{
+	const ft_victim_cost_t *l = s->limit;
+
+	return !l ||
+	       (c->count <= l->count && c->pdb_violations <= l->pdb_violations);
+}
+
+static bool improves(const search_t *s, const ft_victim_cost_t *c)
+{
+	return within_limit(s, c) &&
+	       (!s->best->found || ft_victims_compare(c, &s->best->cost) < 0);
+}
+
+static void record(search_t *s, const ft_victim_cost_t *c)
+{
+	s->best->found = true;
+	s->best->cost = *c;
+	s->best->n = s->n_chosen;
+	memcpy(s->best->holdings, s->chosen,
+	       s->n_chosen * sizeof(s->chosen[0]));
+}
+
+static void dfs(search_t *s, unsigned i, ft_victim_cost_t cost)
+{
+	const ft_holding_t *h;
+	ft_victim_cost_t with;
+
+	if (++s->visits > VISIT_BUDGET) {
+		s->best->exact = false;
+		return;
+	}
+	if (fits(s, s->chosen, s->n_chosen)) {
+		if (improves(s, &cost))
+			record(s, &cost);
+		return;
+	}
+	if (i == s->n_cand || !fits_with_rest(s, i))
+		return;
+	h = &s->node->holdings[s->cand[i]];
+	with = cost;
+	cost_add(&with, h, s->pdb && s->pdb[s->cand[i]]);
+	if (improves(s, &with)) {
+		s->chosen[s->n_chosen++] = s->cand[i];
+		dfs(s, i + 1, with);
+		s->n_chosen--;
+	}
+	dfs(s, i + 1, cost);
+}
+
+static bool holding_in_domain(const ft_node_t *node, const ft_holding_t *h,
+			      const ft_domain_t *dom, const ft_demand_t *d)
+{
+	const ft_topology_t *t = node->topology;
+	ft_cpuset_t dom_cpus;
+
+	if ((h->gpus & dom->gpus) || (d->gpus && h->unknown_gpus) ||
+	    (d->exclusive_cpus && h->unknown_cpus))
+		return true;
+	for (unsigned i = 0; i < t->n_mig; i++)
+		if ((h->mig[i / 64] >> (i % 64) & 1) &&
+		    (dom->gpus & (1u << t->mig[i].gpu)))
+			return true;
+	if (!d->exclusive_cpus)
+		return false;
+	ft_cpuset_clear(&dom_cpus);
+	for (unsigned m = 0; m < t->n_numa; m++)
+		if (dom->numa_nodes & (1u << m))
+			ft_cpuset_or(&dom_cpus, &dom_cpus, &t->numa[m].cpus);
+	return ft_cpuset_intersects(&h->cpus, &dom_cpus) ||
+	       (h->numa_nodes & dom->numa_nodes);
+}
+
+/* Cheap candidates first: no PDB, low priority, recently started. */
+static bool before(const ft_node_t *node, const bool *pdb, uint16_t a,
+		   uint16_t b)
+{
+	const ft_holding_t *x = &node->holdings[a], *y = &node->holdings[b];
+	bool pa = pdb && pdb[a], pb = pdb && pdb[b];
+
+	if (pa != pb)
+		return !pa;
+	if (x->priority != y->priority)
+		return x->priority < y->priority;
+	return x->start_time > y->start_time;
+}
+
+static void collect(search_t *s, int32_t priority, const ft_domain_t *dom)
+{
+	const ft_node_t *node = s->node;
+
+	s->n_cand = 0;
+	for (unsigned i = 0; i < node->n_holdings && s->n_cand < FT_VICTIM_MAX;
+	     i++) {
+		const ft_holding_t *h = &node->holdings[i];
+		unsigned j;
+		if (h->priority >= priority ||
+		    (dom && !holding_in_domain(node, h, dom, s->d)))
+			continue;
+		for (j = s->n_cand; j > 0 && before(node, s->pdb, (uint16_t)i,
+						    s->cand[j - 1]);
+		     j--)
+			s->cand[j] = s->cand[j - 1];
+		s->cand[j] = (uint16_t)i;
+		s->n_cand++;
+	}
+}
+
+/*
+ * Above FT_VICTIM_EXACT_MAX candidates: kube-scheduler's own heuristic,
+ * evict in cost order until it fits, then reprieve from the most expensive.
+ */
+static void greedy(search_t *s)
+{
+	ft_victim_cost_t cost;
+	unsigned n = 0;
+
+	s->best->exact = false;
+	while (n < s->n_cand && !fits(s, s->cand, n))
+		n++;
+	if (!fits(s, s->cand, n))
+		return;
+	memcpy(s->chosen, s->cand, n * sizeof(s->cand[0]));
+	s->n_chosen = n;
+	for (unsigned k = n; k-- > 0;) {
+		uint16_t keep = s->chosen[k];
+		memmove(&s->chosen[k], &s->chosen[k + 1],
+			(s->n_chosen - k - 1) * sizeof(s->chosen[0]));
+		s->n_chosen--;
+		if (!fits(s, s->chosen, s->n_chosen)) {
+			memmove(&s->chosen[k + 1], &s->chosen[k],
+				(s->n_chosen - k) * sizeof(s->chosen[0]));
+			s->chosen[k] = keep;
+			s->n_chosen++;
+		}
+	}
+	ft_victims_cost(&cost, s->node, s->chosen, s->n_chosen, s->pdb);
+	if (improves(s, &cost))
+		record(s, &cost);
+}
+
+static void search_domain(search_t *s, int32_t priority, int domain)
+{
+	ft_victim_cost_t empty;
+
+	s->domain = domain;
+	collect(s, priority,
+		domain >= 0 ? &s->node->topology->domains[domain] : NULL);
+	s->n_chosen = 0;
+	if (s->n_cand > FT_VICTIM_EXACT_MAX) {
+		greedy(s);
+		return;
+	}
+	cost_empty(&empty);
+	dfs(s, 0, empty);
+}
+
+/* Search every domain of `level`; FT_LEVEL_NODE checks counts only. */
+static void search_level(ft_victim_set_t *best, const ft_node_t *node,
+			 const ft_demand_t *d, int32_t priority, const bool *pdb,
+			 ft_level_t level, const ft_victim_cost_t *limit)
+{
+	const ft_topology_t *t = node->topology;
+	search_t s;
+
+	memset(&s, 0, sizeof(s));
+	s.node = node;
+	s.d = d;
+	s.pdb = pdb;
+	s.level = level;
+	s.limit = limit;
+	s.best = best;
+	for (unsigned i = t->level_first[level]; i < t->level_first[level + 1];
+	     i++)
+		search_domain(&s, priority, (int)i);
+}
+
+static void finish(ft_victim_set_t *out, const ft_node_t *node,
+		   const ft_demand_t *d)
+{
+	ft_verdict_t v;
+	ft_node_t after;
+
+	release(&after, node, out->holdings, out->n);
+	ft_place_filter(&v, &after, d);
+	out->level = v.level;
+	/* Victims by descending priority: kube-scheduler reads Pods[0]. */
+	for (unsigned i = 1; i < out->n; i++) {
+		uint16_t x = out->holdings[i];
+		unsigned j = i;
+		for (; j > 0 && node->holdings[out->holdings[j - 1]].priority <
+					node->holdings[x].priority;
+		     j--)
+			out->holdings[j] = out->holdings[j - 1];
+		out->holdings[j] = x;
+	}
+}
+
+void ft_victims_search(ft_victim_set_t *out, const ft_node_t *node,
+		       const ft_demand_t *d, int32_t priority,
+		       const bool *pdb_violating)
+{
+	ft_level_t level = ft_place_effective_level(d);
+	ft_victim_set_t alt;
+
+	memset(out, 0, sizeof(*out));
+	out->exact = true;
+	out->level = FT_LEVEL_COUNT;
+	if (!node->topology)
+		return;
+	if (d->has_affinity && d->mode == FT_MODE_GUARANTEED) {
+		search_level(out, node, d, priority, pdb_violating, level, NULL);
+	} else {
+		search_level(out, node, d, priority, pdb_violating,
+			     FT_LEVEL_NODE, NULL);
+		for (unsigned l = level; out->found && d->has_affinity &&
+					 l < FT_LEVEL_NODE;
+		     l++) {
+			memset(&alt, 0, sizeof(alt));
+			alt.exact = true;
+			search_level(&alt, node, d, priority, pdb_violating,
+				     (ft_level_t)l, &out->cost);
+			if (alt.found) {
+				alt.exact = alt.exact && out->exact;
+				*out = alt;
+				break;
+			}
+		}
+	}
+	if (out->found)
+		finish(out, node, d);
+}

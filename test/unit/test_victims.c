@@ -1,0 +1,301 @@
+/*
+ * Victim search: exactness against an exhaustive search over every subset on
+ * many random small nodes, and the paper's scenario on an 8x RTX 4090 box.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <flextopo/victims.h>
+
+#include "support.h"
+
+static ft_demand_t demand(uint32_t gpus, uint32_t cpus, ft_level_t level,
+			  ft_affinity_mode_t mode)
+{
+	ft_demand_t d;
+
+	memset(&d, 0, sizeof(d));
+	d.gpus = gpus;
+	d.exclusive_cpus = cpus;
+	d.memory_mib = 0;
+	d.has_affinity = true;
+	d.level = level;
+	d.mode = mode;
+	return d;
+}
+
+/* Holding of GPU indexes (or -1) and a cpulist, at a priority. */
+static void pod(ft_pod_t *out, const char *uid, int32_t prio, int gpu_a,
+		int gpu_b, const char *cpus, const char *prefix)
+{
+	char a[64], b[64];
+	const char *gpus[3] = {NULL, NULL, NULL};
+	unsigned n = 0;
+
+	if (gpu_a >= 0) {
+		snprintf(a, sizeof(a), "%s-%d", prefix, gpu_a);
+		gpus[n++] = a;
+	}
+	if (gpu_b >= 0) {
+		snprintf(b, sizeof(b), "%s-%d", prefix, gpu_b);
+		gpus[n++] = b;
+	}
+	ft_test_pod(out, uid, prio, gpus, cpus, 0);
+}
+
+/* Exhaustive: the cheapest feasible subset of lower-priority holdings. */
+static bool brute_force(ft_victim_cost_t *best, const ft_node_t *node,
+			const ft_demand_t *d, int32_t priority,
+			ft_level_t level)
+{
+	uint16_t cand[32], idx[32];
+	unsigned n = 0;
+	bool found = false;
+
+	for (unsigned i = 0; i < node->n_holdings; i++)
+		if (node->holdings[i].priority < priority)
+			cand[n++] = (uint16_t)i;
+	for (uint32_t mask = 0; mask < (1u << n); mask++) {
+		ft_victim_cost_t c;
+		unsigned k = 0;
+		for (unsigned i = 0; i < n; i++)
+			if (mask & (1u << i))
+				idx[k++] = cand[i];
+		if (!ft_victims_feasible(node, d, level, idx, k))
+			continue;
+		ft_victims_cost(&c, node, idx, k, NULL);
+		if (!found || ft_victims_compare(&c, best) < 0)
+			*best = c;
+		found = true;
+	}
+	return found;
+}
+
+static void random_cpus(char *buf, size_t size, unsigned *seed,
+			unsigned n_cpus)
+{
+	unsigned first = (unsigned)rand_r(seed) % n_cpus;
+	unsigned len = 1 + (unsigned)rand_r(seed) % 4;
+
+	if (first + len > n_cpus)
+		len = n_cpus - first;
+	snprintf(buf, size, "%u-%u", first, first + len - 1);
+}
+
+/* Random pods with disjoint GPUs and CPUs on `t`. */
+static unsigned random_pods(ft_pod_t *pods, ft_topology_t *t, unsigned *seed,
+			    const char *prefix)
+{
+	uint16_t gpus_used = 0;
+	ft_cpuset_t cpus_used;
+	unsigned n = 0;
+
+	ft_cpuset_clear(&cpus_used);
+	for (int tries = 0; tries < 30 && n < 10; tries++) {
+		char cpus[32], uid[16];
+		ft_cpuset_t set;
+		int g = (int)((unsigned)rand_r(seed) % (t->n_gpus + 2)) - 2;
+		random_cpus(cpus, sizeof(cpus), seed, t->n_cpus);
+		ft_cpuset_parse(&set, cpus);
+		if ((g >= 0 && (gpus_used & (1u << g))) ||
+		    ft_cpuset_intersects(&set, &cpus_used))
+			continue;
+		if (g >= 0)
+			gpus_used |= (uint16_t)(1u << g);
+		ft_cpuset_or(&cpus_used, &cpus_used, &set);
+		snprintf(uid, sizeof(uid), "r%u", n);
+		pod(&pods[n], uid, (int32_t)((unsigned)rand_r(seed) % 4) * 100,
+		    g, -1, cpus, prefix);
+		pods[n].start_time = (int64_t)((unsigned)rand_r(seed) % 5);
+		n++;
+	}
+	return n;
+}
+
+static void check_against_brute_force(ft_node_t *node, const ft_demand_t *d,
+				      int32_t priority)
+{
+	ft_level_t level = ft_place_effective_level(d);
+	ft_victim_cost_t best;
+	ft_victim_set_t got;
+	bool exists = brute_force(&best, node, d, priority, level);
+
+	ft_victims_search(&got, node, d, priority, NULL);
+	assert_int_equal(got.found, exists);
+	if (!exists)
+		return;
+	assert_true(got.exact);
+	assert_int_equal(ft_victims_compare(&got.cost, &best), 0);
+	assert_true(ft_victims_feasible(node, d, level, got.holdings, got.n));
+	for (unsigned i = 0; i < got.n; i++) {
+		assert_true(node->holdings[got.holdings[i]].priority < priority);
+		if (i)
+			assert_true(node->holdings[got.holdings[i - 1]]
+					    .priority >=
+				    node->holdings[got.holdings[i]].priority);
+	}
+}
+
+static void test_victims__exact_on_random_nodes(void **state)
+{
+	ft_topology_t *tops[3] = {ft_test_topology_pairs4("P"),
+				  ft_test_topology_4090("R"),
+				  ft_test_topology_a100("A")};
+	const char *prefixes[3] = {"P", "R", "A"};
+	unsigned seed = 2026, checked = 0;
+
+	for (int round = 0; round < 600; round++) {
+		ft_topology_t *t = tops[round % 3];
+		ft_pod_t pods[10], *list[11];
+		unsigned n = random_pods(pods, t, &seed, prefixes[round % 3]);
+		ft_node_t *node;
+		ft_demand_t d = demand(
+			1 + (unsigned)rand_r(&seed) % 3,
+			(unsigned)rand_r(&seed) % 8,
+			(ft_level_t)((unsigned)rand_r(&seed) % FT_LEVEL_COUNT),
+			FT_MODE_GUARANTEED);
+		for (unsigned i = 0; i < n; i++)
+			list[i] = &pods[i];
+		list[n] = NULL;
+		node = ft_test_node("n", t, list);
+		check_against_brute_force(node, &d,
+					  (int32_t)((unsigned)rand_r(&seed) %
+						    4) * 100 +
+						  50);
+		checked++;
+		for (unsigned i = 0; i < n; i++)
+			ft_pod_dispose(&pods[i]);
+		ft_node_unref(node);
+	}
+	assert_int_equal(checked, 600);
+	for (int i = 0; i < 3; i++)
+		ft_topology_unref(tops[i]);
+}
+
+/*
+ * The paper's scenario: low-priority batch pods scattered over the NUMA nodes
+ * of an 8x RTX 4090 box. A high-priority pod needs 1 GPU and 6 CPUs in one
+ * NUMA node. Evicting the lowest-priority GPU pod (on NUMA 1) frees a GPU
+ * whose NUMA node has only 2 free cores left (a priority-200 pod pins 6).
+ * The aligned answer evicts the pod on NUMA 2, whose GPU and cores sit
+ * together, even though its priority is a little higher.
+ */
+static void test_victims__paper_scenario_numa(void **state)
+{
+	ft_topology_t *t = ft_test_topology_4090("R");
+	ft_pod_t pods[10], *list[11];
+	ft_demand_t d = demand(1, 6, FT_LEVEL_NUMA, FT_MODE_GUARANTEED);
+	ft_victim_set_t got;
+	unsigned n = 0;
+	ft_node_t *node;
+
+	/* Every GPU busy; NUMA k holds CPUs 8k..8k+7. */
+	pod(&pods[n++], "batch-0", 100, 0, -1, "0-7", "R");
+	pod(&pods[n++], "batch-1", 10, 1, -1, "8-9", "R");
+	pod(&pods[n++], "pinned-1", 200, -1, -1, "10-15", "R");
+	pod(&pods[n++], "batch-2", 20, 2, -1, "16-17", "R");
+	pod(&pods[n++], "batch-3", 100, 3, -1, "24-31", "R");
+	pod(&pods[n++], "batch-4", 100, 4, -1, "32-39", "R");
+	pod(&pods[n++], "batch-5", 100, 5, -1, "40-47", "R");
+	pod(&pods[n++], "batch-6", 100, 6, -1, "48-55", "R");
+	pod(&pods[n++], "batch-7", 100, 7, -1, "56-63", "R");
+	for (unsigned i = 0; i < n; i++)
+		list[i] = &pods[i];
+	list[n] = NULL;
+	node = ft_test_node("n", t, list);
+
+	ft_victims_search(&got, node, &d, 1000, NULL);
+	assert_true(got.found);
+	assert_true(got.exact);
+	assert_int_equal(got.n, 1);
+	assert_string_equal(node->holdings[got.holdings[0]].uid, "batch-2");
+	assert_int_equal(got.level, FT_LEVEL_NUMA);
+
+	/* Best-effort takes the cheapest count-feasible set, batch-1 alone. */
+	d.mode = FT_MODE_BEST_EFFORT;
+	ft_victims_search(&got, node, &d, 1000, NULL);
+	assert_true(got.found);
+	assert_int_equal(got.n, 1);
+	assert_string_equal(node->holdings[got.holdings[0]].uid, "batch-2");
+	assert_int_equal(got.level, FT_LEVEL_NUMA);
+	for (unsigned i = 0; i < n; i++)
+		ft_pod_dispose(&pods[i]);
+	ft_node_unref(node);
+	ft_topology_unref(t);
+}
+
+static void test_victims__pdb_avoided_when_another_set_exists(void **state)
+{
+	ft_topology_t *t = ft_test_topology_pairs4("P");
+	ft_pod_t pods[4], *list[5];
+	ft_demand_t d = demand(2, 0, FT_LEVEL_NVLINK, FT_MODE_GUARANTEED);
+	bool pdb[4] = {true, true, false, false};
+	ft_victim_set_t got;
+	ft_node_t *node;
+
+	pod(&pods[0], "a", 0, 0, -1, NULL, "P");
+	pod(&pods[1], "b", 0, 1, -1, NULL, "P");
+	pod(&pods[2], "c", 50, 2, -1, NULL, "P");
+	pod(&pods[3], "d", 50, 3, -1, NULL, "P");
+	for (unsigned i = 0; i < 4; i++)
+		list[i] = &pods[i];
+	list[4] = NULL;
+	node = ft_test_node("n", t, list);
+	ft_victims_search(&got, node, &d, 100, NULL);
+	assert_int_equal(got.n, 2);
+	assert_int_equal(got.cost.max_priority, 0);
+	ft_victims_search(&got, node, &d, 100, pdb);
+	assert_int_equal(got.n, 2);
+	assert_int_equal(got.cost.pdb_violations, 0);
+	assert_int_equal(got.cost.max_priority, 50);
+	for (unsigned i = 0; i < 4; i++)
+		ft_pod_dispose(&pods[i]);
+	ft_node_unref(node);
+	ft_topology_unref(t);
+}
+
+static void test_victims__none_when_higher_priority_blocks(void **state)
+{
+	ft_topology_t *t = ft_test_topology_pairs4("P");
+	ft_pod_t pods[2], *list[3] = {&pods[0], &pods[1], NULL};
+	ft_demand_t d = demand(2, 0, FT_LEVEL_NVLINK, FT_MODE_GUARANTEED);
+	ft_victim_set_t got;
+	ft_node_t *node;
+
+	pod(&pods[0], "low", 0, 0, -1, NULL, "P");
+	pod(&pods[1], "high", 500, 2, -1, NULL, "P");
+	node = ft_test_node("n", t, list);
+	/* Pair (2,3) is free of low pods only if "high" goes: it cannot. */
+	ft_victims_search(&got, node, &d, 100, NULL);
+	assert_true(got.found);
+	assert_int_equal(got.n, 1);
+	assert_string_equal(node->holdings[got.holdings[0]].uid, "low");
+	d.gpus = 4;
+	d.level = FT_LEVEL_NODE;
+	ft_victims_search(&got, node, &d, 100, NULL);
+	assert_false(got.found);
+	ft_pod_dispose(&pods[0]);
+	ft_pod_dispose(&pods[1]);
+	ft_node_unref(node);
+	ft_topology_unref(t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_victims__exact_on_random_nodes),
+		cmocka_unit_test(test_victims__paper_scenario_numa),
+		cmocka_unit_test(
+			test_victims__pdb_avoided_when_another_set_exists),
+		cmocka_unit_test(
+			test_victims__none_when_higher_priority_blocks),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
