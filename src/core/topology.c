@@ -278,13 +278,16 @@ static int check_mig(const ft_topology_t *t)
 typedef struct {
 	ft_domain_t list[FT_DOMAIN_MAX];
 	unsigned n;
+	bool overflow;
 } domains_t;
 
 static void push_domain(domains_t *d, ft_level_t level, unsigned owner,
 			uint16_t gpus, uint16_t numa_nodes)
 {
-	if (d->n >= FT_DOMAIN_MAX)
+	if (d->n >= FT_DOMAIN_MAX) {
+		d->overflow = true;
 		return;
+	}
 	d->list[d->n].level = (uint8_t)level;
 	d->list[d->n].owner = (uint8_t)owner;
 	d->list[d->n].gpus = gpus;
@@ -405,6 +408,14 @@ int ft_topology_finish(ft_topology_t *t)
 		goto cleanup;
 	}
 	derive_domains(t, d);
+	if (d->overflow) {
+		rc = ft_error_set(
+		    FT_EINVAL,
+		    "more than %d affinity domains (NVLink groups, "
+		    "switches, NUMA nodes, sockets)",
+		    FT_DOMAIN_MAX);
+		goto cleanup;
+	}
 	free(t->domains);
 	t->domains = NULL;
 	if ((rc = store_domains(t, d)) < 0)

@@ -753,9 +753,36 @@ static void test_topology__no_leak_on_error(void **state)
 	assert_null(t);
 }
 
+/* 15 GPUs in 5 groups of 3, linked across groups only: 3^5 NVLink cliques. */
+static void test_topology__too_many_domains_is_an_error(void **state)
+{
+	ft_topology_t *t = NULL;
+	ft_cpuset_t cpus;
+	char uuid[32];
+
+	ft_cpuset_parse(&cpus, "0-7");
+	assert_int_equal(ft_topology_new(&t), 0);
+	assert_int_equal(ft_topology_add_socket(t, 0), 0);
+	assert_int_equal(ft_topology_add_numa(t, 0, 0, &cpus, 1024), 0);
+	for (int g = 0; g < 15; g++) {
+		snprintf(uuid, sizeof(uuid), "GPU-%d", g);
+		assert_int_equal(
+		    ft_topology_add_gpu(t, 0, FT_NONE, g, uuid, "x", 1), g);
+	}
+	for (int a = 0; a < 15; a++)
+		for (int b = a + 1; b < 15; b++)
+			if (a / 3 != b / 3)
+				assert_int_equal(
+				    ft_topology_add_nvlink(t, a, b, 1), 0);
+	assert_int_equal(ft_topology_finish(t), FT_EINVAL);
+	assert_non_null(strstr(ft_error_last(), "more than 128 affinity"));
+	ft_topology_unref(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_topology__too_many_domains_is_an_error),
 	    cmocka_unit_test(test_topology__rtx4090),
 	    cmocka_unit_test(test_topology__a100),
 	    cmocka_unit_test(test_topology__h100_mig),
