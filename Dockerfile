@@ -1,0 +1,38 @@
+# flextopo-extender container image.
+#
+# Build (needs a Docker/BuildKit engine; CI has none and only lints this file):
+#   docker build -t flextopo/extender:0.1.0 .
+# The runtime stage holds the binary and the shared libraries it links, runs
+# as an unprivileged user, and works with a read-only root filesystem.
+
+FROM debian:bookworm-slim AS build
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      build-essential cmake ninja-build pkg-config git ca-certificates \
+      libmicrohttpd-dev libcjson-dev libcurl4-openssl-dev libyaml-dev uthash-dev \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY CMakeLists.txt ./
+COPY include include
+COPY src src
+COPY test test
+RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release -DFLEXTOPO_TESTS=OFF -DFLEXTOPO_BENCH=OFF \
+ && cmake --build /build --target flextopo-extender \
+ && strip /build/flextopo-extender
+
+FROM debian:bookworm-slim AS runtime
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      libmicrohttpd12 libcjson1 libcurl4 libyaml-0-2 ca-certificates \
+ && rm -rf /var/lib/apt/lists/* \
+ && useradd --system --uid 65532 --no-create-home --shell /usr/sbin/nologin flextopo
+COPY --from=build /build/flextopo-extender /usr/local/bin/flextopo-extender
+COPY configs/flextopo.yaml /etc/flextopo/flextopo.yaml
+LABEL org.opencontainers.image.title="flextopo-extender" \
+      org.opencontainers.image.description="Topology-aware kube-scheduler extender for GPU workloads" \
+      org.opencontainers.image.version="0.1.0" \
+      org.opencontainers.image.licenses="Apache-2.0"
+USER 65532:65532
+EXPOSE 8888
+ENTRYPOINT ["/usr/local/bin/flextopo-extender"]
+CMD ["--config", "/etc/flextopo/flextopo.yaml"]
