@@ -4,6 +4,7 @@
  *
  * Routes (k8s.io/kube-scheduler/extender/v1; see api/openapi.yaml):
  *   POST /filter, /prioritize, /bind   extender verbs
+ *   POST /preempt                      topology-aware victims (victims.h)
  *   GET  /healthz                      the process is serving
  *   GET  /readyz                       the first list of Nodes and Pods is in
  *   GET  /version                      version, commit, build time
@@ -36,6 +37,8 @@ void ft_app_filter(ft_http_response_t *out, const ft_http_request_t *req,
 		   void *payload);
 void ft_app_prioritize(ft_http_response_t *out, const ft_http_request_t *req,
 		       void *payload);
+void ft_app_preempt(ft_http_response_t *out, const ft_http_request_t *req,
+		    void *payload);
 void ft_app_bind(ft_http_response_t *out, const ft_http_request_t *req,
 		 void *payload);
 void ft_app_healthz(ft_http_response_t *out, const ft_http_request_t *req,

@@ -100,6 +100,40 @@ int ft_codec_extender_args_decode(ft_extender_args_t *out, const char *body,
 				  size_t len);
 void ft_codec_extender_args_dispose(ft_extender_args_t *args);
 
+/* One node of ExtenderPreemptionArgs: the victims kube-scheduler proposed. */
+typedef struct ft_preempt_node {
+	const char *name;
+	unsigned n_victims;
+	const char **victim_uids; /* borrowed from the args' root */
+	unsigned pdb_violations;  /* NumPDBViolations */
+} ft_preempt_node_t;
+
+/*
+ * ExtenderPreemptionArgs: Pod plus NodeNameToMetaVictims (victims by UID,
+ * nodeCacheCapable) or NodeNameToVictims (full victim Pods).
+ */
+typedef struct ft_preempt_args {
+	cJSON *root;
+	const cJSON *pod;
+	unsigned n_nodes;
+	ft_preempt_node_t *nodes;
+} ft_preempt_args_t;
+
+int ft_codec_preempt_args_decode(ft_preempt_args_t *out, const char *body,
+				 size_t len);
+void ft_codec_preempt_args_dispose(ft_preempt_args_t *args);
+
+/* ExtenderPreemptionResult, built node by node (victims by UID). */
+typedef struct ft_preempt_reply ft_preempt_reply_t;
+
+int ft_codec_preempt_reply_new(ft_preempt_reply_t **out);
+int ft_codec_preempt_reply_node(ft_preempt_reply_t *r, const char *node,
+				const char *const *uids, unsigned n,
+				unsigned pdb_violations);
+/* Print and free; *out is a heap string. */
+int ft_codec_preempt_reply_finish(char **out, ft_preempt_reply_t *r);
+void ft_codec_preempt_reply_free(ft_preempt_reply_t *r);
+
 /* ExtenderBindingArgs. Owns its strings. */
 typedef struct ft_bind_args {
 	char *pod_name;

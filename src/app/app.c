@@ -187,6 +187,8 @@ int ft_app_routes(ft_app_t *app, ft_server_t *server)
 				  ft_app_prioritize, app)) < 0 ||
 	    (rc = ft_server_route(server, "POST", "/bind", ft_app_bind, app)) <
 		0 ||
+	    (rc = ft_server_route(server, "POST", "/preempt", ft_app_preempt,
+				  app)) < 0 ||
 	    (rc = ft_server_route(server, "GET", "/healthz", ft_app_healthz,
 				  app)) < 0 ||
 	    (rc = ft_server_route(server, "GET", "/readyz", ft_app_readyz,

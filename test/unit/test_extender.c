@@ -229,6 +229,13 @@ static void test_extender__wire_bind(void **state)
 	run_verb(&v);
 }
 
+static void test_extender__wire_preempt(void **state)
+{
+	const verb_t v = {"preempt", ft_app_preempt};
+
+	run_verb(&v);
+}
+
 /* ---- sequences over one state ---------------------------------------- */
 
 /* A pending pod asking for `gpus` GPUs at `affinity` (NULL: no annotation). */
@@ -667,6 +674,7 @@ int main(void)
 	    cmocka_unit_test(test_extender__wire_filter),
 	    cmocka_unit_test(test_extender__wire_prioritize),
 	    cmocka_unit_test(test_extender__wire_bind),
+	    cmocka_unit_test(test_extender__wire_preempt),
 	    cmocka_unit_test(test_extender__bind_then_filter_sees_gpus_taken),
 	    cmocka_unit_test(test_extender__bind_twice_is_idempotent),
 	    cmocka_unit_test(test_extender__two_binds_get_disjoint_gpus),

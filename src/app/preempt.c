@@ -1,0 +1,177 @@
+/*
+ * The preempt verb: for each candidate node kube-scheduler proposes, replace
+ * its victims by the cheapest set whose eviction gives the preemptor a
+ * placement at its affinity level (victims.h), or drop the node when no set
+ * does. The scheduler trusts the reply and does not re-check it
+ * (pkg/scheduler/framework/preemption/preemption.go, callExtenders).
+ *
+ * Proposed victims that hold nothing the model tracks (no GPU, MIG instance
+ * or pinned CPU) are kept: the scheduler proposed them for CPU, memory or pod
+ * counts that flextopo does not model. PodDisruptionBudgets are not watched
+ * yet, so the scheduler's NumPDBViolations is passed through and every
+ * victim is treated as unprotected in the search.
+ */
+#include <flextopo/app.h>
+#include <flextopo/error.h>
+#include <flextopo/log.h>
+#include <flextopo/victims.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+	const char *uid;
+	int32_t priority;
+} victim_t;
+
+typedef struct {
+	victim_t list[FT_VICTIM_MAX * 2];
+	unsigned n;
+} victims_t;
+
+static void add_victim(victims_t *v, const char *uid, int32_t priority)
+{
+	unsigned j = v->n;
+
+	if (v->n >= sizeof(v->list) / sizeof(v->list[0]))
+		return;
+	for (; j > 0 && v->list[j - 1].priority < priority; j--)
+		v->list[j] = v->list[j - 1];
+	v->list[j].uid = uid;
+	v->list[j].priority = priority;
+	v->n++;
+}
+
+static int32_t cached_priority(ft_app_t *app, const char *uid)
+{
+	ft_pod_t pod;
+	int32_t priority = 0;
+
+	if (ft_state_find_pod(app->state, uid, &pod) == 0) {
+		priority = pod.priority;
+		ft_pod_dispose(&pod);
+	}
+	return priority;
+}
+
+/* Our set, plus proposed victims the model does not track. */
+static void merge(victims_t *out, ft_app_t *app, const ft_node_t *node,
+		  const ft_victim_set_t *set, const ft_preempt_node_t *proposed)
+{
+	out->n = 0;
+	for (unsigned i = 0; i < set->n; i++) {
+		const ft_holding_t *h = &node->holdings[set->holdings[i]];
+		add_victim(out, h->uid, h->priority);
+	}
+	for (unsigned i = 0; i < proposed->n_victims; i++)
+		if (!ft_node_find_holding(node, proposed->victim_uids[i]))
+			add_victim(
+			    out, proposed->victim_uids[i],
+			    cached_priority(app, proposed->victim_uids[i]));
+}
+
+static int keep_node(ft_preempt_reply_t *r, const ft_preempt_node_t *n,
+		     const victims_t *v)
+{
+	const char *uids[FT_VICTIM_MAX * 2];
+
+	for (unsigned i = 0; i < v->n; i++)
+		uids[i] = v->list[i].uid;
+	return ft_codec_preempt_reply_node(r, n->name, uids, v->n,
+					   n->pdb_violations);
+}
+
+static int pass_through(ft_preempt_reply_t *r, const ft_preempt_node_t *n,
+			const char *why, const char *pod)
+{
+	if (!n->n_victims) {
+		ft_log(FT_LOG_INFO, "preempt", pod, n->name, why,
+		       "node dropped: no victims proposed");
+		return 0;
+	}
+	ft_log(FT_LOG_DEBUG, "preempt", pod, n->name, why,
+	       "scheduler's victims kept");
+	return ft_codec_preempt_reply_node(r, n->name, n->victim_uids,
+					   n->n_victims, n->pdb_violations);
+}
+
+static int decide(ft_preempt_reply_t *r, ft_app_t *app,
+		  const ft_snapshot_t *snap, const ft_pod_t *pod,
+		  const ft_preempt_node_t *n)
+{
+	const ft_node_t *node = ft_snapshot_find(snap, n->name);
+	ft_victim_set_t set;
+	victims_t v;
+	char reason[160];
+
+	if (!node || !node->topology)
+		return pass_through(r, n, "no topology for this node",
+				    pod->name);
+	if (!ft_demand_wants_devices(&pod->demand))
+		return pass_through(r, n, "pod asks for no devices", pod->name);
+	ft_victims_search(&set, node, &pod->demand, pod->priority, NULL);
+	if (!set.found) {
+		snprintf(reason, sizeof(reason),
+			 "no set of lower-priority pods frees a %s placement",
+			 ft_level_name(ft_place_effective_level(&pod->demand)));
+		ft_log(FT_LOG_INFO, "preempt", pod->name, n->name, reason,
+		       "node dropped");
+		return 0;
+	}
+	merge(&v, app, node, &set, n);
+	if (!v.n)
+		return pass_through(r, n, "fits without eviction", pod->name);
+	snprintf(reason, sizeof(reason), "level %s%s", ft_level_name(set.level),
+		 set.exact ? "" : " (heuristic: too many candidates)");
+	ft_log(FT_LOG_INFO, "preempt", pod->name, n->name, reason,
+	       "%u victims chosen (scheduler proposed %u)", v.n, n->n_victims);
+	return keep_node(r, n, &v);
+}
+
+void ft_app_preempt(ft_http_response_t *out, const ft_http_request_t *req,
+		    void *payload)
+{
+	ft_app_t *app = payload;
+	ft_preempt_reply_t *r = NULL;
+	ft_snapshot_t *snap = NULL;
+	ft_preempt_args_t args;
+	ft_pod_t pod;
+	char *body = NULL;
+	int rc = 0;
+
+	memset(&pod, 0, sizeof(pod));
+	if (ft_codec_preempt_args_decode(&args, req->body, req->body_len) < 0) {
+		ft_http_reply_error(out, 400, "bad_json", "%s",
+				    ft_error_last());
+		return;
+	}
+	if (ft_codec_pod_decode(&pod, args.pod, &app->opts) < 0) {
+		ft_http_reply_error(out, 400, "bad_json", "Pod: %s",
+				    ft_error_last());
+		goto cleanup;
+	}
+	snap = ft_state_snapshot(app->state);
+	if ((rc = ft_codec_preempt_reply_new(&r)) < 0)
+		goto failed;
+	for (unsigned i = 0; rc == 0 && i < args.n_nodes; i++)
+		rc = decide(r, app, snap, &pod, &args.nodes[i]);
+	if (rc < 0)
+		goto failed;
+	rc = ft_codec_preempt_reply_finish(&body, r);
+	r = NULL;
+	if (rc < 0)
+		goto failed;
+	out->status = 200;
+	out->content_type = "application/json";
+	out->body = body;
+	out->body_len = strlen(body);
+	goto cleanup;
+failed:
+	ft_http_reply_error(out, 500, "internal", "%s", ft_error_last());
+cleanup:
+	ft_codec_preempt_reply_free(r);
+	ft_snapshot_unref(snap);
+	ft_pod_dispose(&pod);
+	ft_codec_preempt_args_dispose(&args);
+}
