@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# End-to-end test of the flextopo extender against a real control plane.
+#
+#   scripts/e2e.sh [--build-only] [extra go test arguments, e.g. -run TestNVLink]
+#
+# 1. Builds test/e2e/cmd/k8s-testenv (etcd, kube-apiserver and kube-scheduler
+#    in one binary) unless a binary for the same sources is cached in
+#      ${FLEXTOPO_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/flextopo-e2e}/<key>/k8s-testenv
+#    The key hashes test/e2e/go.mod, go.sum, every file under
+#    test/e2e/cmd/, the Go version and target, and the build flags below.
+#    Go's module and build caches stay at their defaults (outside the clone).
+# 2. Runs `go test -v -count=1 -timeout 20m ./...` in test/e2e with
+#      FLEXTOPO_EXTENDER (default build/flextopo-extender; relative paths are
+#      taken from the repository root) and K8S_TESTENV (the cached binary).
+#
+# With CI=true a missing extender binary fails the run; otherwise the
+# placement scenarios are skipped and only the control plane is checked.
+# --build-only builds (or finds) the binary, prints its path and stops.
+set -euo pipefail
+
+repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+e2e_dir=$repo_root/test/e2e
+cache_root=${FLEXTOPO_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/flextopo-e2e}
+
+build_only=0
+if [[ ${1:-} == --build-only ]]; then
+	build_only=1
+	shift
+fi
+
+if ! command -v go >/dev/null 2>&1; then
+	echo "e2e.sh: go is not on PATH (needs Go >= $(sed -n 's/^go //p' "$e2e_dir/go.mod"))" >&2
+	exit 1
+fi
+
+# Bump when the way the binary is built changes in a way the hashed files do
+# not show.
+recipe=1
+k8s_version=v1.36.3
+ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$k8s_version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36"
+
+cache_key() {
+	(
+		cd "$e2e_dir"
+		echo "recipe=$recipe"
+		echo "go=$(go env GOVERSION) $(go env GOOS)/$(go env GOARCH) cgo=$(go env CGO_ENABLED)"
+		echo "ldflags=$ldflags"
+		find cmd -type f -print | LC_ALL=C sort | while IFS= read -r f; do
+			echo "file=$f"
+		done
+		for f in go.mod go.sum $(find cmd -type f -print | LC_ALL=C sort); do
+			echo "== $f"
+			cat "$f"
+		done
+	) | sha256sum | cut -c1-20
+}
+
+key=$(cache_key)
+bin_dir=$cache_root/$key
+testenv=$bin_dir/k8s-testenv
+
+build_start=$SECONDS
+if [[ -x $testenv ]]; then
+	echo "e2e.sh: using cached $testenv"
+	touch "$testenv"
+else
+	echo "e2e.sh: building k8s-testenv ($k8s_version) into $testenv (a cold build takes a while)"
+	mkdir -p "$bin_dir"
+	tmp=$(mktemp "$bin_dir/.k8s-testenv.XXXXXX")
+	trap 'rm -f "$tmp"' EXIT
+	(cd "$e2e_dir" && go build -buildvcs=false -ldflags "$ldflags" -o "$tmp" ./cmd/k8s-testenv)
+	chmod 0755 "$tmp"
+	mv -f "$tmp" "$testenv" # atomic: concurrent runs see a whole binary or none
+	trap - EXIT
+	# Drop binaries of other keys unused for 30 days.
+	find "$cache_root" -mindepth 2 -maxdepth 2 -name k8s-testenv -mtime +30 -print 2>/dev/null |
+		while IFS= read -r old; do rm -rf "$(dirname "$old")"; done
+fi
+build_secs=$((SECONDS - build_start))
+echo "e2e.sh: k8s-testenv ready in ${build_secs}s"
+
+if ((build_only)); then
+	echo "$testenv"
+	exit 0
+fi
+
+extender=${FLEXTOPO_EXTENDER:-build/flextopo-extender}
+[[ $extender == /* ]] || extender=$repo_root/$extender
+if [[ ! -x $extender ]]; then
+	ci=${CI:-}
+	case ${ci,,} in
+	true | 1 | yes) consequence="CI=$CI: the test will fail" ;;
+	*) consequence="the placement scenarios will be skipped" ;;
+	esac
+	echo "e2e.sh: note: extender $extender not found (build it first); $consequence"
+fi
+
+test_start=$SECONDS
+rc=0
+(
+	cd "$e2e_dir"
+	FLEXTOPO_EXTENDER=$extender K8S_TESTENV=$testenv \
+		go test -v -count=1 -timeout 20m ./... "$@"
+) || rc=$?
+test_secs=$((SECONDS - test_start))
+
+echo "e2e.sh: build ${build_secs}s, tests ${test_secs}s (exit $rc)"
+exit $rc

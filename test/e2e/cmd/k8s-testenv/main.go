@@ -1,0 +1,55 @@
+// Command k8s-testenv is a single busybox-style binary holding the three
+// control-plane components the flextopo end-to-end test needs:
+//
+//	k8s-testenv etcd [etcd flags...]
+//	k8s-testenv kube-apiserver [kube-apiserver flags...]
+//	k8s-testenv kube-scheduler [kube-scheduler flags...]
+//
+// Linking them into one binary lets the large shared dependency graph
+// (client-go, apimachinery, apiserver, ...) compile and link once, which keeps
+// a cold build inside the CI budget of a small machine.
+package main
+
+import (
+	"fmt"
+	"os"
+	_ "time/tzdata" // kube-apiserver: timeZone support in CronJob
+
+	"go.etcd.io/etcd/server/v3/etcdmain"
+	"k8s.io/component-base/cli"
+	_ "k8s.io/component-base/logs/json/register"          // JSON log format registration
+	_ "k8s.io/component-base/metrics/prometheus/clientgo" // client-go metrics
+	_ "k8s.io/component-base/metrics/prometheus/version"  // version metric registration
+	apiserver "k8s.io/kubernetes/cmd/kube-apiserver/app"
+	scheduler "k8s.io/kubernetes/cmd/kube-scheduler/app"
+)
+
+func usage() {
+	fmt.Fprintf(os.Stderr, "usage: %s etcd|kube-apiserver|kube-scheduler [flags...]\n", os.Args[0])
+	os.Exit(2)
+}
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+	}
+	sub, rest := os.Args[1], os.Args[2:]
+	switch sub {
+	case "etcd":
+		// etcdmain parses args[1:] as its flags; args[0] is the program name.
+		etcdmain.Main(append([]string{"etcd"}, rest...))
+	case "kube-apiserver":
+		cmd := apiserver.NewAPIServerCommand()
+		cmd.SetArgs(rest)
+		os.Exit(cli.Run(cmd))
+	case "kube-scheduler":
+		cmd := scheduler.NewSchedulerCommand()
+		cmd.SetArgs(rest)
+		os.Exit(cli.Run(cmd))
+	case "-h", "--help", "help":
+		usage()
+	default:
+		fmt.Fprintf(os.Stderr, "unknown subcommand %q\n", sub)
+		usage()
+	}
+}
