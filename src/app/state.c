@@ -24,7 +24,8 @@ typedef struct pod_rec {
 	char *uid;
 	ft_pod_t pod;
 	bool assumed;
-	bool bind_in_flight;      /* assumed, Binding not yet answered */
+	bool bind_in_flight; /* assumed, Binding not yet answered */
+	bool observed_only;  /* seen in a filter request, not the watch */
 	char *assumed_node;
 	ft_allocation_t assumed_allocation;
 	char *linked_node; /* node whose list holds this pod */
@@ -56,7 +57,12 @@ struct ft_state {
 	bool in_replace[2];
 	uint64_t replace_mark[2];
 	uint64_t next_mark;
+	unsigned observed; /* records with observed_only set */
+	bool dirty;	   /* some node record is dirty */
 };
+
+/* Pods remembered from filter requests alone, at most. */
+#define FT_STATE_OBSERVED_MAX 65536
 
 static void publish(ft_state_t *state);
 
@@ -175,6 +181,7 @@ static void unlink_pod(ft_state_t *state, pod_rec_t *r)
 		return;
 	DL_DELETE(n->pods, r);
 	n->dirty = true;
+	state->dirty = true;
 	node_rec_gc(state, n);
 }
 
@@ -193,6 +200,7 @@ static void link_pod(ft_state_t *state, pod_rec_t *r)
 	}
 	DL_APPEND(n->pods, r);
 	n->dirty = true;
+	state->dirty = true;
 }
 
 static void drop_assumed(pod_rec_t *r)
@@ -238,6 +246,10 @@ static void upsert_pod(ft_state_t *state, ft_pod_t *pod)
 	pod_rec_t *r = NULL;
 
 	HASH_FIND_STR(state->pods, pod->uid, r);
+	if (r && r->observed_only) {
+		r->observed_only = false;
+		state->observed--;
+	}
 	if (r)
 		update_pod(state, r, pod);
 	else
@@ -248,6 +260,8 @@ static void upsert_pod(ft_state_t *state, ft_pod_t *pod)
 
 static void remove_pod(ft_state_t *state, pod_rec_t *r)
 {
+	if (r->observed_only)
+		state->observed--;
 	unlink_pod(state, r);
 	HASH_DEL(state->pods, r);
 	pod_rec_free(r);
@@ -339,6 +353,7 @@ void ft_state_apply_node(ft_state_t *state, const cJSON *obj)
 	state->membership_changed |= !r->present;
 	r->present = true;
 	r->dirty = true;
+	state->dirty = true;
 	r->mark = state->replace_mark[FT_KIND_NODE];
 	maybe_publish(state);
 cleanup:
@@ -508,8 +523,11 @@ static void publish(ft_state_t *state)
 	ft_snapshot_t *next = NULL;
 	ft_node_t **nodes = NULL;
 	unsigned count = 0;
-	int rc;
+	int rc = 0;
 
+	if (!full && !state->dirty)
+		return;
+	state->dirty = false;
 	if ((rc = collect(state, &nodes, &count, !full)) < 0)
 		goto cleanup;
 	if (!full && !count)
@@ -557,12 +575,21 @@ void ft_state_observe_pod(ft_state_t *state, const ft_pod_t *pod)
 	pod_rec_t *r = NULL;
 	ft_pod_t copy;
 
+	/*
+	 * An unscheduled pod changes no node, so nothing is published. Pods
+	 * seen only here are bounded: the watch removes them when they go, but
+	 * a snapshot file has no watch.
+	 */
 	pthread_mutex_lock(&state->mu);
 	HASH_FIND_STR(state->pods, pod->uid, r);
-	if (!r && ft_pod_copy(&copy, pod) == 0) {
-		if (!pod_rec_new(state, &copy))
+	if (!r && state->observed < FT_STATE_OBSERVED_MAX &&
+	    ft_pod_copy(&copy, pod) == 0) {
+		if ((r = pod_rec_new(state, &copy))) {
+			r->observed_only = true;
+			state->observed++;
+		} else {
 			ft_pod_dispose(&copy);
-		maybe_publish(state);
+		}
 	}
 	pthread_mutex_unlock(&state->mu);
 }

@@ -7,6 +7,7 @@
  * and so do we (cJSON_GetObjectItem is case-insensitive). Lists in replies are
  * never null: a null node list would reject every node (extender.go, Filter).
  */
+#include <flextopo/buf.h>
 #include <flextopo/codec.h>
 #include <flextopo/error.h>
 
@@ -165,66 +166,53 @@ void ft_codec_bind_args_dispose(ft_bind_args_t *args)
 	memset(args, 0, sizeof(*args));
 }
 
+/*
+ * The filter and prioritize replies are written straight into a buffer: with
+ * thousands of nodes per request, building and printing a cJSON tree cost
+ * more than the placement itself (bench/README.md).
+ */
 struct ft_filter_reply {
 	const ft_extender_args_t *args;
-	cJSON *root;
-	cJSON *names; /* NodeNames (cache mode) */
-	cJSON *items; /* Nodes.items (full-object mode) */
-	cJSON *failed;
-	cJSON *unresolvable;
-	cJSON *error;
+	ft_buf_t passed; /* "name","name" (NodeNames mode) */
+	cJSON *items;	 /* Node objects (full-object mode) */
+	ft_buf_t failed; /* "name":"reason", ... */
+	ft_buf_t unresolvable;
+	char *error;
 };
-
-static bool build_lists(ft_filter_reply_t *r)
-{
-	cJSON *nodes;
-
-	if (r->args->node_cache_capable) {
-		r->names = cJSON_AddArrayToObject(r->root, "NodeNames");
-		return r->names && cJSON_AddNullToObject(r->root, "Nodes");
-	}
-	nodes = cJSON_AddObjectToObject(r->root, "Nodes");
-	r->items = nodes ? cJSON_AddArrayToObject(nodes, "items") : NULL;
-	return r->items && cJSON_AddNullToObject(r->root, "NodeNames");
-}
 
 int ft_codec_filter_reply_new(ft_filter_reply_t **out,
 			      const ft_extender_args_t *args)
 {
 	ft_filter_reply_t *r = calloc(1, sizeof(*r));
-	int rc = 0;
 
 	*out = NULL;
-	if (!r || !(r->root = cJSON_CreateObject())) {
-		rc = ft_error_set(FT_ENOMEM, "out of memory");
-		goto cleanup;
+	if (!r ||
+	    (!args->node_cache_capable && !(r->items = cJSON_CreateArray()))) {
+		free(r);
+		return ft_error_set(FT_ENOMEM, "out of memory");
 	}
 	r->args = args;
-	if (!build_lists(r) ||
-	    !(r->failed = cJSON_AddObjectToObject(r->root, "FailedNodes")) ||
-	    !(r->unresolvable = cJSON_AddObjectToObject(
-		  r->root, "FailedAndUnresolvableNodes")) ||
-	    !(r->error = cJSON_AddStringToObject(r->root, "Error", ""))) {
-		rc = ft_error_set(FT_ENOMEM, "out of memory");
-		goto cleanup;
-	}
+	ft_buf_init(&r->passed, args->node_cache_capable
+				    ? 16 + (size_t)args->n_nodes * 24
+				    : 0);
 	*out = r;
-	r = NULL;
-cleanup:
-	ft_codec_filter_reply_free(r);
-	return rc;
+	return 0;
 }
 
 int ft_codec_filter_reply_pass(ft_filter_reply_t *r, unsigned i)
 {
 	cJSON *item;
 
-	if (r->names)
-		item = cJSON_CreateString(r->args->node_names[i]);
-	else
-		item = cJSON_Duplicate(r->args->node_objects[i], true);
-	if (!item ||
-	    !cJSON_AddItemToArray(r->names ? r->names : r->items, item)) {
+	if (!r->items) {
+		if (r->passed.len)
+			ft_buf_put(&r->passed, ",", 1);
+		ft_buf_put_json_string(&r->passed, r->args->node_names[i]);
+		return r->passed.failed
+			   ? ft_error_set(FT_ENOMEM, "out of memory")
+			   : 0;
+	}
+	item = cJSON_Duplicate(r->args->node_objects[i], true);
+	if (!item || !cJSON_AddItemToArray(r->items, item)) {
 		cJSON_Delete(item);
 		return ft_error_set(FT_ENOMEM, "out of memory");
 	}
@@ -234,61 +222,104 @@ int ft_codec_filter_reply_pass(ft_filter_reply_t *r, unsigned i)
 int ft_codec_filter_reply_fail(ft_filter_reply_t *r, unsigned i,
 			       const char *reason, bool unresolvable)
 {
-	if (!cJSON_AddStringToObject(unresolvable ? r->unresolvable : r->failed,
-				     r->args->node_names[i], reason))
-		return ft_error_set(FT_ENOMEM, "out of memory");
-	return 0;
+	ft_buf_t *b = unresolvable ? &r->unresolvable : &r->failed;
+
+	if (b->len)
+		ft_buf_put(b, ",", 1);
+	ft_buf_put_json_string(b, r->args->node_names[i]);
+	ft_buf_put(b, ":", 1);
+	ft_buf_put_json_string(b, reason);
+	return b->failed ? ft_error_set(FT_ENOMEM, "out of memory") : 0;
 }
 
 int ft_codec_filter_reply_error(ft_filter_reply_t *r, const char *error)
 {
-	cJSON *v = cJSON_CreateString(error);
+	char *copy = strdup(error);
 
-	if (!v || !cJSON_ReplaceItemInObjectCaseSensitive(r->root, "Error", v)) {
-		cJSON_Delete(v);
+	if (!copy)
 		return ft_error_set(FT_ENOMEM, "out of memory");
+	free(r->error);
+	r->error = copy;
+	return 0;
+}
+
+static void put_map(ft_buf_t *out, const char *key, const ft_buf_t *body)
+{
+	ft_buf_puts(out, key);
+	ft_buf_put(out, "{", 1);
+	ft_buf_put(out, body->data, body->len);
+	ft_buf_put(out, "}", 1);
+}
+
+static int put_nodes(ft_buf_t *out, const ft_filter_reply_t *r)
+{
+	char *items;
+
+	if (!r->items) {
+		ft_buf_puts(out, "{\"NodeNames\":[");
+		ft_buf_put(out, r->passed.data, r->passed.len);
+		ft_buf_puts(out, "],\"Nodes\":null");
+		return 0;
 	}
-	r->error = v;
+	if (!(items = cJSON_PrintUnformatted(r->items)))
+		return ft_error_set(FT_ENOMEM, "out of memory");
+	ft_buf_puts(out, "{\"NodeNames\":null,\"Nodes\":{\"items\":");
+	ft_buf_puts(out, items);
+	ft_buf_puts(out, "}");
+	free(items);
 	return 0;
 }
 
 int ft_codec_filter_reply_finish(char **out, ft_filter_reply_t *r)
 {
-	*out = cJSON_PrintUnformatted(r->root);
+	ft_buf_t b;
+	int rc;
+
+	*out = NULL;
+	ft_buf_init(&b,
+		    r->passed.len + r->failed.len + r->unresolvable.len + 128);
+	if ((rc = put_nodes(&b, r)) == 0) {
+		put_map(&b, ",\"FailedNodes\":", &r->failed);
+		put_map(&b,
+			",\"FailedAndUnresolvableNodes\":", &r->unresolvable);
+		ft_buf_puts(&b, ",\"Error\":");
+		ft_buf_put_json_string(&b, r->error ? r->error : "");
+		ft_buf_put(&b, "}", 1);
+		rc = ft_buf_detach(out, &b);
+	}
+	ft_buf_dispose(&b);
 	ft_codec_filter_reply_free(r);
-	return *out ? 0 : ft_error_set(FT_ENOMEM, "out of memory");
+	return rc;
 }
 
 void ft_codec_filter_reply_free(ft_filter_reply_t *r)
 {
 	if (!r)
 		return;
-	cJSON_Delete(r->root);
+	ft_buf_dispose(&r->passed);
+	ft_buf_dispose(&r->failed);
+	ft_buf_dispose(&r->unresolvable);
+	cJSON_Delete(r->items);
+	free(r->error);
 	free(r);
 }
 
 int ft_codec_priorities_encode(char **out, const ft_extender_args_t *args,
 			       const int *scores)
 {
-	cJSON *list = cJSON_CreateArray();
-	int rc = 0;
+	ft_buf_t b;
 
-	*out = NULL;
-	for (unsigned i = 0; list && i < args->n_nodes; i++) {
-		cJSON *host = cJSON_CreateObject();
-		if (!host || !cJSON_AddItemToArray(list, host) ||
-		    !cJSON_AddStringToObject(host, "Host",
-					     args->node_names[i]) ||
-		    !cJSON_AddNumberToObject(host, "Score", scores[i])) {
-			rc = ft_error_set(FT_ENOMEM, "out of memory");
-			goto cleanup;
-		}
+	ft_buf_init(&b, 2 + (size_t)args->n_nodes * 40);
+	ft_buf_put(&b, "[", 1);
+	for (unsigned i = 0; i < args->n_nodes; i++) {
+		ft_buf_puts(&b, i ? ",{\"Host\":" : "{\"Host\":");
+		ft_buf_put_json_string(&b, args->node_names[i]);
+		ft_buf_puts(&b, ",\"Score\":");
+		ft_buf_put_uint(&b, (uint64_t)(scores[i] < 0 ? 0 : scores[i]));
+		ft_buf_put(&b, "}", 1);
 	}
-	if (!list || !(*out = cJSON_PrintUnformatted(list)))
-		rc = ft_error_set(FT_ENOMEM, "out of memory");
-cleanup:
-	cJSON_Delete(list);
-	return rc;
+	ft_buf_put(&b, "]", 1);
+	return ft_buf_detach(out, &b);
 }
 
 int ft_codec_bind_result_encode(char **out, const char *error)

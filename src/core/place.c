@@ -140,15 +140,52 @@ static ft_level_t reachable_level(const ft_node_t *node, ft_level_t from,
 	return FT_LEVEL_COUNT;
 }
 
-static int describe_need(char *buf, size_t size, const ft_demand_t *d)
+/*
+ * Reasons are written by hand rather than with snprintf: a filter over
+ * thousands of nodes writes one per refused node, and formatting was most of
+ * the filter's cost (bench/README.md).
+ */
+typedef struct {
+	char *p;
+	size_t left;
+} text_t;
+
+static void put_s(text_t *t, const char *s)
 {
-	if (d->mig_count)
-		return snprintf(buf, size,
-				"%u GPUs and %u %.*s MIG instances with %u CPUs",
-				d->gpus, d->mig_count, FT_PROFILE_MAX,
-				d->mig_profile, d->exclusive_cpus);
-	return snprintf(buf, size, "%u GPUs with %u CPUs", d->gpus,
-			d->exclusive_cpus);
+	while (*s && t->left > 1) {
+		*t->p++ = *s++;
+		t->left--;
+	}
+	*t->p = '\0';
+}
+
+static void put_u(text_t *t, unsigned v)
+{
+	char digits[12];
+	int n = (int)sizeof(digits) - 1;
+
+	digits[n] = '\0';
+	do {
+		digits[--n] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	put_s(t, digits + n);
+}
+
+static void describe_need(text_t *t, const ft_demand_t *d)
+{
+	put_u(t, d->gpus);
+	put_s(t, " GPUs");
+	if (d->mig_count) {
+		put_s(t, " and ");
+		put_u(t, d->mig_count);
+		put_s(t, " ");
+		put_s(t, d->mig_profile);
+		put_s(t, " MIG instances");
+	}
+	put_s(t, " with ");
+	put_u(t, d->exclusive_cpus);
+	put_s(t, " CPUs");
 }
 
 /* "numa: at most 2 free GPUs with 8 free CPUs in one NUMA node, need ..." */
@@ -158,7 +195,8 @@ static void describe_shortfall(char *buf, size_t size, const ft_node_t *node,
 {
 	const ft_topology_t *t = node->topology;
 	room_t best = {0, 0, 0, 0};
-	char need[96];
+	text_t out = {buf, size};
+	const char *free_word = ignore_usage ? "" : "free ";
 
 	for (unsigned i = t->level_first[level]; i < t->level_first[level + 1];
 	     i++) {
@@ -168,13 +206,19 @@ static void describe_shortfall(char *buf, size_t size, const ft_node_t *node,
 		     r.cpus > best.cpus))
 			best = r;
 	}
-	describe_need(need, sizeof(need), d);
-	snprintf(buf, size,
-		 "%s: at most %u %sGPUs%s with %u %sCPUs in one %s%s, need %s",
-		 ft_level_name(level), d->mig_count ? best.mig : best.gpus,
-		 ignore_usage ? "" : "free ", d->mig_count ? " (MIG)" : "",
-		 best.cpus, ignore_usage ? "" : "free ", domain_nouns[level],
-		 ignore_usage ? " even when empty" : "", need);
+	put_s(&out, ft_level_name(level));
+	put_s(&out, ": at most ");
+	put_u(&out, d->mig_count ? best.mig : best.gpus);
+	put_s(&out, " ");
+	put_s(&out, free_word);
+	put_s(&out, d->mig_count ? "GPUs (MIG) with " : "GPUs with ");
+	put_u(&out, best.cpus);
+	put_s(&out, " ");
+	put_s(&out, free_word);
+	put_s(&out, "CPUs in one ");
+	put_s(&out, domain_nouns[level]);
+	put_s(&out, ignore_usage ? " even when empty, need " : ", need ");
+	describe_need(&out, d);
 }
 
 static void filter_without_topology(ft_verdict_t *out, const ft_node_t *node,

@@ -1,0 +1,39 @@
+/*
+ * A growable byte buffer for writing replies without an intermediate tree.
+ *
+ * Used where a reply is large and regular (a score per node, a name per
+ * node) and building it through cJSON costs more than the placement itself.
+ * Errors are sticky: after a failed allocation every append is a no-op and
+ * ft_buf_detach() reports FT_ENOMEM.
+ */
+#ifndef FLEXTOPO_BUF_H
+#define FLEXTOPO_BUF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct ft_buf {
+	char *data;
+	size_t len;
+	size_t cap;
+	bool failed;
+} ft_buf_t;
+
+/* Caller storage; `hint` bytes are reserved up front (0 is fine). */
+void ft_buf_init(ft_buf_t *b, size_t hint);
+void ft_buf_dispose(ft_buf_t *b);
+
+void ft_buf_put(ft_buf_t *b, const char *s, size_t n);
+void ft_buf_puts(ft_buf_t *b, const char *s);
+void ft_buf_put_uint(ft_buf_t *b, uint64_t v);
+/* A JSON string literal: quotes, escapes (as Go does: also <, >, &). */
+void ft_buf_put_json_string(ft_buf_t *b, const char *s);
+
+/*
+ * Hand over the NUL-terminated contents (the caller frees them) and reset
+ * the buffer. FT_ENOMEM if any append failed; then *out is NULL.
+ */
+int ft_buf_detach(char **out, ft_buf_t *b);
+
+#endif

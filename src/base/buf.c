@@ -1,0 +1,117 @@
+/*
+ * Growable byte buffer with sticky allocation failure.
+ *
+ * Doubling growth keeps appends amortised O(1); the failure flag lets a
+ * writer append a whole reply and check once at the end.
+ */
+#include <flextopo/buf.h>
+#include <flextopo/error.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void ft_buf_init(ft_buf_t *b, size_t hint)
+{
+	memset(b, 0, sizeof(*b));
+	if (hint && (b->data = malloc(hint)))
+		b->cap = hint;
+}
+
+void ft_buf_dispose(ft_buf_t *b)
+{
+	free(b->data);
+	memset(b, 0, sizeof(*b));
+}
+
+static bool reserve(ft_buf_t *b, size_t more)
+{
+	size_t cap = b->cap ? b->cap : 256;
+	char *grown;
+
+	if (b->failed)
+		return false;
+	if (b->len + more + 1 <= b->cap)
+		return true;
+	while (cap < b->len + more + 1)
+		cap *= 2;
+	grown = realloc(b->data, cap);
+	if (!grown) {
+		b->failed = true;
+		return false;
+	}
+	b->data = grown;
+	b->cap = cap;
+	return true;
+}
+
+void ft_buf_put(ft_buf_t *b, const char *s, size_t n)
+{
+	if (!reserve(b, n))
+		return;
+	memcpy(b->data + b->len, s, n);
+	b->len += n;
+}
+
+void ft_buf_puts(ft_buf_t *b, const char *s)
+{
+	ft_buf_put(b, s, strlen(s));
+}
+
+void ft_buf_put_uint(ft_buf_t *b, uint64_t v)
+{
+	char digits[24];
+	size_t n = sizeof(digits);
+
+	do {
+		digits[--n] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	ft_buf_put(b, digits + n, sizeof(digits) - n);
+}
+
+static bool plain(unsigned char c)
+{
+	return c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' &&
+	       c != '&';
+}
+
+void ft_buf_put_json_string(ft_buf_t *b, const char *s)
+{
+	char esc[8];
+
+	ft_buf_put(b, "\"", 1);
+	while (*s) {
+		size_t run = 0;
+		while (s[run] && plain((unsigned char)s[run]))
+			run++;
+		ft_buf_put(b, s, run);
+		s += run;
+		if (!*s)
+			break;
+		if (*s == '"' || *s == '\\') {
+			esc[0] = '\\';
+			esc[1] = *s;
+			ft_buf_put(b, esc, 2);
+		} else {
+			snprintf(esc, sizeof(esc), "\\u%04x",
+				 (unsigned char)*s);
+			ft_buf_put(b, esc, 6);
+		}
+		s++;
+	}
+	ft_buf_put(b, "\"", 1);
+}
+
+int ft_buf_detach(char **out, ft_buf_t *b)
+{
+	*out = NULL;
+	if (!reserve(b, 0)) {
+		ft_buf_dispose(b);
+		return ft_error_set(FT_ENOMEM, "reply: out of memory");
+	}
+	b->data[b->len] = '\0';
+	*out = b->data;
+	memset(b, 0, sizeof(*b));
+	return 0;
+}
