@@ -28,6 +28,7 @@ typedef struct ft_app {
 	ft_kube_client_t *kube; /* NULL in snapshot-file mode */
 	ft_informer_t *node_informer;
 	ft_informer_t *pod_informer;
+	ft_informer_t *pdb_informer;
 	ft_server_t *server;
 	atomic_bool snapshot_loaded;
 } ft_app_t;
@@ -48,7 +49,7 @@ void ft_app_readyz(ft_http_response_t *out, const ft_http_request_t *req,
 void ft_app_version(ft_http_response_t *out, const ft_http_request_t *req,
 		    void *payload);
 
-/* Ready: the snapshot file is loaded, or both informers have synced once. */
+/* Ready: the snapshot file is loaded, or every informer has synced once. */
 bool ft_app_ready(const ft_app_t *app);
 
 /*

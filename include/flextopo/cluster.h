@@ -74,6 +74,8 @@ typedef struct ft_pod {
 	char *ns;
 	char *name;
 	char *node;	  /* spec.nodeName; NULL when unscheduled */
+	unsigned n_labels;
+	char **labels;	  /* metadata.labels as "key=value" */
 	int32_t priority; /* spec.priority (0 when absent) */
 	int64_t
 	    start_time; /* status.startTime, else creationTimestamp, Unix s */

@@ -21,6 +21,7 @@
 
 #include "cluster.h"
 #include "config.h"
+#include "pdb.h"
 #include "place.h"
 #include "topology.h"
 
@@ -57,6 +58,12 @@ int ft_quantity_mib(uint64_t *out, const char *text);
  */
 int ft_codec_pod_decode(ft_pod_t *out, const cJSON *pod,
 			const ft_codec_options_t *opts);
+
+/*
+ * Decode a policy/v1 PodDisruptionBudget. A missing selector matches no pod
+ * (as policy/v1 does for a null selector). FT_EINVAL naming the field.
+ */
+int ft_codec_pdb_decode(ft_pdb_t *out, const cJSON *pdb);
 
 /* A decoded v1 Node: name, and the topology or why there is none. */
 typedef struct ft_node_source {

@@ -21,6 +21,7 @@
 
 #include "cluster.h"
 #include "codec.h"
+#include "victims.h"
 
 typedef struct ft_state ft_state_t;
 
@@ -38,11 +39,15 @@ void ft_state_delete_node(ft_state_t *state, const cJSON *node);
 void ft_state_apply_pod(ft_state_t *state, const cJSON *pod);
 void ft_state_delete_pod(ft_state_t *state, const cJSON *pod);
 
+/* Apply or delete a policy/v1 PodDisruptionBudget. */
+void ft_state_apply_pdb(ft_state_t *state, const cJSON *pdb);
+void ft_state_delete_pdb(ft_state_t *state, const cJSON *pdb);
+
 /*
  * A relist of one kind: objects of that kind not applied between begin and
  * end are removed; one snapshot is published at the end.
  */
-typedef enum { FT_KIND_NODE = 0, FT_KIND_POD = 1 } ft_kind_t;
+typedef enum { FT_KIND_NODE = 0, FT_KIND_POD = 1, FT_KIND_PDB = 2 } ft_kind_t;
 void ft_state_replace_begin(ft_state_t *state, ft_kind_t kind);
 void ft_state_replace_end(ft_state_t *state, ft_kind_t kind);
 
@@ -85,6 +90,14 @@ void ft_state_forget(ft_state_t *state, const char *uid);
  * the pod is recorded as bound to its node with that allocation.
  */
 void ft_state_confirm(ft_state_t *state, const char *uid);
+
+/*
+ * The budgets covering the holdings of `node` (a node of a snapshot from
+ * this state), for ft_victims_search(). Holdings whose pod is unknown or
+ * matches no budget get none.
+ */
+void ft_state_pdb_view(ft_state_t *state, const ft_node_t *node,
+		       ft_pdb_view_t *out);
 
 /* Counters for readiness and metrics. */
 typedef struct ft_state_stats {

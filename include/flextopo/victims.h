@@ -27,21 +27,37 @@
 #include "cluster.h"
 #include "place.h"
 
-#define FT_VICTIM_MAX 64      /* holdings considered per node */
+#define FT_VICTIM_MAX  64 /* holdings considered per node */
+#define FT_PDB_MAX     32 /* PodDisruptionBudgets per node search */
+#define FT_PDB_PER_POD 4  /* budgets one pod may match */
+
+/*
+ * The PodDisruptionBudgets that cover the pods of one node, as kube-scheduler
+ * counts violations (default_preemption.go, filterPodsWithPDBViolation):
+ * evicting a pod spends one disruption of every budget it matches; a pod
+ * whose eviction takes any of them below zero is one violation.
+ */
+typedef struct ft_pdb_view {
+	unsigned n_budgets;
+	int32_t allowed[FT_PDB_MAX]; /* status.disruptionsAllowed */
+	uint8_t n_of[FT_VICTIM_MAX]; /* per holding: budgets matched */
+	uint8_t of[FT_VICTIM_MAX][FT_PDB_PER_POD];
+} ft_pdb_view_t;
 #define FT_VICTIM_EXACT_MAX 30 /* candidates per domain searched exactly */
 
 typedef struct ft_victim_cost {
 	unsigned pdb_violations;
-	int32_t max_priority;     /* INT32_MIN for the empty set */
-	int64_t priority_sum;     /* sum of (priority + 2^31) */
+	int32_t max_priority; /* INT32_MIN for the empty set */
+	int64_t priority_sum; /* sum of (priority + 2^31) */
 	unsigned count;
-	int64_t earliest_top_start; /* earliest start among max-priority victims */
+	int64_t
+	    earliest_top_start; /* earliest start among max-priority victims */
 } ft_victim_cost_t;
 
 typedef struct ft_victim_set {
 	bool found;
-	bool exact;               /* false when a domain had too many candidates */
-	ft_level_t level;         /* level the preemptor reaches after eviction */
+	bool exact;	  /* false when a domain had too many candidates */
+	ft_level_t level; /* level the preemptor reaches after eviction */
 	unsigned n;
 	uint16_t holdings[FT_VICTIM_MAX]; /* indexes into node->holdings, by
 					     descending priority */
@@ -51,9 +67,9 @@ typedef struct ft_victim_set {
 /* <0 when `a` is cheaper than `b`, 0 when equal, >0 otherwise. */
 int ft_victims_compare(const ft_victim_cost_t *a, const ft_victim_cost_t *b);
 
-/* The cost of evicting holdings `idx[0..n)` of `node`. */
+/* The cost of evicting holdings `idx[0..n)` of `node` (`pdb` may be NULL). */
 void ft_victims_cost(ft_victim_cost_t *out, const ft_node_t *node,
-		     const uint16_t *idx, unsigned n, const bool *pdb_violating);
+		     const uint16_t *idx, unsigned n, const ft_pdb_view_t *pdb);
 
 /*
  * Would `d` fit on `node` at `level` if the holdings in `idx` were gone?
@@ -63,16 +79,15 @@ bool ft_victims_feasible(const ft_node_t *node, const ft_demand_t *d,
 			 ft_level_t level, const uint16_t *idx, unsigned n);
 
 /*
- * Search the victims for a preemptor of `priority` with demand `d`.
- * `pdb_violating[i]`, when not NULL, says that evicting holding i violates a
- * PodDisruptionBudget. Guaranteed mode: only sets that give a placement at
- * the demand's level. Best-effort: the cheapest set that frees enough units
- * anywhere on the node, or a cheapest set reaching a tighter level that evicts
- * no more pods and violates no more PDBs than it.
+ * Search the victims for a preemptor of `priority` with demand `d`. `pdb`,
+ * when not NULL, holds the budgets of the node's pods. Guaranteed mode: only
+ * sets that give a placement at the demand's level. Best-effort: the cheapest
+ * set that frees enough units anywhere on the node, or a cheapest set reaching
+ * a tighter level that evicts no more pods and violates no more PDBs than it.
  * out->found is false when no set works (the node should be dropped).
  */
 void ft_victims_search(ft_victim_set_t *out, const ft_node_t *node,
 		       const ft_demand_t *d, int32_t priority,
-		       const bool *pdb_violating);
+		       const ft_pdb_view_t *pdb);
 
 #endif

@@ -34,6 +34,7 @@ void ft_app_dispose(ft_app_t *app)
 	ft_server_free(app->server);
 	ft_informer_free(app->node_informer);
 	ft_informer_free(app->pod_informer);
+	ft_informer_free(app->pdb_informer);
 	ft_kube_client_free(app->kube);
 	ft_state_free(app->state);
 	ft_config_dispose(&app->cfg);
@@ -44,9 +45,10 @@ bool ft_app_ready(const ft_app_t *app)
 {
 	if (atomic_load(&app->snapshot_loaded))
 		return true;
-	return app->node_informer && app->pod_informer &&
+	return app->node_informer && app->pod_informer && app->pdb_informer &&
 	       ft_informer_synced(app->node_informer) &&
-	       ft_informer_synced(app->pod_informer);
+	       ft_informer_synced(app->pod_informer) &&
+	       ft_informer_synced(app->pdb_informer);
 }
 
 static const char *item_kind(const cJSON *item)
@@ -68,6 +70,8 @@ static int load_items(ft_app_t *app, const cJSON *items, const char *path)
 			ft_state_apply_node(app->state, item);
 		else if (strcmp(kind, "Pod") == 0)
 			ft_state_apply_pod(app->state, item);
+		else if (strcmp(kind, "PodDisruptionBudget") == 0)
+			ft_state_apply_pdb(app->state, item);
 		else
 			FT_LOG_WARN_MSG("%s: items[%u]: kind \"%s\" ignored "
 					"(Node and Pod are read)",
@@ -96,9 +100,11 @@ int ft_app_load_snapshot(ft_app_t *app, const char *path)
 	}
 	ft_state_replace_begin(app->state, FT_KIND_NODE);
 	ft_state_replace_begin(app->state, FT_KIND_POD);
+	ft_state_replace_begin(app->state, FT_KIND_PDB);
 	rc = load_items(app, items, path);
 	ft_state_replace_end(app->state, FT_KIND_NODE);
 	ft_state_replace_end(app->state, FT_KIND_POD);
+	ft_state_replace_end(app->state, FT_KIND_PDB);
 	atomic_store(&app->snapshot_loaded, true);
 cleanup:
 	cJSON_Delete(root);
@@ -145,6 +151,28 @@ static void pods_apply(ft_watch_event_t type, const cJSON *obj, void *payload)
 		ft_state_apply_pod(app->state, obj);
 }
 
+static void pdbs_begin(void *payload)
+{
+	ft_state_replace_begin(((ft_app_t *)payload)->state, FT_KIND_PDB);
+}
+
+static void pdbs_end(void *payload)
+{
+	ft_state_replace_end(((ft_app_t *)payload)->state, FT_KIND_PDB);
+}
+
+static void pdbs_apply(ft_watch_event_t type, const cJSON *obj, void *payload)
+{
+	ft_app_t *app = payload;
+
+	if (type == FT_WATCH_DELETED)
+		ft_state_delete_pdb(app->state, obj);
+	else
+		ft_state_apply_pdb(app->state, obj);
+}
+
+static const ft_informer_handler_t pdb_handler = {pdbs_begin, pdbs_apply,
+						  pdbs_end};
 static const ft_informer_handler_t node_handler = {nodes_begin, nodes_apply,
 						   nodes_end};
 static const ft_informer_handler_t pod_handler = {pods_begin, pods_apply,
@@ -169,8 +197,14 @@ static int start_watch(ft_app_t *app)
 				    app->cfg.watch_backoff_initial_ms,
 				    app->cfg.watch_backoff_max_ms)) < 0)
 		goto cleanup;
+	if ((rc = ft_informer_start(&app->pod_informer, app->kube,
+				    "/api/v1/pods", &pod_handler, app,
+				    app->cfg.watch_backoff_initial_ms,
+				    app->cfg.watch_backoff_max_ms)) < 0)
+		goto cleanup;
 	rc = ft_informer_start(
-	    &app->pod_informer, app->kube, "/api/v1/pods", &pod_handler, app,
+	    &app->pdb_informer, app->kube,
+	    "/apis/policy/v1/poddisruptionbudgets", &pdb_handler, app,
 	    app->cfg.watch_backoff_initial_ms, app->cfg.watch_backoff_max_ms);
 cleanup:
 	ft_kube_credentials_dispose(&creds);

@@ -7,9 +7,9 @@
  *
  * Proposed victims that hold nothing the model tracks (no GPU, MIG instance
  * or pinned CPU) are kept: the scheduler proposed them for CPU, memory or pod
- * counts that flextopo does not model. PodDisruptionBudgets are not watched
- * yet, so the scheduler's NumPDBViolations is passed through and every
- * victim is treated as unprotected in the search.
+ * counts that flextopo does not model. PodDisruptionBudgets come from the
+ * watch and are counted as kube-scheduler counts them (victims.h); where the
+ * scheduler's own victims are passed through, so is its NumPDBViolations.
  */
 #include <flextopo/app.h>
 #include <flextopo/error.h>
@@ -72,14 +72,14 @@ static void merge(victims_t *out, ft_app_t *app, const ft_node_t *node,
 }
 
 static int keep_node(ft_preempt_reply_t *r, const ft_preempt_node_t *n,
-		     const victims_t *v)
+		     const victims_t *v, unsigned pdb_violations)
 {
 	const char *uids[FT_VICTIM_MAX * 2];
 
 	for (unsigned i = 0; i < v->n; i++)
 		uids[i] = v->list[i].uid;
 	return ft_codec_preempt_reply_node(r, n->name, uids, v->n,
-					   n->pdb_violations);
+					   pdb_violations);
 }
 
 static int pass_through(ft_preempt_reply_t *r, const ft_preempt_node_t *n,
@@ -101,6 +101,7 @@ static int decide(ft_preempt_reply_t *r, ft_app_t *app,
 		  const ft_preempt_node_t *n)
 {
 	const ft_node_t *node = ft_snapshot_find(snap, n->name);
+	ft_pdb_view_t pdb;
 	ft_victim_set_t set;
 	victims_t v;
 	char reason[160];
@@ -110,7 +111,8 @@ static int decide(ft_preempt_reply_t *r, ft_app_t *app,
 				    pod->name);
 	if (!ft_demand_wants_devices(&pod->demand))
 		return pass_through(r, n, "pod asks for no devices", pod->name);
-	ft_victims_search(&set, node, &pod->demand, pod->priority, NULL);
+	ft_state_pdb_view(app->state, node, &pdb);
+	ft_victims_search(&set, node, &pod->demand, pod->priority, &pdb);
 	if (!set.found) {
 		snprintf(reason, sizeof(reason),
 			 "no set of lower-priority pods frees a %s placement",
@@ -126,7 +128,7 @@ static int decide(ft_preempt_reply_t *r, ft_app_t *app,
 		 set.exact ? "" : " (heuristic: too many candidates)");
 	ft_log(FT_LOG_INFO, "preempt", pod->name, n->name, reason,
 	       "%u victims chosen (scheduler proposed %u)", v.n, n->n_victims);
-	return keep_node(r, n, &v);
+	return keep_node(r, n, &v, set.cost.pdb_violations);
 }
 
 void ft_app_preempt(ft_http_response_t *out, const ft_http_request_t *req,

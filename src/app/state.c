@@ -14,6 +14,7 @@
 #include <flextopo/state.h>
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +34,13 @@ typedef struct pod_rec {
 	struct pod_rec *prev, *next;
 	UT_hash_handle hh;
 } pod_rec_t;
+
+typedef struct pdb_rec {
+	char *key; /* "namespace/name" */
+	ft_pdb_t pdb;
+	uint64_t mark;
+	UT_hash_handle hh;
+} pdb_rec_t;
 
 typedef struct node_rec {
 	char *name;
@@ -54,8 +62,9 @@ struct ft_state {
 	ft_snapshot_t *snapshot;
 	uint64_t generation;
 	bool membership_changed;
-	bool in_replace[2];
-	uint64_t replace_mark[2];
+	bool in_replace[3];
+	uint64_t replace_mark[3];
+	pdb_rec_t *pdbs;
 	uint64_t next_mark;
 	unsigned observed; /* records with observed_only set */
 	bool dirty;	   /* some node record is dirty */
@@ -103,13 +112,26 @@ static void node_rec_free(node_rec_t *r)
 	free(r);
 }
 
+static void pdb_rec_free(pdb_rec_t *r)
+{
+	ft_pdb_dispose(&r->pdb);
+	free(r->key);
+	free(r);
+}
+
 void ft_state_free(ft_state_t *state)
 {
 	pod_rec_t *p, *ptmp;
 	node_rec_t *n, *ntmp;
+	pdb_rec_t *b, *btmp;
 
 	if (!state)
 		return;
+	HASH_ITER(hh, state->pdbs, b, btmp)
+	{
+		HASH_DEL(state->pdbs, b);
+		pdb_rec_free(b);
+	}
 	HASH_ITER(hh, state->pods, p, ptmp)
 	{
 		HASH_DEL(state->pods, p);
@@ -273,6 +295,119 @@ static void maybe_publish(ft_state_t *state)
 		publish(state);
 }
 
+/* Budgets change no node model: preempt reads them under the lock. */
+void ft_state_apply_pdb(ft_state_t *state, const cJSON *obj)
+{
+	pdb_rec_t *r = NULL;
+	ft_pdb_t pdb;
+	char *key = NULL;
+
+	if (ft_codec_pdb_decode(&pdb, obj) < 0) {
+		ft_log(FT_LOG_WARN, "watch", NULL, NULL, ft_error_last(),
+		       "poddisruptionbudget skipped");
+		return;
+	}
+	if (asprintf(&key, "%s/%s", pdb.ns, pdb.name) < 0) {
+		ft_pdb_dispose(&pdb);
+		return;
+	}
+	pthread_mutex_lock(&state->mu);
+	HASH_FIND_STR(state->pdbs, key, r);
+	if (!r && (r = calloc(1, sizeof(*r)))) {
+		r->key = key;
+		key = NULL;
+		HASH_ADD_KEYPTR(hh, state->pdbs, r->key, strlen(r->key), r);
+	}
+	if (r) {
+		ft_pdb_dispose(&r->pdb);
+		r->pdb = pdb;
+		memset(&pdb, 0, sizeof(pdb));
+		r->mark = state->replace_mark[FT_KIND_PDB];
+	}
+	pthread_mutex_unlock(&state->mu);
+	ft_pdb_dispose(&pdb);
+	free(key);
+}
+
+void ft_state_delete_pdb(ft_state_t *state, const cJSON *obj)
+{
+	pdb_rec_t *r = NULL;
+	ft_pdb_t pdb;
+	char *key = NULL;
+
+	if (ft_codec_pdb_decode(&pdb, obj) < 0)
+		return;
+	if (asprintf(&key, "%s/%s", pdb.ns, pdb.name) >= 0) {
+		pthread_mutex_lock(&state->mu);
+		HASH_FIND_STR(state->pdbs, key, r);
+		if (r) {
+			HASH_DEL(state->pdbs, r);
+			pdb_rec_free(r);
+		}
+		pthread_mutex_unlock(&state->mu);
+	}
+	free(key);
+	ft_pdb_dispose(&pdb);
+}
+
+static bool pdb_spares(const ft_pdb_t *pdb, const ft_pod_t *pod)
+{
+	for (unsigned i = 0; i < pdb->n_disrupted; i++)
+		if (strcmp(pdb->disrupted[i], pod->name) == 0)
+			return true;
+	return false;
+}
+
+/* The budget index of `b` in `out`, adding it; -1 when full. */
+static int budget_index(ft_pdb_view_t *out, const pdb_rec_t **seen,
+			const pdb_rec_t *b)
+{
+	for (unsigned i = 0; i < out->n_budgets; i++)
+		if (seen[i] == b)
+			return (int)i;
+	if (out->n_budgets >= FT_PDB_MAX)
+		return -1;
+	seen[out->n_budgets] = b;
+	out->allowed[out->n_budgets] = b->pdb.disruptions_allowed;
+	return (int)out->n_budgets++;
+}
+
+static void view_holding(ft_pdb_view_t *out, const pdb_rec_t **seen,
+			 ft_state_t *state, unsigned i, const char *uid)
+{
+	pod_rec_t *p = NULL;
+	pdb_rec_t *b, *tmp;
+
+	HASH_FIND_STR(state->pods, uid, p);
+	if (!p)
+		return;
+	HASH_ITER(hh, state->pdbs, b, tmp)
+	{
+		int k;
+		if (out->n_of[i] >= FT_PDB_PER_POD ||
+		    strcmp(b->pdb.ns, p->pod.ns) != 0 ||
+		    !ft_selector_matches(&b->pdb.selector, p->pod.labels,
+					 p->pod.n_labels) ||
+		    pdb_spares(&b->pdb, &p->pod))
+			continue;
+		if ((k = budget_index(out, seen, b)) >= 0)
+			out->of[i][out->n_of[i]++] = (uint8_t)k;
+	}
+}
+
+void ft_state_pdb_view(ft_state_t *state, const ft_node_t *node,
+		       ft_pdb_view_t *out)
+{
+	const pdb_rec_t *seen[FT_PDB_MAX];
+
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&state->mu);
+	for (unsigned i = 0;
+	     state->pdbs && i < node->n_holdings && i < FT_VICTIM_MAX; i++)
+		view_holding(out, seen, state, i, node->holdings[i].uid);
+	pthread_mutex_unlock(&state->mu);
+}
+
 void ft_state_apply_pod(ft_state_t *state, const cJSON *obj)
 {
 	ft_pod_t pod;
@@ -401,6 +536,15 @@ static void sweep(ft_state_t *state, ft_kind_t kind)
 	pod_rec_t *p, *ptmp;
 	node_rec_t *n, *ntmp;
 
+	if (kind == FT_KIND_PDB) {
+		pdb_rec_t *b, *btmp;
+		HASH_ITER(hh, state->pdbs, b, btmp)
+		if (b->mark != mark) {
+			HASH_DEL(state->pdbs, b);
+			pdb_rec_free(b);
+		}
+		return;
+	}
 	if (kind == FT_KIND_POD) {
 		/*
 		 * A pod missing from a relist is gone, assumed or not, unless

@@ -336,6 +336,28 @@ static int decode_allocation(ft_pod_t *out, const cJSON *pod,
 	return dup_str(&out->allocation_error, msg);
 }
 
+static int decode_labels(ft_pod_t *out, const cJSON *meta)
+{
+	const cJSON *labels = cJSON_GetObjectItemCaseSensitive(meta, "labels");
+	const cJSON *item;
+	unsigned n = (unsigned)cJSON_GetArraySize(labels);
+
+	if (!cJSON_IsObject(labels) || !n)
+		return 0;
+	if (!(out->labels = calloc(n, sizeof(*out->labels))))
+		return ft_error_set(FT_ENOMEM, "out of memory");
+	cJSON_ArrayForEach(item, labels)
+	{
+		char *kv;
+		if (!cJSON_IsString(item))
+			continue;
+		if (asprintf(&kv, "%s=%s", item->string, item->valuestring) < 0)
+			return ft_error_set(FT_ENOMEM, "out of memory");
+		out->labels[out->n_labels++] = kv;
+	}
+	return 0;
+}
+
 int ft_codec_pod_decode(ft_pod_t *out, const cJSON *pod,
 			const ft_codec_options_t *opts)
 {
@@ -357,6 +379,7 @@ int ft_codec_pod_decode(ft_pod_t *out, const cJSON *pod,
 	    (rc = dup_str(&out->demand_error,
 			  ctx.error[0] ? ctx.error : NULL)) < 0 ||
 	    (rc = decode_status(out, pod)) < 0 ||
+	    (rc = decode_labels(out, meta)) < 0 ||
 	    (rc = decode_allocation(out, pod, opts)) < 0)
 		ft_pod_dispose(out);
 	return rc;
@@ -414,5 +437,143 @@ int ft_codec_node_decode(ft_node_source_t *out, const cJSON *node,
 		 annotation(node, opts->annotation_prefix, "topology"))) < 0 ||
 	    (rc = parse_node_topology(out, opts, previous)) < 0)
 		ft_node_source_dispose(out);
+	return rc;
+}
+
+static int add_requirement(ft_selector_t *s, const char *key,
+			   ft_selector_op_t op, const cJSON *values)
+{
+	ft_selector_req_t *grown, *r;
+	const cJSON *v;
+	unsigned n = (unsigned)cJSON_GetArraySize(values);
+
+	grown = realloc(s->reqs, (s->n_reqs + 1) * sizeof(*s->reqs));
+	if (!grown)
+		return ft_error_set(FT_ENOMEM, "out of memory");
+	s->reqs = grown;
+	r = &s->reqs[s->n_reqs++];
+	memset(r, 0, sizeof(*r));
+	r->op = op;
+	if (!(r->key = strdup(key)) ||
+	    (n && !(r->values = calloc(n, sizeof(*r->values)))))
+		return ft_error_set(FT_ENOMEM, "out of memory");
+	if (cJSON_IsString(values)) /* matchLabels: one value */
+		return (r->values = calloc(1, sizeof(*r->values))) &&
+			       (r->values[r->n_values++] =
+				    strdup(values->valuestring))
+			   ? 0
+			   : ft_error_set(FT_ENOMEM, "out of memory");
+	cJSON_ArrayForEach(v, values)
+	{
+		if (!cJSON_IsString(v))
+			return ft_error_set(FT_EINVAL,
+					    "selector %s: values must be "
+					    "strings",
+					    key);
+		if (!(r->values[r->n_values++] = strdup(v->valuestring)))
+			return ft_error_set(FT_ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+static int parse_operator(ft_selector_op_t *out, const char *op)
+{
+	static const char *const names[] = {"In", "NotIn", "Exists",
+					    "DoesNotExist"};
+
+	for (int i = 0; op && i < 4; i++) {
+		if (strcmp(op, names[i]) == 0) {
+			*out = (ft_selector_op_t)i;
+			return 0;
+		}
+	}
+	return ft_error_set(FT_EINVAL,
+			    "spec.selector.matchExpressions: operator \"%s\" "
+			    "is not In, NotIn, Exists or DoesNotExist",
+			    op ? op : "");
+}
+
+static int decode_selector(ft_selector_t *out, const cJSON *sel)
+{
+	const cJSON *item;
+	ft_selector_op_t op = FT_SEL_IN;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (!cJSON_IsObject(sel)) {
+		out->nothing = true;
+		return 0;
+	}
+	cJSON_ArrayForEach(item,
+			   cJSON_GetObjectItemCaseSensitive(sel, "matchLabels"))
+	{
+		if ((rc = add_requirement(out, item->string, FT_SEL_IN, item)) <
+		    0)
+			return rc;
+	}
+	cJSON_ArrayForEach(
+	    item, cJSON_GetObjectItemCaseSensitive(sel, "matchExpressions"))
+	{
+		const char *key = str_at(item, "key");
+		if (!key)
+			return ft_error_set(FT_EINVAL,
+					    "spec.selector.matchExpressions: "
+					    "key is required");
+		if ((rc = parse_operator(&op, str_at(item, "operator"))) < 0 ||
+		    (rc = add_requirement(
+			 out, key, op,
+			 cJSON_GetObjectItemCaseSensitive(item, "values"))) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int decode_disrupted(ft_pdb_t *out, const cJSON *status)
+{
+	const cJSON *map =
+	    cJSON_GetObjectItemCaseSensitive(status, "disruptedPods");
+	const cJSON *item;
+	unsigned n = (unsigned)cJSON_GetArraySize(map);
+
+	if (!cJSON_IsObject(map) || !n)
+		return 0;
+	if (!(out->disrupted = calloc(n, sizeof(*out->disrupted))))
+		return ft_error_set(FT_ENOMEM, "out of memory");
+	cJSON_ArrayForEach(item, map)
+	{
+		if (!(out->disrupted[out->n_disrupted++] =
+			  strdup(item->string)))
+			return ft_error_set(FT_ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+int ft_codec_pdb_decode(ft_pdb_t *out, const cJSON *pdb)
+{
+	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(pdb, "metadata");
+	const cJSON *spec = cJSON_GetObjectItemCaseSensitive(pdb, "spec");
+	const cJSON *status = cJSON_GetObjectItemCaseSensitive(pdb, "status");
+	const cJSON *allowed =
+	    cJSON_GetObjectItemCaseSensitive(status, "disruptionsAllowed");
+	const char *ns = str_at(meta, "namespace");
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (!str_at(meta, "name"))
+		return ft_error_set(FT_EINVAL,
+				    "poddisruptionbudget: metadata.name is "
+				    "required");
+	out->disruptions_allowed = cJSON_IsNumber(allowed) &&
+					   allowed->valuedouble > 0 &&
+					   allowed->valuedouble < INT32_MAX
+				       ? (int32_t)allowed->valuedouble
+				       : 0;
+	if ((rc = dup_str(&out->name, str_at(meta, "name"))) < 0 ||
+	    (rc = dup_str(&out->ns, ns ? ns : "default")) < 0 ||
+	    (rc = decode_selector(
+		 &out->selector,
+		 cJSON_GetObjectItemCaseSensitive(spec, "selector"))) < 0 ||
+	    (rc = decode_disrupted(out, status)) < 0)
+		ft_pdb_dispose(out);
 	return rc;
 }

@@ -59,6 +59,9 @@ void ft_pod_dispose(ft_pod_t *pod)
 	free(pod->ns);
 	free(pod->name);
 	free(pod->node);
+	for (unsigned i = 0; i < pod->n_labels; i++)
+		free(pod->labels[i]);
+	free(pod->labels);
 	free(pod->demand_error);
 	free(pod->allocation_error);
 	ft_allocation_dispose(&pod->allocation);
@@ -73,12 +76,28 @@ static int dup_opt(char **dst, const char *src)
 	return 0;
 }
 
+static int copy_labels(ft_pod_t *out, const ft_pod_t *src)
+{
+	if (!src->n_labels)
+		return 0;
+	out->labels = calloc(src->n_labels, sizeof(*out->labels));
+	if (!out->labels)
+		return ft_error_set(FT_ENOMEM, "out of memory");
+	for (; out->n_labels < src->n_labels; out->n_labels++)
+		if (!(out->labels[out->n_labels] =
+			      strdup(src->labels[out->n_labels])))
+			return ft_error_set(FT_ENOMEM, "out of memory");
+	return 0;
+}
+
 int ft_pod_copy(ft_pod_t *out, const ft_pod_t *src)
 {
 	int rc;
 
 	*out = *src;
 	out->uid = out->ns = out->name = out->node = NULL;
+	out->labels = NULL;
+	out->n_labels = 0;
 	out->demand_error = out->allocation_error = NULL;
 	memset(&out->allocation, 0, sizeof(out->allocation));
 	if ((rc = dup_opt(&out->uid, src->uid)) < 0 ||
@@ -87,7 +106,8 @@ int ft_pod_copy(ft_pod_t *out, const ft_pod_t *src)
 	    (rc = dup_opt(&out->node, src->node)) < 0 ||
 	    (rc = dup_opt(&out->demand_error, src->demand_error)) < 0 ||
 	    (rc = dup_opt(&out->allocation_error, src->allocation_error)) < 0 ||
-	    (rc = ft_allocation_copy(&out->allocation, &src->allocation)) < 0)
+	    (rc = ft_allocation_copy(&out->allocation, &src->allocation)) < 0 ||
+	    (rc = copy_labels(out, src)) < 0)
 		ft_pod_dispose(out);
 	return rc;
 }

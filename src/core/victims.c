@@ -17,7 +17,7 @@
 #include <string.h>
 
 #define PRIORITY_SHIFT ((int64_t)1 << 31)
-#define VISIT_BUDGET 200000
+#define VISIT_BUDGET   200000
 
 int ft_victims_compare(const ft_victim_cost_t *a, const ft_victim_cost_t *b)
 {
@@ -54,13 +54,38 @@ static void cost_add(ft_victim_cost_t *c, const ft_holding_t *h, bool pdb)
 	c->count++;
 }
 
-void ft_victims_cost(ft_victim_cost_t *out, const ft_node_t *node,
-		     const uint16_t *idx, unsigned n, const bool *pdb_violating)
+/* Spend the budgets of holding `i`; true when one goes below zero. */
+static bool spend(const ft_pdb_view_t *pdb, int32_t *spent, unsigned i)
 {
+	bool violates = false;
+
+	if (!pdb || i >= FT_VICTIM_MAX)
+		return false;
+	for (unsigned k = 0; k < pdb->n_of[i]; k++) {
+		unsigned b = pdb->of[i][k];
+		spent[b]++;
+		violates |= spent[b] > pdb->allowed[b];
+	}
+	return violates;
+}
+
+static void unspend(const ft_pdb_view_t *pdb, int32_t *spent, unsigned i)
+{
+	if (!pdb || i >= FT_VICTIM_MAX)
+		return;
+	for (unsigned k = 0; k < pdb->n_of[i]; k++)
+		spent[pdb->of[i][k]]--;
+}
+
+void ft_victims_cost(ft_victim_cost_t *out, const ft_node_t *node,
+		     const uint16_t *idx, unsigned n, const ft_pdb_view_t *pdb)
+{
+	int32_t spent[FT_PDB_MAX] = {0};
+
 	cost_empty(out);
 	for (unsigned i = 0; i < n; i++)
 		cost_add(out, &node->holdings[idx[i]],
-			 pdb_violating && pdb_violating[idx[i]]);
+			 spend(pdb, spent, idx[i]));
 }
 
 /* A copy of `node`'s usage with the holdings in `idx` gone. */
@@ -79,15 +104,15 @@ static void release(ft_node_t *v, const ft_node_t *node, const uint16_t *idx,
 		v->mig_used[1] &= ~h->mig[1];
 		ft_cpuset_andnot(&v->cpus_used, &v->cpus_used, &h->cpus);
 		v->unknown_gpus -= h->unknown_gpus < v->unknown_gpus
-					   ? h->unknown_gpus
-					   : v->unknown_gpus;
+				       ? h->unknown_gpus
+				       : v->unknown_gpus;
 		v->unknown_cpus -= h->unknown_cpus < v->unknown_cpus
-					   ? h->unknown_cpus
-					   : v->unknown_cpus;
+				       ? h->unknown_cpus
+				       : v->unknown_cpus;
 		for (unsigned m = 0; spread && m < t->n_numa; m++)
 			if (h->numa_nodes & (1u << m))
 				v->numa_free_memory_mib[m] +=
-					h->memory_mib / spread;
+				    h->memory_mib / spread;
 	}
 	v->gpus_used |= t->reserved_gpus;
 	ft_cpuset_or(&v->cpus_used, &v->cpus_used, &t->reserved_cpus);
@@ -111,8 +136,9 @@ bool ft_victims_feasible(const ft_node_t *node, const ft_demand_t *d,
 typedef struct {
 	const ft_node_t *node;
 	const ft_demand_t *d;
-	const bool *pdb;
-	int domain;                 /* -1: any domain of `level` */
+	const ft_pdb_view_t *pdb;
+	int32_t spent[FT_PDB_MAX];
+	int domain; /* -1: any domain of `level` */
 	ft_level_t level;
 	const ft_victim_cost_t *limit; /* best-effort cap, or NULL */
 	uint16_t cand[FT_VICTIM_MAX];
@@ -186,12 +212,13 @@ static void dfs(search_t *s, unsigned i, ft_victim_cost_t cost)
 		return;
 	h = &s->node->holdings[s->cand[i]];
 	with = cost;
-	cost_add(&with, h, s->pdb && s->pdb[s->cand[i]]);
+	cost_add(&with, h, spend(s->pdb, s->spent, s->cand[i]));
 	if (improves(s, &with)) {
 		s->chosen[s->n_chosen++] = s->cand[i];
 		dfs(s, i + 1, with);
 		s->n_chosen--;
 	}
+	unspend(s->pdb, s->spent, s->cand[i]);
 	dfs(s, i + 1, cost);
 }
 
@@ -219,11 +246,12 @@ static bool holding_in_domain(const ft_node_t *node, const ft_holding_t *h,
 }
 
 /* Cheap candidates first: no PDB, low priority, recently started. */
-static bool before(const ft_node_t *node, const bool *pdb, uint16_t a,
+static bool before(const ft_node_t *node, const ft_pdb_view_t *pdb, uint16_t a,
 		   uint16_t b)
 {
 	const ft_holding_t *x = &node->holdings[a], *y = &node->holdings[b];
-	bool pa = pdb && pdb[a], pb = pdb && pdb[b];
+	bool pa = pdb && a < FT_VICTIM_MAX && pdb->n_of[a];
+	bool pb = pdb && b < FT_VICTIM_MAX && pdb->n_of[b];
 
 	if (pa != pb)
 		return !pa;
@@ -244,8 +272,8 @@ static void collect(search_t *s, int32_t priority, const ft_domain_t *dom)
 		if (h->priority >= priority ||
 		    (dom && !holding_in_domain(node, h, dom, s->d)))
 			continue;
-		for (j = s->n_cand; j > 0 && before(node, s->pdb, (uint16_t)i,
-						    s->cand[j - 1]);
+		for (j = s->n_cand;
+		     j > 0 && before(node, s->pdb, (uint16_t)i, s->cand[j - 1]);
 		     j--)
 			s->cand[j] = s->cand[j - 1];
 		s->cand[j] = (uint16_t)i;
@@ -304,8 +332,9 @@ static void search_domain(search_t *s, int32_t priority, int domain)
 
 /* Search every domain of `level`; FT_LEVEL_NODE checks counts only. */
 static void search_level(ft_victim_set_t *best, const ft_node_t *node,
-			 const ft_demand_t *d, int32_t priority, const bool *pdb,
-			 ft_level_t level, const ft_victim_cost_t *limit)
+			 const ft_demand_t *d, int32_t priority,
+			 const ft_pdb_view_t *pdb, ft_level_t level,
+			 const ft_victim_cost_t *limit)
 {
 	const ft_topology_t *t = node->topology;
 	search_t s;
@@ -336,7 +365,7 @@ static void finish(ft_victim_set_t *out, const ft_node_t *node,
 		uint16_t x = out->holdings[i];
 		unsigned j = i;
 		for (; j > 0 && node->holdings[out->holdings[j - 1]].priority <
-					node->holdings[x].priority;
+				    node->holdings[x].priority;
 		     j--)
 			out->holdings[j] = out->holdings[j - 1];
 		out->holdings[j] = x;
@@ -345,7 +374,7 @@ static void finish(ft_victim_set_t *out, const ft_node_t *node,
 
 void ft_victims_search(ft_victim_set_t *out, const ft_node_t *node,
 		       const ft_demand_t *d, int32_t priority,
-		       const bool *pdb_violating)
+		       const ft_pdb_view_t *pdb_violating)
 {
 	ft_level_t level = ft_place_effective_level(d);
 	ft_victim_set_t alt;
@@ -356,13 +385,13 @@ void ft_victims_search(ft_victim_set_t *out, const ft_node_t *node,
 	if (!node->topology)
 		return;
 	if (d->has_affinity && d->mode == FT_MODE_GUARANTEED) {
-		search_level(out, node, d, priority, pdb_violating, level, NULL);
+		search_level(out, node, d, priority, pdb_violating, level,
+			     NULL);
 	} else {
 		search_level(out, node, d, priority, pdb_violating,
 			     FT_LEVEL_NODE, NULL);
-		for (unsigned l = level; out->found && d->has_affinity &&
-					 l < FT_LEVEL_NODE;
-		     l++) {
+		for (unsigned l = level;
+		     out->found && d->has_affinity && l < FT_LEVEL_NODE; l++) {
 			memset(&alt, 0, sizeof(alt));
 			alt.exact = true;
 			search_level(&alt, node, d, priority, pdb_violating,

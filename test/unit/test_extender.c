@@ -668,6 +668,58 @@ static void test_extender__health_routes(void **state)
 	app_free(app);
 }
 
+/*
+ * Preemption honours PodDisruptionBudgets: on pairs-busy, evicting holder-b2
+ * (priority 0) frees an NVLink pair more cheaply than holder-b1 (100), until
+ * a budget with no disruptions left covers holder-b2.
+ */
+static void test_extender__preempt_avoids_pdb(void **state)
+{
+	static const char pdb_b2[] =
+	    "{\"metadata\":{\"name\":\"keep-b2\",\"namespace\":"
+	    "\"train\"},\"spec\":{\"selector\":{\"matchLabels\":{"
+	    "\"app\":\"b2\"}}},\"status\":{\"disruptionsAllowed\":0}}";
+	static const char pdb_all[] =
+	    "{\"metadata\":{\"name\":\"keep-batch\",\"namespace\":"
+	    "\"train\"},\"spec\":{\"selector\":{\"matchExpressions\":"
+	    "[{\"key\":\"tier\",\"operator\":\"In\",\"values\":["
+	    "\"batch\"]}]}},\"status\":{\"disruptionsAllowed\":0}}";
+	static const char request[] =
+	    "{\"Pod\":{\"metadata\":{\"name\":\"chat\",\"namespace\":"
+	    "\"online\",\"uid\":\"p-1\",\"annotations\":{"
+	    "\"flextopo.io/affinity\":\"nvlink\"}},\"spec\":{"
+	    "\"priority\":1000,\"containers\":[{\"name\":\"m\","
+	    "\"resources\":{\"requests\":{\"nvidia.com/gpu\":\"2\"}}}]}},"
+	    "\"NodeNameToMetaVictims\":{\"pairs-busy\":{\"Pods\":[],"
+	    "\"NumPDBViolations\":0}}}";
+	ft_app_t *app = app_new();
+	ft_http_response_t out;
+	cJSON *obj;
+
+	post(&out, app, ft_app_preempt, "/preempt", request, strlen(request));
+	assert_non_null(
+	    strstr(out.body, "0000000000b2\"}],\"NumPDBViolations\":0"));
+	free(out.body);
+
+	obj = cJSON_Parse(pdb_b2);
+	ft_state_apply_pdb(app->state, obj);
+	cJSON_Delete(obj);
+	post(&out, app, ft_app_preempt, "/preempt", request, strlen(request));
+	assert_non_null(
+	    strstr(out.body, "0000000000b1\"}],\"NumPDBViolations\":0"));
+	free(out.body);
+
+	/* Both covered: the cheaper pod again, with its violation counted. */
+	obj = cJSON_Parse(pdb_all);
+	ft_state_apply_pdb(app->state, obj);
+	cJSON_Delete(obj);
+	post(&out, app, ft_app_preempt, "/preempt", request, strlen(request));
+	assert_non_null(
+	    strstr(out.body, "0000000000b2\"}],\"NumPDBViolations\":1"));
+	free(out.body);
+	app_free(app);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -675,6 +727,7 @@ int main(void)
 	    cmocka_unit_test(test_extender__wire_prioritize),
 	    cmocka_unit_test(test_extender__wire_bind),
 	    cmocka_unit_test(test_extender__wire_preempt),
+	    cmocka_unit_test(test_extender__preempt_avoids_pdb),
 	    cmocka_unit_test(test_extender__bind_then_filter_sees_gpus_taken),
 	    cmocka_unit_test(test_extender__bind_twice_is_idempotent),
 	    cmocka_unit_test(test_extender__two_binds_get_disjoint_gpus),

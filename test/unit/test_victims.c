@@ -78,8 +78,7 @@ static bool brute_force(ft_victim_cost_t *best, const ft_node_t *node,
 	return found;
 }
 
-static void random_cpus(char *buf, size_t size, unsigned *seed,
-			unsigned n_cpus)
+static void random_cpus(char *buf, size_t size, unsigned *seed, unsigned n_cpus)
 {
 	unsigned first = (unsigned)rand_r(seed) % n_cpus;
 	unsigned len = 1 + (unsigned)rand_r(seed) % 4;
@@ -135,11 +134,12 @@ static void check_against_brute_force(ft_node_t *node, const ft_demand_t *d,
 	assert_int_equal(ft_victims_compare(&got.cost, &best), 0);
 	assert_true(ft_victims_feasible(node, d, level, got.holdings, got.n));
 	for (unsigned i = 0; i < got.n; i++) {
-		assert_true(node->holdings[got.holdings[i]].priority < priority);
+		assert_true(node->holdings[got.holdings[i]].priority <
+			    priority);
 		if (i)
-			assert_true(node->holdings[got.holdings[i - 1]]
-					    .priority >=
-				    node->holdings[got.holdings[i]].priority);
+			assert_true(
+			    node->holdings[got.holdings[i - 1]].priority >=
+			    node->holdings[got.holdings[i]].priority);
 	}
 }
 
@@ -157,18 +157,17 @@ static void test_victims__exact_on_random_nodes(void **state)
 		unsigned n = random_pods(pods, t, &seed, prefixes[round % 3]);
 		ft_node_t *node;
 		ft_demand_t d = demand(
-			1 + (unsigned)rand_r(&seed) % 3,
-			(unsigned)rand_r(&seed) % 8,
-			(ft_level_t)((unsigned)rand_r(&seed) % FT_LEVEL_COUNT),
-			FT_MODE_GUARANTEED);
+		    1 + (unsigned)rand_r(&seed) % 3,
+		    (unsigned)rand_r(&seed) % 8,
+		    (ft_level_t)((unsigned)rand_r(&seed) % FT_LEVEL_COUNT),
+		    FT_MODE_GUARANTEED);
 		for (unsigned i = 0; i < n; i++)
 			list[i] = &pods[i];
 		list[n] = NULL;
 		node = ft_test_node("n", t, list);
-		check_against_brute_force(node, &d,
-					  (int32_t)((unsigned)rand_r(&seed) %
-						    4) * 100 +
-						  50);
+		check_against_brute_force(
+		    node, &d,
+		    (int32_t)((unsigned)rand_r(&seed) % 4) * 100 + 50);
 		checked++;
 		for (unsigned i = 0; i < n; i++)
 			ft_pod_dispose(&pods[i]);
@@ -236,7 +235,7 @@ static void test_victims__pdb_avoided_when_another_set_exists(void **state)
 	ft_topology_t *t = ft_test_topology_pairs4("P");
 	ft_pod_t pods[4], *list[5];
 	ft_demand_t d = demand(2, 0, FT_LEVEL_NVLINK, FT_MODE_GUARANTEED);
-	bool pdb[4] = {true, true, false, false};
+	ft_pdb_view_t pdb;
 	ft_victim_set_t got;
 	ft_node_t *node;
 
@@ -251,13 +250,93 @@ static void test_victims__pdb_avoided_when_another_set_exists(void **state)
 	ft_victims_search(&got, node, &d, 100, NULL);
 	assert_int_equal(got.n, 2);
 	assert_int_equal(got.cost.max_priority, 0);
-	ft_victims_search(&got, node, &d, 100, pdb);
+	/* "a" and "b" share a budget that allows no disruption. */
+	memset(&pdb, 0, sizeof(pdb));
+	pdb.n_budgets = 1;
+	pdb.allowed[0] = 0;
+	pdb.n_of[0] = pdb.n_of[1] = 1;
+	ft_victims_search(&got, node, &d, 100, &pdb);
 	assert_int_equal(got.n, 2);
 	assert_int_equal(got.cost.pdb_violations, 0);
 	assert_int_equal(got.cost.max_priority, 50);
+	/* A budget of one disruption: evicting both is one violation. */
+	pdb.allowed[0] = 1;
+	{
+		uint16_t both[2] = {0, 1};
+		ft_victim_cost_t c;
+		ft_victims_cost(&c, node, both, 2, &pdb);
+		assert_int_equal(c.pdb_violations, 1);
+		ft_victims_cost(&c, node, both, 1, &pdb);
+		assert_int_equal(c.pdb_violations, 0);
+	}
 	for (unsigned i = 0; i < 4; i++)
 		ft_pod_dispose(&pods[i]);
 	ft_node_unref(node);
+	ft_topology_unref(t);
+}
+
+/* Exactness holds with budgets too: random budgets against brute force. */
+static void test_victims__exact_with_budgets(void **state)
+{
+	ft_topology_t *t = ft_test_topology_a100("A");
+	unsigned seed = 77;
+
+	for (int round = 0; round < 200; round++) {
+		ft_pod_t pods[10], *list[11];
+		unsigned n = random_pods(pods, t, &seed, "A");
+		ft_demand_t d = demand(
+		    1 + (unsigned)rand_r(&seed) % 3,
+		    (unsigned)rand_r(&seed) % 8,
+		    (ft_level_t)((unsigned)rand_r(&seed) % FT_LEVEL_COUNT),
+		    FT_MODE_GUARANTEED);
+		ft_pdb_view_t pdb;
+		ft_victim_cost_t best;
+		ft_victim_set_t got;
+		ft_node_t *node;
+		uint16_t cand[16], idx[16];
+		unsigned nc = 0;
+		bool exists = false;
+
+		memset(&pdb, 0, sizeof(pdb));
+		pdb.n_budgets = 2;
+		pdb.allowed[0] = (int32_t)((unsigned)rand_r(&seed) % 2);
+		pdb.allowed[1] = 0;
+		for (unsigned i = 0; i < n; i++) {
+			unsigned k = (unsigned)rand_r(&seed) % 3;
+			if (k < 2) {
+				pdb.n_of[i] = 1;
+				pdb.of[i][0] = (uint8_t)k;
+			}
+			list[i] = &pods[i];
+		}
+		list[n] = NULL;
+		node = ft_test_node("n", t, list);
+		for (unsigned i = 0; i < node->n_holdings; i++)
+			if (node->holdings[i].priority < 250)
+				cand[nc++] = (uint16_t)i;
+		for (uint32_t mask = 0; mask < (1u << nc); mask++) {
+			ft_victim_cost_t c;
+			unsigned k = 0;
+			for (unsigned i = 0; i < nc; i++)
+				if (mask & (1u << i))
+					idx[k++] = cand[i];
+			if (!ft_victims_feasible(
+				node, &d, ft_place_effective_level(&d), idx, k))
+				continue;
+			ft_victims_cost(&c, node, idx, k, &pdb);
+			if (!exists || ft_victims_compare(&c, &best) < 0)
+				best = c;
+			exists = true;
+		}
+		ft_victims_search(&got, node, &d, 250, &pdb);
+		assert_int_equal(got.found, exists);
+		if (exists)
+			assert_int_equal(ft_victims_compare(&got.cost, &best),
+					 0);
+		for (unsigned i = 0; i < n; i++)
+			ft_pod_dispose(&pods[i]);
+		ft_node_unref(node);
+	}
 	ft_topology_unref(t);
 }
 
@@ -290,12 +369,11 @@ static void test_victims__none_when_higher_priority_blocks(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_victims__exact_on_random_nodes),
-		cmocka_unit_test(test_victims__paper_scenario_numa),
-		cmocka_unit_test(
-			test_victims__pdb_avoided_when_another_set_exists),
-		cmocka_unit_test(
-			test_victims__none_when_higher_priority_blocks),
+	    cmocka_unit_test(test_victims__exact_on_random_nodes),
+	    cmocka_unit_test(test_victims__paper_scenario_numa),
+	    cmocka_unit_test(test_victims__pdb_avoided_when_another_set_exists),
+	    cmocka_unit_test(test_victims__exact_with_budgets),
+	    cmocka_unit_test(test_victims__none_when_higher_priority_blocks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
