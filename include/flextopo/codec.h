@@ -19,6 +19,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "arena.h"
 #include "cluster.h"
 #include "config.h"
 #include "pdb.h"
@@ -94,7 +95,8 @@ int ft_codec_allocation_from_placement(ft_allocation_t *out,
 
 /* ExtenderArgs (filter, prioritize) and ExtenderPreemptionArgs' Pod. */
 typedef struct ft_extender_args {
-	cJSON *root;		 /* owns what the pointers below borrow */
+	ft_arena_t arena;	 /* holds the parsed tree */
+	cJSON *root;		 /* lives in arena; borrowed by the below */
 	const cJSON *pod;	 /* "Pod" */
 	bool node_cache_capable; /* NodeNames was given (else Nodes.items) */
 	unsigned n_nodes;

@@ -96,8 +96,17 @@ int ft_codec_extender_args_decode(ft_extender_args_t *out, const char *body,
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	if ((rc = parse_object(&out->root, body, len)) < 0)
+	ft_arena_init(&out->arena);
+	ft_arena_install_json_hooks();
+	ft_arena_enter(&out->arena);
+	rc = parse_object(&out->root, body, len);
+	ft_arena_leave();
+	if (rc == 0 && out->arena.failed)
+		rc = ft_error_set(FT_ENOMEM, "out of memory");
+	if (rc < 0) {
+		ft_arena_dispose(&out->arena);
 		return rc;
+	}
 	out->pod = cJSON_GetObjectItem(out->root, "Pod");
 	names = cJSON_GetObjectItem(out->root, "NodeNames");
 	nodes = cJSON_GetObjectItem(out->root, "Nodes");
@@ -119,7 +128,7 @@ void ft_codec_extender_args_dispose(ft_extender_args_t *args)
 {
 	if (!args)
 		return;
-	cJSON_Delete(args->root);
+	ft_arena_dispose(&args->arena); /* the whole parsed tree */
 	free(args->node_names);
 	free(args->node_objects);
 	memset(args, 0, sizeof(*args));
