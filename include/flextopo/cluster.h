@@ -73,7 +73,7 @@ typedef struct ft_pod {
 	char *uid;
 	char *ns;
 	char *name;
-	char *node;	  /* spec.nodeName; NULL when unscheduled */
+	char *node; /* spec.nodeName; NULL when unscheduled */
 	unsigned n_labels;
 	char **labels;	  /* metadata.labels as "key=value" */
 	int32_t priority; /* spec.priority (0 when absent) */

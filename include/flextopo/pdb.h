@@ -17,7 +17,7 @@ typedef struct ft_pdb {
 	ft_selector_t selector;
 	int32_t disruptions_allowed;
 	unsigned n_disrupted;
-	char **disrupted;        /* pod names in status.disruptedPods */
+	char **disrupted; /* pod names in status.disruptedPods */
 } ft_pdb_t;
 
 void ft_pdb_dispose(ft_pdb_t *pdb);

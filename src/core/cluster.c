@@ -85,7 +85,7 @@ static int copy_labels(ft_pod_t *out, const ft_pod_t *src)
 		return ft_error_set(FT_ENOMEM, "out of memory");
 	for (; out->n_labels < src->n_labels; out->n_labels++)
 		if (!(out->labels[out->n_labels] =
-			      strdup(src->labels[out->n_labels])))
+			  strdup(src->labels[out->n_labels])))
 			return ft_error_set(FT_ENOMEM, "out of memory");
 	return 0;
 }

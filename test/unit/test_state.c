@@ -530,7 +530,8 @@ static void test_state__replace_keeps_assumed_pods(void **state)
 	/* The bind is in flight: the watch has not shown it yet. */
 	assert_int_equal(assumed_count(s), 1);
 	assert_int_equal(__builtin_popcount((unsigned)gpus_used(s, "n1")), 2);
-	/* Once the Binding is answered, a relist without the pod means it is gone. */
+	/* Once the Binding is answered, a relist without the pod means it is
+	 * gone. */
 	ft_state_bind_done(s, "p1");
 	ft_state_replace_begin(s, FT_KIND_POD);
 	ft_state_replace_end(s, FT_KIND_POD);
