@@ -47,7 +47,7 @@ static bool reserve(ft_buf_t *b, size_t more)
 
 void ft_buf_put(ft_buf_t *b, const char *s, size_t n)
 {
-	if (!reserve(b, n))
+	if (!n || !reserve(b, n))
 		return;
 	memcpy(b->data + b->len, s, n);
 	b->len += n;
