@@ -55,9 +55,9 @@ static room_t domain_room(const ft_node_t *node, const ft_domain_t *dom,
 	r.gpus = (uint32_t)__builtin_popcount(gpus);
 	for (unsigned i = 0; d->mig_count && i < t->n_mig; i++)
 		r.mig += mig_matches(node, i, d, dom->gpus, ignore_usage);
-	for (unsigned n = 0; n < t->n_numa; n++) {
-		if (!(dom->numa_nodes & (1u << n)))
-			continue;
+	/* Visit only the domain's NUMA nodes: most domains hold one. */
+	for (unsigned m = dom->numa_nodes; m; m &= m - 1) {
+		unsigned n = (unsigned)__builtin_ctz(m);
 		r.cpus +=
 		    ignore_usage ? t->numa[n].n_cpus : node->numa_free_cpus[n];
 		r.memory_mib += ignore_usage ? t->numa[n].memory_mib
