@@ -35,8 +35,12 @@ for t in test_place test_extender test_state; do
 	fi
 done
 
+echo "== Helm chart (lint, template, values schema; helm built from its Go module)"
+scripts/chart-check.sh
+helm_bin=$(scripts/chart-check.sh --build-only | tail -n1)
+
 if [[ ${SKIP_E2E:-0} != 1 ]]; then
-	echo "== end-to-end (real kube-apiserver, etcd, kube-scheduler)"
-	FLEXTOPO_EXTENDER=build/flextopo-extender scripts/e2e.sh
+	echo "== end-to-end (real kube-apiserver, etcd, kube-scheduler; the chart applied with server-side dry run)"
+	FLEXTOPO_EXTENDER=build/flextopo-extender HELM=$helm_bin scripts/e2e.sh
 fi
 echo "== all tests passed in $((SECONDS - start))s"

@@ -1,0 +1,151 @@
+{{/* Chart name, cut to 63 characters (a DNS label). */}}
+{{- define "flextopo.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/*
+Full name of the release's objects, cut to 52 characters so that suffixes
+("-scheduler-config", "-auth-reader") keep names within 63.
+*/}}
+{{- define "flextopo.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 52 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 52 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 52 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Name of a cluster-scoped object: the release namespace is part of it. */}}
+{{- define "flextopo.clusterName" -}}
+{{- printf "%s-%s" .Release.Namespace (include "flextopo.fullname" .) | trunc 253 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "flextopo.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "flextopo.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "flextopo.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: {{ .Values.mode }}
+{{- end -}}
+
+{{- define "flextopo.labels" -}}
+helm.sh/chart: {{ include "flextopo.chart" . }}
+{{ include "flextopo.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: flextopo
+{{- end -}}
+
+{{- define "flextopo.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "flextopo.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "flextopo.extenderImage" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+
+{{- define "flextopo.schedulerImage" -}}
+{{- printf "%s:%s" .Values.scheduler.image.repository .Values.scheduler.image.tag -}}
+{{- end -}}
+
+{{/* The address the extender binds. */}}
+{{- define "flextopo.listenHost" -}}
+{{- if .Values.extender.listenHost -}}
+{{- .Values.extender.listenHost -}}
+{{- else if eq .Values.mode "scheduler" -}}
+127.0.0.1
+{{- else -}}
+0.0.0.0
+{{- end -}}
+{{- end -}}
+
+{{/* The URL kube-scheduler calls. */}}
+{{- define "flextopo.urlPrefix" -}}
+{{- if eq .Values.mode "scheduler" -}}
+{{- printf "http://127.0.0.1:%d" (int .Values.extender.port) -}}
+{{- else -}}
+{{- printf "http://%s.%s.svc:%d" (include "flextopo.fullname" .) .Release.Namespace (int .Values.service.port) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The extenders[] entry of a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1):
+the scheduler ConfigMap uses it, and NOTES.txt prints it in extender mode.
+*/}}
+{{- define "flextopo.extenderEntry" -}}
+- urlPrefix: {{ include "flextopo.urlPrefix" . | quote }}
+  filterVerb: filter
+  prioritizeVerb: prioritize
+  preemptVerb: preempt
+  bindVerb: bind
+  weight: {{ int .Values.registration.weight }}
+  nodeCacheCapable: true
+  enableHTTPS: false
+  httpTimeout: {{ .Values.registration.httpTimeout | quote }}
+  ignorable: {{ .Values.registration.ignorable }}
+{{- with .Values.registration.managedResources }}
+  managedResources:
+{{- range . }}
+    - name: {{ .name | quote }}
+      ignoredByScheduler: {{ default false .ignoredByScheduler }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/*
+An in-container probe of the extender on loopback: bash builtins only (no
+curl in the image). Passes when the status line says 200.
+*/}}
+{{- define "flextopo.loopbackProbe" -}}
+exec:
+  command:
+    - /bin/bash
+    - -c
+    - >-
+      exec 3<>/dev/tcp/127.0.0.1/{{ int .port }} &&
+      printf 'GET {{ .path }} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3 &&
+      IFS= read -r status <&3 &&
+      [[ $status == "HTTP/1."?" 200"* ]]
+{{- end -}}
+
+{{/* Cross-field checks the schema cannot state with a clear message. */}}
+{{- define "flextopo.validate" -}}
+{{- if and (eq .Values.mode "extender") (gt (int .Values.replicaCount) 1) -}}
+{{- fail "replicaCount: extender mode runs exactly 1 replica: each extender keeps its own record of the GPUs and CPUs it has handed out but not yet seen bound, so replicas behind one Service could hand out the same GPU twice. Use mode=scheduler for several replicas with leader election." -}}
+{{- end -}}
+{{- if and (eq .Values.mode "extender") .Values.serviceMonitor.enabled -}}
+{{- fail "serviceMonitor.enabled: the extender serves no /metrics yet; the ServiceMonitor is only available in mode=scheduler, where it scrapes kube-scheduler." -}}
+{{- end -}}
+{{- if and (eq .Values.mode "scheduler") (eq .Values.scheduler.name "default-scheduler") -}}
+{{- fail "scheduler.name: default-scheduler is the name of the cluster's own scheduler; the second scheduler needs a name of its own (pods opt in with spec.schedulerName)" -}}
+{{- end -}}
+{{- if eq .Values.mode "scheduler" -}}
+{{- $re := "^v?[0-9]+\\.[0-9]+\\.[0-9]+" -}}
+{{- $tag := regexFind $re .Values.scheduler.image.tag -}}
+{{- $server := regexFind $re .Capabilities.KubeVersion.Version -}}
+{{- if and $tag $server -}}
+{{- $img := semver $tag -}}
+{{- $kube := semver $server -}}
+{{- if or (ne $img.Major $kube.Major) (gt $img.Minor $kube.Minor) -}}
+{{- fail (printf "scheduler.image.tag: kube-scheduler %s is newer than the cluster's Kubernetes %s; a kube-scheduler may not be newer than its API server (version skew policy). Set scheduler.image.tag to the cluster's version, e.g. --set scheduler.image.tag=v%d.%d.%d" .Values.scheduler.image.tag .Capabilities.KubeVersion.Version $kube.Major $kube.Minor $kube.Patch) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- if gt (int .Values.extender.config.watchBackoffInitialMs) (int .Values.extender.config.watchBackoffMaxMs) -}}
+{{- fail "extender.config.watchBackoffInitialMs may not exceed extender.config.watchBackoffMaxMs" -}}
+{{- end -}}
+{{- if and (eq .Values.mode "scheduler") (ne (include "flextopo.listenHost" .) "127.0.0.1") (ne (include "flextopo.listenHost" .) "0.0.0.0") -}}
+{{- fail "extender.listenHost: in scheduler mode kube-scheduler calls http://127.0.0.1, so the extender must listen on 127.0.0.1 (the default) or 0.0.0.0" -}}
+{{- end -}}
+{{- end -}}

@@ -1,0 +1,297 @@
+#!/usr/bin/env bash
+# Checks the Helm chart charts/flextopo without a cluster and without Docker.
+#
+#   scripts/chart-check.sh                    lint, render, schema checks
+#   scripts/chart-check.sh --build-only       build (or find) helm, print its path
+#   scripts/chart-check.sh --e2e [go test args]
+#                                             the above, then the chart tests of
+#                                             the e2e suite (TestChart*) with HELM
+#                                             set, on scripts/e2e.sh's control plane
+#
+# 1. Builds helm ${HELM_VERSION:-v3.22.0} from its Go module
+#    (go install helm.sh/helm/v3/cmd/helm@VERSION; the module has no replace
+#    directives, so this works outside any module) unless it is cached in
+#      ${FLEXTOPO_HELM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/flextopo-helm}/<version>/helm
+#    Only the Go module proxy is needed. The Kubernetes version helm assumes
+#    by default is set from the client-go its go.mod requires, as helm's own
+#    Makefile does. The newest release: go list -m -versions helm.sh/helm/v3
+# 2. helm lint --strict for both modes and with every option on.
+# 3. helm template for each case into a directory (FLEXTOPO_CHART_OUT, or a
+#    temporary one removed after a pass), checking the kinds each renders.
+# 4. Wrong values that must fail, each with the message it must give:
+#    values.schema.json for single values, the templates for combinations.
+#
+# Exits non-zero on any failure.
+set -euo pipefail
+
+repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+chart=$repo_root/charts/flextopo
+helm_version=${HELM_VERSION:-v3.22.0}
+cache_root=${FLEXTOPO_HELM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/flextopo-helm}
+helm=$cache_root/$helm_version/helm
+# The Kubernetes release the e2e runs; Capabilities.KubeVersion when rendering.
+kube_version=v1.36.3
+release=flextopo
+namespace=flextopo-system
+
+mode=check
+if [[ ${1:-} == --build-only ]]; then
+	mode=build-only
+	shift
+elif [[ ${1:-} == --e2e ]]; then
+	mode=e2e
+	shift
+fi
+
+start=$SECONDS
+phase_start=$SECONDS
+timings=()
+phase_done() {
+	timings+=("$1 $((SECONDS - phase_start))s")
+	phase_start=$SECONDS
+}
+
+# --- 1. helm -------------------------------------------------------------
+
+build_helm() {
+	if ! command -v go >/dev/null 2>&1; then
+		echo "chart-check.sh: go is not on PATH (needed to build helm $helm_version)" >&2
+		exit 1
+	fi
+	local bin_dir=$cache_root/$helm_version tmp gomod client_go minor
+	mkdir -p "$bin_dir"
+	tmp=$(mktemp -d "$bin_dir/.build.XXXXXX")
+	trap 'rm -rf "$tmp"' EXIT
+	# helm's Makefile sets the default Kubernetes version (used by lint and
+	# template without --kube-version) to 1.<minor of client-go>.
+	gomod=$(cd "$tmp" && GOWORK=off go mod download -json "helm.sh/helm/v3@$helm_version" |
+		sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')
+	client_go=$(sed -n 's/^[[:space:]]*k8s\.io\/client-go v0\.\([0-9]*\)\..*/\1/p' "$gomod" | head -n1)
+	minor=${client_go:-30}
+	local ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$helm_version -X helm.sh/helm/v3/internal/version.metadata="
+	for pkg in pkg/lint/rules pkg/chartutil; do
+		ldflags+=" -X helm.sh/helm/v3/$pkg.k8sVersionMajor=1 -X helm.sh/helm/v3/$pkg.k8sVersionMinor=$minor"
+	done
+	echo "chart-check.sh: building helm $helm_version into $helm (a cold build takes a minute or two)"
+	(cd "$tmp" && GOWORK=off GOBIN="$tmp" CGO_ENABLED=0 \
+		go install -trimpath -ldflags "$ldflags" "helm.sh/helm/v3/cmd/helm@$helm_version")
+	mv -f "$tmp/helm" "$helm" # atomic: concurrent runs see a whole binary or none
+	rm -rf "$tmp"
+	trap - EXIT
+}
+
+if [[ -x $helm ]] && [[ $("$helm" version --template '{{.Version}}' 2>/dev/null || true) == "$helm_version" ]]; then
+	echo "chart-check.sh: using cached $helm"
+	touch "$helm"
+else
+	build_helm
+	# Drop helm builds unused for 60 days.
+	find "$cache_root" -mindepth 2 -maxdepth 2 -name helm -mtime +60 -print 2>/dev/null |
+		while IFS= read -r old; do rm -rf "$(dirname "$old")"; done
+fi
+echo "chart-check.sh: $("$helm" version --short)"
+phase_done "helm"
+
+if [[ $mode == build-only ]]; then
+	echo "chart-check.sh: helm ready in ${timings[0]#helm }"
+	echo "$helm"
+	exit 0
+fi
+
+if [[ -n ${FLEXTOPO_CHART_OUT:-} ]]; then
+	out=$FLEXTOPO_CHART_OUT
+	mkdir -p "$out"
+	keep_out=1
+else
+	out=$(mktemp -d "${TMPDIR:-/tmp}/flextopo-chart.XXXXXX")
+	keep_out=0
+fi
+failures=0
+fail() {
+	echo "FAIL: $*" >&2
+	failures=$((failures + 1))
+}
+
+# Option sets, one per line: name, then --set arguments.
+cases=(
+	"scheduler --set mode=scheduler"
+	"extender --set mode=extender"
+	"scheduler-full --set mode=scheduler --set replicaCount=2 --set serviceMonitor.enabled=true --set registration.managedResources[0].name=nvidia.com/gpu --set registration.ignorable=true --set scheduler.extraArgs[0]=--kube-api-qps=50 --set priorityClassName=system-cluster-critical --set extender.config.policy=distributed --set extender.config.logLevel=debug"
+	"extender-full --set mode=extender --set podDisruptionBudget.enabled=true --set registration.managedResources[0].name=nvidia.com/gpu --set service.type=NodePort --set extender.config.maxRequestBytes=128Mi --set extender.config.defaultAffinityMode=best-effort"
+)
+
+# --- 2. lint -------------------------------------------------------------
+
+echo "== helm lint --strict"
+for c in "${cases[@]}"; do
+	read -r -a args <<<"$c"
+	name=${args[0]}
+	if ! "$helm" lint --strict --quiet --kube-version "$kube_version" "$chart" "${args[@]:1}" >"$out/lint-$name.log" 2>&1; then
+		fail "helm lint ($name):"
+		cat "$out/lint-$name.log" >&2
+	else
+		echo "lint $name: ok"
+	fi
+done
+phase_done "lint"
+
+# --- 3. template ---------------------------------------------------------
+
+# kinds NAME: the "Kind name" list of a rendered file.
+kinds() {
+	awk '/^---/{k=""} /^kind: /{k=$2} /^  name: /{if(k!=""){print k" "$2; k=""}}' "$1"
+}
+# expect FILE KIND COUNT
+expect() {
+	local n
+	n=$(kinds "$1" | awk -v k="$2" '$1==k' | wc -l)
+	[[ $n -eq $3 ]] || fail "$(basename "$1"): $n objects of kind $2, want $3"
+}
+
+echo "== helm template"
+for c in "${cases[@]}"; do
+	read -r -a args <<<"$c"
+	name=${args[0]}
+	file=$out/$name.yaml
+	if ! "$helm" template "$release" "$chart" --namespace "$namespace" --kube-version "$kube_version" \
+		"${args[@]:1}" >"$file" 2>"$out/template-$name.log"; then
+		fail "helm template ($name):"
+		cat "$out/template-$name.log" >&2
+		continue
+	fi
+	echo "template $name: $(kinds "$file" | wc -l) objects -> $file"
+done
+# What each mode must render.
+for f in scheduler scheduler-full; do
+	[[ -s $out/$f.yaml ]] || continue
+	expect "$out/$f.yaml" Deployment 1
+	expect "$out/$f.yaml" ConfigMap 2
+	expect "$out/$f.yaml" ServiceAccount 1
+	expect "$out/$f.yaml" ClusterRole 2
+	expect "$out/$f.yaml" ClusterRoleBinding 4
+	expect "$out/$f.yaml" Role 1
+	expect "$out/$f.yaml" RoleBinding 2
+	grep -q 'kind: KubeSchedulerConfiguration' "$out/$f.yaml" || fail "$f: no KubeSchedulerConfiguration"
+	grep -q -- '- name: kube-scheduler$' "$out/$f.yaml" || fail "$f: no kube-scheduler container"
+done
+for f in extender extender-full; do
+	[[ -s $out/$f.yaml ]] || continue
+	expect "$out/$f.yaml" Deployment 1
+	expect "$out/$f.yaml" Service 1
+	expect "$out/$f.yaml" ConfigMap 1
+	expect "$out/$f.yaml" ClusterRole 1
+	expect "$out/$f.yaml" ClusterRoleBinding 1
+	expect "$out/$f.yaml" Role 0
+	! grep -q 'kind: KubeSchedulerConfiguration' "$out/$f.yaml" || fail "$f: renders a KubeSchedulerConfiguration"
+	grep -q 'listen: "0.0.0.0:8888"' "$out/$f.yaml" || fail "$f: the extender does not listen on all addresses"
+done
+if [[ -s $out/scheduler.yaml ]]; then
+	expect "$out/scheduler.yaml" PodDisruptionBudget 0
+	expect "$out/scheduler.yaml" Service 0
+	grep -q 'listen: "127.0.0.1:8888"' "$out/scheduler.yaml" || fail "scheduler: the extender does not listen on loopback"
+	grep -q 'urlPrefix: "http://127.0.0.1:8888"' "$out/scheduler.yaml" || fail "scheduler: urlPrefix is not the loopback extender"
+fi
+if [[ -s $out/scheduler-full.yaml ]]; then
+	expect "$out/scheduler-full.yaml" PodDisruptionBudget 1
+	expect "$out/scheduler-full.yaml" ServiceMonitor 1
+	expect "$out/scheduler-full.yaml" Service 1
+fi
+[[ ! -s $out/extender-full.yaml ]] || expect "$out/extender-full.yaml" PodDisruptionBudget 1
+"$helm" package "$chart" --destination "$out" >"$out/package.log" 2>&1 || {
+	fail "helm package:"
+	cat "$out/package.log" >&2
+}
+phase_done "template"
+
+# --- 4. wrong values -----------------------------------------------------
+
+# Each line: --set arguments (space-separated) | text the error must contain.
+bad=(
+	"mode=bogus|at '/mode': value must be one of 'scheduler', 'extender'"
+	"extender.config.policy=spread|at '/extender/config/policy': value must be one of 'packed', 'distributed'"
+	"extender.config.defaultAffinityMode=strict|at '/extender/config/defaultAffinityMode': value must be one of"
+	"extender.config.logLevel=verbose|at '/extender/config/logLevel': value must be one of"
+	"extender.config.threads=257|at '/extender/config/threads': maximum"
+	"extender.config.apiTimeoutMs=0|at '/extender/config/apiTimeoutMs': minimum"
+	"extender.config.maxRequestBytes=2Gi|at '/extender/config/maxRequestBytes'"
+	"extender.config.gpuResource=gpu|at '/extender/config/gpuResource'"
+	"extender.config.polcy=packed|additional properties 'polcy' not allowed"
+	"replicaCount=0|at '/replicaCount': minimum"
+	"registration.weight=0|at '/registration/weight': minimum"
+	"registration.httpTimeout=0s|at '/registration/httpTimeout'"
+	"scheduler.percentageOfNodesToScore=101|at '/scheduler/percentageOfNodesToScore': maximum"
+	"extender.port=70000|at '/extender/port': maximum"
+	"tls.enabled=true|at '/tls/enabled': value must be false"
+	"scheduler.name=default-scheduler|scheduler.name: default-scheduler is the name of the cluster's own scheduler"
+	"mode=extender replicaCount=2|extender mode runs exactly 1 replica"
+	"mode=extender serviceMonitor.enabled=true|the extender serves no /metrics yet"
+	"extender.config.watchBackoffInitialMs=60000|may not exceed extender.config.watchBackoffMaxMs"
+)
+echo "== wrong values must fail"
+for b in "${bad[@]}"; do
+	sets=${b%%|*}
+	want=${b#*|}
+	args=()
+	for s in $sets; do args+=(--set "$s"); done
+	if "$helm" template "$release" "$chart" --namespace "$namespace" --kube-version "$kube_version" \
+		"${args[@]}" >/dev/null 2>"$out/bad.log"; then
+		fail "--set $sets was accepted; want an error containing: $want"
+	elif ! grep -qF -- "$want" "$out/bad.log"; then
+		fail "--set $sets failed with the wrong message; want: $want; got:"
+		cat "$out/bad.log" >&2
+	else
+		echo "refused $sets: $(grep -m1 -F -- "$want" "$out/bad.log" | sed 's/^[[:space:]-]*//')"
+	fi
+done
+# Version skew: a kube-scheduler newer than the cluster is refused; pinning
+# the tag to the cluster's version is the fix the message names.
+if "$helm" template "$release" "$chart" --namespace "$namespace" --kube-version v1.35.0 >/dev/null 2>"$out/bad.log"; then
+	fail "kube-scheduler $kube_version was accepted on a v1.35.0 cluster"
+elif ! grep -qF "is newer than the cluster's Kubernetes v1.35.0" "$out/bad.log"; then
+	fail "kube-scheduler newer than the cluster refused with the wrong message:"
+	cat "$out/bad.log" >&2
+else
+	echo "refused kube-scheduler $kube_version on a v1.35.0 cluster: ok"
+fi
+if ! "$helm" template "$release" "$chart" --namespace "$namespace" --kube-version v1.35.0 \
+	--set scheduler.image.tag=v1.35.0 >/dev/null 2>"$out/bad.log"; then
+	fail "scheduler.image.tag=v1.35.0 on a v1.35.0 cluster was refused:"
+	cat "$out/bad.log" >&2
+fi
+# lint refuses a wrong value too (the schema is checked against values files).
+printf 'extender:\n  config:\n    policy: spread\n' >"$out/bad-values.yaml"
+if "$helm" lint --strict --kube-version "$kube_version" "$chart" -f "$out/bad-values.yaml" >"$out/bad.log" 2>&1; then
+	fail "helm lint accepted extender.config.policy=spread"
+elif ! grep -qF "value must be one of 'packed', 'distributed'" "$out/bad.log"; then
+	fail "helm lint refused extender.config.policy=spread with the wrong message:"
+	cat "$out/bad.log" >&2
+else
+	echo "lint refuses a values file with extender.config.policy=spread: ok"
+fi
+rm -f "$out/bad.log"
+phase_done "schema"
+
+# --- 5. e2e (optional) ---------------------------------------------------
+
+rc=0
+if [[ $mode == e2e ]]; then
+	if ((failures == 0)); then
+		echo "== e2e chart tests (HELM=$helm)"
+		HELM=$helm "$repo_root/scripts/e2e.sh" -run '^TestChart' "$@" || rc=$?
+	else
+		echo "== e2e chart tests skipped: the checks above failed"
+	fi
+	phase_done "e2e"
+fi
+
+echo "chart-check.sh: timings: ${timings[*]}; total $((SECONDS - start))s"
+if ((failures > 0 || rc != 0)); then
+	echo "chart-check.sh: FAILED ($failures check(s) failed, e2e exit $rc); output kept in $out" >&2
+	exit 1
+fi
+if ((keep_out)); then
+	echo "chart-check.sh: all checks passed; rendered manifests in $out"
+else
+	echo "chart-check.sh: all checks passed"
+	rm -rf "$out"
+fi

@@ -1,0 +1,942 @@
+package e2e
+
+// The Helm chart (charts/flextopo) against the real control plane:
+//
+//   - TestChartServerSideDryRun renders the chart in both modes (and with the
+//     optional objects on) and applies every rendered object to
+//     kube-apiserver with server-side apply in dry-run mode; it also checks
+//     that every role a binding refers to exists, and lets helm itself do an
+//     `install --dry-run=server` to check NOTES.txt.
+//   - TestChartRBAC creates the rendered RBAC objects for real and asks the
+//     API server (SubjectAccessReview) what the chart's service account may
+//     and may not do, in both modes.
+//   - TestChartSchedulesWithItsConfiguration runs kube-scheduler and the
+//     extender with the files and command lines the chart renders
+//     (scheduler mode), under the chart's service account, and schedules a
+//     GPU pod through them with schedulerName flextopo-scheduler.
+//
+// HELM names the helm binary (scripts/chart-check.sh builds it and sets it
+// with --e2e). Without HELM the tests skip, or fail when CI=true.
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"sigs.k8s.io/yaml"
+)
+
+const (
+	chartFieldManager = "flextopo-test"
+	chartRelease      = "flextopo"
+	chartSchedName    = "flextopo-scheduler"
+	chartHelmTimeout  = 60 * time.Second
+)
+
+// chartEnv is what the chart tests share: helm, the API clients and the
+// server's version (Capabilities.KubeVersion when rendering).
+type chartEnv struct {
+	t        *testing.T
+	c        *cluster
+	helm     string
+	chartDir string
+	kubeVer  string
+	dyn      dynamic.Interface
+	mapper   meta.RESTMapper
+	helmHome string
+}
+
+func requireChart(t *testing.T) *chartEnv {
+	t.Helper()
+	c := requireCluster(t)
+	helm := os.Getenv("HELM")
+	if helm == "" {
+		msg := "HELM is not set: run scripts/chart-check.sh --e2e, or set HELM to a helm v3 binary"
+		if isCI() {
+			t.Fatal(msg + " (CI=true: the chart tests are required)")
+		}
+		t.Skip(msg)
+	}
+	if !isExecutable(helm) {
+		t.Fatalf("HELM=%s is not an executable file", helm)
+	}
+	v, err := c.client.Discovery().ServerVersion()
+	if err != nil {
+		t.Fatalf("server version: %v", err)
+	}
+	cfg := chartRESTConfig(c, c.pki.token)
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(c.client.Discovery()))
+	return &chartEnv{
+		t: t, c: c, helm: helm, kubeVer: v.GitVersion, dyn: dyn, mapper: mapper,
+		chartDir: filepath.Join(c.repoRoot, "charts", "flextopo"),
+		helmHome: t.TempDir(),
+	}
+}
+
+func chartRESTConfig(c *cluster, token string) *rest.Config {
+	return &rest.Config{
+		Host:            c.apiURL,
+		BearerToken:     token,
+		TLSClientConfig: rest.TLSClientConfig{CAData: c.pki.caPEM},
+		QPS:             100,
+		Burst:           200,
+	}
+}
+
+// runHelm runs helm with its cache, config and data directories inside the
+// test's temporary directory.
+func (e *chartEnv) runHelm(args ...string) ([]byte, error) {
+	cx, cancel := context.WithTimeout(context.Background(), chartHelmTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(cx, e.helm, args...)
+	cmd.Env = append(os.Environ(),
+		"HELM_CACHE_HOME="+filepath.Join(e.helmHome, "cache"),
+		"HELM_CONFIG_HOME="+filepath.Join(e.helmHome, "config"),
+		"HELM_DATA_HOME="+filepath.Join(e.helmHome, "data"),
+		"KUBECONFIG="+e.c.kubeconfig,
+	)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	if err != nil {
+		return stdout.Bytes(), fmt.Errorf("helm %s: %w\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.Bytes(), nil
+}
+
+// chartRender is one `helm template` output.
+type chartRender struct {
+	ns   string
+	raw  []byte
+	objs []*unstructured.Unstructured
+}
+
+func (e *chartEnv) render(ns string, sets ...string) *chartRender {
+	e.t.Helper()
+	args := []string{"template", chartRelease, e.chartDir, "--namespace", ns, "--kube-version", e.kubeVer}
+	for _, s := range sets {
+		args = append(args, "--set", s)
+	}
+	raw, err := e.runHelm(args...)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	r := &chartRender{ns: ns, raw: raw}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
+	for {
+		var m map[string]interface{}
+		if err := dec.Decode(&m); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			e.t.Fatalf("decode rendered manifests: %v", err)
+		}
+		if len(m) == 0 {
+			continue
+		}
+		r.objs = append(r.objs, &unstructured.Unstructured{Object: m})
+	}
+	if len(r.objs) == 0 {
+		e.t.Fatalf("helm template %v rendered nothing", sets)
+	}
+	return r
+}
+
+func chartObjName(o *unstructured.Unstructured) string {
+	if ns := o.GetNamespace(); ns != "" {
+		return fmt.Sprintf("%s %s/%s", o.GetKind(), ns, o.GetName())
+	}
+	return fmt.Sprintf("%s %s", o.GetKind(), o.GetName())
+}
+
+func (r *chartRender) kinds() []string {
+	var ks []string
+	for _, o := range r.objs {
+		ks = append(ks, o.GetKind())
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// one returns the only object of a kind whose name ends with suffix.
+func (r *chartRender) one(t *testing.T, kind, suffix string) *unstructured.Unstructured {
+	t.Helper()
+	var found *unstructured.Unstructured
+	for _, o := range r.objs {
+		if o.GetKind() == kind && strings.HasSuffix(o.GetName(), suffix) {
+			if found != nil {
+				t.Fatalf("two %s objects named *%s", kind, suffix)
+			}
+			found = o
+		}
+	}
+	if found == nil {
+		t.Fatalf("no %s named *%s among %v", kind, suffix, r.kinds())
+	}
+	return found
+}
+
+// resource maps an object to its API resource; namespaced objects must name
+// their namespace (the chart sets it on every one).
+func (e *chartEnv) resource(o *unstructured.Unstructured) (dynamic.ResourceInterface, error) {
+	gvk := o.GroupVersionKind()
+	m, err := e.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", chartObjName(o), err)
+	}
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		if o.GetNamespace() == "" {
+			return nil, fmt.Errorf("%s: namespaced but the chart sets no metadata.namespace", chartObjName(o))
+		}
+		return e.dyn.Resource(m.Resource).Namespace(o.GetNamespace()), nil
+	}
+	if o.GetNamespace() != "" {
+		return nil, fmt.Errorf("%s: cluster-scoped but has metadata.namespace", chartObjName(o))
+	}
+	return e.dyn.Resource(m.Resource), nil
+}
+
+// apply sends one object with server-side apply; dryRun leaves nothing
+// behind.
+func (e *chartEnv) apply(o *unstructured.Unstructured, dryRun bool) error {
+	ri, err := e.resource(o)
+	if err != nil {
+		return err
+	}
+	opts := metav1.ApplyOptions{FieldManager: chartFieldManager, Force: true}
+	if dryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	cx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := ri.Apply(cx, o.GetName(), o, opts); err != nil {
+		return fmt.Errorf("apply %s (dryRun=%v): %w", chartObjName(o), dryRun, err)
+	}
+	return nil
+}
+
+func (e *chartEnv) createNamespace(ns string) {
+	e.t.Helper()
+	cx := ctx(e.t, 30*time.Second)
+	_, err := e.c.client.CoreV1().Namespaces().Create(cx, &corev1.Namespace{
+		ObjectMeta: metav1.ObjectMeta{Name: ns},
+	}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		e.t.Fatalf("create namespace %s: %v", ns, err)
+	}
+}
+
+// applyForReal creates the objects (server-side apply) and deletes them when
+// the test ends. No controller manager runs, so nothing acts on them.
+func (e *chartEnv) applyForReal(objs []*unstructured.Unstructured) {
+	e.t.Helper()
+	for _, o := range objs {
+		if err := e.apply(o, false); err != nil {
+			e.t.Fatal(err)
+		}
+		o := o
+		e.t.Cleanup(func() {
+			ri, err := e.resource(o)
+			if err != nil {
+				return
+			}
+			cx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := ri.Delete(cx, o.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				e.t.Logf("cleanup: delete %s: %v", chartObjName(o), err)
+			}
+		})
+	}
+}
+
+// checkRoleRefs checks that every role a binding refers to is rendered or
+// exists: the API server accepts a binding to a missing role silently.
+func (e *chartEnv) checkRoleRefs(t *testing.T, r *chartRender) {
+	t.Helper()
+	rendered := map[string]bool{}
+	for _, o := range r.objs {
+		rendered[o.GetKind()+"/"+o.GetNamespace()+"/"+o.GetName()] = true
+	}
+	for _, o := range r.objs {
+		if o.GetKind() != "ClusterRoleBinding" && o.GetKind() != "RoleBinding" {
+			continue
+		}
+		kind, _, _ := unstructured.NestedString(o.Object, "roleRef", "kind")
+		name, _, _ := unstructured.NestedString(o.Object, "roleRef", "name")
+		ns := ""
+		if kind == "Role" {
+			ns = o.GetNamespace()
+		}
+		if rendered[kind+"/"+ns+"/"+name] {
+			continue
+		}
+		gvr := schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: strings.ToLower(kind) + "s"}
+		var ri dynamic.ResourceInterface = e.dyn.Resource(gvr)
+		if ns != "" {
+			ri = e.dyn.Resource(gvr).Namespace(ns)
+		}
+		cx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := ri.Get(cx, name, metav1.GetOptions{})
+		cancel()
+		if err != nil {
+			t.Errorf("%s refers to %s %q, which is neither rendered nor on the server: %v", chartObjName(o), kind, name, err)
+		}
+	}
+}
+
+// TestChartServerSideDryRun: every object the chart renders is accepted by
+// kube-apiserver (server-side apply, dryRun=All), in both modes and with the
+// optional objects on. The ServiceMonitor stays off: this API server has no
+// Prometheus Operator CRDs.
+func TestChartServerSideDryRun(t *testing.T) {
+	e := requireChart(t)
+	cases := []struct {
+		name      string
+		sets      []string
+		wantKinds []string
+		notes     []string // NOTES.txt must contain each
+	}{
+		{
+			name: "scheduler",
+			sets: []string{"mode=scheduler"},
+			wantKinds: []string{"ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "ClusterRoleBinding",
+				"ClusterRoleBinding", "ConfigMap", "ConfigMap", "Deployment", "Role", "RoleBinding", "RoleBinding", "ServiceAccount"},
+			notes: []string{"schedulerName: " + chartSchedName},
+		},
+		{
+			name:      "extender",
+			sets:      []string{"mode=extender"},
+			wantKinds: []string{"ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "Service", "ServiceAccount"},
+			notes:     []string{"urlPrefix: \"http://flextopo.chart-dry-extender.svc:8888\"", "nodeCacheCapable: true", "bindVerb: bind"},
+		},
+		{
+			name: "scheduler-ha",
+			sets: []string{"mode=scheduler", "replicaCount=2", "registration.managedResources[0].name=nvidia.com/gpu",
+				"scheduler.extraArgs[0]=--kube-api-qps=50", "priorityClassName=system-cluster-critical"},
+			wantKinds: []string{"ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "ClusterRoleBinding",
+				"ClusterRoleBinding", "ConfigMap", "ConfigMap", "Deployment", "PodDisruptionBudget", "Role", "RoleBinding",
+				"RoleBinding", "ServiceAccount"},
+		},
+		{
+			name: "extender-pdb",
+			sets: []string{"mode=extender", "podDisruptionBudget.enabled=true", "service.type=NodePort",
+				"registration.managedResources[0].name=nvidia.com/gpu"},
+			wantKinds: []string{"ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "PodDisruptionBudget",
+				"Service", "ServiceAccount"},
+			notes: []string{"managedResources:", "- name: \"nvidia.com/gpu\""},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := "chart-dry-" + tc.name
+			// Dry-run of a namespaced object needs its namespace to exist.
+			e.createNamespace(ns)
+			start := time.Now()
+			r := e.render(ns, tc.sets...)
+			if got := r.kinds(); strings.Join(got, ",") != strings.Join(tc.wantKinds, ",") {
+				t.Errorf("rendered kinds %v, want %v", got, tc.wantKinds)
+			}
+			rejected := 0
+			for _, o := range r.objs {
+				if err := e.apply(o, true); err != nil {
+					t.Error(err)
+					rejected++
+				}
+			}
+			// Dry run left nothing behind.
+			dep := r.one(t, "Deployment", "")
+			if ri, err := e.resource(dep); err == nil {
+				cx := ctx(t, 10*time.Second)
+				if _, err := ri.Get(cx, dep.GetName(), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+					t.Errorf("after the dry run, get %s: %v, want NotFound", chartObjName(dep), err)
+				}
+			}
+			e.checkRoleRefs(t, r)
+			t.Logf("server-side dry run: %d of %d objects accepted in %s", len(r.objs)-rejected, len(r.objs), time.Since(start).Round(time.Millisecond))
+
+			// helm's own server-side dry run: validation against the
+			// server's OpenAPI, and NOTES.txt.
+			args := []string{"install", chartRelease, e.chartDir, "--namespace", ns, "--dry-run=server"}
+			for _, s := range tc.sets {
+				args = append(args, "--set", s)
+			}
+			out, err := e.runHelm(args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			notes := string(out)
+			if i := strings.Index(notes, "\nNOTES:\n"); i >= 0 {
+				notes = notes[i:]
+			} else {
+				t.Fatalf("helm install --dry-run=server printed no NOTES:\n%s", out)
+			}
+			for _, want := range tc.notes {
+				if !strings.Contains(notes, want) {
+					t.Errorf("NOTES.txt lacks %q:\n%s", want, notes)
+				}
+			}
+		})
+	}
+}
+
+// chartSA is the identity of the chart's service account.
+func chartSA(r *chartRender, t *testing.T) (user string, groups []string) {
+	sa := r.one(t, "ServiceAccount", "")
+	return "system:serviceaccount:" + sa.GetNamespace() + ":" + sa.GetName(),
+		[]string{"system:serviceaccounts", "system:serviceaccounts:" + sa.GetNamespace(), "system:authenticated"}
+}
+
+type chartAccess struct {
+	allowed                         bool
+	ns, verb, group, res, sub, name string
+}
+
+func (a chartAccess) String() string {
+	r := a.res
+	if a.sub != "" {
+		r += "/" + a.sub
+	}
+	if a.group != "" {
+		r += "." + a.group
+	}
+	if a.name != "" {
+		r += " " + a.name
+	}
+	where := "cluster-wide"
+	if a.ns != "" {
+		where = "in " + a.ns
+	}
+	return fmt.Sprintf("%s %s %s", a.verb, r, where)
+}
+
+func (e *chartEnv) checkAccess(t *testing.T, user string, groups []string, want []chartAccess) {
+	t.Helper()
+	for _, a := range want {
+		cx := ctx(t, 10*time.Second)
+		sar, err := e.c.client.AuthorizationV1().SubjectAccessReviews().Create(cx, &authorizationv1.SubjectAccessReview{
+			Spec: authorizationv1.SubjectAccessReviewSpec{
+				User: user, Groups: groups,
+				ResourceAttributes: &authorizationv1.ResourceAttributes{
+					Namespace: a.ns, Verb: a.verb, Group: a.group, Resource: a.res, Subresource: a.sub, Name: a.name,
+				},
+			},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("SubjectAccessReview %s: %v", a, err)
+		}
+		if sar.Status.Allowed != a.allowed {
+			t.Errorf("%s may %s: allowed=%v, want %v (%s)", user, a, sar.Status.Allowed, a.allowed, sar.Status.Reason)
+		}
+	}
+}
+
+// TestChartRBAC creates the RBAC objects of each mode and checks, with
+// SubjectAccessReviews, that the service account can do what the extender
+// and kube-scheduler need and not more.
+func TestChartRBAC(t *testing.T) {
+	e := requireChart(t)
+	const other = "chart-rbac-other"
+	e.createNamespace(other)
+	extenderNeeds := func(podNS string) []chartAccess {
+		return []chartAccess{
+			{true, "", "list", "", "nodes", "", ""},
+			{true, "", "watch", "", "nodes", "", ""},
+			{true, "", "get", "", "nodes", "", "n1"},
+			{true, "", "list", "", "pods", "", ""},
+			{true, "", "watch", "", "pods", "", ""},
+			{true, podNS, "get", "", "pods", "", "p"},
+			{true, podNS, "patch", "", "pods", "", "p"},
+			{true, podNS, "create", "", "pods", "binding", "p"},
+			{true, podNS, "create", "", "bindings", "", ""},
+			{true, "", "list", "policy", "poddisruptionbudgets", "", ""},
+			{true, "", "watch", "policy", "poddisruptionbudgets", "", ""},
+			// Never needed by either container.
+			{false, podNS, "get", "", "secrets", "", "s"},
+			{false, "", "list", "", "secrets", "", ""},
+			{false, "", "update", "", "nodes", "", "n1"},
+			{false, "", "delete", "", "nodes", "", "n1"},
+			{false, podNS, "create", "", "pods", "", ""},
+			{false, podNS, "update", "", "pods", "", "p"},
+			{false, podNS, "patch", "apps", "deployments", "", "d"},
+			{false, podNS, "create", "policy", "poddisruptionbudgets", "", ""},
+		}
+	}
+	t.Run("extender", func(t *testing.T) {
+		ns := "chart-rbac-extender"
+		e.createNamespace(ns)
+		r := e.render(ns, "mode=extender")
+		e.applyForReal(chartRBACObjects(r))
+		user, groups := chartSA(r, t)
+		want := append(extenderNeeds(other),
+			// The extender alone elects no leader, sends no events and
+			// deletes no pods.
+			chartAccess{false, ns, "create", "coordination.k8s.io", "leases", "", ""},
+			chartAccess{false, other, "create", "", "events", "", ""},
+			chartAccess{false, other, "delete", "", "pods", "", "p"},
+			chartAccess{false, "kube-system", "get", "", "configmaps", "", "extension-apiserver-authentication"},
+		)
+		e.checkAccess(t, user, groups, want)
+	})
+	t.Run("scheduler", func(t *testing.T) {
+		ns := "chart-rbac-scheduler"
+		e.createNamespace(ns)
+		r := e.render(ns, "mode=scheduler")
+		e.applyForReal(chartRBACObjects(r))
+		user, groups := chartSA(r, t)
+		lease := r.one(t, "Deployment", "").GetName()
+		want := append(extenderNeeds(other),
+			// Leader election on the release's own Lease.
+			chartAccess{true, ns, "create", "coordination.k8s.io", "leases", "", ""},
+			chartAccess{true, ns, "get", "coordination.k8s.io", "leases", "", lease},
+			chartAccess{true, ns, "update", "coordination.k8s.io", "leases", "", lease},
+			chartAccess{false, ns, "update", "coordination.k8s.io", "leases", "", "someone-elses-lease"},
+			chartAccess{false, ns, "delete", "coordination.k8s.io", "leases", "", lease},
+			// Events in any namespace, both APIs.
+			chartAccess{true, other, "create", "", "events", "", ""},
+			chartAccess{true, other, "patch", "", "events", "", "e"},
+			chartAccess{true, other, "create", "events.k8s.io", "events", "", ""},
+			chartAccess{true, other, "patch", "events.k8s.io", "events", "", "e"},
+			// Delegated authentication of the secure port.
+			chartAccess{true, "kube-system", "get", "", "configmaps", "", "extension-apiserver-authentication"},
+			chartAccess{false, "kube-system", "get", "", "configmaps", "", "kube-proxy"},
+			// What kube-scheduler does (system:kube-scheduler,
+			// system:volume-scheduler).
+			chartAccess{true, other, "delete", "", "pods", "", "victim"},
+			chartAccess{true, other, "patch", "", "pods", "status", "p"},
+			chartAccess{true, "", "list", "", "persistentvolumeclaims", "", ""},
+			chartAccess{true, "", "update", "", "persistentvolumes", "", "pv"},
+			chartAccess{true, "", "list", "storage.k8s.io", "csinodes", "", ""},
+			chartAccess{true, "", "create", "authentication.k8s.io", "tokenreviews", "", ""},
+			chartAccess{true, "", "create", "authorization.k8s.io", "subjectaccessreviews", "", ""},
+		)
+		e.checkAccess(t, user, groups, want)
+	})
+}
+
+func chartRBACObjects(r *chartRender) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, o := range r.objs {
+		switch o.GetKind() {
+		case "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// chartContainer is a container of the rendered Deployment.
+func chartContainer(t *testing.T, dep *unstructured.Unstructured, name string) map[string]interface{} {
+	t.Helper()
+	cs, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
+	for _, c := range cs {
+		m, _ := c.(map[string]interface{})
+		if m["name"] == name {
+			return m
+		}
+	}
+	t.Fatalf("%s has no container %q", chartObjName(dep), name)
+	return nil
+}
+
+// chartMountedFile returns the ConfigMap entry a container sees at file:
+// it follows the volumeMount, the volume and the ConfigMap, so the test also
+// checks the Deployment's wiring.
+func chartMountedFile(t *testing.T, r *chartRender, dep *unstructured.Unstructured, ctr map[string]interface{}, file string) string {
+	t.Helper()
+	mounts, _, _ := unstructured.NestedSlice(ctr, "volumeMounts")
+	volName := ""
+	for _, m := range mounts {
+		mm, _ := m.(map[string]interface{})
+		if mm["mountPath"] == path.Dir(file) {
+			volName, _ = mm["name"].(string)
+		}
+	}
+	if volName == "" {
+		t.Fatalf("container %s: nothing mounted at %s", ctr["name"], path.Dir(file))
+	}
+	vols, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "volumes")
+	cmName := ""
+	for _, v := range vols {
+		vm, _ := v.(map[string]interface{})
+		if vm["name"] == volName {
+			cmName, _, _ = unstructured.NestedString(vm, "configMap", "name")
+		}
+	}
+	if cmName == "" {
+		t.Fatalf("volume %s is not a ConfigMap volume", volName)
+	}
+	cm := r.one(t, "ConfigMap", cmName)
+	data, found, _ := unstructured.NestedString(cm.Object, "data", path.Base(file))
+	if !found {
+		t.Fatalf("ConfigMap %s has no key %s (mounted at %s)", cmName, path.Base(file), file)
+	}
+	return data
+}
+
+// chartArgs is a container's command and args.
+func chartArgs(ctr map[string]interface{}) []string {
+	cmd, _, _ := unstructured.NestedStringSlice(ctr, "command")
+	args, _, _ := unstructured.NestedStringSlice(ctr, "args")
+	return append(cmd, args...)
+}
+
+// chartKubeconfig writes a kubeconfig that authenticates with token.
+func (e *chartEnv) chartKubeconfig(dir, token string) string {
+	e.t.Helper()
+	kc := map[string]interface{}{
+		"apiVersion":      "v1",
+		"kind":            "Config",
+		"current-context": "chart",
+		"clusters": []interface{}{map[string]interface{}{"name": "e2e", "cluster": map[string]interface{}{
+			"server": e.c.apiURL, "certificate-authority-data": base64.StdEncoding.EncodeToString(e.c.pki.caPEM),
+		}}},
+		"contexts": []interface{}{map[string]interface{}{"name": "chart", "context": map[string]interface{}{
+			"cluster": "e2e", "user": "sa",
+		}}},
+		"users": []interface{}{map[string]interface{}{"name": "sa", "user": map[string]interface{}{"token": token}}},
+	}
+	b, err := yaml.Marshal(kc)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	p := filepath.Join(dir, "sa.kubeconfig")
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+	return p
+}
+
+// chartProcess starts a process and stops it (showing its log on failure)
+// when the test ends.
+func chartProcess(t *testing.T, name, dir, bin string, args ...string) *process {
+	t.Helper()
+	p, err := startProcess(name, filepath.Join(dir, name+".log"), bin, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		p.stop(15 * time.Second)
+		if t.Failed() {
+			t.Logf("%s log (%s):\n%s", name, p.logPath, tailFile(p.logPath, 150))
+		}
+	})
+	return p
+}
+
+func chartExtenderBinary(c *cluster) string {
+	bin := os.Getenv("FLEXTOPO_EXTENDER")
+	if bin == "" {
+		return filepath.Join(c.repoRoot, "build", "flextopo-extender")
+	}
+	if !filepath.IsAbs(bin) {
+		return filepath.Join(c.repoRoot, bin)
+	}
+	return bin
+}
+
+// TestChartSchedulesWithItsConfiguration runs what the chart's scheduler
+// mode runs, on loopback and under the chart's service account: the
+// extender with the rendered flextopo.yaml and its container's arguments,
+// kube-scheduler with the rendered KubeSchedulerConfiguration and its
+// container's flags (leader election on, through the rendered Lease), and
+// the rendered exec probes. Then a pod with schedulerName
+// flextopo-scheduler is scheduled and bound through them.
+func TestChartSchedulesWithItsConfiguration(t *testing.T) {
+	e := requireChart(t)
+	c := e.c
+	testenv := os.Getenv("K8S_TESTENV")
+	ns := "chart-run"
+	e.createNamespace(ns)
+	r := e.render(ns, "mode=scheduler")
+	e.applyForReal(chartRBACObjects(r))
+	dep := r.one(t, "Deployment", "")
+	sa := r.one(t, "ServiceAccount", "")
+	dir, err := c.dir("chart-run")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The service account's token, as the pod would have it.
+	cx := ctx(t, 30*time.Second)
+	expiry := int64(3600)
+	tr, err := c.client.CoreV1().ServiceAccounts(ns).CreateToken(cx, sa.GetName(), &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("token for %s: %v", chartObjName(sa), err)
+	}
+	kubeconfig := e.chartKubeconfig(dir, tr.Status.Token)
+
+	// Nodes first, so that the extender's first list holds them.
+	s := newScenario(t, c, "chart")
+	var nvlink, pcie string
+	extBin := chartExtenderBinary(c)
+	haveExtender := isExecutable(extBin)
+	if haveExtender {
+		pb := newTopo(s.nodeName("pcie"))
+		pb.switchGPUs(pb.numa(pb.socket(), "0-31", 262144), 8)
+		pcie = s.addTopologyNode("pcie", pb.build())
+		nb := newTopo(s.nodeName("nvlink"))
+		g := nb.switchGPUs(nb.numa(nb.socket(), "0-15", 65536), 2)
+		nb.nvlink(g[0], g[1], 4)
+		nvlink = s.addTopologyNode("nvlink", nb.build())
+	}
+
+	// --- the extender container ---
+	extCtr := chartContainer(t, dep, "extender")
+	extArgs := chartArgs(extCtr)
+	if len(extArgs) < 3 || path.Base(extArgs[0]) != "flextopo-extender" {
+		t.Fatalf("extender container runs %v, want flextopo-extender --config FILE", extArgs)
+	}
+	extPort, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var extURL string
+	for i := 1; i < len(extArgs); i++ {
+		if extArgs[i] == "--config" && i+1 < len(extArgs) {
+			cfg := chartMountedFile(t, r, dep, extCtr, extArgs[i+1])
+			var m map[string]interface{}
+			if err := yaml.Unmarshal([]byte(cfg), &m); err != nil {
+				t.Fatalf("rendered flextopo.yaml: %v", err)
+			}
+			if m["listen"] != "127.0.0.1:8888" || m["kubeconfig"] != "" || m["snapshot"] != "" {
+				t.Errorf("rendered flextopo.yaml: listen %v, kubeconfig %q, snapshot %q; want 127.0.0.1:8888 and in-cluster watch",
+					m["listen"], m["kubeconfig"], m["snapshot"])
+			}
+			p := filepath.Join(dir, "flextopo.yaml")
+			if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			extArgs[i+1] = p
+		}
+	}
+	if haveExtender {
+		// The file as rendered; the in-cluster account and the fixed
+		// port are replaced by flags (which override the file).
+		args := append(extArgs[1:], "--kubeconfig", kubeconfig, "--listen", hostPort(extPort))
+		ext := chartProcess(t, "chart-extender", dir, extBin, args...)
+		extURL = "http://" + hostPort(extPort)
+		if err := waitHTTP(ext, httpClient(nil), extURL+"/readyz", nil, 60*time.Second, func(code int, _ string) bool {
+			return code == 200
+		}); err != nil {
+			t.Fatalf("extender with the chart's flextopo.yaml: %v", err)
+		}
+		// The rendered exec probes, pointed at this port.
+		for _, probe := range []string{"livenessProbe", "readinessProbe"} {
+			cmd, found, _ := unstructured.NestedStringSlice(extCtr, probe, "exec", "command")
+			if !found || len(cmd) == 0 {
+				t.Errorf("extender %s: no exec command", probe)
+				continue
+			}
+			for i := range cmd {
+				cmd[i] = strings.ReplaceAll(cmd[i], "/dev/tcp/127.0.0.1/8888", fmt.Sprintf("/dev/tcp/127.0.0.1/%d", extPort))
+			}
+			pcx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			out, err := exec.CommandContext(pcx, cmd[0], cmd[1:]...).CombinedOutput()
+			cancel()
+			if err != nil {
+				t.Errorf("extender %s %q: %v: %s", probe, cmd, err, out)
+			}
+		}
+		// And a probe of a port nobody listens on must fail.
+		if cmd, found, _ := unstructured.NestedStringSlice(extCtr, "livenessProbe", "exec", "command"); found && len(cmd) > 0 {
+			closed, err := freePort()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range cmd {
+				cmd[i] = strings.ReplaceAll(cmd[i], "/dev/tcp/127.0.0.1/8888", fmt.Sprintf("/dev/tcp/127.0.0.1/%d", closed))
+			}
+			pcx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			if exec.CommandContext(pcx, cmd[0], cmd[1:]...).Run() == nil {
+				t.Errorf("the liveness probe passes against a closed port")
+			}
+			cancel()
+		}
+	} else {
+		if isCI() {
+			t.Fatalf("extender binary %s not found", extBin)
+		}
+		t.Logf("no extender binary at %s: loading the scheduler configuration only", extBin)
+		extURL = "http://" + hostPort(extPort) // never called: no pod is created
+	}
+
+	// --- the kube-scheduler container ---
+	schedCtr := chartContainer(t, dep, "kube-scheduler")
+	schedArgs := chartArgs(schedCtr)
+	if len(schedArgs) < 2 || schedArgs[0] != "kube-scheduler" {
+		t.Fatalf("kube-scheduler container runs %v", schedArgs)
+	}
+	var cfgRaw string
+	for i, a := range schedArgs {
+		if strings.HasPrefix(a, "--config=") {
+			cfgRaw = chartMountedFile(t, r, dep, schedCtr, strings.TrimPrefix(a, "--config="))
+			schedArgs[i] = "--config=" + filepath.Join(dir, "scheduler-config.yaml")
+		}
+	}
+	if cfgRaw == "" {
+		t.Fatalf("kube-scheduler container has no --config= flag: %v", schedArgs)
+	}
+	var cfg map[string]interface{}
+	if err := yaml.Unmarshal([]byte(cfgRaw), &cfg); err != nil {
+		t.Fatalf("rendered KubeSchedulerConfiguration: %v", err)
+	}
+	le, _ := cfg["leaderElection"].(map[string]interface{})
+	if le["leaderElect"] != true || le["resourceNamespace"] != ns || le["resourceName"] != dep.GetName() {
+		t.Errorf("leaderElection %v: want leaderElect true on Lease %s/%s", le, ns, dep.GetName())
+	}
+	profiles, _ := cfg["profiles"].([]interface{})
+	if len(profiles) != 1 || profiles[0].(map[string]interface{})["schedulerName"] != chartSchedName {
+		t.Errorf("profiles %v, want one named %s", profiles, chartSchedName)
+	}
+	exts, _ := cfg["extenders"].([]interface{})
+	if len(exts) != 1 {
+		t.Fatalf("extenders %v, want one", exts)
+	}
+	ext0 := exts[0].(map[string]interface{})
+	if ext0["urlPrefix"] != "http://127.0.0.1:8888" || ext0["nodeCacheCapable"] != true {
+		t.Errorf("extenders[0] %v: want urlPrefix http://127.0.0.1:8888 and nodeCacheCapable true", ext0)
+	}
+	for _, verb := range []string{"filter", "prioritize", "preempt", "bind"} {
+		if ext0[verb+"Verb"] != verb {
+			t.Errorf("extenders[0].%sVerb = %v, want %s", verb, ext0[verb+"Verb"], verb)
+		}
+	}
+	// Only what ties it to the pod changes: the account and the port.
+	cc, _ := cfg["clientConnection"].(map[string]interface{})
+	if cc == nil {
+		t.Fatalf("no clientConnection in %s", cfgRaw)
+	}
+	cc["kubeconfig"] = kubeconfig
+	ext0["urlPrefix"] = extURL
+	out, err := yaml.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "scheduler-config.yaml"), out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	schedPort, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := append(schedArgs[1:],
+		fmt.Sprintf("--secure-port=%d", schedPort), // after the chart's: the last one wins
+		"--bind-address=127.0.0.1",
+		"--cert-dir="+filepath.Join(dir, "certs"),
+		// In a pod both default to the in-cluster account.
+		"--authentication-kubeconfig="+kubeconfig,
+		"--authorization-kubeconfig="+kubeconfig,
+	)
+	sched := chartProcess(t, "chart-kube-scheduler", dir, testenv, append([]string{"kube-scheduler"}, args...)...)
+	// The probe the chart gives kube-scheduler: HTTPS /healthz on the
+	// secure port.
+	lp, _, _ := unstructured.NestedString(schedCtr, "livenessProbe", "httpGet", "path")
+	scheme, _, _ := unstructured.NestedString(schedCtr, "livenessProbe", "httpGet", "scheme")
+	if lp != "/healthz" || scheme != "HTTPS" {
+		t.Errorf("kube-scheduler liveness probe %s %s, want HTTPS /healthz", scheme, lp)
+	}
+	if err := waitHTTP(sched, httpClient(nil), "https://"+hostPort(schedPort)+"/healthz", nil, 90*time.Second, func(code int, _ string) bool {
+		return code == 200
+	}); err != nil {
+		t.Fatalf("kube-scheduler with the chart's configuration: %v", err)
+	}
+
+	// Leader election through the chart's Role: the Lease is created
+	// (create), then renewed (get, update) every retryPeriod.
+	deadline := time.Now().Add(60 * time.Second)
+	var firstRenew *metav1.MicroTime
+	for {
+		lcx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		lease, err := c.client.CoordinationV1().Leases(ns).Get(lcx, dep.GetName(), metav1.GetOptions{})
+		cancel()
+		if err == nil && lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "" && lease.Spec.RenewTime != nil {
+			if firstRenew == nil {
+				firstRenew = lease.Spec.RenewTime
+				t.Logf("Lease %s/%s taken by %s", ns, lease.Name, *lease.Spec.HolderIdentity)
+			} else if !lease.Spec.RenewTime.Equal(firstRenew) {
+				t.Logf("Lease %s/%s renewed at %s", ns, lease.Name, lease.Spec.RenewTime.Format(time.RFC3339Nano))
+				break
+			}
+		}
+		if err := sched.checkAlive(); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kube-scheduler did not take and renew Lease %s/%s within 60s (taken: %v, last error: %v)",
+				ns, dep.GetName(), firstRenew != nil, err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+
+	if !haveExtender {
+		t.Skipf("no extender: the chart's scheduler loaded its configuration; not scheduling a pod")
+	}
+
+	// A GPU pod for the chart's scheduler: only it may place it (the
+	// e2e's default-scheduler ignores other scheduler names).
+	q := *resource.NewQuantity(2, resource.DecimalSI)
+	zero := int64(0)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "via-chart", Namespace: s.ns, Annotations: map[string]string{
+			annAffinity: "nvlink", annAffinityMode: "guaranteed",
+		}},
+		Spec: corev1.PodSpec{
+			SchedulerName:                 chartSchedName,
+			NodeSelector:                  map[string]string{labelTest: s.id},
+			TerminationGracePeriodSeconds: &zero,
+			Containers: []corev1.Container{{
+				Name: "main", Image: pauseImage,
+				Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi"), resGPU: q},
+					Limits:   corev1.ResourceList{resGPU: q},
+				},
+			}},
+		},
+	}
+	pcx := ctx(t, 30*time.Second)
+	if _, err := c.client.CoreV1().Pods(s.ns).Create(pcx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create pod: %v", err)
+	}
+	got, a := s.waitScheduled("via-chart")
+	if got.Spec.NodeName != nvlink {
+		t.Errorf("pod via-chart landed on %s, want %s (the NVLink pair; %s has only unlinked GPUs)", got.Spec.NodeName, nvlink, pcie)
+	}
+	if a.Level != "nvlink" || len(a.GPUs) != 2 {
+		t.Errorf("allocation %+v, want 2 GPUs at level nvlink", a)
+	}
+	if err := sched.checkAlive(); err != nil {
+		t.Fatal(err)
+	}
+}
