@@ -24,6 +24,7 @@
 typedef struct ft_app {
 	ft_config_t cfg;
 	ft_codec_options_t opts;
+	ft_mig_catalog_t mig_catalog; /* built in: configs/mig-catalog.yaml */
 	ft_state_t *state;
 	ft_kube_client_t *kube; /* NULL in snapshot-file mode */
 	ft_informer_t *node_informer;

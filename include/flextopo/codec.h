@@ -22,15 +22,25 @@
 #include "arena.h"
 #include "cluster.h"
 #include "config.h"
+#include "mig.h"
 #include "pdb.h"
 #include "place.h"
 #include "topology.h"
+
+/*
+ * The MIG catalog from its YAML form (configs/mig-catalog.yaml), or the copy
+ * built into the binary. FT_EINVAL naming the entry and field.
+ */
+int ft_codec_mig_catalog_decode(ft_mig_catalog_t *out, const cJSON *root);
+int ft_codec_mig_catalog_builtin(ft_mig_catalog_t *out);
 
 typedef struct ft_codec_options {
 	const char *annotation_prefix;	 /* "flextopo.io" */
 	const char *gpu_resource;	 /* "nvidia.com/gpu" */
 	const char *mig_resource_prefix; /* "nvidia.com/mig-" */
 	ft_affinity_mode_t default_mode; /* when affinity-mode is absent */
+	const ft_mig_catalog_t
+	    *mig_catalog; /* MIG layouts checked; may be NULL */
 } ft_codec_options_t;
 
 /* Options from a loaded configuration (borrows its strings). */

@@ -26,6 +26,9 @@ int ft_app_init(ft_app_t *app)
 		return rc;
 	ft_log_set_level(level);
 	ft_codec_options_from_config(&app->opts, &app->cfg);
+	if ((rc = ft_codec_mig_catalog_builtin(&app->mig_catalog)) < 0)
+		return rc;
+	app->opts.mig_catalog = &app->mig_catalog;
 	return ft_state_new(&app->state, &app->opts);
 }
 
@@ -37,6 +40,7 @@ void ft_app_dispose(ft_app_t *app)
 	ft_informer_free(app->pdb_informer);
 	ft_kube_client_free(app->kube);
 	ft_state_free(app->state);
+	ft_mig_catalog_dispose(&app->mig_catalog);
 	ft_config_dispose(&app->cfg);
 	memset(app, 0, sizeof(*app));
 }

@@ -413,8 +413,11 @@ static int parse_node_topology(ft_node_source_t *out,
 		return dup_str(&out->topology_error, previous->topology_error);
 	}
 	if (ft_codec_topology_parse(&out->topology, out->topology_text,
-				    strlen(out->topology_text)) == 0)
+				    strlen(out->topology_text)) == 0 &&
+	    ft_mig_catalog_check(opts->mig_catalog, out->topology) == 0)
 		return 0;
+	ft_topology_unref(out->topology);
+	out->topology = NULL;
 	snprintf(msg, sizeof(msg), "annotation %s/topology: %s",
 		 opts->annotation_prefix, ft_error_last());
 	return dup_str(&out->topology_error, msg);
