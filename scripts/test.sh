@@ -28,12 +28,15 @@ cmake --build build-asan
 ctest --test-dir build-asan --output-on-failure -E bench
 
 echo "== valgrind (core and verbs)"
-for t in test_place test_extender test_state; do
+for t in test_place test_victims test_extender test_state test_decisions test_debug; do
 	if [[ -x build/test/$t ]]; then
 		valgrind -q --leak-check=full --error-exitcode=1 build/test/$t >/dev/null
 		echo "valgrind $t: clean"
 	fi
 done
+
+echo "== API: schemathesis on both listeners, /metrics through prometheus_client, a demo node's SVG in headless Chromium"
+FLEXTOPO_EXTENDER=build/flextopo-extender scripts/api-check.sh
 
 echo "== Helm chart (lint, template, values schema; helm built from its Go module)"
 scripts/chart-check.sh

@@ -8,6 +8,8 @@
  *   GET  /healthz                      the process is serving
  *   GET  /readyz                       the first list of Nodes and Pods is in
  *   GET  /version                      version, commit, build time
+ *   GET  /metrics                      Prometheus text (metrics.h)
+ * and the debug API on its own listener (debug.h).
  */
 #ifndef FLEXTOPO_APP_H
 #define FLEXTOPO_APP_H
@@ -17,7 +19,9 @@
 
 #include "codec.h"
 #include "config.h"
+#include "decisions.h"
 #include "kube.h"
+#include "metrics.h"
 #include "server.h"
 #include "state.h"
 
@@ -31,6 +35,9 @@ typedef struct ft_app {
 	ft_informer_t *pod_informer;
 	ft_informer_t *pdb_informer;
 	ft_server_t *server;
+	ft_server_t *debug_server; /* NULL unless debugListen is set */
+	ft_decisions_t *decisions; /* decisionLogSize records (debug.h) */
+	ft_metrics_t *metrics;
 	atomic_bool snapshot_loaded;
 } ft_app_t;
 

@@ -110,4 +110,10 @@ typedef struct ft_state_stats {
 
 void ft_state_stats(ft_state_t *state, ft_state_stats_t *out);
 
+/*
+ * When the current snapshot was published (or the state created), in
+ * CLOCK_MONOTONIC nanoseconds: the cache age of the metrics is now minus it.
+ */
+uint64_t ft_state_published_ns(ft_state_t *state);
+
 #endif

@@ -7,6 +7,7 @@
  * the main thread, so no handler runs inside library code.
  */
 #include <flextopo/app.h>
+#include <flextopo/debug.h>
 #include <flextopo/error.h>
 #include <flextopo/log.h>
 #include <flextopo/yamljson.h>
@@ -29,11 +30,16 @@ int ft_app_init(ft_app_t *app)
 	if ((rc = ft_codec_mig_catalog_builtin(&app->mig_catalog)) < 0)
 		return rc;
 	app->opts.mig_catalog = &app->mig_catalog;
+	if ((rc = ft_decisions_new(&app->decisions,
+				   app->cfg.decision_log_size)) < 0 ||
+	    (rc = ft_metrics_new(&app->metrics)) < 0)
+		return rc;
 	return ft_state_new(&app->state, &app->opts);
 }
 
 void ft_app_dispose(ft_app_t *app)
 {
+	ft_server_free(app->debug_server);
 	ft_server_free(app->server);
 	ft_informer_free(app->node_informer);
 	ft_informer_free(app->pod_informer);
@@ -41,6 +47,8 @@ void ft_app_dispose(ft_app_t *app)
 	ft_kube_client_free(app->kube);
 	ft_state_free(app->state);
 	ft_mig_catalog_dispose(&app->mig_catalog);
+	ft_decisions_free(app->decisions);
+	ft_metrics_free(app->metrics);
 	ft_config_dispose(&app->cfg);
 	memset(app, 0, sizeof(*app));
 }
@@ -219,14 +227,7 @@ int ft_app_routes(ft_app_t *app, ft_server_t *server)
 {
 	int rc = 0;
 
-	if ((rc = ft_server_route(server, "POST", "/filter", ft_app_filter,
-				  app)) < 0 ||
-	    (rc = ft_server_route(server, "POST", "/prioritize",
-				  ft_app_prioritize, app)) < 0 ||
-	    (rc = ft_server_route(server, "POST", "/bind", ft_app_bind, app)) <
-		0 ||
-	    (rc = ft_server_route(server, "POST", "/preempt", ft_app_preempt,
-				  app)) < 0 ||
+	if ((rc = ft_app_verb_routes(app, server)) < 0 ||
 	    (rc = ft_server_route(server, "GET", "/healthz", ft_app_healthz,
 				  app)) < 0 ||
 	    (rc = ft_server_route(server, "GET", "/readyz", ft_app_readyz,
@@ -333,7 +334,7 @@ static int start_server(ft_app_t *app)
 		return rc;
 	FT_LOG_INFO_MSG("serving the extender API on %s (port %u)",
 			app->cfg.listen, ft_server_port(app->server));
-	return 0;
+	return ft_app_debug_start(app);
 }
 
 static void wait_for_signal(const sigset_t *set)

@@ -8,6 +8,7 @@
  * assumption, like kube-scheduler's own assume/forget.
  */
 #include <flextopo/app.h>
+#include <flextopo/debug.h>
 #include <flextopo/error.h>
 #include <flextopo/log.h>
 #include <flextopo/place.h>
@@ -80,23 +81,27 @@ static int decode_request(ft_http_response_t *out, ft_extender_args_t *args,
 	return rc;
 }
 
+#define NOT_CACHED "flextopo: node not in the extender's cache yet"
+
 static void filter_node(ft_filter_reply_t *r, unsigned i, const ft_node_t *node,
-			const ft_demand_t *d, const char *pod_name)
+			const ft_demand_t *d, const char *pod_name,
+			ft_decision_t *dec, const char *node_name)
 {
 	ft_verdict_t v;
 
 	if (!node) {
 		if (d->has_affinity)
-			ft_codec_filter_reply_fail(
-			    r, i,
-			    "flextopo: node not in the extender's "
-			    "cache yet",
-			    false);
+			ft_codec_filter_reply_fail(r, i, NOT_CACHED, false);
 		else
 			ft_codec_filter_reply_pass(r, i);
+		ft_decision_add_node(dec, node_name,
+				     d->has_affinity ? FT_VERDICT_FAIL
+						     : FT_VERDICT_PASS,
+				     NOT_CACHED);
 		return;
 	}
 	ft_place_filter(&v, node, d);
+	ft_decision_add_verdict(dec, node->name, &v);
 	if (v.fit == FT_FIT) {
 		ft_codec_filter_reply_pass(r, i);
 		return;
@@ -111,21 +116,28 @@ static int filter_nodes(ft_filter_reply_t *r, ft_app_t *app,
 			const ft_extender_args_t *args, const ft_pod_t *pod)
 {
 	ft_snapshot_t *snap = ft_state_snapshot(app->state);
+	ft_decision_t dec;
 	char msg[400];
 
+	ft_decision_init(&dec, FT_VERB_FILTER, pod->ns, pod->name, pod->uid,
+			 pod->priority);
 	if (pod->demand_error) {
 		snprintf(msg, sizeof(msg), "pod %s/%s: %s", pod->ns, pod->name,
 			 pod->demand_error);
 		ft_snapshot_unref(snap);
+		ft_decision_message(&dec, true, "%s", msg);
+		ft_decisions_record(app->decisions, &dec);
 		return ft_codec_filter_reply_error(r, msg);
 	}
 	for (unsigned i = 0; i < args->n_nodes; i++) {
 		node_ref_t n;
 		node_lookup(&n, app, snap, args, i);
-		filter_node(r, i, n.node, &pod->demand, pod->name);
+		filter_node(r, i, n.node, &pod->demand, pod->name, &dec,
+			    args->node_names[i]);
 		ft_node_unref(n.owned);
 	}
 	ft_snapshot_unref(snap);
+	ft_decisions_record(app->decisions, &dec);
 	return 0;
 }
 
@@ -166,11 +178,14 @@ void ft_app_prioritize(ft_http_response_t *out, const ft_http_request_t *req,
 	ft_extender_args_t args;
 	ft_snapshot_t *snap = NULL;
 	int *scores = NULL;
+	ft_decision_t dec;
 	ft_pod_t pod;
 	char *body = NULL;
 
 	if (decode_request(out, &args, &pod, app, req) < 0)
 		return;
+	ft_decision_init(&dec, FT_VERB_PRIORITIZE, pod.ns, pod.name, pod.uid,
+			 pod.priority);
 	snap = ft_state_snapshot(app->state);
 	scores = calloc(args.n_nodes ? args.n_nodes : 1, sizeof(*scores));
 	for (unsigned i = 0; scores && i < args.n_nodes; i++) {
@@ -179,8 +194,10 @@ void ft_app_prioritize(ft_http_response_t *out, const ft_http_request_t *req,
 		scores[i] = n.node ? ft_place_score(n.node, &pod.demand,
 						    app->cfg.policy)
 				   : 0;
+		ft_decision_add_score(&dec, args.node_names[i], scores[i]);
 		ft_node_unref(n.owned);
 	}
+	ft_decisions_record(app->decisions, &dec);
 	if (!scores || ft_codec_priorities_encode(&body, &args, scores) < 0)
 		reply_failure(out, FT_ENOMEM);
 	else
@@ -283,7 +300,7 @@ static int do_bind(ft_app_t *app, const ft_bind_args_t *b)
 	else
 		ft_state_bind_done(app->state, pod.uid);
 cleanup:
-	ft_log(rc < 0 ? FT_LOG_WARN : FT_LOG_INFO, "bind", pod.name, b->node,
+	ft_log(rc < 0 ? FT_LOG_WARN : FT_LOG_DEBUG, "bind", pod.name, b->node,
 	       rc < 0 ? ft_error_last() : NULL, "%s %s",
 	       rc < 0 ? "bind failed" : "bound",
 	       annotation ? annotation : "(no devices)");
@@ -306,6 +323,7 @@ void ft_app_bind(ft_http_response_t *out, const ft_http_request_t *req,
 		return;
 	}
 	rc = do_bind(app, &b);
+	ft_app_record_bind(app, &b, rc, rc < 0 ? ft_error_last() : NULL);
 	if (ft_codec_bind_result_encode(&body, rc < 0 ? ft_error_last() : "") <
 	    0)
 		reply_failure(out, FT_ENOMEM);

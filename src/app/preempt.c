@@ -12,6 +12,7 @@
  * scheduler's own victims are passed through, so is its NumPDBViolations.
  */
 #include <flextopo/app.h>
+#include <flextopo/debug.h>
 #include <flextopo/error.h>
 #include <flextopo/log.h>
 #include <flextopo/victims.h>
@@ -82,52 +83,85 @@ static int keep_node(ft_preempt_reply_t *r, const ft_preempt_node_t *n,
 					   pdb_violations);
 }
 
-static int pass_through(ft_preempt_reply_t *r, const ft_preempt_node_t *n,
-			const char *why, const char *pod)
+/* The victims on the decision row, named where the node knows them. */
+static void note_victims(ft_decision_t *dec, const ft_decision_node_t *row,
+			 const ft_node_t *node, const victims_t *v)
 {
+	for (unsigned i = 0; i < v->n; i++) {
+		const ft_holding_t *h =
+		    ft_node_find_holding(node, v->list[i].uid);
+		ft_decision_add_victim(dec, row, h ? h->ns : NULL,
+				       h ? h->name : NULL, v->list[i].uid,
+				       v->list[i].priority);
+	}
+}
+
+static int pass_through(ft_preempt_reply_t *r, const ft_preempt_node_t *n,
+			const char *why, const char *pod, ft_decision_t *dec)
+{
+	ft_decision_node_t *row;
+
 	if (!n->n_victims) {
-		ft_log(FT_LOG_INFO, "preempt", pod, n->name, why,
+		ft_log(FT_LOG_DEBUG, "preempt", pod, n->name, why,
 		       "node dropped: no victims proposed");
+		ft_decision_add_node(dec, n->name, FT_VERDICT_DROPPED, why);
 		return 0;
 	}
 	ft_log(FT_LOG_DEBUG, "preempt", pod, n->name, why,
 	       "scheduler's victims kept");
+	row = ft_decision_add_node(dec, n->name, FT_VERDICT_KEPT_PROPOSED, why);
+	if (row)
+		row->n_victims = n->n_victims;
+	for (unsigned i = 0; i < n->n_victims; i++)
+		ft_decision_add_victim(dec, row, NULL, NULL, n->victim_uids[i],
+				       0);
 	return ft_codec_preempt_reply_node(r, n->name, n->victim_uids,
 					   n->n_victims, n->pdb_violations);
 }
 
 static int decide(ft_preempt_reply_t *r, ft_app_t *app,
 		  const ft_snapshot_t *snap, const ft_pod_t *pod,
-		  const ft_preempt_node_t *n)
+		  const ft_preempt_node_t *n, ft_decision_t *dec)
 {
 	const ft_node_t *node = ft_snapshot_find(snap, n->name);
 	ft_pdb_view_t pdb;
 	ft_victim_set_t set;
+	ft_decision_node_t *row;
 	victims_t v;
 	char reason[160];
 
 	if (!node || !node->topology)
 		return pass_through(r, n, "no topology for this node",
-				    pod->name);
+				    pod->name, dec);
 	if (!ft_demand_wants_devices(&pod->demand))
-		return pass_through(r, n, "pod asks for no devices", pod->name);
+		return pass_through(r, n, "pod asks for no devices", pod->name,
+				    dec);
 	ft_state_pdb_view(app->state, node, &pdb);
 	ft_victims_search(&set, node, &pod->demand, pod->priority, &pdb);
 	if (!set.found) {
 		snprintf(reason, sizeof(reason),
 			 "no set of lower-priority pods frees a %s placement",
 			 ft_level_name(ft_place_effective_level(&pod->demand)));
-		ft_log(FT_LOG_INFO, "preempt", pod->name, n->name, reason,
+		ft_log(FT_LOG_DEBUG, "preempt", pod->name, n->name, reason,
 		       "node dropped");
+		ft_decision_add_node(dec, n->name, FT_VERDICT_DROPPED, reason);
 		return 0;
 	}
 	merge(&v, app, node, &set, n);
 	if (!v.n)
-		return pass_through(r, n, "fits without eviction", pod->name);
+		return pass_through(r, n, "fits without eviction", pod->name,
+				    dec);
 	snprintf(reason, sizeof(reason), "level %s%s", ft_level_name(set.level),
 		 set.exact ? "" : " (heuristic: too many candidates)");
-	ft_log(FT_LOG_INFO, "preempt", pod->name, n->name, reason,
+	ft_log(FT_LOG_DEBUG, "preempt", pod->name, n->name, reason,
 	       "%u victims chosen (scheduler proposed %u)", v.n, n->n_victims);
+	if ((row =
+		 ft_decision_add_node(dec, n->name, FT_VERDICT_KEPT, reason))) {
+		row->level = (uint8_t)set.level;
+		row->exact = set.exact;
+		row->n_victims = v.n;
+	}
+	note_victims(dec, row, node, &v);
 	return keep_node(r, n, &v, set.cost.pdb_violations);
 }
 
@@ -138,6 +172,7 @@ void ft_app_preempt(ft_http_response_t *out, const ft_http_request_t *req,
 	ft_preempt_reply_t *r = NULL;
 	ft_snapshot_t *snap = NULL;
 	ft_preempt_args_t args;
+	ft_decision_t dec;
 	ft_pod_t pod;
 	char *body = NULL;
 	int rc = 0;
@@ -156,8 +191,11 @@ void ft_app_preempt(ft_http_response_t *out, const ft_http_request_t *req,
 	snap = ft_state_snapshot(app->state);
 	if ((rc = ft_codec_preempt_reply_new(&r)) < 0)
 		goto failed;
+	ft_decision_init(&dec, FT_VERB_PREEMPT, pod.ns, pod.name, pod.uid,
+			 pod.priority);
 	for (unsigned i = 0; rc == 0 && i < args.n_nodes; i++)
-		rc = decide(r, app, snap, &pod, &args.nodes[i]);
+		rc = decide(r, app, snap, &pod, &args.nodes[i], &dec);
+	ft_app_record_preempt(app, &dec, pod.demand.mode);
 	if (rc < 0)
 		goto failed;
 	rc = ft_codec_preempt_reply_finish(&body, r);

@@ -14,9 +14,11 @@
 #include <flextopo/state.h>
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <uthash.h>
 #include <utlist.h>
@@ -68,12 +70,22 @@ struct ft_state {
 	uint64_t next_mark;
 	unsigned observed; /* records with observed_only set */
 	bool dirty;	   /* some node record is dirty */
+	/* CLOCK_MONOTONIC nanoseconds of the last snapshot swap. */
+	atomic_ullong published_ns;
 };
 
 /* Pods remembered from filter requests alone, at most. */
 #define FT_STATE_OBSERVED_MAX 65536
 
 static void publish(ft_state_t *state);
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 int ft_state_new(ft_state_t **out, const ft_codec_options_t *opts)
 {
@@ -86,6 +98,7 @@ int ft_state_new(ft_state_t **out, const ft_codec_options_t *opts)
 	s->opts = opts;
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_mutex_init(&s->snap_mu, NULL);
+	atomic_init(&s->published_ns, monotonic_ns());
 	if ((rc = ft_snapshot_new(&s->snapshot, NULL, 0, 0)) < 0) {
 		ft_state_free(s);
 		return rc;
@@ -657,6 +670,7 @@ static void swap_snapshot(ft_state_t *state, ft_snapshot_t *next)
 	old = state->snapshot;
 	state->snapshot = next;
 	pthread_mutex_unlock(&state->snap_mu);
+	atomic_store(&state->published_ns, monotonic_ns());
 	ft_snapshot_unref(old);
 }
 
@@ -902,4 +916,9 @@ void ft_state_stats(ft_state_t *state, ft_state_stats_t *out)
 		out->assumed += p->assumed;
 	}
 	pthread_mutex_unlock(&state->mu);
+}
+
+uint64_t ft_state_published_ns(ft_state_t *state)
+{
+	return atomic_load(&state->published_ns);
 }

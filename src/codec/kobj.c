@@ -133,7 +133,7 @@ static requests_t container_requests(const cJSON *c, decode_ctx_t *ctx)
 	/* The API server defaults requests to limits; a bare object may not. */
 	cJSON_ArrayForEach(item, counted)
 	{
-		if (cJSON_IsString(item))
+		if (cJSON_IsString(item) && item->string)
 			add_resource(&r, ctx, item->string, item->valuestring);
 	}
 	if (!req && lim)
@@ -221,7 +221,7 @@ static void add_overhead(requests_t *r, const cJSON *spec, decode_ctx_t *ctx)
 	cJSON_ArrayForEach(item,
 			   cJSON_GetObjectItemCaseSensitive(spec, "overhead"))
 	{
-		if (cJSON_IsString(item))
+		if (cJSON_IsString(item) && item->string)
 			add_resource(&o, ctx, item->string, item->valuestring);
 	}
 	if (__builtin_add_overflow(r->cpu_milli, o.cpu_milli, &r->cpu_milli))
@@ -510,6 +510,10 @@ static int decode_selector(ft_selector_t *out, const cJSON *sel)
 	cJSON_ArrayForEach(item,
 			   cJSON_GetObjectItemCaseSensitive(sel, "matchLabels"))
 	{
+		if (!item->string || !cJSON_IsString(item))
+			return ft_error_set(FT_EINVAL,
+					    "spec.selector.matchLabels: expected "
+					    "a map of strings");
 		if ((rc = add_requirement(out, item->string, FT_SEL_IN, item)) <
 		    0)
 			return rc;

@@ -83,8 +83,7 @@ static const key_spec_t schema[] = {
     STRING("debugListen", debug_listen, "", valid_listen_or_off,
 	   "HOST:PORT or \"\"",
 	   "Address of the debug API (state dumps, decisions, metrics); "
-	   "\"\" turns it off. Reserved: validated, but the debug API is not "
-	   "served yet."),
+	   "\"\" turns it off."),
     STRING("annotationPrefix", annotation_prefix, "flextopo.io",
 	   valid_subdomain, "a DNS subdomain",
 	   "DNS subdomain in front of every annotation the extender "
@@ -131,8 +130,7 @@ static const key_spec_t schema[] = {
 	   "(1 to 3600000)."),
     NUMBER("decisionLogSize", KEY_UNSIGNED, decision_log_size, "1024", 1,
 	   1048576,
-	   "Scheduling decisions kept for the debug API (1 to 1048576). "
-	   "Reserved: validated, but the debug API is not served yet."),
+	   "Scheduling decisions kept for the debug API (1 to 1048576)."),
 };
 
 #define SCHEMA_SIZE (sizeof(schema) / sizeof(schema[0]))

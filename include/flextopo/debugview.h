@@ -1,0 +1,93 @@
+/*
+ * The debug views (codec stage): JSON for the debug API and an SVG picture of
+ * one node. Pure functions of the model, the decision records and a
+ * placement or victim search already made; api/openapi.yaml describes each
+ * shape (components DebugNodeRow, DebugNode, DebugPod, Explain, Decisions).
+ *
+ * Every writer returns 0 with *out a NUL-terminated heap string the caller
+ * frees, or FT_ENOMEM with *out NULL. GPUs and NUMA nodes are named by the
+ * hardware's numbers (nvidia-smi index, NUMA id), never by model positions.
+ */
+#ifndef FLEXTOPO_DEBUGVIEW_H
+#define FLEXTOPO_DEBUGVIEW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cluster.h"
+#include "codec.h"
+#include "decisions.h"
+#include "place.h"
+#include "victims.h"
+
+/*
+ * GET /debug/nodes: {"generation":G,"nodes":[row...]}, one row per node:
+ * GPUs, MIG instances, CPUs and memory total/used/free, per affinity level
+ * the largest free block in one domain, and the annotation error.
+ */
+int ft_codec_debug_nodes(char **out, const ft_snapshot_t *snap);
+
+/*
+ * GET /debug/nodes/{name}: the node's FlexTopo tree (sockets, NUMA nodes,
+ * PCIe switches, GPUs, MIG instances, NVLinks, affinity domains) with the pod
+ * holding each unit, and the list of what each pod holds.
+ */
+int ft_codec_debug_node(char **out, const ft_node_t *node);
+
+/*
+ * GET /debug/nodes/{name}?format=svg: a self-contained SVG 1.1 document
+ * (no scripts, no external references). Sockets hold NUMA nodes; a NUMA node
+ * shows its cores as a grid and its PCIe switches with their GPUs; NVLinks
+ * are lines between GPUs (thicker for more links); MIG-enabled GPUs show
+ * their 8 memory slices with each instance drawn over its slices. A held
+ * unit is filled with its pod's colour: the hue tells pods apart, the depth
+ * gives its priority (higher priority is darker), and a legend
+ * lists each pod with its priority. Deterministic: the same node gives the
+ * same bytes.
+ */
+int ft_codec_node_svg(char **out, const ft_node_t *node);
+
+/* GET /debug/decisions: {"capacity":C,"total":T,"decisions":[...]}. */
+int ft_codec_debug_decisions(char **out, const ft_decision_t *d, unsigned n,
+			     unsigned capacity, uint64_t total);
+
+/* What GET /debug/pods/{namespace}/{name} shows; everything borrowed. */
+typedef struct ft_debug_pod {
+	const char *ns;
+	const char *name;
+	const char *uid;	     /* NULL when unknown */
+	const ft_pod_t *pod;	     /* as the state has it, or NULL */
+	const ft_node_t *node;	     /* node of `holding`, or NULL */
+	const ft_holding_t *holding; /* what it holds there, or NULL */
+	const ft_decision_t *decisions;
+	unsigned n_decisions;
+} ft_debug_pod_t;
+
+int ft_codec_debug_pod(char **out, const ft_debug_pod_t *view);
+
+/* One node of POST /debug/explain, as the caller computed it. */
+typedef struct ft_explain_node {
+	const ft_node_t *node; /* borrowed from the snapshot */
+	ft_verdict_t verdict;  /* ft_place_filter() */
+	int score;	       /* ft_place_score() */
+	bool placed;	       /* ft_place_choose() gave `placement` */
+	ft_placement_t placement;
+	char choose_error[192]; /* why not, when the verdict fit but not */
+	bool searched;		/* ft_victims_search() ran: `victims` */
+	ft_victim_set_t victims;
+} ft_explain_node_t;
+
+/*
+ * The body of POST /debug/explain: a v1 Pod, or {"Pod": <v1 Pod>}. A
+ * missing metadata.uid becomes "explain" and a missing namespace "default",
+ * so that a pod spec written by hand is enough. FT_EINVAL with a message.
+ */
+int ft_codec_explain_pod_decode(ft_pod_t *out, const char *body, size_t len,
+				const ft_codec_options_t *opts);
+
+/* {"pod":...,"generation":G,"nodes":[...]} */
+int ft_codec_debug_explain(char **out, const ft_pod_t *pod, uint64_t generation,
+			   const ft_explain_node_t *nodes, unsigned n);
+
+#endif

@@ -1,0 +1,110 @@
+/*
+ * Metrics of the extender in the Prometheus text exposition format 0.0.4
+ * (https://prometheus.io/docs/instrumenting/exposition_formats/), served as
+ * GET /metrics on the extender listener and on the debug listener.
+ *
+ * Counters and histograms that the verbs feed live here as atomics, so that
+ * counting costs the scheduler's path a few relaxed atomic adds and no lock.
+ * Values owned elsewhere (the state's node and pod counts, informer restarts,
+ * the decision log) are sampled by the caller at scrape time and passed in
+ * as ft_metrics_gauges_t. HTTP errors by kind come from ft_http_error_count()
+ * (server.h), process-wide over both listeners.
+ *
+ * Families (all prefixed flextopo_):
+ *   requests_total{verb}                    counter
+ *   request_duration_seconds{verb}          histogram, seconds
+ *   http_errors_total{kind}                 counter: the kinds server.h
+ *                                           counts (the debug API's
+ *                                           bad_request counts as other)
+ *   preemption_nodes_total{mode,outcome}    counter: candidate nodes kept
+ *                                           with victims we chose
+ *                                           (outcome="victims"), kept with
+ *                                           the scheduler's ("passed"), or
+ *                                           dropped ("dropped")
+ *   preemption_victims_total{mode}          counter
+ *   binds_total{result}                     counter: bound | failed
+ *   bind_affinity_level_total{level}        counter: level reached at bind
+ *   nodes, nodes_bad_topology, pods, assumed_pods, snapshot_generation,
+ *   cache_age_seconds, ready                gauges
+ *   informer_restarts_total{resource}       counter
+ *   decision_log_records, decision_log_capacity, decision_log_bytes gauges
+ *   decisions_total                         counter
+ *   build_info{version,commit}              gauge, always 1
+ */
+#ifndef FLEXTOPO_METRICS_H
+#define FLEXTOPO_METRICS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "decisions.h"
+#include "topology.h"
+
+/* Upper bounds of the latency buckets, in seconds (+Inf is implied). */
+#define FT_METRICS_BUCKETS 15
+
+typedef struct ft_metrics ft_metrics_t;
+
+int ft_metrics_new(ft_metrics_t **out);
+/* NULL is fine. */
+void ft_metrics_free(ft_metrics_t *m);
+
+/*
+ * Every recording function accepts a NULL `m` and then does nothing, so that
+ * handlers run unchanged in tests that build no metrics.
+ */
+
+/* One answered request of `verb` that took `nanoseconds`. */
+void ft_metrics_request(ft_metrics_t *m, ft_verb_t verb, uint64_t nanoseconds);
+
+typedef enum {
+	FT_PREEMPT_VICTIMS = 0, /* kept, with the victims flextopo chose */
+	FT_PREEMPT_PASSED = 1,	/* kept, with the scheduler's victims */
+	FT_PREEMPT_DROPPED = 2, /* no set of victims works */
+	FT_PREEMPT_OUTCOMES = 3,
+} ft_preempt_outcome_t;
+
+/*
+ * One preempt request of a preemptor in `mode`: its candidate nodes by
+ * outcome (`nodes[o]` for outcome o) and the victims named in the reply.
+ */
+void ft_metrics_preempt(ft_metrics_t *m, ft_affinity_mode_t mode,
+			const unsigned nodes[FT_PREEMPT_OUTCOMES],
+			unsigned victims);
+
+/*
+ * One bind: `bound` or failed; `level` the affinity level the placement
+ * reached, FT_LEVEL_COUNT when the pod holds no devices.
+ */
+void ft_metrics_bind(ft_metrics_t *m, bool bound, ft_level_t level);
+
+/* What the caller samples at scrape time. */
+typedef struct ft_metrics_gauges {
+	const char *version;
+	const char *commit;
+	bool ready;
+	unsigned nodes;
+	unsigned nodes_bad_topology; /* topology annotation missing or bad */
+	unsigned pods;
+	unsigned assumed;
+	uint64_t generation;
+	double cache_age_seconds;    /* since the last snapshot publish */
+	unsigned long node_restarts; /* watch restarts of the node informer */
+	unsigned long pod_restarts;
+	unsigned long pdb_restarts;  /* PodDisruptionBudget informer */
+	unsigned decisions;	     /* records held */
+	unsigned decisions_capacity; /* decisionLogSize */
+	size_t decisions_bytes;	     /* ft_decisions_footprint() */
+	uint64_t decisions_total;
+} ft_metrics_gauges_t;
+
+/* The exposition text (heap, caller frees). FT_ENOMEM. */
+int ft_metrics_render(char **out, ft_metrics_t *m,
+		      const ft_metrics_gauges_t *g);
+
+/* The Content-Type of the exposition text. */
+#define FT_METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
+
+#endif

@@ -1,0 +1,564 @@
+/*
+ * The debug API, /metrics, and the hooks by which the verbs record what they
+ * decided: everything a platform engineer needs to see why a pod went where
+ * it went, why a node was refused and why a pod was evicted.
+ *
+ * The debug handlers only read: one snapshot reference per request, copies
+ * of decision records, and copies of pods from the state. They serve a
+ * second listener (debugListen) on the same ft_server module, so that
+ * heavy debugging never competes with kube-scheduler's requests for worker
+ * threads; /metrics is served on both.
+ */
+#include <flextopo/debug.h>
+#include <flextopo/debugview.h>
+#include <flextopo/error.h>
+#include <flextopo/log.h>
+#include <flextopo/place.h>
+#include <flextopo/victims.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define DEBUG_THREADS	    2
+#define DECISIONS_DEFAULT   20
+#define POD_DECISIONS_MAX   32
+#define SVG_CONTENT_TYPE    "image/svg+xml"
+#define NODES_PREFIX	    "/debug/nodes/"
+#define PODS_PREFIX	    "/debug/pods/"
+#define DECISIONS_LIMIT_MAX 1048576u
+#define BAD_REQUEST	    "bad_request"
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Hand a heap body over, or answer 500 when making it failed. */
+static void reply_body(ft_http_response_t *out, int rc, char *body,
+		       const char *content_type)
+{
+	if (rc < 0 || !body) {
+		ft_http_reply_error(out, 500, "internal", "%s",
+				    ft_error_last());
+		return;
+	}
+	out->status = 200;
+	out->content_type = content_type;
+	out->body = body;
+	out->body_len = strlen(body);
+}
+
+/* ---- metered verbs ---- */
+
+static void metered(ft_http_response_t *out, const ft_http_request_t *req,
+		    ft_app_t *app, ft_verb_t verb, ft_http_handler_fn fn)
+{
+	uint64_t start = monotonic_ns();
+
+	fn(out, req, app);
+	ft_metrics_request(app->metrics, verb, monotonic_ns() - start);
+}
+
+void ft_app_metered_filter(ft_http_response_t *out,
+			   const ft_http_request_t *req, void *payload)
+{
+	metered(out, req, payload, FT_VERB_FILTER, ft_app_filter);
+}
+
+void ft_app_metered_prioritize(ft_http_response_t *out,
+			       const ft_http_request_t *req, void *payload)
+{
+	metered(out, req, payload, FT_VERB_PRIORITIZE, ft_app_prioritize);
+}
+
+void ft_app_metered_preempt(ft_http_response_t *out,
+			    const ft_http_request_t *req, void *payload)
+{
+	metered(out, req, payload, FT_VERB_PREEMPT, ft_app_preempt);
+}
+
+void ft_app_metered_bind(ft_http_response_t *out, const ft_http_request_t *req,
+			 void *payload)
+{
+	metered(out, req, payload, FT_VERB_BIND, ft_app_bind);
+}
+
+/* ---- recording ---- */
+
+void ft_app_record_bind(ft_app_t *app, const ft_bind_args_t *b, int rc,
+			const char *error)
+{
+	ft_snapshot_t *snap = ft_state_snapshot(app->state);
+	const ft_node_t *node = ft_snapshot_find(snap, b->node);
+	const ft_holding_t *h =
+	    node ? ft_node_find_holding(node, b->pod_uid) : NULL;
+	ft_level_t level = FT_LEVEL_COUNT;
+	ft_decision_t d;
+
+	ft_decision_init(&d, FT_VERB_BIND, b->pod_namespace, b->pod_name,
+			 b->pod_uid, h ? h->priority : 0);
+	if (rc < 0) {
+		ft_decision_message(&d, true, "%s", error ? error : "failed");
+	} else if (h && node->topology) {
+		ft_decision_set_holding(&d, node, h);
+		level = h->level;
+		ft_decision_message(&d, false, "bound to %s at level %s",
+				    b->node, ft_level_name(level));
+	} else {
+		ft_decision_message(&d, false, "bound to %s (no devices)",
+				    b->node);
+	}
+	if (rc >= 0 && !d.has_placement)
+		snprintf(d.node, sizeof(d.node), "%.*s",
+			 (int)sizeof(d.node) - 1, b->node);
+	ft_decisions_record(app->decisions, &d);
+	ft_metrics_bind(app->metrics, rc >= 0, level);
+	ft_snapshot_unref(snap);
+}
+
+void ft_app_record_preempt(ft_app_t *app, ft_decision_t *d,
+			   ft_affinity_mode_t mode)
+{
+	unsigned nodes[FT_PREEMPT_OUTCOMES] = {
+	    d->counts[FT_VERDICT_KEPT], d->counts[FT_VERDICT_KEPT_PROPOSED],
+	    d->counts[FT_VERDICT_DROPPED]};
+
+	ft_decisions_record(app->decisions, d);
+	ft_metrics_preempt(app->metrics, mode, nodes, d->n_victims_total);
+}
+
+/* ---- /metrics ---- */
+
+static double cache_age(ft_app_t *app)
+{
+	uint64_t now = monotonic_ns();
+	uint64_t at = ft_state_published_ns(app->state);
+
+	return now > at ? (double)(now - at) / 1e9 : 0.0;
+}
+
+void ft_app_metrics(ft_http_response_t *out, const ft_http_request_t *req,
+		    void *payload)
+{
+	ft_app_t *app = payload;
+	ft_metrics_gauges_t g = {.version = FLEXTOPO_VERSION,
+				 .commit = FLEXTOPO_COMMIT};
+	ft_state_stats_t st;
+	char *body = NULL;
+	int rc;
+
+	ft_state_stats(app->state, &st);
+	g.ready = ft_app_ready(app);
+	g.nodes = st.nodes;
+	g.nodes_bad_topology = st.nodes_bad_topology;
+	g.pods = st.pods;
+	g.assumed = st.assumed;
+	g.generation = st.generation;
+	g.cache_age_seconds = cache_age(app);
+	g.node_restarts = ft_informer_restarts(app->node_informer);
+	g.pod_restarts = ft_informer_restarts(app->pod_informer);
+	g.pdb_restarts = ft_informer_restarts(app->pdb_informer);
+	g.decisions = ft_decisions_count(app->decisions);
+	g.decisions_capacity = ft_decisions_capacity(app->decisions);
+	g.decisions_bytes =
+	    app->decisions ? ft_decisions_footprint(g.decisions_capacity) : 0;
+	g.decisions_total = ft_decisions_total(app->decisions);
+	rc = ft_metrics_render(&body, app->metrics, &g);
+	reply_body(out, rc, body, FT_METRICS_CONTENT_TYPE);
+}
+
+/* ---- nodes ---- */
+
+void ft_app_debug_nodes(ft_http_response_t *out, const ft_http_request_t *req,
+			void *payload)
+{
+	ft_app_t *app = payload;
+	ft_snapshot_t *snap = ft_state_snapshot(app->state);
+	char *body = NULL;
+	int rc = ft_codec_debug_nodes(&body, snap);
+
+	reply_body(out, rc, body, "application/json");
+	ft_snapshot_unref(snap);
+}
+
+/* The path segment after `prefix`: non-empty, no '/'; else NULL. */
+static const char *segment(const char *path, const char *prefix)
+{
+	size_t n = strlen(prefix);
+	const char *rest;
+
+	if (strncmp(path, prefix, n) != 0)
+		return NULL;
+	rest = path + n;
+	return rest[0] && !strchr(rest, '/') ? rest : NULL;
+}
+
+/* "json" (also when absent) -> 0, "svg" -> 1, anything else -> -1. */
+static int node_format(const ft_http_request_t *req)
+{
+	const char *format = ft_http_request_query(req, "format");
+
+	if (!format || strcmp(format, "json") == 0)
+		return 0;
+	return strcmp(format, "svg") == 0 ? 1 : -1;
+}
+
+void ft_app_debug_node(ft_http_response_t *out, const ft_http_request_t *req,
+		       void *payload)
+{
+	ft_app_t *app = payload;
+	const char *name = segment(req->path, NODES_PREFIX);
+	int format = node_format(req);
+	ft_snapshot_t *snap = NULL;
+	const ft_node_t *node;
+	char *body = NULL;
+	int rc;
+
+	if (format < 0) {
+		ft_http_reply_error(out, 400, BAD_REQUEST,
+				    "format: expected json or svg");
+		return;
+	}
+	snap = ft_state_snapshot(app->state);
+	node = name ? ft_snapshot_find(snap, name) : NULL;
+	if (!node) {
+		ft_http_reply_error(out, 404, "not_found", "no node %s",
+				    name ? name : "(empty name)");
+		goto cleanup;
+	}
+	rc = format ? ft_codec_node_svg(&body, node)
+		    : ft_codec_debug_node(&body, node);
+	reply_body(out, rc, body,
+		   format ? SVG_CONTENT_TYPE : "application/json");
+cleanup:
+	ft_snapshot_unref(snap);
+}
+
+/* ---- pods ---- */
+
+/* "/debug/pods/NS/NAME" -> ns, name in `buf`; false when malformed. */
+static bool pod_path(char *buf, size_t size, const char **ns, const char **name,
+		     const char *path)
+{
+	const char *rest = path + strlen(PODS_PREFIX);
+	char *slash;
+
+	if (strncmp(path, PODS_PREFIX, strlen(PODS_PREFIX)) != 0 ||
+	    strlen(rest) >= size)
+		return false;
+	strcpy(buf, rest);
+	slash = strchr(buf, '/');
+	if (!slash || slash == buf || !slash[1] || strchr(slash + 1, '/'))
+		return false;
+	*slash = '\0';
+	*ns = buf;
+	*name = slash + 1;
+	return true;
+}
+
+/* The pod's holding in `snap`, by namespace and name. */
+static const ft_holding_t *find_holding(const ft_node_t **node,
+					const ft_snapshot_t *snap,
+					const char *ns, const char *name)
+{
+	for (unsigned i = 0; i < snap->n_nodes; i++) {
+		const ft_node_t *n = snap->nodes[i];
+		for (unsigned k = 0; k < n->n_holdings; k++) {
+			const ft_holding_t *h = &n->holdings[k];
+			if (strcmp(h->ns, ns) == 0 &&
+			    strcmp(h->name, name) == 0) {
+				*node = n;
+				return h;
+			}
+		}
+	}
+	*node = NULL;
+	return NULL;
+}
+
+/* The UID of ns/name from the newest decision about it, or NULL. */
+static const char *uid_from_decisions(const ft_decision_t *d, unsigned n,
+				      const char *ns, const char *name)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (d[i].uid[0] && strcmp(d[i].ns, ns) == 0 &&
+		    strcmp(d[i].name, name) == 0)
+			return d[i].uid;
+	return NULL;
+}
+
+static int pod_view(char **body, ft_app_t *app, const ft_snapshot_t *snap,
+		    ft_debug_pod_t *v, ft_decision_t *decisions)
+{
+	char uid[FT_DECISION_UID];
+	ft_pod_t pod;
+	bool have_pod = false;
+	int rc;
+
+	v->holding = find_holding(&v->node, snap, v->ns, v->name);
+	v->n_decisions = ft_decisions_for_pod(
+	    decisions, POD_DECISIONS_MAX, app->decisions, v->ns, v->name, NULL);
+	v->uid = v->holding ? v->holding->uid
+			    : uid_from_decisions(decisions, v->n_decisions,
+						 v->ns, v->name);
+	if (v->uid) {
+		snprintf(uid, sizeof(uid), "%s", v->uid);
+		v->uid = uid;
+		have_pod = ft_state_find_pod(app->state, uid, &pod) == 0;
+		v->pod = have_pod ? &pod : NULL;
+		v->n_decisions =
+		    ft_decisions_for_pod(decisions, POD_DECISIONS_MAX,
+					 app->decisions, NULL, NULL, uid);
+	}
+	if (!v->holding && !v->n_decisions && !have_pod)
+		rc = FT_ENOTFOUND;
+	else
+		rc = ft_codec_debug_pod(body, v);
+	if (have_pod)
+		ft_pod_dispose(&pod);
+	return rc;
+}
+
+void ft_app_debug_pod(ft_http_response_t *out, const ft_http_request_t *req,
+		      void *payload)
+{
+	ft_app_t *app = payload;
+	ft_debug_pod_t v = {.decisions = NULL};
+	ft_decision_t *decisions = NULL;
+	ft_snapshot_t *snap = NULL;
+	char path[600], *body = NULL;
+	int rc;
+
+	if (!pod_path(path, sizeof(path), &v.ns, &v.name, req->path)) {
+		ft_http_reply_error(out, 404, "not_found",
+				    "expected /debug/pods/NAMESPACE/NAME");
+		return;
+	}
+	decisions = malloc(POD_DECISIONS_MAX * sizeof(*decisions));
+	if (!decisions) {
+		ft_http_reply_error(out, 500, "internal", "out of memory");
+		return;
+	}
+	v.decisions = decisions;
+	snap = ft_state_snapshot(app->state);
+	rc = pod_view(&body, app, snap, &v, decisions);
+	if (rc == FT_ENOTFOUND)
+		ft_http_reply_error(out, 404, "not_found",
+				    "pod %s/%s: no allocation, no decision "
+				    "and not in the cache",
+				    v.ns, v.name);
+	else
+		reply_body(out, rc, body, "application/json");
+	ft_snapshot_unref(snap);
+	free(decisions);
+}
+
+/* ---- decisions ---- */
+
+/* ?limit=N: 1..DECISIONS_LIMIT_MAX, default DECISIONS_DEFAULT; 0 if bad. */
+static unsigned decisions_limit(const ft_http_request_t *req)
+{
+	const char *text = ft_http_request_query(req, "limit");
+	char *end = NULL;
+	unsigned long n;
+
+	if (!text)
+		return DECISIONS_DEFAULT;
+	errno = 0;
+	n = strtoul(text, &end, 10);
+	if (text[0] < '0' || text[0] > '9' || *end || errno || n == 0 ||
+	    n > DECISIONS_LIMIT_MAX)
+		return 0;
+	return (unsigned)n;
+}
+
+void ft_app_debug_decisions(ft_http_response_t *out,
+			    const ft_http_request_t *req, void *payload)
+{
+	ft_app_t *app = payload;
+	unsigned limit = decisions_limit(req), cap, n;
+	ft_decision_t *d = NULL;
+	char *body = NULL;
+	int rc;
+
+	if (!limit) {
+		ft_http_reply_error(out, 400, BAD_REQUEST,
+				    "limit: expected an integer from 1 to %u",
+				    DECISIONS_LIMIT_MAX);
+		return;
+	}
+	cap = ft_decisions_capacity(app->decisions);
+	limit = limit < cap ? limit : cap;
+	d = malloc((limit ? limit : 1) * sizeof(*d));
+	if (!d) {
+		ft_http_reply_error(out, 500, "internal", "out of memory");
+		return;
+	}
+	n = ft_decisions_recent(d, limit, app->decisions);
+	rc = ft_codec_debug_decisions(&body, d, n, cap,
+				      ft_decisions_total(app->decisions));
+	reply_body(out, rc, body, "application/json");
+	free(d);
+}
+
+/* ---- explain ---- */
+
+static void explain_node(ft_explain_node_t *e, const ft_node_t *node,
+			 const ft_pod_t *pod, ft_app_t *app)
+{
+	const ft_demand_t *d = &pod->demand;
+	ft_policy_t policy = app->cfg.policy;
+	ft_pdb_view_t pdb;
+
+	memset(e, 0, sizeof(*e));
+	e->node = node;
+	ft_place_filter(&e->verdict, node, d);
+	e->score = ft_place_score(node, d, policy);
+	if (!ft_demand_wants_devices(d)) {
+		snprintf(e->choose_error, sizeof(e->choose_error),
+			 "the pod asks for no GPUs, MIG instances or pinned "
+			 "CPUs: there is nothing to place");
+		return;
+	}
+	if (e->verdict.fit == FT_FIT) {
+		e->placed =
+		    ft_place_choose(&e->placement, node, d, policy) == 0;
+		if (!e->placed)
+			snprintf(e->choose_error, sizeof(e->choose_error), "%s",
+				 ft_error_last());
+	} else if (e->verdict.fit == FT_UNFIT && node->topology) {
+		ft_state_pdb_view(app->state, node, &pdb);
+		ft_victims_search(&e->victims, node, d, pod->priority, &pdb);
+		e->searched = true;
+	}
+}
+
+static int explain(char **body, ft_app_t *app, const ft_pod_t *pod,
+		   const char *only)
+{
+	ft_snapshot_t *snap = ft_state_snapshot(app->state);
+	ft_explain_node_t *nodes = NULL;
+	unsigned n = 0;
+	int rc;
+
+	nodes = calloc(snap->n_nodes ? snap->n_nodes : 1, sizeof(*nodes));
+	if (!nodes) {
+		rc = ft_error_set(FT_ENOMEM, "explain: out of memory");
+		goto cleanup;
+	}
+	for (unsigned i = 0; i < snap->n_nodes; i++)
+		if (!only || strcmp(snap->nodes[i]->name, only) == 0)
+			explain_node(&nodes[n++], snap->nodes[i], pod, app);
+	rc = only && !n ? ft_error_set(FT_ENOTFOUND, "no node %s", only)
+			: ft_codec_debug_explain(body, pod, snap->generation,
+						 nodes, n);
+cleanup:
+	free(nodes);
+	ft_snapshot_unref(snap);
+	return rc;
+}
+
+void ft_app_debug_explain(ft_http_response_t *out, const ft_http_request_t *req,
+			  void *payload)
+{
+	ft_app_t *app = payload;
+	char *body = NULL;
+	ft_pod_t pod;
+	int rc;
+
+	if ((rc = ft_codec_explain_pod_decode(&pod, req->body, req->body_len,
+					      &app->opts)) < 0) {
+		ft_http_reply_error(out, rc == FT_EINVAL ? 400 : 500,
+				    rc == FT_EINVAL ? "bad_json" : "internal",
+				    "%s", ft_error_last());
+		return;
+	}
+	if (pod.demand_error)
+		ft_http_reply_error(out, 400, "bad_json", "Pod %s/%s: %s",
+				    pod.ns, pod.name, pod.demand_error);
+	else if ((rc = explain(&body, app, &pod,
+			       ft_http_request_query(req, "node"))) ==
+		 FT_ENOTFOUND)
+		ft_http_reply_error(out, 404, "not_found", "%s",
+				    ft_error_last());
+	else
+		reply_body(out, rc, body, "application/json");
+	ft_pod_dispose(&pod);
+}
+
+/* ---- routes and the listener ---- */
+
+typedef struct {
+	const char *method;
+	const char *path;
+	ft_http_handler_fn fn;
+} route_t;
+
+static int add_routes(ft_server_t *server, ft_app_t *app, const route_t *r,
+		      size_t n)
+{
+	int rc = 0;
+
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		rc = ft_server_route(server, r[i].method, r[i].path, r[i].fn,
+				     app);
+	return rc;
+}
+
+int ft_app_verb_routes(ft_app_t *app, ft_server_t *server)
+{
+	static const route_t routes[] = {
+	    {"POST", "/filter", ft_app_metered_filter},
+	    {"POST", "/prioritize", ft_app_metered_prioritize},
+	    {"POST", "/preempt", ft_app_metered_preempt},
+	    {"POST", "/bind", ft_app_metered_bind},
+	    {"GET", "/metrics", ft_app_metrics},
+	};
+
+	return add_routes(server, app, routes,
+			  sizeof(routes) / sizeof(routes[0]));
+}
+
+int ft_app_debug_routes(ft_app_t *app, ft_server_t *server)
+{
+	static const route_t routes[] = {
+	    {"GET", "/debug/nodes", ft_app_debug_nodes},
+	    {"GET", NODES_PREFIX "*", ft_app_debug_node},
+	    {"GET", PODS_PREFIX "*", ft_app_debug_pod},
+	    {"POST", "/debug/explain", ft_app_debug_explain},
+	    {"GET", "/debug/decisions", ft_app_debug_decisions},
+	    {"GET", "/metrics", ft_app_metrics},
+	    {"GET", "/healthz", ft_app_healthz},
+	    {"GET", "/readyz", ft_app_readyz},
+	    {"GET", "/version", ft_app_version},
+	};
+
+	return add_routes(server, app, routes,
+			  sizeof(routes) / sizeof(routes[0]));
+}
+
+int ft_app_debug_start(ft_app_t *app)
+{
+	ft_server_options_t opts = {.listen = app->cfg.debug_listen,
+				    .max_body_bytes =
+					app->cfg.max_request_bytes,
+				    .threads = DEBUG_THREADS};
+	int rc;
+
+	if (!app->cfg.debug_listen || !app->cfg.debug_listen[0])
+		return 0;
+	if ((rc = ft_server_new(&app->debug_server, &opts)) < 0 ||
+	    (rc = ft_app_debug_routes(app, app->debug_server)) < 0 ||
+	    (rc = ft_server_start(app->debug_server)) < 0)
+		return rc;
+	FT_LOG_INFO_MSG("serving the debug API on %s (port %u)",
+			app->cfg.debug_listen,
+			ft_server_port(app->debug_server));
+	return 0;
+}

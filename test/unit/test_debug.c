@@ -1,0 +1,654 @@
+/*
+ * The debug API and /metrics through real HTTP requests (libcurl over
+ * loopback): an application loaded from test/fixtures/cluster/small.yaml
+ * serves the extender routes on one ft_server and the debug listener
+ * started by ft_app_debug_start() on another, as flextopo-extender does with
+ * debugListen set. Verbs sent to the extender listener must show up in the
+ * decision log, and explain must leave the state exactly as it was.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <cmocka.h>
+
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+
+#include <flextopo/app.h>
+#include <flextopo/debug.h>
+#include <flextopo/debugview.h>
+#include <flextopo/error.h>
+
+#include "support.h"
+
+#define CLUSTER FT_FIXTURES_DIR "/cluster/small.yaml"
+#define UID_B2	"00000000-0000-4000-8000-0000000000b2"
+
+typedef struct {
+	ft_app_t app;
+	unsigned main_port;
+	unsigned debug_port;
+} fixture_t;
+
+typedef struct {
+	long status;
+	char content_type[128];
+	char *body;
+	size_t len;
+} reply_t;
+
+/* ---- fixture ---- */
+
+static int setup(void **state)
+{
+	fixture_t *fx = calloc(1, sizeof(*fx));
+	ft_server_options_t opts = {
+	    .listen = "127.0.0.1:0", .max_body_bytes = 1 << 20, .threads = 2};
+
+	assert_non_null(fx);
+	assert_int_equal(ft_config_init(&fx->app.cfg), 0);
+	assert_int_equal(ft_config_set(&fx->app.cfg, "logLevel", "error"), 0);
+	assert_int_equal(
+	    ft_config_set(&fx->app.cfg, "debugListen", "127.0.0.1:0"), 0);
+	assert_int_equal(ft_app_init(&fx->app), 0);
+	if (ft_app_load_snapshot(&fx->app, CLUSTER) < 0)
+		fail_msg("%s: %s", CLUSTER, ft_error_last());
+	assert_int_equal(ft_server_new(&fx->app.server, &opts), 0);
+	assert_int_equal(ft_app_routes(&fx->app, fx->app.server), 0);
+	assert_int_equal(ft_server_start(fx->app.server), 0);
+	assert_int_equal(ft_app_debug_start(&fx->app), 0);
+	assert_non_null(fx->app.debug_server);
+	fx->main_port = ft_server_port(fx->app.server);
+	fx->debug_port = ft_server_port(fx->app.debug_server);
+	*state = fx;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	fixture_t *fx = *state;
+
+	ft_app_dispose(&fx->app);
+	free(fx);
+	return 0;
+}
+
+/* ---- client ---- */
+
+static size_t on_body(char *data, size_t size, size_t n, void *userdata)
+{
+	reply_t *r = userdata;
+	char *body = realloc(r->body, r->len + size * n + 1);
+
+	if (!body)
+		return 0;
+	memcpy(body + r->len, data, size * n);
+	r->body = body;
+	r->len += size * n;
+	r->body[r->len] = '\0';
+	return size * n;
+}
+
+static size_t on_header(char *data, size_t size, size_t n, void *userdata)
+{
+	reply_t *r = userdata;
+	size_t len = size * n;
+	static const char name[] = "Content-Type: ";
+
+	if (len > sizeof(name) - 1 &&
+	    strncasecmp(data, name, sizeof(name) - 1) == 0)
+		snprintf(r->content_type, sizeof(r->content_type), "%.*s",
+			 (int)(len - (sizeof(name) - 1) - 2),
+			 data + sizeof(name) - 1);
+	return len;
+}
+
+/* `method` `path` on `port`; a body is sent as application/json. */
+static reply_t http(unsigned port, const char *method, const char *path,
+		    const char *body)
+{
+	CURL *curl = curl_easy_init();
+	struct curl_slist *headers = NULL;
+	reply_t r;
+	char url[512];
+
+	memset(&r, 0, sizeof(r));
+	assert_non_null(curl);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u%s", port, path);
+	curl_easy_setopt(curl, CURLOPT_URL, url);
+	curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(curl, CURLOPT_WRITEDATA, &r);
+	curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(curl, CURLOPT_HEADERDATA, &r);
+	curl_easy_setopt(curl, CURLOPT_TIMEOUT, 10L);
+	if (body) {
+		headers = curl_slist_append(headers,
+					    "Content-Type: application/json");
+		curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+		curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
+	}
+	assert_int_equal(curl_easy_perform(curl), CURLE_OK);
+	curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &r.status);
+	curl_slist_free_all(headers);
+	curl_easy_cleanup(curl);
+	if (!r.body)
+		r.body = strdup("");
+	return r;
+}
+
+/* GET or POST, expect `status` and JSON; returns the parsed body. */
+static cJSON *json_call(unsigned port, const char *method, const char *path,
+			const char *body, long status)
+{
+	reply_t r = http(port, method, path, body);
+	cJSON *json = cJSON_Parse(r.body);
+
+	if (r.status != status || !json)
+		fail_msg("%s %s: %ld %s", method, path, r.status, r.body);
+	assert_string_equal(r.content_type, "application/json");
+	free(r.body);
+	return json;
+}
+
+static const cJSON *at(const cJSON *obj, const char *key)
+{
+	const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+	if (!item)
+		fail_msg("no key %s", key);
+	return item;
+}
+
+static const char *str(const cJSON *obj, const char *key)
+{
+	const cJSON *item = at(obj, key);
+
+	assert_true(cJSON_IsString(item));
+	return item->valuestring;
+}
+
+static double num(const cJSON *obj, const char *key)
+{
+	const cJSON *item = at(obj, key);
+
+	assert_true(cJSON_IsNumber(item));
+	return item->valuedouble;
+}
+
+/* The element of array `arr` whose `key` is the string `value`. */
+static const cJSON *find(const cJSON *arr, const char *key, const char *value)
+{
+	const cJSON *item;
+
+	cJSON_ArrayForEach(item, arr)
+	{
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(item, key);
+		if (cJSON_IsString(v) && strcmp(v->valuestring, value) == 0)
+			return item;
+	}
+	fail_msg("no element with %s=%s", key, value);
+	return NULL;
+}
+
+static unsigned count(const char *text, const char *needle)
+{
+	unsigned n = 0;
+
+	for (const char *p = text; (p = strstr(p, needle)); p++)
+		n++;
+	return n;
+}
+
+/* ---- nodes ---- */
+
+static void test_debug__nodes(void **state)
+{
+	fixture_t *fx = *state;
+	cJSON *root =
+	    json_call(fx->debug_port, "GET", "/debug/nodes", NULL, 200);
+	const cJSON *nodes = at(root, "nodes"), *row;
+
+	assert_int_equal(cJSON_GetArraySize(nodes), 7);
+	assert_string_equal(str(cJSON_GetArrayItem(nodes, 0), "name"),
+			    "a100-0");
+	row = find(nodes, "name", "pairs-free");
+	assert_true(cJSON_IsTrue(at(row, "hasTopology")));
+	assert_int_equal(num(at(row, "gpus"), "total"), 4);
+	assert_int_equal(num(at(row, "gpus"), "used"), 1);
+	assert_int_equal(num(at(row, "gpus"), "free"), 3);
+	/* The free NVLink pair (2,3) is the largest free block at nvlink. */
+	assert_int_equal(
+	    num(at(at(row, "levels"), "nvlink"), "largestFreeGpus"), 2);
+	row = find(nodes, "name", "a100-0");
+	assert_int_equal(num(at(row, "cpus"), "used"), 8);
+	assert_int_equal(
+	    num(at(at(row, "levels"), "nvlink"), "largestFreeGpus"), 5);
+	row = find(nodes, "name", "broken-0");
+	assert_false(cJSON_IsTrue(at(row, "hasTopology")));
+	assert_non_null(strstr(str(row, "topologyError"), "cpulist"));
+	row = find(nodes, "name", "h100-0");
+	assert_int_equal(num(at(row, "mig"), "total"), 11);
+	cJSON_Delete(root);
+}
+
+static void test_debug__node_tree(void **state)
+{
+	fixture_t *fx = *state;
+	cJSON *root =
+	    json_call(fx->debug_port, "GET", "/debug/nodes/a100-0", NULL, 200);
+	const cJSON *numa, *gpus, *holder;
+
+	assert_string_equal(str(root, "name"), "a100-0");
+	numa = cJSON_GetArrayItem(
+	    at(cJSON_GetArrayItem(at(root, "sockets"), 0), "numaNodes"), 0);
+	assert_string_equal(str(numa, "cpus"), "0-63");
+	assert_string_equal(str(numa, "freeCpus"), "8-63");
+	gpus = at(cJSON_GetArrayItem(at(numa, "pcieSwitches"), 0), "gpus");
+	holder = at(cJSON_GetArrayItem(gpus, 0), "heldBy");
+	assert_string_equal(str(holder, "name"), "holder-a");
+	assert_int_equal(num(holder, "priority"), 100);
+	holder = find(at(root, "holdings"), "name", "holder-a");
+	assert_int_equal(cJSON_GetArraySize(at(holder, "gpus")), 3);
+	assert_string_equal(str(holder, "cpus"), "0-7");
+	assert_int_equal(cJSON_GetArraySize(at(root, "nvlinks")), 28);
+	cJSON_Delete(root);
+}
+
+static void test_debug__node_errors(void **state)
+{
+	fixture_t *fx = *state;
+	reply_t r;
+
+	cJSON_Delete(
+	    json_call(fx->debug_port, "GET", "/debug/nodes/nope", NULL, 404));
+	cJSON_Delete(
+	    json_call(fx->debug_port, "GET", "/debug/nodes/", NULL, 404));
+	cJSON_Delete(json_call(fx->debug_port, "GET",
+			       "/debug/nodes/a100-0/gpus", NULL, 404));
+	cJSON_Delete(json_call(fx->debug_port, "GET",
+			       "/debug/nodes/a100-0?format=png", NULL, 400));
+	r = http(fx->debug_port, "DELETE", "/debug/nodes/a100-0", NULL);
+	assert_int_equal(r.status, 405);
+	free(r.body);
+	/* The debug API is not on the extender's listener. */
+	r = http(fx->main_port, "GET", "/debug/nodes", NULL);
+	assert_int_equal(r.status, 404);
+	free(r.body);
+}
+
+static void test_debug__node_svg(void **state)
+{
+	fixture_t *fx = *state;
+	reply_t r =
+	    http(fx->debug_port, "GET", "/debug/nodes/a100-0?format=svg", NULL);
+	reply_t again =
+	    http(fx->debug_port, "GET", "/debug/nodes/a100-0?format=svg", NULL);
+
+	assert_int_equal(r.status, 200);
+	assert_string_equal(r.content_type, "image/svg+xml");
+	assert_true(strncmp(r.body, "<?xml", 5) == 0);
+	assert_non_null(
+	    strstr(r.body, "<svg xmlns=\"http://www.w3.org/2000/svg\""));
+	assert_string_equal(r.body + r.len - 7, "</svg>\n");
+	assert_int_equal(count(r.body, "class=\"socket\""), 2);
+	assert_int_equal(count(r.body, "class=\"numa\""), 2);
+	assert_int_equal(count(r.body, "class=\"pcie-switch\""), 4);
+	assert_int_equal(count(r.body, "class=\"gpu\""), 8);
+	assert_int_equal(count(r.body, "class=\"core\""), 128);
+	assert_int_equal(count(r.body, "class=\"nvlink-group\""), 1);
+	assert_non_null(strstr(r.body, "train/holder-a"));
+	assert_int_equal(count(r.body, "<text"), count(r.body, "</text>"));
+	assert_int_equal(count(r.body, "<title>"), count(r.body, "</title>"));
+	/* Deterministic: the same node draws the same bytes. */
+	assert_string_equal(r.body, again.body);
+	free(r.body);
+	free(again.body);
+	r = http(fx->debug_port, "GET", "/debug/nodes/h100-0?format=svg", NULL);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(count(r.body, "class=\"mig\""), 11);
+	free(r.body);
+	r = http(fx->debug_port, "GET", "/debug/nodes/bare-0?format=svg", NULL);
+	assert_int_equal(r.status, 200);
+	assert_non_null(strstr(r.body, "no topology"));
+	free(r.body);
+}
+
+static void test_debug__svg_escapes_names(void **state)
+{
+	ft_topology_t *t = ft_test_topology_pairs4("GPU-x");
+	const char *gpus[] = {"GPU-x-0", NULL};
+	ft_pod_t pod;
+	ft_pod_t *pods[] = {&pod, NULL};
+	ft_node_t *node;
+	char *svg = NULL;
+
+	ft_test_pod(&pod, "a<b&\"c'", 5, gpus, "0-1", 0);
+	node = ft_test_node("n<1>", t, pods);
+	assert_int_equal(ft_codec_node_svg(&svg, node), 0);
+	assert_non_null(strstr(svg, "a&lt;b&amp;&quot;c&apos;"));
+	assert_non_null(strstr(svg, "n&lt;1&gt;"));
+	assert_null(strstr(svg, "a<b"));
+	assert_int_equal(count(svg, "class=\"gpu\""), 4);
+	/* Two NVLink pairs: arcs, no group bar. */
+	assert_int_equal(count(svg, "class=\"nvlink\""), 2);
+	assert_int_equal(count(svg, "class=\"nvlink-group\""), 0);
+	free(svg);
+	ft_node_unref(node);
+	ft_pod_dispose(&pod);
+	ft_topology_unref(t);
+}
+
+/* ---- explain ---- */
+
+static const char explain_pod[] =
+    "{\"metadata\":{\"name\":\"chat\",\"namespace\":\"online\","
+    "\"annotations\":{\"flextopo.io/affinity\":\"nvlink\"}},\"spec\":{"
+    "\"priority\":1000,\"containers\":[{\"name\":\"m\",\"resources\":{"
+    "\"requests\":{\"nvidia.com/gpu\":\"2\"},\"limits\":{\"nvidia.com/"
+    "gpu\":\"2\"}}}]}}";
+
+static void test_debug__explain_changes_nothing(void **state)
+{
+	fixture_t *fx = *state;
+	ft_snapshot_t *before = ft_state_snapshot(fx->app.state), *after;
+	ft_state_stats_t st0, st1;
+	uint64_t decisions = ft_decisions_total(fx->app.decisions);
+	const cJSON *nodes, *node, *victims;
+	cJSON *root;
+
+	ft_state_stats(fx->app.state, &st0);
+	root = json_call(fx->debug_port, "POST", "/debug/explain", explain_pod,
+			 200);
+	nodes = at(root, "nodes");
+	assert_int_equal(cJSON_GetArraySize(nodes), 7);
+	assert_int_equal(num(root, "generation"), (double)before->generation);
+	node = find(nodes, "node", "pairs-free");
+	assert_string_equal(str(node, "verdict"), "fit");
+	assert_string_equal(str(at(node, "placement"), "level"), "nvlink");
+	assert_int_equal(cJSON_GetArraySize(at(at(node, "placement"), "gpus")),
+			 2);
+	assert_int_equal(
+	    cJSON_GetArrayItem(at(at(node, "placement"), "gpus"), 0)->valueint,
+	    2);
+	node = find(nodes, "node", "pairs-busy");
+	assert_string_equal(str(node, "verdict"), "unfit");
+	assert_true(cJSON_IsNull(at(node, "placement")));
+	assert_true(cJSON_IsTrue(at(at(node, "preemption"), "found")));
+	victims = at(at(node, "preemption"), "pods");
+	assert_int_equal(cJSON_GetArraySize(victims), 1);
+	assert_string_equal(str(cJSON_GetArrayItem(victims, 0), "uid"), UID_B2);
+	node = find(nodes, "node", "rtx4090-0");
+	assert_string_equal(str(node, "verdict"), "unresolvable");
+	assert_true(cJSON_IsNull(at(node, "preemption")));
+	cJSON_Delete(root);
+
+	/* Nothing changed: same snapshot, same state, nothing recorded. */
+	after = ft_state_snapshot(fx->app.state);
+	ft_state_stats(fx->app.state, &st1);
+	assert_ptr_equal(before, after);
+	assert_int_equal(st0.generation, st1.generation);
+	assert_int_equal(st0.pods, st1.pods);
+	assert_int_equal(st0.assumed, st1.assumed);
+	assert_int_equal(ft_decisions_total(fx->app.decisions), decisions);
+	ft_snapshot_unref(before);
+	ft_snapshot_unref(after);
+}
+
+static void test_debug__explain_options_and_errors(void **state)
+{
+	fixture_t *fx = *state;
+	cJSON *root =
+	    json_call(fx->debug_port, "POST", "/debug/explain?node=pairs-free",
+		      explain_pod, 200);
+	char wrapped[1024];
+
+	assert_int_equal(cJSON_GetArraySize(at(root, "nodes")), 1);
+	cJSON_Delete(root);
+	snprintf(wrapped, sizeof(wrapped), "{\"Pod\":%s}", explain_pod);
+	root =
+	    json_call(fx->debug_port, "POST", "/debug/explain", wrapped, 200);
+	assert_string_equal(str(at(root, "pod"), "name"), "chat");
+	cJSON_Delete(root);
+	cJSON_Delete(json_call(fx->debug_port, "POST",
+			       "/debug/explain?node=nope", explain_pod, 404));
+	cJSON_Delete(json_call(fx->debug_port, "POST", "/debug/explain",
+			       "not json", 400));
+	cJSON_Delete(
+	    json_call(fx->debug_port, "POST", "/debug/explain", "[]", 400));
+	cJSON_Delete(json_call(
+	    fx->debug_port, "POST", "/debug/explain",
+	    "{\"metadata\":{\"name\":\"x\",\"annotations\":{\"flextopo.io/"
+	    "affinity\":\"rack\"}},\"spec\":{\"containers\":[]}}",
+	    400));
+}
+
+/* ---- decisions and pods ---- */
+
+static char *fixture_text(const char *rel)
+{
+	char *text = ft_test_read_fixture(rel, NULL);
+
+	assert_non_null(text);
+	return text;
+}
+
+/* filter, prioritize, bind and preempt on the extender listener. */
+static void run_verbs(fixture_t *fx)
+{
+	static const char pod[] =
+	    "{\"Pod\":{\"metadata\":{\"name\":\"waiting-pair\",\"namespace\":"
+	    "\"train\",\"uid\":\"00000000-0000-4000-8000-000000000001\"},"
+	    "\"spec\":{\"containers\":[]}},\"NodeNames\":[\"a100-0\","
+	    "\"pairs-free\",\"bare-0\"]}";
+	static const char bind[] =
+	    "{\"PodName\":\"waiting-pair\",\"PodNamespace\":\"train\","
+	    "\"PodUID\":\"00000000-0000-4000-8000-000000000001\",\"Node\":"
+	    "\"a100-0\"}";
+	char *preempt = fixture_text("wire/preempt/nvlink-meta.request.json");
+
+	cJSON_Delete(json_call(fx->main_port, "POST", "/filter", pod, 200));
+	cJSON_Delete(json_call(fx->main_port, "POST", "/prioritize", pod, 200));
+	cJSON_Delete(json_call(fx->main_port, "POST", "/bind", bind, 200));
+	cJSON_Delete(
+	    json_call(fx->main_port, "POST", "/preempt", preempt, 200));
+	free(preempt);
+}
+
+static void test_debug__decisions_of_the_verbs(void **state)
+{
+	fixture_t *fx = *state;
+	const cJSON *list, *d, *row;
+	cJSON *root;
+
+	run_verbs(fx);
+	root = json_call(fx->debug_port, "GET", "/debug/decisions?limit=4",
+			 NULL, 200);
+	assert_int_equal(num(root, "capacity"), 1024);
+	assert_int_equal(num(root, "total"), 4);
+	list = at(root, "decisions");
+	assert_int_equal(cJSON_GetArraySize(list), 4);
+	assert_string_equal(str(cJSON_GetArrayItem(list, 0), "verb"),
+			    "preempt");
+	assert_string_equal(str(cJSON_GetArrayItem(list, 3), "verb"), "filter");
+	d = cJSON_GetArrayItem(list, 3);
+	assert_int_equal(num(d, "nodesTotal"), 3);
+	assert_int_equal(num(at(d, "counts"), "pass"), 3);
+	d = cJSON_GetArrayItem(list, 1);
+	assert_string_equal(str(d, "verb"), "bind");
+	assert_false(cJSON_IsTrue(at(d, "failed")));
+	assert_string_equal(str(at(d, "placement"), "level"), "nvlink");
+	assert_int_equal(cJSON_GetArraySize(at(at(d, "placement"), "gpus")), 2);
+	d = cJSON_GetArrayItem(list, 0);
+	row = find(at(d, "nodes"), "node", "pairs-busy");
+	assert_string_equal(str(row, "verdict"), "kept");
+	assert_string_equal(str(row, "level"), "nvlink");
+	row = find(at(d, "victims"), "uid", UID_B2);
+	assert_string_equal(str(row, "pod"), "train/holder-b2");
+	row = find(at(d, "nodes"), "node", "broken-0");
+	assert_string_equal(str(row, "verdict"), "kept-proposed");
+	row = find(at(d, "nodes"), "node", "pairs-free");
+	assert_string_equal(str(row, "verdict"), "dropped");
+	cJSON_Delete(root);
+
+	root = json_call(fx->debug_port, "GET", "/debug/decisions", NULL, 200);
+	assert_int_equal(cJSON_GetArraySize(at(root, "decisions")), 4);
+	cJSON_Delete(root);
+	root = json_call(fx->debug_port, "GET",
+			 "/debug/decisions?limit=1048576", NULL, 200);
+	cJSON_Delete(root);
+	cJSON_Delete(json_call(fx->debug_port, "GET",
+			       "/debug/decisions?limit=0", NULL, 400));
+	cJSON_Delete(json_call(fx->debug_port, "GET",
+			       "/debug/decisions?limit=-1", NULL, 400));
+	cJSON_Delete(json_call(fx->debug_port, "GET",
+			       "/debug/decisions?limit=ten", NULL, 400));
+}
+
+static void test_debug__pod_view(void **state)
+{
+	fixture_t *fx = *state;
+	const cJSON *holding, *list;
+	cJSON *root;
+
+	run_verbs(fx);
+	root = json_call(fx->debug_port, "GET",
+			 "/debug/pods/train/waiting-pair", NULL, 200);
+	holding = at(root, "holding");
+	assert_string_equal(str(holding, "node"), "a100-0");
+	assert_int_equal(cJSON_GetArraySize(at(holding, "gpus")), 2);
+	assert_string_equal(str(at(root, "state"), "node"), "a100-0");
+	list = at(root, "decisions");
+	assert_int_equal(cJSON_GetArraySize(list), 3);
+	assert_string_equal(str(cJSON_GetArrayItem(list, 0), "verb"), "bind");
+	cJSON_Delete(root);
+
+	/* A victim: its holding and the preemption that named it. */
+	root = json_call(fx->debug_port, "GET", "/debug/pods/train/holder-b2",
+			 NULL, 200);
+	assert_string_equal(str(at(root, "holding"), "node"), "pairs-busy");
+	list = at(root, "decisions");
+	assert_int_equal(cJSON_GetArraySize(list), 1);
+	assert_string_equal(str(cJSON_GetArrayItem(list, 0), "verb"),
+			    "preempt");
+	cJSON_Delete(root);
+
+	cJSON_Delete(
+	    json_call(fx->debug_port, "GET", "/debug/pods/x/y", NULL, 404));
+	cJSON_Delete(
+	    json_call(fx->debug_port, "GET", "/debug/pods/train", NULL, 404));
+	cJSON_Delete(
+	    json_call(fx->debug_port, "GET", "/debug/pods/a/b/c", NULL, 404));
+}
+
+/* ---- metrics, health, and the listener switch ---- */
+
+static double metric(const char *text, const char *series)
+{
+	char needle[256];
+	const char *p;
+
+	snprintf(needle, sizeof(needle), "\n%s ", series);
+	p = strstr(text, needle);
+	if (!p)
+		fail_msg("no sample %s", series);
+	return strtod(p + strlen(needle), NULL);
+}
+
+static void test_debug__metrics_on_both_listeners(void **state)
+{
+	fixture_t *fx = *state;
+	reply_t m, d;
+
+	run_verbs(fx);
+	m = http(fx->main_port, "GET", "/metrics", NULL);
+	d = http(fx->debug_port, "GET", "/metrics", NULL);
+	assert_int_equal(m.status, 200);
+	assert_int_equal(d.status, 200);
+	assert_string_equal(m.content_type,
+			    "text/plain; version=0.0.4; charset=utf-8");
+	assert_true(
+	    metric(m.body, "flextopo_requests_total{verb=\"filter\"}") == 1);
+	assert_true(metric(m.body, "flextopo_requests_total{verb=\"bind\"}") ==
+		    1);
+	assert_true(metric(m.body, "flextopo_binds_total{result=\"bound\"}") ==
+		    1);
+	assert_true(metric(m.body, "flextopo_bind_affinity_level_total{level="
+				   "\"nvlink\"}") == 1);
+	assert_true(metric(m.body, "flextopo_preemption_nodes_total{mode="
+				   "\"guaranteed\",outcome=\"victims\"}") == 1);
+	assert_true(metric(m.body, "flextopo_nodes") == 7);
+	assert_true(metric(m.body, "flextopo_nodes_bad_topology") == 2);
+	assert_true(metric(m.body, "flextopo_ready") == 1);
+	assert_true(metric(m.body, "flextopo_decisions_total") == 4);
+	assert_true(metric(d.body, "flextopo_decision_log_bytes") ==
+		    (double)ft_decisions_footprint(1024));
+	assert_true(metric(d.body, "flextopo_cache_age_seconds") >= 0);
+	free(m.body);
+	free(d.body);
+}
+
+static void test_debug__health_on_the_debug_listener(void **state)
+{
+	fixture_t *fx = *state;
+	const char *paths[] = {"/healthz", "/readyz", "/version"};
+
+	for (unsigned i = 0; i < 3; i++) {
+		reply_t r = http(fx->debug_port, "GET", paths[i], NULL);
+		assert_int_equal(r.status, 200);
+		free(r.body);
+	}
+}
+
+static void test_debug__listener_off_by_default(void **state)
+{
+	ft_app_t app;
+
+	memset(&app, 0, sizeof(app));
+	assert_int_equal(ft_config_init(&app.cfg), 0);
+	assert_int_equal(ft_config_set(&app.cfg, "logLevel", "error"), 0);
+	assert_int_equal(ft_app_init(&app), 0);
+	assert_int_equal(ft_app_debug_start(&app), 0);
+	assert_null(app.debug_server);
+	assert_int_equal(ft_decisions_capacity(app.decisions), 1024);
+	ft_app_dispose(&app);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_debug__nodes, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_debug__node_tree, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_debug__node_errors, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_debug__node_svg, setup,
+					    teardown),
+	    cmocka_unit_test(test_debug__svg_escapes_names),
+	    cmocka_unit_test_setup_teardown(test_debug__explain_changes_nothing,
+					    setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_debug__explain_options_and_errors, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_debug__decisions_of_the_verbs,
+					    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_debug__pod_view, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_debug__metrics_on_both_listeners, setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_debug__health_on_the_debug_listener, setup, teardown),
+	    cmocka_unit_test(test_debug__listener_off_by_default),
+	};
+	int rc;
+
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	curl_global_cleanup();
+	return rc;
+}
