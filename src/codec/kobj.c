@@ -511,9 +511,9 @@ static int decode_selector(ft_selector_t *out, const cJSON *sel)
 			   cJSON_GetObjectItemCaseSensitive(sel, "matchLabels"))
 	{
 		if (!item->string || !cJSON_IsString(item))
-			return ft_error_set(FT_EINVAL,
-					    "spec.selector.matchLabels: expected "
-					    "a map of strings");
+			return ft_error_set(
+			    FT_EINVAL, "spec.selector.matchLabels: expected "
+				       "a map of strings");
 		if ((rc = add_requirement(out, item->string, FT_SEL_IN, item)) <
 		    0)
 			return rc;
