@@ -9,24 +9,26 @@ FROM debian:bookworm-slim AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       build-essential cmake ninja-build pkg-config git ca-certificates \
-      libmicrohttpd-dev libcjson-dev libcurl4-openssl-dev libyaml-dev uthash-dev \
+      libmicrohttpd-dev libcjson-dev libcurl4-openssl-dev libyaml-dev libhwloc-dev uthash-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY CMakeLists.txt ./
+COPY configs configs
 COPY include include
 COPY src src
 COPY test test
+COPY bench bench
 RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release -DFLEXTOPO_TESTS=OFF -DFLEXTOPO_BENCH=OFF \
- && cmake --build /build --target flextopo-extender \
- && strip /build/flextopo-extender
+ && cmake --build /build --target flextopo-extender flextopo-discover \
+ && strip /build/flextopo-extender /build/flextopo-discover
 
 FROM debian:bookworm-slim AS runtime
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libmicrohttpd12 libcjson1 libcurl4 libyaml-0-2 ca-certificates \
+      libmicrohttpd12 libcjson1 libcurl4 libyaml-0-2 libhwloc15 ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 65532 --no-create-home --shell /usr/sbin/nologin flextopo
-COPY --from=build /build/flextopo-extender /usr/local/bin/flextopo-extender
+COPY --from=build /build/flextopo-extender /build/flextopo-discover /usr/local/bin/
 COPY configs/flextopo.yaml /etc/flextopo/flextopo.yaml
 LABEL org.opencontainers.image.title="flextopo-extender" \
       org.opencontainers.image.description="Topology-aware kube-scheduler extender for GPU workloads" \

@@ -6,8 +6,8 @@
 set -euo pipefail
 
 packages=(build-essential cmake ninja-build pkg-config git ca-certificates
-	libmicrohttpd-dev libcjson-dev libcurl4-openssl-dev libyaml-dev libhwloc-dev
-	libcmocka-dev uthash-dev clang-format valgrind python3 curl)
+	libmicrohttpd-dev libcjson-dev libcurl4-openssl-dev libyaml-dev libhwloc-dev hwloc
+	libcmocka-dev uthash-dev clang-format valgrind python3 python3-venv curl)
 
 sudo=""
 if [[ $(id -u) -ne 0 ]]; then
