@@ -5,7 +5,14 @@
 # The runtime stage holds the binary and the shared libraries it links, runs
 # as an unprivileged user, and works with a read-only root filesystem.
 
-FROM debian:bookworm-slim AS build
+# The base is one Debian release for both stages; pin it by digest when publishing
+# (docker build --build-arg BASE=debian:bookworm-slim@sha256:...).
+ARG BASE=debian:bookworm-slim
+
+FROM ${BASE} AS build
+# Debian's own packages of the release are the pin; exact versions would break with every
+# security update (hadolint DL3008).
+# hadolint ignore=DL3008
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       build-essential cmake ninja-build pkg-config git ca-certificates \
@@ -22,7 +29,8 @@ RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release -DFLEXTOPO_TESTS=OF
  && cmake --build /build --target flextopo-extender flextopo-discover \
  && strip /build/flextopo-extender /build/flextopo-discover
 
-FROM debian:bookworm-slim AS runtime
+FROM ${BASE} AS runtime
+# hadolint ignore=DL3008
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       libmicrohttpd12 libcjson1 libcurl4 libyaml-0-2 libhwloc15 ca-certificates \

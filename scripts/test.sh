@@ -38,6 +38,9 @@ done
 echo "== API: schemathesis on both listeners, /metrics through prometheus_client, a demo node's SVG in headless Chromium"
 FLEXTOPO_EXTENDER=build/flextopo-extender scripts/api-check.sh
 
+echo "== Dockerfile (hadolint; no Docker engine here)"
+scripts/docker-lint.sh
+
 echo "== Helm chart (lint, template, values schema; helm built from its Go module)"
 scripts/chart-check.sh
 helm_bin=$(scripts/chart-check.sh --build-only | tail -n1)
