@@ -15,6 +15,9 @@
 #
 # With CI=true a missing extender binary fails the run; otherwise the
 # placement scenarios are skipped and only the control plane is checked.
+# FLEXTOPO_E2E_REPORT=FILE writes the preemption comparison tables (flextopo's
+# preempt verb against kube-scheduler's own victims) to FILE as well; a
+# relative FILE is taken from the repository root.
 # --build-only builds (or finds) the binary, prints its path and stops.
 set -euo pipefail
 
@@ -95,14 +98,22 @@ if [[ ! -x $extender ]]; then
 	echo "e2e.sh: note: extender $extender not found (build it first); $consequence"
 fi
 
+report=${FLEXTOPO_E2E_REPORT:-}
+if [[ -n $report && $report != /* ]]; then
+	report=$repo_root/$report
+fi
+
 test_start=$SECONDS
 rc=0
 (
 	cd "$e2e_dir"
-	FLEXTOPO_EXTENDER=$extender K8S_TESTENV=$testenv \
+	FLEXTOPO_EXTENDER=$extender K8S_TESTENV=$testenv FLEXTOPO_E2E_REPORT=$report \
 		go test -v -count=1 -timeout 20m ./... "$@"
 ) || rc=$?
 test_secs=$((SECONDS - test_start))
 
+if [[ -n $report && -f $report ]]; then
+	echo "e2e.sh: preemption tables in $report"
+fi
 echo "e2e.sh: build ${build_secs}s, tests ${test_secs}s (exit $rc)"
 exit $rc

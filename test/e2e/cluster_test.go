@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,6 +32,14 @@ type cluster struct {
 
 	etcd, apiserver, scheduler, extender *process
 
+	// extraSchedulers are further kube-scheduler processes started by tests
+	// (startExtraScheduler), each with its own profile; stopped with the
+	// cluster.
+	extraMu         sync.Mutex
+	extraSchedulers []*process
+
+	testenv     string // the k8s-testenv binary
+	extPort     int    // the extender's port (also when it is not running)
 	extenderURL string // http://127.0.0.1:port
 	client      kubernetes.Interface
 }
@@ -183,6 +192,9 @@ func (c *cluster) processes() []*process {
 			ps = append(ps, p)
 		}
 	}
+	c.extraMu.Lock()
+	ps = append(ps, c.extraSchedulers...)
+	c.extraMu.Unlock()
 	return ps
 }
 
@@ -213,10 +225,12 @@ func (c *cluster) start(testenv, extender string) error {
 	if c.client, err = kubernetes.NewForConfig(cfg); err != nil {
 		return err
 	}
+	c.testenv = testenv
 	extPort, err := freePort()
 	if err != nil {
 		return err
 	}
+	c.extPort = extPort
 	c.extenderURL = "http://" + hostPort(extPort)
 	if extender != "" {
 		if err := c.startExtender(extender, extPort); err != nil {
@@ -229,7 +243,13 @@ func (c *cluster) start(testenv, extender string) error {
 }
 
 func (c *cluster) stop() {
-	// Reverse dependency order: the scheduler and extender first, etcd last.
+	// Reverse dependency order: the schedulers and extender first, etcd last.
+	c.extraMu.Lock()
+	extra := append([]*process(nil), c.extraSchedulers...)
+	c.extraMu.Unlock()
+	for _, p := range extra {
+		p.stop(15 * time.Second)
+	}
 	for _, p := range []*process{c.scheduler, c.extender, c.apiserver, c.etcd} {
 		p.stop(15 * time.Second)
 	}
@@ -352,7 +372,9 @@ func (c *cluster) startExtender(bin string, port int) error {
 	if err != nil {
 		return err
 	}
-	args := []string{"--kubeconfig", c.kubeconfig, "--listen", hostPort(port)}
+	// Debug level: the preemption tests read the per-request preempt lines
+	// from the extender's log to prove which nodes reached the verb.
+	args := []string{"--kubeconfig", c.kubeconfig, "--listen", hostPort(port), "--log-level", "debug"}
 	args = append(args, strings.Fields(os.Getenv("FLEXTOPO_EXTENDER_ARGS"))...)
 	c.extender, err = startProcess("flextopo-extender", filepath.Join(dir, "extender.log"), bin, args...)
 	if err != nil {
@@ -370,10 +392,26 @@ func (c *cluster) startExtender(bin string, port int) error {
 // schedulerConfig reads the repository's scheduler configuration and points
 // it at this run's kubeconfig and extender; nothing else is changed.
 func (c *cluster) schedulerConfig(extPort int) ([]byte, error) {
-	src := os.Getenv("FLEXTOPO_SCHEDULER_CONFIG")
-	if src == "" {
-		src = filepath.Join(c.repoRoot, "configs", "scheduler-config.yaml")
+	cfg, err := c.schedulerConfigMap(extPort)
+	if err != nil {
+		return nil, err
 	}
+	return yaml.Marshal(cfg)
+}
+
+// schedulerConfigSource is the scheduler configuration file the run starts
+// from.
+func (c *cluster) schedulerConfigSource() string {
+	if src := os.Getenv("FLEXTOPO_SCHEDULER_CONFIG"); src != "" {
+		return src
+	}
+	return filepath.Join(c.repoRoot, "configs", "scheduler-config.yaml")
+}
+
+// schedulerConfigMap is schedulerConfig before marshalling, for callers that
+// change more (startExtraScheduler).
+func (c *cluster) schedulerConfigMap(extPort int) (map[string]interface{}, error) {
+	src := c.schedulerConfigSource()
 	raw, err := os.ReadFile(src)
 	if err != nil {
 		return nil, fmt.Errorf("scheduler config: %w", err)
@@ -400,27 +438,34 @@ func (c *cluster) schedulerConfig(extPort int) ([]byte, error) {
 		return nil, fmt.Errorf("scheduler config %s: extenders[0] is not a mapping", src)
 	}
 	ext0["urlPrefix"] = "http://" + hostPort(extPort)
-	return yaml.Marshal(cfg)
+	return cfg, nil
 }
 
 func (c *cluster) startScheduler(bin string, extPort int) error {
-	dir, err := c.dir("kube-scheduler")
-	if err != nil {
-		return err
-	}
 	cfg, err := c.schedulerConfig(extPort)
 	if err != nil {
 		return err
 	}
+	c.scheduler, err = c.runScheduler(bin, "kube-scheduler", cfg)
+	return err
+}
+
+// runScheduler starts a kube-scheduler named name (its directory and log
+// are named after it) with configuration cfg and waits until it is ready.
+func (c *cluster) runScheduler(bin, name string, cfg []byte) (*process, error) {
+	dir, err := c.dir(name)
+	if err != nil {
+		return nil, err
+	}
 	cfgPath := filepath.Join(dir, "scheduler-config.yaml")
 	if err := os.WriteFile(cfgPath, cfg, 0o600); err != nil {
-		return err
+		return nil, err
 	}
 	port, err := freePort()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	c.scheduler, err = startProcess("kube-scheduler", filepath.Join(dir, "kube-scheduler.log"), bin, "kube-scheduler",
+	p, err := startProcess(name, filepath.Join(dir, name+".log"), bin, "kube-scheduler",
 		"--config="+cfgPath,
 		"--leader-elect=false",
 		fmt.Sprintf("--secure-port=%d", port),
@@ -429,15 +474,44 @@ func (c *cluster) startScheduler(bin string, extPort int) error {
 		"--v=2",
 	)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	err = waitHTTP(c.scheduler, httpClient(nil), "https://"+hostPort(port)+"/readyz", nil, 90*time.Second, func(code int, _ string) bool {
+	err = waitHTTP(p, httpClient(nil), "https://"+hostPort(port)+"/readyz", nil, 90*time.Second, func(code int, _ string) bool {
 		return code == 200
 	})
 	if err != nil {
-		return fmt.Errorf("kube-scheduler: %w", err)
+		p.stop(5 * time.Second)
+		return p, fmt.Errorf("%s: %w", name, err)
 	}
-	return nil
+	return p, nil
+}
+
+// startExtraScheduler starts one more kube-scheduler (process name name)
+// from the run's scheduler configuration, with a single profile for
+// schedulerName and mutate applied to the configuration (a map as read from
+// YAML) before it is written. It runs until the cluster stops.
+func (c *cluster) startExtraScheduler(name, schedulerName string, mutate func(cfg map[string]interface{}) error) (*process, error) {
+	cfg, err := c.schedulerConfigMap(c.extPort)
+	if err != nil {
+		return nil, err
+	}
+	cfg["profiles"] = []interface{}{map[string]interface{}{"schedulerName": schedulerName}}
+	if mutate != nil {
+		if err := mutate(cfg); err != nil {
+			return nil, err
+		}
+	}
+	raw, err := yaml.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	p, err := c.runScheduler(c.testenv, name, raw)
+	if p != nil {
+		c.extraMu.Lock()
+		c.extraSchedulers = append(c.extraSchedulers, p)
+		c.extraMu.Unlock()
+	}
+	return p, err
 }
 
 // httpClient verifies https against caPEM, or (nil) accepts any certificate:
@@ -490,7 +564,10 @@ func waitHTTP(p *process, client *http.Client, url string, hdr http.Header, time
 func (c *cluster) dumpLogs() {
 	limits := map[string]int{"etcd": 40, "kube-apiserver": 80, "kube-scheduler": 300, "flextopo-extender": 1000}
 	for _, p := range c.processes() {
-		n := limits[p.name]
+		n, ok := limits[p.name]
+		if !ok {
+			n = 200 // extra schedulers
+		}
 		fmt.Printf("\n===== %s log (last %d lines of %s) =====\n%s", p.name, n, p.logPath, tailFile(p.logPath, n))
 	}
 	fmt.Println("===== end of logs =====")

@@ -4,6 +4,10 @@
 // kubelets) and checks where the scheduler, guided by the extender, places
 // GPU pods.
 //
+// The preemption scenarios (preempt_test.go) also start a second
+// kube-scheduler, profile "flextopo-nopreempt", from the same configuration
+// without preemptVerb, to compare flextopo's victims with kube-scheduler's.
+//
 // Run it with scripts/e2e.sh. Environment:
 //
 //	K8S_TESTENV          path to the k8s-testenv binary (required)
@@ -17,5 +21,8 @@
 //	                     kubeconfig instead of the generated CA
 //	FLEXTOPO_E2E_KEEP=1  keep the work directory (logs, data) after a pass
 //	FLEXTOPO_E2E_LOG_DIR copy the component logs there at the end
+//	FLEXTOPO_E2E_REPORT  write the preemption comparison tables (also in the
+//	                     test log) to this file; a relative path is taken
+//	                     from the repository root
 //	CI=true              a missing binary fails the run instead of skipping
 package e2e

@@ -197,6 +197,18 @@ type podSpec struct {
 	guaranteed bool
 	affinity   string // flextopo.io/affinity, "" = none
 	mode       string // flextopo.io/affinity-mode, "" = none
+
+	// Optional; the zero values keep the behaviour above.
+	priorityClass string              // spec.priorityClassName
+	schedulerName string              // spec.schedulerName ("" = default-scheduler)
+	labels        map[string]string   // metadata.labels
+	annotations   map[string]string   // more metadata.annotations
+	extended      corev1.ResourceList // more resources, as requests and limits (e.g. MIG)
+	// nodeName creates the pod already bound to that node (no scheduler
+	// involved); allocation, when set, is written as its flextopo.io/allocation
+	// annotation, as if flextopo had bound it.
+	nodeName   string
+	allocation string
 }
 
 func (s *scenario) createPod(ps podSpec) *corev1.Pod {
@@ -214,7 +226,17 @@ func (s *scenario) createPod(ps podSpec) *corev1.Pod {
 		req[resGPU] = q
 		lim[resGPU] = q
 	}
+	for k, v := range ps.extended {
+		req[k] = v.DeepCopy()
+		lim[k] = v.DeepCopy()
+	}
 	ann := map[string]string{}
+	for k, v := range ps.annotations {
+		ann[k] = v
+	}
+	if ps.allocation != "" {
+		ann[annAllocation] = ps.allocation
+	}
 	if ps.affinity != "" {
 		ann[annAffinity] = ps.affinity
 	}
@@ -223,9 +245,12 @@ func (s *scenario) createPod(ps podSpec) *corev1.Pod {
 	}
 	zero := int64(0)
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: ps.name, Namespace: s.ns, Annotations: ann},
+		ObjectMeta: metav1.ObjectMeta{Name: ps.name, Namespace: s.ns, Annotations: ann, Labels: ps.labels},
 		Spec: corev1.PodSpec{
 			NodeSelector:                  map[string]string{labelTest: s.id},
+			NodeName:                      ps.nodeName,
+			SchedulerName:                 ps.schedulerName,
+			PriorityClassName:             ps.priorityClass,
 			TerminationGracePeriodSeconds: &zero,
 			Containers: []corev1.Container{{
 				Name:      "main",
