@@ -26,6 +26,29 @@
 #define FT_PROFILE_MAX	 32 /* longest MIG profile name + 1 ("1g.10gb+me") */
 #define FT_ALLOC_MIG_MAX 16
 
+/* flextopo.io/requires "interconnect". */
+typedef enum {
+	FT_INTERCONNECT_ANY = 0,  /* not asked */
+	FT_INTERCONNECT_PCIE = 1, /* "pcie": any GPU or MIG instance */
+	FT_INTERCONNECT_NVLINK =
+	    2, /* "nvlink": a whole GPU with NVLink peers */
+} ft_interconnect_t;
+
+/*
+ * Capabilities each allocation unit (a whole GPU or a MIG instance) given to
+ * a pod must have: the annotation flextopo.io/requires, after Modelplane's
+ * node pool capabilities (seed 001). A zero field asks nothing. How units
+ * meet them is in place.h.
+ */
+typedef struct ft_caps {
+	uint64_t memory_mib; /* memoryPerGpu: memory of one unit, MiB */
+	unsigned precisions; /* precision: ft_precision_t bits (mig.h), all
+				required */
+	ft_interconnect_t interconnect;
+	uint32_t nvlink_domain; /* nvlinkDomainSize: GPUs in the unit's NVLink
+				   domain, at least */
+} ft_caps_t;
+
 /*
  * What a pod asks for, from its containers' resource requests (the larger of
  * the sum over app containers and the largest init container, as
@@ -44,6 +67,10 @@ typedef struct ft_demand {
 	bool has_affinity;	 /* flextopo.io/affinity was given */
 	ft_level_t level; /* requested affinity (FT_LEVEL_NODE if none) */
 	ft_affinity_mode_t mode; /* guaranteed | best-effort */
+	bool has_policy;	 /* flextopo.io/allocation-policy was given */
+	ft_policy_t policy; /* it overrides the configured policy for the pod */
+	bool has_caps;	    /* flextopo.io/requires was given */
+	ft_caps_t caps;
 } ft_demand_t;
 
 /* True when the demand asks for GPUs, MIG instances or pinned CPUs. */

@@ -63,6 +63,15 @@ int ft_quantity_milli(int64_t *out, const char *text);
 int ft_quantity_mib(uint64_t *out, const char *text);
 
 /*
+ * The capability annotation (flextopo.io/requires): a JSON object with the
+ * optional keys memoryPerGpu (a Kubernetes quantity), precision (names as
+ * ft_precision_parse reads them; "precisionSupport" is read the same),
+ * interconnect ("nvlink" | "pcie") and nvlinkDomainSize (an integer from 1).
+ * FT_EINVAL naming the key; an unknown key is an error.
+ */
+int ft_codec_requires_decode(ft_caps_t *out, const char *json);
+
+/*
  * Decode a v1 Pod. Demand and allocation annotation errors do not fail the
  * decode: they are recorded in demand_error / allocation_error. FT_EINVAL
  * only when the object is not a pod (no metadata.name or uid), FT_ENOMEM.

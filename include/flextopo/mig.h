@@ -31,6 +31,8 @@ typedef enum {
 
 /* "fp8" -> FT_PRECISION_FP8; 0 when unknown. */
 unsigned ft_precision_parse(const char *name);
+/* FT_PRECISION_FP8 -> "fp8"; the lowest bit set counts; "?" for none. */
+const char *ft_precision_name(unsigned bits);
 
 typedef struct ft_mig_profile {
 	char *name; /* "3g.40gb" */
@@ -74,5 +76,14 @@ const ft_mig_profile_t *ft_mig_gpu_profile(const ft_mig_gpu_t *gpu,
  * checks of ft_topology_finish(). FT_EINVAL naming the GPU and instance.
  */
 int ft_mig_catalog_check(const ft_mig_catalog_t *c, const ft_topology_t *t);
+
+/*
+ * Record on `t` what the catalog knows, for capability matching: each GPU's
+ * precisions and each MIG instance's memory. A GPU whose product the catalog
+ * does not know keeps precisions 0 (it then meets no precision requirement)
+ * and its instances keep the nominal memory of their profile names. Call
+ * before `t` is shared: it writes into a finished topology. `c` may be NULL.
+ */
+void ft_mig_catalog_apply(const ft_mig_catalog_t *c, ft_topology_t *t);
 
 #endif

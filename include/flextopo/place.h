@@ -7,6 +7,34 @@
  * best-effort mode accepts any placement with enough resources and prefers
  * the tightest level. A demand without GPUs or MIG instances is placed by its
  * CPUs alone, so nvlink and pcie-switch affinity mean numa for it.
+ *
+ * MIG strategy single. On a node whose GPUs are all MIG-enabled with
+ * instances of one profile (or whose annotation says "migStrategy":"single";
+ * an explicit "mixed" turns the inference off), the NVIDIA device plugin
+ * exposes the instances as nvidia.com/gpu. There a demand for N whole GPUs is
+ * read as N instances of the node's profile, by every function below and by
+ * the victim search (ft_place_adapt), and placements list instances.
+ *
+ * Capabilities (ft_caps_t, flextopo.io/requires). Only units that meet every
+ * asked capability count, for filter, score, choose and victims alike:
+ *   whole GPU     memory_mib >= memoryPerGpu; its product's precisions (MIG
+ *                 catalog, by model) include every asked one, and a product
+ *                 the catalog does not know meets no precision requirement;
+ *                 interconnect nvlink: it has NVLink peers; nvlinkDomainSize
+ *                 n: its NVLink domain (ft_topology_nvlink_domain_size) has
+ *                 at least n GPUs. Interconnect pcie is met by every unit.
+ *   MIG instance  the profile's memory (catalog); its GPU's precisions; no
+ *                 NVLink (interconnect nvlink fails) and a domain of 1.
+ * Filter refuses a node where too few units meet them with a reason that
+ * says why the others fail ("requires: 0 of 8 GPUs match (memoryPerGpu 40Gi:
+ * 24564 MiB; ...)"), unresolvable since usage cannot change it.
+ *
+ * Policy. Score and choose take the configured policy (packed or
+ * distributed); a demand with has_policy (flextopo.io/allocation-policy)
+ * uses its own instead. Packed takes MIG instances on GPUs that already have
+ * used slices, keeping whole GPUs free; distributed takes them on the GPUs
+ * with the fewest, spreading a pod's instances. MIG instances without an
+ * affinity are chosen node-wide, by the policy alone.
  */
 #ifndef FLEXTOPO_PLACE_H
 #define FLEXTOPO_PLACE_H
@@ -41,6 +69,27 @@ typedef struct ft_verdict {
 	char reason[256]; /* why not, naming the shortfall; "" when fit */
 } ft_verdict_t;
 
+/*
+ * The demand as node topology `t` (NULL: none) sees it: on a MIG-strategy
+ * single node, whole GPUs asked become as many instances of the node's
+ * profile, unless the demand also asks another profile (which such a node
+ * never offers). Elsewhere a copy of `d`. Applying it twice changes nothing.
+ */
+void ft_place_adapt(ft_demand_t *out, const ft_topology_t *t,
+		    const ft_demand_t *d);
+
+/* The units of a node that may serve a demand, whatever their usage. */
+typedef struct ft_units {
+	ft_demand_t demand; /* ft_place_adapt() of the demand */
+	uint16_t gpus;	    /* whole GPUs that meet demand.caps */
+	uint64_t mig[2];    /* instances of demand.mig_profile meeting them */
+} ft_units_t;
+
+/* Work out `out` for `d` on topology `t` (not NULL); at most 16 GPUs and
+ * 128 instances are visited. */
+void ft_place_units(ft_units_t *out, const ft_topology_t *t,
+		    const ft_demand_t *d);
+
 /* The level a demand is placed at: its own, with CPU-only demands at numa or
  * looser. */
 ft_level_t ft_place_effective_level(const ft_demand_t *d);
@@ -48,14 +97,19 @@ ft_level_t ft_place_effective_level(const ft_demand_t *d);
 /*
  * Does `d` fit `node` now in domain `domain` (an index into the topology's
  * domains), or in some domain of `level`? Both include the node-wide check
- * of usage of unknown placement. False without a topology.
+ * of usage of unknown placement, read `d` as ft_place_adapt() does and
+ * count only units that meet its capabilities. False without a topology.
  */
 bool ft_place_fits_domain(const ft_node_t *node, const ft_demand_t *d,
 			  unsigned domain);
 bool ft_place_fits_level(const ft_node_t *node, const ft_demand_t *d,
 			 ft_level_t level);
 
-/* Decide whether `d` fits `node` now. Never fails. */
+/*
+ * Decide whether `d` fits `node` now. Never fails. A node without topology
+ * passes a pod that asks neither an affinity nor capabilities, and is
+ * unresolvable for the others.
+ */
 void ft_place_filter(ft_verdict_t *out, const ft_node_t *node,
 		     const ft_demand_t *d);
 
@@ -63,16 +117,19 @@ void ft_place_filter(ft_verdict_t *out, const ft_node_t *node,
  * Score 0..10 (kube-scheduler's MinExtenderPriority..MaxExtenderPriority,
  * k8s.io/kube-scheduler/extender/v1/types.go): up to 8 points for the
  * affinity level reachable (8 at the requested level, 2 less per looser
- * level), up to 2 for the node policy (packed: fuller nodes; distributed:
- * emptier nodes). 0 for a node without topology or without room.
+ * level), up to 2 for the policy (packed: fuller nodes; distributed: emptier
+ * nodes), counting only the units of the demand's kind that meet its
+ * capabilities. `policy` is the configured one; the demand's own wins.
+ * 0 for a node without topology or without room.
  */
 int ft_place_score(const ft_node_t *node, const ft_demand_t *d,
 		   ft_policy_t policy);
 
 /*
- * Choose the exact units for `d` on `node`. FT_ENOTFOUND with a message when
- * no placement is acceptable under the demand's mode; FT_EINVAL when the node
- * has no topology.
+ * Choose the exact units for `d` on `node` under `policy` (the configured
+ * one; the demand's own wins). FT_ENOTFOUND with a message when no placement
+ * is acceptable under the demand's mode; FT_EINVAL when the node has no
+ * topology.
  */
 int ft_place_choose(ft_placement_t *out, const ft_node_t *node,
 		    const ft_demand_t *d, ft_policy_t policy);

@@ -12,8 +12,10 @@
  * for replies.
  *
  * A topology is immutable once ft_topology_finish() succeeded and is shared by
- * reference count between snapshots. It does no I/O; the annotation parsers
- * in codec.h build it.
+ * reference count between snapshots; the one exception is
+ * ft_mig_catalog_apply() (mig.h), which records the catalog's capability
+ * facts before the topology is shared. It does no I/O; the annotation
+ * parsers in codec.h build it.
  */
 #ifndef FLEXTOPO_TOPOLOGY_H
 #define FLEXTOPO_TOPOLOGY_H
@@ -89,7 +91,10 @@ typedef struct ft_gpu {
 	    pcie_switch;		  /* positions; switch may be FT_NONE */
 	uint16_t nvlink_peers;		  /* mask of GPU positions */
 	uint8_t nvlink_links[FT_GPU_MAX]; /* NVLink count per peer position */
-	bool mig_enabled; /* whole-GPU allocation impossible when set */
+	bool mig_enabled;    /* whole-GPU allocation impossible when set */
+	unsigned precisions; /* ft_precision_t bits (mig.h) of the product, from
+				the MIG catalog (ft_mig_catalog_apply); 0 when
+				the catalog does not know the product */
 } ft_gpu_t;
 
 typedef struct ft_mig_instance {
@@ -97,7 +102,22 @@ typedef struct ft_mig_instance {
 	char *uuid;	     /* "MIG-..." */
 	uint8_t gpu;	     /* GPU position */
 	uint8_t start, size; /* memory-slice placement {start}:size, 0..8 */
+	uint64_t memory_mib; /* the profile's memory: nominal from the name
+				("3g.40gb": 40 x 1024), replaced by the MIG
+				catalog's figure when it knows the product */
 } ft_mig_instance_t;
+
+/*
+ * How the NVIDIA device plugin exposes MIG instances on the node
+ * (k8s-device-plugin README, "MIG strategies"): mixed names each profile
+ * (nvidia.com/mig-3g.40gb) and keeps nvidia.com/gpu for whole GPUs; single
+ * exposes the instances themselves as nvidia.com/gpu, which the plugin allows
+ * only when every GPU is MIG-enabled with instances of one profile.
+ */
+typedef enum {
+	FT_MIG_STRATEGY_MIXED = 0,
+	FT_MIG_STRATEGY_SINGLE = 1,
+} ft_mig_strategy_t;
 
 typedef struct ft_domain {
 	uint8_t level; /* ft_level_t */
@@ -122,6 +142,9 @@ typedef struct ft_topology {
 	ft_cpuset_t
 	    reserved_cpus; /* likewise (FlexTopo graph "status: used") */
 	uint32_t n_cpus;
+	ft_mig_strategy_t mig_strategy; /* as given, else inferred by
+					   ft_topology_finish() */
+	bool mig_strategy_given;	/* "migStrategy" in the annotation */
 } ft_topology_t;
 
 /* A new empty topology with refcount 1. FT_ENOMEM. */
@@ -150,13 +173,27 @@ int ft_topology_add_nvlink(ft_topology_t *t, int gpu_index, int peer_index,
 int ft_topology_add_mig(ft_topology_t *t, unsigned gpu, const char *profile,
 			unsigned start, unsigned size, const char *uuid);
 int ft_topology_enable_mig(ft_topology_t *t, unsigned gpu);
+/* The MIG strategy the annotation states; ft_topology_finish() checks it. */
+void ft_topology_set_mig_strategy(ft_topology_t *t, ft_mig_strategy_t s);
 
 /*
  * Validate and derive: CPUs of NUMA nodes disjoint, GPU uuids unique, NVLink
  * peers exist, MIG instances inside 0..8 and not overlapping on one GPU; then
- * compute the affinity domains. FT_EINVAL naming the fault.
+ * compute the affinity domains. The MIG strategy, when not given, is
+ * inferred: single when the node has GPUs, every one MIG-enabled, and MIG
+ * instances that all share one profile; mixed otherwise. A given single that
+ * breaks that rule is an error. FT_EINVAL naming the fault.
  */
 int ft_topology_finish(ft_topology_t *t);
+
+/* The profile of a MIG-strategy single node's instances; NULL otherwise. */
+const char *ft_topology_single_profile(const ft_topology_t *t);
+
+/*
+ * GPUs in the largest NVLink domain (level nvlink) holding GPU position
+ * `gpu`: 1 for a GPU without NVLink peers and for a MIG-enabled GPU.
+ */
+unsigned ft_topology_nvlink_domain_size(const ft_topology_t *t, unsigned gpu);
 
 /* Positions by external name; -1 when absent. */
 int ft_topology_find_gpu_uuid(const ft_topology_t *t, const char *uuid);

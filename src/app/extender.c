@@ -90,13 +90,14 @@ static void filter_node(ft_filter_reply_t *r, unsigned i, const ft_node_t *node,
 	ft_verdict_t v;
 
 	if (!node) {
-		if (d->has_affinity)
+		/* Affinity and capabilities need the node's topology. */
+		bool needs = d->has_affinity || d->has_caps;
+		if (needs)
 			ft_codec_filter_reply_fail(r, i, NOT_CACHED, false);
 		else
 			ft_codec_filter_reply_pass(r, i);
 		ft_decision_add_node(dec, node_name,
-				     d->has_affinity ? FT_VERDICT_FAIL
-						     : FT_VERDICT_PASS,
+				     needs ? FT_VERDICT_FAIL : FT_VERDICT_PASS,
 				     NOT_CACHED);
 		return;
 	}

@@ -258,6 +258,42 @@ static void decode_affinity(ft_demand_t *d, const cJSON *pod, decode_ctx_t *ctx)
 			   prefix, mode);
 }
 
+/* flextopo.io/allocation-policy: the pod's own packed | distributed. */
+static void decode_policy(ft_demand_t *d, const cJSON *pod, decode_ctx_t *ctx)
+{
+	const char *prefix = ctx->opts->annotation_prefix;
+	const char *policy = annotation(pod, prefix, "allocation-policy");
+
+	if (!policy)
+		return;
+	d->has_policy =
+	    strcmp(policy, "packed") == 0 || strcmp(policy, "distributed") == 0;
+	d->policy = strcmp(policy, "distributed") == 0 ? FT_POLICY_DISTRIBUTED
+						       : FT_POLICY_PACKED;
+	if (!d->has_policy)
+		note_error(ctx,
+			   "annotation %s/allocation-policy: \"%s\" is not "
+			   "packed or distributed",
+			   prefix, policy);
+}
+
+/* flextopo.io/requires: the capabilities every unit must have. */
+static void decode_requires(ft_demand_t *d, const cJSON *pod, decode_ctx_t *ctx)
+{
+	const char *prefix = ctx->opts->annotation_prefix;
+	const char *text = annotation(pod, prefix, "requires");
+	char msg[200];
+
+	if (!text)
+		return;
+	if (ft_codec_requires_decode(&d->caps, text) == 0) {
+		d->has_caps = true;
+		return;
+	}
+	snprintf(msg, sizeof(msg), "%s", ft_error_last());
+	note_error(ctx, "annotation %s/requires: %s", prefix, msg);
+}
+
 static void decode_demand(ft_demand_t *d, const cJSON *pod, decode_ctx_t *ctx)
 {
 	const cJSON *spec = cJSON_GetObjectItemCaseSensitive(pod, "spec");
@@ -275,6 +311,8 @@ static void decode_demand(ft_demand_t *d, const cJSON *pod, decode_ctx_t *ctx)
 		    (uint32_t)(r.pinned > UINT32_MAX / 1000 ? UINT32_MAX / 1000
 							    : r.pinned);
 	decode_affinity(d, pod, ctx);
+	decode_policy(d, pod, ctx);
+	decode_requires(d, pod, ctx);
 }
 
 /* RFC 3339 "2026-11-21T04:32:00Z" -> Unix seconds; 0 when absent or bad. */
@@ -414,8 +452,11 @@ static int parse_node_topology(ft_node_source_t *out,
 	}
 	if (ft_codec_topology_parse(&out->topology, out->topology_text,
 				    strlen(out->topology_text)) == 0 &&
-	    ft_mig_catalog_check(opts->mig_catalog, out->topology) == 0)
+	    ft_mig_catalog_check(opts->mig_catalog, out->topology) == 0) {
+		/* Not shared yet: the catalog's facts may still be added. */
+		ft_mig_catalog_apply(opts->mig_catalog, out->topology);
 		return 0;
+	}
 	ft_topology_unref(out->topology);
 	out->topology = NULL;
 	snprintf(msg, sizeof(msg), "annotation %s/topology: %s",

@@ -9,8 +9,8 @@
  * so) comes back from ft_codec_topology_parse() with every position
  * unchanged. Every NVLink is listed on both ends with the same count, which
  * the parser accepts. Optional members (model, memoryMiB, nvlinks, mig,
- * reserved, empty arrays) are left out when they hold nothing, which parses
- * back to the same empty values.
+ * reserved, empty arrays, a migStrategy that was inferred rather than given)
+ * are left out when they hold nothing, which parses back to the same values.
  *
  * Also here: the merge patch that sets one annotation, so that cJSON stays
  * inside the codec stage.
@@ -223,6 +223,11 @@ static bool write_topology(cJSON *root, const ft_topology_t *t)
 	for (unsigned s = 0; s < t->n_sockets; s++)
 		if (!write_socket(sockets, t, s))
 			return false;
+	if (t->mig_strategy_given &&
+	    !cJSON_AddStringToObject(
+		root, "migStrategy",
+		t->mig_strategy == FT_MIG_STRATEGY_SINGLE ? "single" : "mixed"))
+		return false;
 	return write_reserved(root, t);
 }
 

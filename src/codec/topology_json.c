@@ -4,9 +4,10 @@
  *
  * Ours (api/topology.schema.json, version 1) nests sockets, NUMA nodes, PCIe
  * switches, GPUs and MIG instances the way the hardware does, and names NVLink
- * peers by GPU index. A link may be listed on one end or on both; both ends
- * must then agree on the link count. Peers are resolved in a second pass,
- * once every GPU of the node is known.
+ * peers by GPU index. An optional "migStrategy" states how the device plugin
+ * exposes MIG; without it ft_topology_finish() infers it. A link may be listed
+ * on one end or on both; both ends must then agree on the link count. Peers are
+ * resolved in a second pass, once every GPU of the node is known.
  *
  * The FlexTopo graph of the paper's authors (arXiv 2411.11560) is a flat list
  * of typed nodes (Socket, NUMANode, CoreGroup, CPUCore, GPU) joined by
@@ -515,6 +516,27 @@ static int read_reserved(schema_reader_t *r, const cJSON *root)
 	return each_item(&f, false, read_reserved_gpu, r, 0);
 }
 
+/* "migStrategy": "single" | "mixed", optional; finish() checks single. */
+static int read_mig_strategy(ft_topology_t *t, const cJSON *root)
+{
+	const char *v = NULL;
+	field_t f;
+	int rc;
+
+	field_get(&f, root, "", "migStrategy");
+	if (!f.item)
+		return 0;
+	if ((rc = field_string(&v, &f, false)) < 0)
+		return rc;
+	if (strcmp(v, "single") == 0)
+		ft_topology_set_mig_strategy(t, FT_MIG_STRATEGY_SINGLE);
+	else if (strcmp(v, "mixed") == 0)
+		ft_topology_set_mig_strategy(t, FT_MIG_STRATEGY_MIXED);
+	else
+		return fail(f.path, "\"%.32s\" is not single or mixed", v);
+	return 0;
+}
+
 static int read_schema(ft_topology_t *t, const cJSON *root)
 {
 	schema_reader_t r = {.t = t};
@@ -525,7 +547,8 @@ static int read_schema(ft_topology_t *t, const cJSON *root)
 		return rc;
 	field_get(&f, root, "", "sockets");
 	if ((rc = each_item(&f, true, read_socket, &r, 0)) < 0 ||
-	    (rc = read_nvlinks(&r)) < 0 || (rc = read_reserved(&r, root)) < 0)
+	    (rc = read_nvlinks(&r)) < 0 || (rc = read_reserved(&r, root)) < 0 ||
+	    (rc = read_mig_strategy(t, root)) < 0)
 		return rc;
 	return ft_topology_finish(t);
 }

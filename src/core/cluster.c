@@ -198,9 +198,14 @@ static uint16_t mig_gpus(const ft_topology_t *t, const uint64_t *mig)
 	return gpus;
 }
 
+/*
+ * On a MIG-strategy single node a pod's nvidia.com/gpu are instances, so
+ * the usage of unknown placement is counted with the adapted demand.
+ */
 static int holding_init(ft_holding_t *h, const ft_topology_t *t,
 			const ft_pod_t *pod, bool assumed)
 {
+	ft_demand_t d;
 	int rc;
 
 	memset(h, 0, sizeof(*h));
@@ -212,19 +217,18 @@ static int holding_init(ft_holding_t *h, const ft_topology_t *t,
 	h->start_time = pod->start_time;
 	h->assumed = assumed;
 	h->level = FT_LEVEL_NODE;
+	ft_place_adapt(&d, t, &pod->demand);
 	if (!pod->has_allocation) {
-		h->unknown_gpus = pod->demand.gpus;
-		h->unknown_mig = pod->demand.mig_count;
-		memcpy(h->unknown_mig_profile, pod->demand.mig_profile,
-		       FT_PROFILE_MAX);
-		h->unknown_cpus = pod->demand.exclusive_cpus;
+		h->unknown_gpus = d.gpus;
+		h->unknown_mig = d.mig_count;
+		memcpy(h->unknown_mig_profile, d.mig_profile, FT_PROFILE_MAX);
+		h->unknown_cpus = d.exclusive_cpus;
 		return 0;
 	}
 	h->level = pod->allocation.level;
 	resolve_devices(h, t, &pod->allocation);
 	if (h->unknown_mig)
-		memcpy(h->unknown_mig_profile, pod->demand.mig_profile,
-		       FT_PROFILE_MAX);
+		memcpy(h->unknown_mig_profile, d.mig_profile, FT_PROFILE_MAX);
 	resolve_cpus(h, t, pod);
 	if (t)
 		h->levels = ft_place_levels_of(t, h->gpus | mig_gpus(t, h->mig),

@@ -3,7 +3,9 @@
  *
  * The topology already refuses overlapping instances and placements outside
  * the 8 memory slices; this adds what only the product knows: which profiles
- * exist, where each may start, how large it is and how many fit.
+ * exist, where each may start, how large it is and how many fit; and, for
+ * capability matching (flextopo.io/requires), the precisions of each GPU and
+ * the memory of each instance.
  */
 #include <flextopo/error.h>
 #include <flextopo/mig.h>
@@ -28,6 +30,14 @@ unsigned ft_precision_parse(const char *name)
 		if (strcasecmp(name, precisions[i].name) == 0)
 			return precisions[i].bit;
 	return 0;
+}
+
+const char *ft_precision_name(unsigned bits)
+{
+	for (size_t i = 0; i < sizeof(precisions) / sizeof(precisions[0]); i++)
+		if (bits & precisions[i].bit)
+			return precisions[i].name;
+	return "?";
 }
 
 void ft_mig_catalog_dispose(ft_mig_catalog_t *c)
@@ -122,4 +132,20 @@ int ft_mig_catalog_check(const ft_mig_catalog_t *c, const ft_topology_t *t)
 		if (t->gpus[g].mig_enabled && (rc = check_gpu(c, t, g)) < 0)
 			return rc;
 	return 0;
+}
+
+void ft_mig_catalog_apply(const ft_mig_catalog_t *c, ft_topology_t *t)
+{
+	const ft_mig_gpu_t *cat[FT_GPU_MAX];
+
+	for (unsigned g = 0; g < t->n_gpus; g++) {
+		cat[g] = ft_mig_catalog_find(c, t->gpus[g].model);
+		t->gpus[g].precisions = cat[g] ? cat[g]->precisions : 0;
+	}
+	for (unsigned i = 0; i < t->n_mig; i++) {
+		const ft_mig_profile_t *p =
+		    ft_mig_gpu_profile(cat[t->mig[i].gpu], t->mig[i].profile);
+		if (p)
+			t->mig[i].memory_mib = p->memory_mib;
+	}
 }

@@ -8,8 +8,16 @@
  * (an exhaustive search over at most a few thousand subsets, scoring pairs
  * like NVIDIA's go-gpuallocator and penalising NVLink pairs left broken, the
  * k8s-device-plugin #1193 problem), then MIG instances and CPUs near them.
+ *
+ * Each entry point first works out, once, which units may serve the pod
+ * (ft_place_units): the demand as the node reads it (MIG strategy single
+ * turns GPUs into instances) and masks of the GPUs and instances that meet
+ * its capabilities (flextopo.io/requires). Everything after counts bits in
+ * those masks, so capability matching adds one pass over at most 16 GPUs and
+ * 128 instances per node and request.
  */
 #include <flextopo/error.h>
+#include <flextopo/mig.h>
 #include <flextopo/place.h>
 
 #include <stdio.h>
@@ -21,8 +29,26 @@ typedef struct {
 	uint64_t memory_mib;
 } room_t;
 
+/* One request on one node: the adapted demand, its units and the policy. */
+typedef struct {
+	const ft_node_t *node;
+	const ft_topology_t *t;
+	ft_units_t u; /* u.demand is the demand used throughout */
+	ft_policy_t policy;
+} ask_t;
+
 static const char *const domain_nouns[FT_LEVEL_COUNT] = {
     "NVLink group", "PCIe switch", "NUMA node", "socket", "node"};
+
+static bool has_bit(const uint64_t *mask, unsigned i)
+{
+	return (mask[i / 64] >> (i % 64)) & 1;
+}
+
+static void set_bit(uint64_t *mask, unsigned i)
+{
+	mask[i / 64] |= UINT64_C(1) << (i % 64);
+}
 
 ft_level_t ft_place_effective_level(const ft_demand_t *d)
 {
@@ -33,28 +59,102 @@ ft_level_t ft_place_effective_level(const ft_demand_t *d)
 	return level;
 }
 
-static bool mig_matches(const ft_node_t *node, unsigned i, const ft_demand_t *d,
-			uint16_t gpus, bool ignore_usage)
+void ft_place_adapt(ft_demand_t *out, const ft_topology_t *t,
+		    const ft_demand_t *d)
 {
-	const ft_mig_instance_t *m = &node->topology->mig[i];
+	const char *profile = t ? ft_topology_single_profile(t) : NULL;
 
-	return (gpus & (1u << m->gpu)) &&
-	       strcmp(m->profile, d->mig_profile) == 0 &&
-	       (ignore_usage || !ft_node_mig_used(node, i));
+	*out = *d;
+	if (!profile || !d->gpus || strlen(profile) >= FT_PROFILE_MAX ||
+	    (d->mig_count && strcmp(d->mig_profile, profile) != 0))
+		return;
+	snprintf(out->mig_profile, sizeof(out->mig_profile), "%s", profile);
+	out->mig_count = d->mig_count > UINT32_MAX - d->gpus
+			     ? UINT32_MAX
+			     : d->mig_count + d->gpus;
+	out->gpus = 0;
 }
 
-static room_t domain_room(const ft_node_t *node, const ft_domain_t *dom,
-			  const ft_demand_t *d, bool ignore_usage)
+enum { CAP_MEMORY, CAP_PRECISION, CAP_INTERCONNECT, CAP_DOMAIN, CAP_COUNT };
+
+/* GPUs in the NVLink domain of a unit: MIG slices share no NVLink. */
+static unsigned unit_domain(const ft_topology_t *t, bool mig, unsigned i)
 {
-	const ft_topology_t *t = node->topology;
-	uint16_t gpus = dom->gpus & t->whole_gpus;
+	return mig ? 1 : ft_topology_nvlink_domain_size(t, i);
+}
+
+/*
+ * Which capabilities unit `i` (a whole GPU, or with `mig` an instance)
+ * fails, as bits of CAP_*. The NVLink domain is looked up only when asked.
+ */
+static unsigned unit_faults(const ft_topology_t *t, const ft_caps_t *c,
+			    bool mig, unsigned i)
+{
+	unsigned gpu = mig ? t->mig[i].gpu : i;
+	uint64_t mib = mig ? t->mig[i].memory_mib : t->gpus[i].memory_mib;
+	bool linked =
+	    c->interconnect == FT_INTERCONNECT_NVLINK || c->nvlink_domain > 1;
+	unsigned domain = linked ? unit_domain(t, mig, i) : 1;
+	unsigned faults = 0;
+
+	if (mib < c->memory_mib)
+		faults |= 1u << CAP_MEMORY;
+	if ((t->gpus[gpu].precisions & c->precisions) != c->precisions)
+		faults |= 1u << CAP_PRECISION;
+	if (c->interconnect == FT_INTERCONNECT_NVLINK && domain < 2)
+		faults |= 1u << CAP_INTERCONNECT;
+	if (domain < c->nvlink_domain)
+		faults |= 1u << CAP_DOMAIN;
+	return faults;
+}
+
+void ft_place_units(ft_units_t *out, const ft_topology_t *t,
+		    const ft_demand_t *d)
+{
+	const ft_demand_t *a = &out->demand;
+
+	ft_place_adapt(&out->demand, t, d);
+	out->gpus = t->whole_gpus;
+	out->mig[0] = out->mig[1] = 0;
+	for (unsigned g = 0; a->has_caps && g < t->n_gpus; g++)
+		if (unit_faults(t, &a->caps, false, g))
+			out->gpus &= (uint16_t) ~(1u << g);
+	for (unsigned i = 0; a->mig_count && i < t->n_mig; i++)
+		if (strcmp(t->mig[i].profile, a->mig_profile) == 0 &&
+		    (!a->has_caps || !unit_faults(t, &a->caps, true, i)))
+			set_bit(out->mig, i);
+}
+
+/* Only for a node with a topology. */
+static void ask_init(ask_t *a, const ft_node_t *node, const ft_demand_t *d,
+		     ft_policy_t policy)
+{
+	a->node = node;
+	a->t = node->topology;
+	ft_place_units(&a->u, node->topology, d);
+	a->policy = d->has_policy ? d->policy : policy;
+}
+
+static bool mig_free(const ask_t *a, unsigned i, uint16_t gpus,
+		     bool ignore_usage)
+{
+	return has_bit(a->u.mig, i) && (gpus & (1u << a->t->mig[i].gpu)) &&
+	       (ignore_usage || !ft_node_mig_used(a->node, i));
+}
+
+static room_t domain_room(const ask_t *a, const ft_domain_t *dom,
+			  bool ignore_usage)
+{
+	const ft_node_t *node = a->node;
+	const ft_topology_t *t = a->t;
+	uint16_t gpus = dom->gpus & a->u.gpus;
 	room_t r = {0, 0, 0, 0};
 
 	if (!ignore_usage)
 		gpus &= (uint16_t)~node->gpus_used;
 	r.gpus = (uint32_t)__builtin_popcount(gpus);
-	for (unsigned i = 0; d->mig_count && i < t->n_mig; i++)
-		r.mig += mig_matches(node, i, d, dom->gpus, ignore_usage);
+	for (unsigned i = 0; a->u.demand.mig_count && i < t->n_mig; i++)
+		r.mig += mig_free(a, i, dom->gpus, ignore_usage);
 	/* Visit only the domain's NUMA nodes: most domains hold one. */
 	for (unsigned m = dom->numa_nodes; m; m &= m - 1) {
 		unsigned n = (unsigned)__builtin_ctz(m);
@@ -84,29 +184,32 @@ static uint32_t unknown_mig(const ft_node_t *node, const ft_demand_t *d)
 	return n;
 }
 
-/* Node-wide room after the usage whose placement is unknown. */
-static bool node_room_fits(const ft_node_t *node, const ft_demand_t *d)
+static const ft_domain_t *node_domain(const ft_topology_t *t)
 {
-	const ft_topology_t *t = node->topology;
-	room_t r = domain_room(node, &t->domains[t->level_first[FT_LEVEL_NODE]],
-			       d, false);
-	uint32_t um = unknown_mig(node, d);
+	return &t->domains[t->level_first[FT_LEVEL_NODE]];
+}
+
+/* Node-wide room after the usage whose placement is unknown. */
+static bool node_room_fits(const ask_t *a)
+{
+	const ft_node_t *node = a->node;
+	room_t r = domain_room(a, node_domain(a->t), false);
+	uint32_t um = unknown_mig(node, &a->u.demand);
 
 	r.gpus = r.gpus > node->unknown_gpus ? r.gpus - node->unknown_gpus : 0;
 	r.cpus = r.cpus > node->unknown_cpus ? r.cpus - node->unknown_cpus : 0;
 	r.mig = r.mig > um ? r.mig - um : 0;
-	return room_fits(r, d);
+	return room_fits(r, &a->u.demand);
 }
 
-static bool level_fits(const ft_node_t *node, ft_level_t level,
-		       const ft_demand_t *d, bool ignore_usage)
+static bool level_fits(const ask_t *a, ft_level_t level, bool ignore_usage)
 {
-	const ft_topology_t *t = node->topology;
+	const ft_topology_t *t = a->t;
 
 	for (unsigned i = t->level_first[level]; i < t->level_first[level + 1];
 	     i++)
-		if (room_fits(
-			domain_room(node, &t->domains[i], d, ignore_usage), d))
+		if (room_fits(domain_room(a, &t->domains[i], ignore_usage),
+			      &a->u.demand))
 			return true;
 	return false;
 }
@@ -114,28 +217,34 @@ static bool level_fits(const ft_node_t *node, ft_level_t level,
 bool ft_place_fits_domain(const ft_node_t *node, const ft_demand_t *d,
 			  unsigned domain)
 {
-	return node->topology && domain < node->topology->n_domains &&
-	       node_room_fits(node, d) &&
-	       room_fits(domain_room(node, &node->topology->domains[domain], d,
-				     false),
-			 d);
+	ask_t a;
+
+	if (!node->topology || domain >= node->topology->n_domains)
+		return false;
+	ask_init(&a, node, d, FT_POLICY_PACKED);
+	return node_room_fits(&a) &&
+	       room_fits(domain_room(&a, &a.t->domains[domain], false),
+			 &a.u.demand);
 }
 
 bool ft_place_fits_level(const ft_node_t *node, const ft_demand_t *d,
 			 ft_level_t level)
 {
-	return node->topology && node_room_fits(node, d) &&
-	       level_fits(node, level, d, false);
+	ask_t a;
+
+	if (!node->topology)
+		return false;
+	ask_init(&a, node, d, FT_POLICY_PACKED);
+	return node_room_fits(&a) && level_fits(&a, level, false);
 }
 
 /* Tightest level (not tighter than `from`) with a fitting domain now. */
-static ft_level_t reachable_level(const ft_node_t *node, ft_level_t from,
-				  const ft_demand_t *d)
+static ft_level_t reachable_level(const ask_t *a, ft_level_t from)
 {
-	if (!node_room_fits(node, d))
+	if (!node_room_fits(a))
 		return FT_LEVEL_COUNT;
 	for (unsigned l = from; l < FT_LEVEL_COUNT; l++)
-		if (level_fits(node, (ft_level_t)l, d, false))
+		if (level_fits(a, (ft_level_t)l, false))
 			return (ft_level_t)l;
 	return FT_LEVEL_COUNT;
 }
@@ -159,9 +268,9 @@ static void put_s(text_t *t, const char *s)
 	*t->p = '\0';
 }
 
-static void put_u(text_t *t, unsigned v)
+static void put_u(text_t *t, uint64_t v)
 {
-	char digits[12];
+	char digits[24];
 	int n = (int)sizeof(digits) - 1;
 
 	digits[n] = '\0';
@@ -170,6 +279,15 @@ static void put_u(text_t *t, unsigned v)
 		v /= 10;
 	} while (v);
 	put_s(t, digits + n);
+}
+
+/* A MiB amount in Kubernetes quantity syntax: "40Gi", "1536Mi". */
+static void put_quantity(text_t *t, uint64_t mib)
+{
+	bool gib = mib && mib % 1024 == 0;
+
+	put_u(t, gib ? mib / 1024 : mib);
+	put_s(t, gib ? "Gi" : "Mi");
 }
 
 static void describe_need(text_t *t, const ft_demand_t *d)
@@ -189,18 +307,18 @@ static void describe_need(text_t *t, const ft_demand_t *d)
 }
 
 /* "numa: at most 2 free GPUs with 8 free CPUs in one NUMA node, need ..." */
-static void describe_shortfall(char *buf, size_t size, const ft_node_t *node,
-			       ft_level_t level, const ft_demand_t *d,
-			       bool ignore_usage)
+static void describe_shortfall(char *buf, size_t size, const ask_t *a,
+			       ft_level_t level, bool ignore_usage)
 {
-	const ft_topology_t *t = node->topology;
+	const ft_topology_t *t = a->t;
+	const ft_demand_t *d = &a->u.demand;
 	room_t best = {0, 0, 0, 0};
 	text_t out = {buf, size};
 	const char *free_word = ignore_usage ? "" : "free ";
 
 	for (unsigned i = t->level_first[level]; i < t->level_first[level + 1];
 	     i++) {
-		room_t r = domain_room(node, &t->domains[i], d, ignore_usage);
+		room_t r = domain_room(a, &t->domains[i], ignore_usage);
 		if (r.gpus + r.mig > best.gpus + best.mig ||
 		    (r.gpus + r.mig == best.gpus + best.mig &&
 		     r.cpus > best.cpus))
@@ -221,10 +339,125 @@ static void describe_shortfall(char *buf, size_t size, const ft_node_t *node,
 	describe_need(&out, d);
 }
 
+/* The units of one kind on a node, and those meeting the capabilities. */
+typedef struct {
+	bool mig;	/* MIG instances of the demand's profile, else GPUs */
+	unsigned total; /* units of the kind */
+	unsigned matching;   /* of them, those meeting the capabilities */
+	unsigned need;	     /* units the demand asks */
+	int unit[CAP_COUNT]; /* per capability, the first unit failing it */
+} caps_count_t;
+
+static void count_caps(caps_count_t *out, const ask_t *a, bool mig)
+{
+	const ft_topology_t *t = a->t;
+	unsigned n = mig ? t->n_mig : t->n_gpus;
+
+	memset(out, 0, sizeof(*out));
+	out->mig = mig;
+	out->need = mig ? a->u.demand.mig_count : a->u.demand.gpus;
+	for (unsigned k = 0; k < CAP_COUNT; k++)
+		out->unit[k] = -1;
+	for (unsigned i = 0; i < n; i++) {
+		unsigned faults;
+		if (mig ? strcmp(t->mig[i].profile, a->u.demand.mig_profile) !=
+			      0
+			: !(t->whole_gpus & (1u << i)))
+			continue;
+		out->total++;
+		faults = unit_faults(t, &a->u.demand.caps, mig, i);
+		out->matching += !faults;
+		for (unsigned k = 0; k < CAP_COUNT; k++)
+			if ((faults & (1u << k)) && out->unit[k] < 0)
+				out->unit[k] = (int)i;
+	}
+}
+
+/* Some units fail the capabilities, and too few are left. */
+static bool caps_short(caps_count_t *out, const ask_t *a)
+{
+	if (!a->u.demand.has_caps)
+		return false;
+	count_caps(out, a, false);
+	if (out->need && out->matching < out->need &&
+	    out->matching < out->total)
+		return true;
+	count_caps(out, a, true);
+	return out->need && out->matching < out->need &&
+	       out->matching < out->total;
+}
+
+static const char *gpu_model(const ft_gpu_t *g)
+{
+	return g->model && g->model[0] ? g->model : "this GPU";
+}
+
+/* Why unit `i` fails capability `k`. */
+static void describe_fault(text_t *out, const ask_t *a, bool mig, unsigned k,
+			   unsigned i)
+{
+	const ft_topology_t *t = a->t;
+	const ft_caps_t *c = &a->u.demand.caps;
+	const ft_gpu_t *g = &t->gpus[mig ? t->mig[i].gpu : i];
+
+	if (k == CAP_MEMORY) {
+		put_s(out, "memoryPerGpu ");
+		put_quantity(out, c->memory_mib);
+		put_s(out, ": ");
+		put_u(out, mig ? t->mig[i].memory_mib : g->memory_mib);
+		put_s(out, " MiB");
+	} else if (k == CAP_PRECISION) {
+		put_s(out, "precision ");
+		put_s(out, ft_precision_name(c->precisions & ~g->precisions));
+		put_s(out, ": not supported by ");
+		put_s(out, gpu_model(g));
+		put_s(out, g->precisions ? "" : " (not in the MIG catalog)");
+	} else if (k == CAP_INTERCONNECT) {
+		put_s(out, mig ? "interconnect nvlink: MIG instances share no "
+				 "NVLink"
+			       : "interconnect nvlink: no NVLink peers");
+	} else {
+		put_s(out, "nvlinkDomainSize ");
+		put_u(out, c->nvlink_domain);
+		put_s(out, ": NVLink domain of ");
+		put_u(out, unit_domain(t, mig, i));
+		put_s(out, mig ? " (a MIG instance)" : " GPUs");
+	}
+}
+
+/* "requires: 0 of 8 GPUs match (memoryPerGpu 40Gi: 24564 MiB; ...)" */
+static void describe_caps(char *buf, size_t size, const ask_t *a,
+			  const caps_count_t *c)
+{
+	text_t out = {buf, size};
+	const char *sep = " (";
+
+	put_s(&out, "requires: ");
+	put_u(&out, c->matching);
+	put_s(&out, " of ");
+	put_u(&out, c->total);
+	if (c->mig) {
+		put_s(&out, " MIG ");
+		put_s(&out, a->u.demand.mig_profile);
+		put_s(&out, " instances match");
+	} else {
+		put_s(&out, " GPUs match");
+	}
+	for (unsigned k = 0; k < CAP_COUNT; k++) {
+		if (c->unit[k] < 0)
+			continue;
+		put_s(&out, sep);
+		describe_fault(&out, a, c->mig, k, (unsigned)c->unit[k]);
+		sep = "; ";
+	}
+	put_s(&out, ")");
+}
+
+/* Affinity and capabilities cannot be checked without a topology. */
 static void filter_without_topology(ft_verdict_t *out, const ft_node_t *node,
 				    const ft_demand_t *d)
 {
-	if (!d->has_affinity)
+	if (!d->has_affinity && !d->has_caps)
 		return;
 	out->fit = FT_UNFIT_UNRESOLVABLE;
 	snprintf(out->reason, sizeof(out->reason), "topology: %s",
@@ -232,12 +465,36 @@ static void filter_without_topology(ft_verdict_t *out, const ft_node_t *node,
 				      : "no topology annotation");
 }
 
+/* Filter once the units are known; `need` is the level to reach. */
+static void filter_ask(ft_verdict_t *out, const ask_t *a, ft_level_t need)
+{
+	ft_level_t level = ft_place_effective_level(&a->u.demand);
+	caps_count_t caps;
+
+	if (caps_short(&caps, a)) {
+		out->fit = FT_UNFIT_UNRESOLVABLE;
+		describe_caps(out->reason, sizeof(out->reason), a, &caps);
+		return;
+	}
+	if (!level_fits(a, need, true)) {
+		out->fit = FT_UNFIT_UNRESOLVABLE;
+		describe_shortfall(out->reason, sizeof(out->reason), a, need,
+				   true);
+		return;
+	}
+	out->level = reachable_level(a, level);
+	if (out->level <= need)
+		return;
+	out->fit = FT_UNFIT;
+	describe_shortfall(out->reason, sizeof(out->reason), a,
+			   node_room_fits(a) ? need : FT_LEVEL_NODE, false);
+}
+
 void ft_place_filter(ft_verdict_t *out, const ft_node_t *node,
 		     const ft_demand_t *d)
 {
-	ft_level_t level = ft_place_effective_level(d);
 	bool strict = d->has_affinity && d->mode == FT_MODE_GUARANTEED;
-	ft_level_t need = strict ? level : FT_LEVEL_NODE;
+	ask_t a;
 
 	memset(out, 0, sizeof(*out));
 	out->level = FT_LEVEL_COUNT;
@@ -245,82 +502,74 @@ void ft_place_filter(ft_verdict_t *out, const ft_node_t *node,
 		filter_without_topology(out, node, d);
 		return;
 	}
-	if (!level_fits(node, need, d, true)) {
-		out->fit = FT_UNFIT_UNRESOLVABLE;
-		describe_shortfall(out->reason, sizeof(out->reason), node, need,
-				   d, true);
-		return;
-	}
-	out->level = reachable_level(node, level, d);
-	if (out->level <= need)
-		return;
-	out->fit = FT_UNFIT;
-	if (!node_room_fits(node, d))
-		describe_shortfall(out->reason, sizeof(out->reason), node,
-				   FT_LEVEL_NODE, d, false);
-	else
-		describe_shortfall(out->reason, sizeof(out->reason), node, need,
-				   d, false);
+	ask_init(&a, node, d, FT_POLICY_PACKED);
+	filter_ask(out, &a,
+		   strict ? ft_place_effective_level(&a.u.demand)
+			  : FT_LEVEL_NODE);
 }
 
-/* Units of the demand's kind on the node: total and held. */
-static void usage_of_kind(const ft_node_t *node, const ft_demand_t *d,
-			  unsigned *total, unsigned *used)
+/* Units of the demand's kind that meet its capabilities: total and held. */
+static void usage_of_kind(const ask_t *a, unsigned *total, unsigned *used)
 {
-	const ft_topology_t *t = node->topology;
-	const ft_domain_t *all = &t->domains[t->level_first[FT_LEVEL_NODE]];
+	const ft_node_t *node = a->node;
+	const ft_topology_t *t = a->t;
+	const ft_demand_t *d = &a->u.demand;
 
 	if (d->mig_count) {
-		*total = domain_room(node, all, d, true).mig;
-		*used = *total - domain_room(node, all, d, false).mig +
+		*total = domain_room(a, node_domain(t), true).mig;
+		*used = *total - domain_room(a, node_domain(t), false).mig +
 			unknown_mig(node, d);
 	} else if (d->gpus) {
-		*total = (unsigned)__builtin_popcount(t->whole_gpus);
-		*used = (unsigned)__builtin_popcount(node->gpus_used &
-						     t->whole_gpus) +
-			node->unknown_gpus;
+		*total = (unsigned)__builtin_popcount(a->u.gpus);
+		*used =
+		    (unsigned)__builtin_popcount(node->gpus_used & a->u.gpus) +
+		    node->unknown_gpus;
 	} else {
 		*total = t->n_cpus;
 		*used = ft_cpuset_count(&node->cpus_used) + node->unknown_cpus;
 	}
 }
 
-static int policy_points(const ft_node_t *node, const ft_demand_t *d,
-			 ft_policy_t policy)
+static int policy_points(const ask_t *a)
 {
 	unsigned total, used;
 
-	usage_of_kind(node, d, &total, &used);
+	usage_of_kind(a, &total, &used);
 	if (!total)
 		return 0;
 	if (used > total)
 		used = total;
 	/* Round to 0..2: packed favours the fuller node, distributed the
 	 * emptier. */
-	return (int)(((policy == FT_POLICY_PACKED ? used : total - used) * 2 +
-		      total / 2) /
-		     total);
+	return (
+	    int)(((a->policy == FT_POLICY_PACKED ? used : total - used) * 2 +
+		  total / 2) /
+		 total);
 }
 
 int ft_place_score(const ft_node_t *node, const ft_demand_t *d,
 		   ft_policy_t policy)
 {
 	ft_level_t want, got;
+	const ft_demand_t *ad;
 	int points;
+	ask_t a;
 
 	if (!node->topology ||
 	    (!ft_demand_wants_devices(d) && !d->has_affinity))
 		return 0;
-	want = d->has_affinity ? ft_place_effective_level(d)
-			       : (d->gpus || d->mig_count ? FT_LEVEL_NVLINK
-							  : FT_LEVEL_NUMA);
-	got = reachable_level(node, want, d);
+	ask_init(&a, node, d, policy);
+	ad = &a.u.demand;
+	want = ad->has_affinity ? ft_place_effective_level(ad)
+				: (ad->gpus || ad->mig_count ? FT_LEVEL_NVLINK
+							     : FT_LEVEL_NUMA);
+	got = reachable_level(&a, want);
 	if (got == FT_LEVEL_COUNT)
 		return 0;
 	points = 8 - 2 * (int)(got - want);
 	if (points < 0)
 		points = 0;
-	return points + policy_points(node, d, policy);
+	return points + policy_points(&a);
 }
 
 uint8_t ft_place_levels_of(const ft_topology_t *t, uint16_t gpus,
@@ -392,10 +641,9 @@ static long subset_value(const ft_node_t *node, uint16_t set, uint16_t free,
 }
 
 /* Best `n`-subset of `cand` by subset_value; exhaustive over <= 2^16 masks. */
-static uint16_t choose_gpus(const ft_node_t *node, uint16_t cand, unsigned n,
-			    ft_policy_t policy)
+static uint16_t choose_gpus(const ask_t *a, uint16_t cand, unsigned n)
 {
-	uint16_t free = ft_node_free_gpus(node), best = 0;
+	uint16_t free = ft_node_free_gpus(a->node), best = 0;
 	long best_v = 0;
 
 	if (!n)
@@ -403,7 +651,7 @@ static uint16_t choose_gpus(const ft_node_t *node, uint16_t cand, unsigned n,
 	for (uint32_t s = cand;; s = (s - 1) & cand) {
 		long v;
 		if ((unsigned)__builtin_popcount(s) == n) {
-			v = subset_value(node, (uint16_t)s, free, policy);
+			v = subset_value(a->node, (uint16_t)s, free, a->policy);
 			if (!best || v > best_v) {
 				best = (uint16_t)s;
 				best_v = v;
@@ -415,35 +663,38 @@ static uint16_t choose_gpus(const ft_node_t *node, uint16_t cand, unsigned n,
 	return best;
 }
 
-static unsigned gpu_used_slices(const ft_node_t *node, unsigned gpu)
+/* Memory slices per GPU held by pods or by `taken` (may be NULL). */
+static void busy_slices(uint8_t *out, const ask_t *a, const uint64_t *taken)
 {
-	const ft_topology_t *t = node->topology;
-	unsigned slices = 0;
+	const ft_topology_t *t = a->t;
 
+	memset(out, 0, FT_GPU_MAX);
 	for (unsigned i = 0; i < t->n_mig; i++)
-		if (t->mig[i].gpu == gpu && ft_node_mig_used(node, i))
-			slices += t->mig[i].size;
-	return slices;
+		if (ft_node_mig_used(a->node, i) ||
+		    (taken && has_bit(taken, i)))
+			out[t->mig[i].gpu] += t->mig[i].size;
 }
 
-/* `n` free instances of the profile in `gpus`: packed fills used GPUs first. */
-static int choose_mig(uint64_t *out, const ft_node_t *node, uint16_t gpus,
-		      const ft_demand_t *d, ft_policy_t policy)
+/*
+ * `n` free matching instances in `gpus`, one at a time: packed takes the
+ * GPU with the most busy slices (counting those just taken), keeping empty
+ * GPUs whole; distributed the one with the fewest.
+ */
+static int choose_mig(uint64_t *out, const ask_t *a, uint16_t gpus)
 {
-	const ft_topology_t *t = node->topology;
-	unsigned taken = 0;
+	const ft_topology_t *t = a->t;
+	uint8_t busy[FT_GPU_MAX];
 
 	out[0] = out[1] = 0;
-	while (taken < d->mig_count) {
+	for (unsigned taken = 0; taken < a->u.demand.mig_count; taken++) {
 		int best = -1;
 		long best_v = 0;
+		busy_slices(busy, a, out);
 		for (unsigned i = 0; i < t->n_mig; i++) {
-			long v;
-			if (!mig_matches(node, i, d, gpus, false) ||
-			    (out[i / 64] >> (i % 64)) & 1)
+			long v = busy[t->mig[i].gpu];
+			if (!mig_free(a, i, gpus, false) || has_bit(out, i))
 				continue;
-			v = (long)gpu_used_slices(node, t->mig[i].gpu);
-			v = policy == FT_POLICY_PACKED ? v : -v;
+			v = a->policy == FT_POLICY_PACKED ? v : -v;
 			if (best < 0 || v > best_v) {
 				best = (int)i;
 				best_v = v;
@@ -451,8 +702,7 @@ static int choose_mig(uint64_t *out, const ft_node_t *node, uint16_t gpus,
 		}
 		if (best < 0)
 			return FT_ENOTFOUND;
-		out[best / 64] |= UINT64_C(1) << (best % 64);
-		taken++;
+		set_bit(out, (unsigned)best);
 	}
 	return 0;
 }
@@ -462,7 +712,7 @@ static uint16_t gpus_of_mig(const ft_topology_t *t, const uint64_t *mig)
 	uint16_t gpus = 0;
 
 	for (unsigned i = 0; i < t->n_mig; i++)
-		if ((mig[i / 64] >> (i % 64)) & 1)
+		if (has_bit(mig, i))
 			gpus |= (uint16_t)(1u << t->mig[i].gpu);
 	return gpus;
 }
@@ -476,7 +726,7 @@ static uint16_t numa_of_units(const ft_topology_t *t, uint16_t gpus,
 		if (gpus & (1u << g))
 			numa |= (uint16_t)(1u << t->gpus[g].numa);
 	for (unsigned i = 0; i < t->n_mig; i++)
-		if ((mig[i / 64] >> (i % 64)) & 1)
+		if (has_bit(mig, i))
 			numa |= (uint16_t)(1u << t->gpus[t->mig[i].gpu].numa);
 	return numa;
 }
@@ -508,17 +758,18 @@ static void take_cpus(ft_placement_t *p, const ft_node_t *node, uint16_t numa,
 	}
 }
 
-static int choose_in_domain(ft_placement_t *out, const ft_node_t *node,
-			    const ft_domain_t *dom, const ft_demand_t *d,
-			    ft_level_t from, ft_policy_t policy)
+static int choose_in_domain(ft_placement_t *out, const ask_t *a,
+			    const ft_domain_t *dom, ft_level_t from)
 {
-	const ft_topology_t *t = node->topology;
-	uint16_t cand = dom->gpus & ft_node_free_gpus(node), near;
+	const ft_node_t *node = a->node;
+	const ft_topology_t *t = a->t;
+	const ft_demand_t *d = &a->u.demand;
+	uint16_t cand = dom->gpus & ft_node_free_gpus(node) & a->u.gpus, near;
 	unsigned left = d->exclusive_cpus;
 
 	memset(out, 0, sizeof(*out));
-	out->gpus = choose_gpus(node, cand, d->gpus, policy);
-	if (d->mig_count && choose_mig(out->mig, node, dom->gpus, d, policy))
+	out->gpus = choose_gpus(a, cand, d->gpus);
+	if (d->mig_count && choose_mig(out->mig, a, dom->gpus))
 		return FT_ENOTFOUND;
 	near = numa_of_units(t, out->gpus, out->mig) & dom->numa_nodes;
 	take_cpus(out, node, near, &left);
@@ -532,21 +783,42 @@ static int choose_in_domain(ft_placement_t *out, const ft_node_t *node,
 	return 0;
 }
 
-/* Packed tries the tightest-fitting domain first, distributed the roomiest. */
-static long domain_order(const ft_node_t *node, const ft_domain_t *dom,
-			 const ft_demand_t *d, ft_policy_t policy)
+/* Busy slices on the GPUs of `dom` that offer a free matching instance. */
+static long domain_busy_slices(const ask_t *a, const ft_domain_t *dom)
 {
-	room_t r = domain_room(node, dom, d, false);
-	long v = (long)(r.gpus + r.mig) * 4096 + r.cpus;
+	uint8_t busy[FT_GPU_MAX];
+	uint16_t gpus = 0;
+	long n = 0;
 
-	return policy == FT_POLICY_PACKED ? v : -v;
+	busy_slices(busy, a, NULL);
+	for (unsigned i = 0; i < a->t->n_mig; i++)
+		if (mig_free(a, i, dom->gpus, false))
+			gpus |= (uint16_t)(1u << a->t->mig[i].gpu);
+	for (unsigned g = 0; g < a->t->n_gpus; g++)
+		if (gpus & (1u << g))
+			n += busy[g];
+	return n;
 }
 
-static int choose_at_level(ft_placement_t *out, const ft_node_t *node,
-			   ft_level_t level, const ft_demand_t *d,
-			   ft_level_t from, ft_policy_t policy)
+/*
+ * Lowest first. Packed tries the tightest-fitting domain first, distributed
+ * the roomiest; for MIG instances the busy slices come first, so that packed
+ * fills GPUs already in use and distributed spreads.
+ */
+static long domain_order(const ask_t *a, const ft_domain_t *dom)
 {
-	const ft_topology_t *t = node->topology;
+	room_t r = domain_room(a, dom, false);
+	long v = (long)(r.gpus + r.mig) * 4096 + r.cpus;
+
+	if (a->u.demand.mig_count)
+		v -= domain_busy_slices(a, dom) << 24;
+	return a->policy == FT_POLICY_PACKED ? v : -v;
+}
+
+static int choose_at_level(ft_placement_t *out, const ask_t *a,
+			   ft_level_t level, ft_level_t from)
+{
+	const ft_topology_t *t = a->t;
 	bool tried[FT_DOMAIN_MAX] = {false};
 
 	for (;;) {
@@ -556,10 +828,10 @@ static int choose_at_level(ft_placement_t *out, const ft_node_t *node,
 		     i < t->level_first[level + 1]; i++) {
 			long v;
 			if (tried[i] ||
-			    !room_fits(
-				domain_room(node, &t->domains[i], d, false), d))
+			    !room_fits(domain_room(a, &t->domains[i], false),
+				       &a->u.demand))
 				continue;
-			v = domain_order(node, &t->domains[i], d, policy);
+			v = domain_order(a, &t->domains[i]);
 			if (best < 0 || v < best_v) {
 				best = (int)i;
 				best_v = v;
@@ -568,32 +840,47 @@ static int choose_at_level(ft_placement_t *out, const ft_node_t *node,
 		if (best < 0)
 			return FT_ENOTFOUND;
 		tried[best] = true;
-		if (choose_in_domain(out, node, &t->domains[best], d, from,
-				     policy) == 0)
+		if (choose_in_domain(out, a, &t->domains[best], from) == 0)
 			return 0;
 	}
+}
+
+/*
+ * The first level to choose at. MIG instances without an affinity are
+ * chosen node-wide, so that the policy alone spreads or packs them over the
+ * GPUs: at level nvlink every MIG GPU is a domain of its own, which would
+ * always pack.
+ */
+static ft_level_t first_level(const ask_t *a, ft_level_t from)
+{
+	const ft_demand_t *d = &a->u.demand;
+
+	return d->mig_count && !d->gpus && !d->has_affinity ? FT_LEVEL_NODE
+							    : from;
 }
 
 int ft_place_choose(ft_placement_t *out, const ft_node_t *node,
 		    const ft_demand_t *d, ft_policy_t policy)
 {
-	ft_level_t level = ft_place_effective_level(d);
-	bool strict = d->has_affinity && d->mode == FT_MODE_GUARANTEED;
-	ft_level_t from = d->has_affinity ? level : FT_LEVEL_NVLINK;
-	ft_level_t to = strict ? level : FT_LEVEL_NODE;
+	ft_level_t from, to;
 	ft_verdict_t v;
+	ask_t a;
 
 	memset(out, 0, sizeof(*out));
 	if (!node->topology)
 		return ft_error_set(
 		    FT_EINVAL, "node %s: topology: %s", node->name,
 		    node->topology_error ? node->topology_error : "none");
-	if (!d->gpus && !d->mig_count && from < FT_LEVEL_NUMA)
+	ask_init(&a, node, d, policy);
+	from = d->has_affinity ? ft_place_effective_level(&a.u.demand)
+			       : FT_LEVEL_NVLINK;
+	to = d->has_affinity && d->mode == FT_MODE_GUARANTEED ? from
+							      : FT_LEVEL_NODE;
+	if (!a.u.demand.gpus && !a.u.demand.mig_count && from < FT_LEVEL_NUMA)
 		from = FT_LEVEL_NUMA;
-	if (node_room_fits(node, d))
-		for (unsigned l = from; l <= to; l++)
-			if (choose_at_level(out, node, (ft_level_t)l, d, from,
-					    policy) == 0)
+	if (node_room_fits(&a))
+		for (unsigned l = first_level(&a, from); l <= to; l++)
+			if (choose_at_level(out, &a, (ft_level_t)l, from) == 0)
 				return 0;
 	ft_place_filter(&v, node, d);
 	return ft_error_set(FT_ENOTFOUND, "node %s: %s", node->name,

@@ -5,11 +5,14 @@
  * scan over a few precomputed GPU and NUMA masks. NVLink domains are the
  * maximal cliques of the NVLink graph (Bron-Kerbosch over 16-bit masks): an
  * NVSwitch board is one clique of all its GPUs, bridged pairs are cliques of
- * two, and a GPU without links is a clique of one.
+ * two, and a GPU without links is a clique of one. The MIG strategy (how the
+ * device plugin exposes MIG) is settled here too, inferred from the layout
+ * unless the annotation gave it.
  */
 #include <flextopo/error.h>
 #include <flextopo/topology.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -191,6 +194,21 @@ int ft_topology_enable_mig(ft_topology_t *t, unsigned gpu)
 	return 0;
 }
 
+/* Nominal memory from a profile name: "3g.40gb" and "1g.10gb+me" give GiB. */
+static uint64_t profile_memory_mib(const char *profile)
+{
+	const char *dot = profile ? strchr(profile, '.') : NULL;
+	char *end = NULL;
+	unsigned long long gib;
+
+	if (!dot || dot[1] < '0' || dot[1] > '9')
+		return 0;
+	gib = strtoull(dot + 1, &end, 10);
+	if (strncmp(end, "gb", 2) != 0 || gib > UINT64_MAX / 1024)
+		return 0;
+	return (uint64_t)gib * 1024;
+}
+
 int ft_topology_add_mig(ft_topology_t *t, unsigned gpu, const char *profile,
 			unsigned start, unsigned size, const char *uuid)
 {
@@ -213,11 +231,18 @@ int ft_topology_add_mig(ft_topology_t *t, unsigned gpu, const char *profile,
 	m->gpu = (uint8_t)gpu;
 	m->start = (uint8_t)start;
 	m->size = (uint8_t)size;
+	m->memory_mib = profile_memory_mib(profile);
 	t->n_mig++;
 	if (!m->profile || !m->uuid)
 		return ft_error_set(FT_ENOMEM, "MIG: out of memory");
 	t->gpus[gpu].mig_enabled = true;
 	return (int)t->n_mig - 1;
+}
+
+void ft_topology_set_mig_strategy(ft_topology_t *t, ft_mig_strategy_t s)
+{
+	t->mig_strategy = s;
+	t->mig_strategy_given = true;
 }
 
 static int check_cpus(const ft_topology_t *t)
@@ -272,6 +297,49 @@ static int check_mig(const ft_topology_t *t)
 					    m->start, m->size);
 		used[m->gpu] |= bits;
 	}
+	return 0;
+}
+
+/*
+ * Why the node cannot be MIG-strategy single ("" when it can): a GPU without
+ * MIG, no instances, or two profiles.
+ */
+static void single_fault(char *out, size_t size, const ft_topology_t *t)
+{
+	out[0] = '\0';
+	if (!t->n_gpus || !t->n_mig) {
+		snprintf(out, size, "the node has no MIG instances");
+		return;
+	}
+	for (unsigned g = 0; g < t->n_gpus; g++)
+		if (!t->gpus[g].mig_enabled) {
+			snprintf(out, size, "GPU %d is not MIG-enabled",
+				 t->gpus[g].index);
+			return;
+		}
+	for (unsigned i = 1; i < t->n_mig; i++)
+		if (strcmp(t->mig[i].profile, t->mig[0].profile) != 0) {
+			snprintf(out, size,
+				 "MIG instances of profiles %s and %s (single "
+				 "needs one)",
+				 t->mig[0].profile, t->mig[i].profile);
+			return;
+		}
+}
+
+/* Infer the MIG strategy, or check the one the annotation gave. */
+static int settle_mig_strategy(ft_topology_t *t)
+{
+	char fault[160];
+
+	single_fault(fault, sizeof(fault), t);
+	if (!t->mig_strategy_given) {
+		t->mig_strategy =
+		    fault[0] ? FT_MIG_STRATEGY_MIXED : FT_MIG_STRATEGY_SINGLE;
+		return 0;
+	}
+	if (t->mig_strategy == FT_MIG_STRATEGY_SINGLE && fault[0])
+		return ft_error_set(FT_EINVAL, "migStrategy single: %s", fault);
 	return 0;
 }
 
@@ -400,7 +468,7 @@ int ft_topology_finish(ft_topology_t *t)
 		goto cleanup;
 	}
 	if ((rc = check_cpus(t)) < 0 || (rc = check_gpus(t)) < 0 ||
-	    (rc = check_mig(t)) < 0)
+	    (rc = check_mig(t)) < 0 || (rc = settle_mig_strategy(t)) < 0)
 		goto cleanup;
 	d = calloc(1, sizeof(*d));
 	if (!d) {
@@ -430,6 +498,26 @@ int ft_topology_finish(ft_topology_t *t)
 cleanup:
 	free(d);
 	return rc;
+}
+
+const char *ft_topology_single_profile(const ft_topology_t *t)
+{
+	return t->mig_strategy == FT_MIG_STRATEGY_SINGLE && t->n_mig
+		   ? t->mig[0].profile
+		   : NULL;
+}
+
+unsigned ft_topology_nvlink_domain_size(const ft_topology_t *t, unsigned gpu)
+{
+	unsigned best = 1;
+
+	for (unsigned i = t->level_first[FT_LEVEL_NVLINK];
+	     i < t->level_first[FT_LEVEL_NVLINK + 1]; i++) {
+		unsigned n = (unsigned)__builtin_popcount(t->domains[i].gpus);
+		if ((t->domains[i].gpus & (1u << gpu)) && n > best)
+			best = n;
+	}
+	return best;
 }
 
 int ft_topology_find_gpu_uuid(const ft_topology_t *t, const char *uuid)

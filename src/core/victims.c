@@ -11,6 +11,9 @@
  * and a branch stops when evicting every candidate left would still not fit.
  * The best set over all domains is the answer. Eviction is simulated on a
  * copy of the node's usage counters; the node itself is never changed.
+ * The preemptor's demand is read as placement reads it (ft_place_units):
+ * translated on MIG-strategy single nodes, and only the units that meet its
+ * capabilities (flextopo.io/requires) make a holding a candidate.
  */
 #include <flextopo/victims.h>
 
@@ -135,7 +138,8 @@ bool ft_victims_feasible(const ft_node_t *node, const ft_demand_t *d,
 
 typedef struct {
 	const ft_node_t *node;
-	const ft_demand_t *d;
+	const ft_demand_t *d;	 /* adapted to the node (ft_place_adapt) */
+	const ft_units_t *units; /* the units that may serve it */
 	const ft_pdb_view_t *pdb;
 	int32_t spent[FT_PDB_MAX];
 	int domain; /* -1: any domain of `level` */
@@ -222,17 +226,20 @@ static void dfs(search_t *s, unsigned i, ft_victim_cost_t cost)
 	dfs(s, i + 1, cost);
 }
 
+/* Does `h` hold units of `dom` that could serve the demand? */
 static bool holding_in_domain(const ft_node_t *node, const ft_holding_t *h,
-			      const ft_domain_t *dom, const ft_demand_t *d)
+			      const ft_domain_t *dom, const ft_units_t *u)
 {
 	const ft_topology_t *t = node->topology;
+	const ft_demand_t *d = &u->demand;
 	ft_cpuset_t dom_cpus;
 
-	if ((h->gpus & dom->gpus) || (d->gpus && h->unknown_gpus) ||
+	if ((h->gpus & dom->gpus & u->gpus) || (d->gpus && h->unknown_gpus) ||
 	    (d->exclusive_cpus && h->unknown_cpus))
 		return true;
 	for (unsigned i = 0; i < t->n_mig; i++)
 		if ((h->mig[i / 64] >> (i % 64) & 1) &&
+		    (u->mig[i / 64] >> (i % 64) & 1) &&
 		    (dom->gpus & (1u << t->mig[i].gpu)))
 			return true;
 	if (!d->exclusive_cpus)
@@ -270,7 +277,7 @@ static void collect(search_t *s, int32_t priority, const ft_domain_t *dom)
 		const ft_holding_t *h = &node->holdings[i];
 		unsigned j;
 		if (h->priority >= priority ||
-		    (dom && !holding_in_domain(node, h, dom, s->d)))
+		    (dom && !holding_in_domain(node, h, dom, s->units)))
 			continue;
 		for (j = s->n_cand;
 		     j > 0 && before(node, s->pdb, (uint16_t)i, s->cand[j - 1]);
@@ -332,7 +339,7 @@ static void search_domain(search_t *s, int32_t priority, int domain)
 
 /* Search every domain of `level`; FT_LEVEL_NODE checks counts only. */
 static void search_level(ft_victim_set_t *best, const ft_node_t *node,
-			 const ft_demand_t *d, int32_t priority,
+			 const ft_units_t *u, int32_t priority,
 			 const ft_pdb_view_t *pdb, ft_level_t level,
 			 const ft_victim_cost_t *limit)
 {
@@ -341,7 +348,8 @@ static void search_level(ft_victim_set_t *best, const ft_node_t *node,
 
 	memset(&s, 0, sizeof(s));
 	s.node = node;
-	s.d = d;
+	s.d = &u->demand;
+	s.units = u;
 	s.pdb = pdb;
 	s.level = level;
 	s.limit = limit;
@@ -373,28 +381,34 @@ static void finish(ft_victim_set_t *out, const ft_node_t *node,
 }
 
 void ft_victims_search(ft_victim_set_t *out, const ft_node_t *node,
-		       const ft_demand_t *d, int32_t priority,
+		       const ft_demand_t *pod_demand, int32_t priority,
 		       const ft_pdb_view_t *pdb_violating)
 {
-	ft_level_t level = ft_place_effective_level(d);
+	const ft_demand_t *d;
+	ft_level_t level;
 	ft_victim_set_t alt;
+	ft_units_t u;
 
 	memset(out, 0, sizeof(*out));
 	out->exact = true;
 	out->level = FT_LEVEL_COUNT;
 	if (!node->topology)
 		return;
+	/* The demand as the node reads it, and the units that may serve it. */
+	ft_place_units(&u, node->topology, pod_demand);
+	d = &u.demand;
+	level = ft_place_effective_level(d);
 	if (d->has_affinity && d->mode == FT_MODE_GUARANTEED) {
-		search_level(out, node, d, priority, pdb_violating, level,
+		search_level(out, node, &u, priority, pdb_violating, level,
 			     NULL);
 	} else {
-		search_level(out, node, d, priority, pdb_violating,
+		search_level(out, node, &u, priority, pdb_violating,
 			     FT_LEVEL_NODE, NULL);
 		for (unsigned l = level;
 		     out->found && d->has_affinity && l < FT_LEVEL_NODE; l++) {
 			memset(&alt, 0, sizeof(alt));
 			alt.exact = true;
-			search_level(&alt, node, d, priority, pdb_violating,
+			search_level(&alt, node, &u, priority, pdb_violating,
 				     (ft_level_t)l, &out->cost);
 			if (alt.found) {
 				alt.exact = alt.exact && out->exact;

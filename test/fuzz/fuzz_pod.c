@@ -2,7 +2,8 @@
  * Fuzz target for the v1 Pod decoder (watch events, snapshot files and the
  * Pod of extender requests): resource requests, QoS, our annotations and the
  * allocation annotation. The input is parsed as JSON and decoded as a pod;
- * the raw text is also decoded as an allocation annotation. Any input must
+ * the raw text is also decoded as an allocation annotation and as a
+ * capability annotation (flextopo.io/requires). Any input must
  * decode into a consistent pod or fail with FT_EINVAL (FT_ENOMEM under memory
  * pressure) and nothing held; never crash or leak.
  */
@@ -54,6 +55,12 @@ static void check_pod(const ft_pod_t *pod)
 		abort();
 	if (pod->has_allocation && pod->allocation_error)
 		abort();
+	/* A capability annotation that did not decode asks nothing. */
+	if (pod->demand.caps.interconnect > FT_INTERCONNECT_NVLINK ||
+	    (!pod->demand.has_caps &&
+	     (pod->demand.caps.memory_mib || pod->demand.caps.precisions ||
+	      pod->demand.caps.nvlink_domain)))
+		abort();
 	check_allocation(&pod->allocation);
 	if (ft_pod_copy(&copy, pod) == 0)
 		ft_pod_dispose(&copy);
@@ -77,6 +84,25 @@ static void decode_as_allocation(const uint8_t *data, size_t size)
 	free(text);
 }
 
+static void decode_as_requires(const uint8_t *data, size_t size)
+{
+	char *text = malloc(size + 1);
+	ft_caps_t caps;
+
+	if (!text)
+		return;
+	memcpy(text, data, size);
+	text[size] = '\0';
+	if (ft_codec_requires_decode(&caps, text) == 0) {
+		if (caps.interconnect > FT_INTERCONNECT_NVLINK)
+			abort();
+	} else if (caps.memory_mib || caps.precisions || caps.interconnect ||
+		   caps.nvlink_domain) {
+		abort();
+	}
+	free(text);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	cJSON *root = cJSON_ParseWithLength((const char *)data, size);
@@ -84,6 +110,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int rc;
 
 	decode_as_allocation(data, size);
+	decode_as_requires(data, size);
 	if (!root)
 		return 0;
 	rc = ft_codec_pod_decode(&pod, root, &opts);

@@ -530,6 +530,114 @@ static void test_codec__pod_affinity_annotations(void **state)
 	cJSON_Delete(obj);
 }
 
+static void test_codec__pod_allocation_policy(void **state)
+{
+	cJSON *obj = pod_object("{'containers':[]}");
+	ft_pod_t pod;
+
+	decode_pod(&pod, obj);
+	assert_false(pod.demand.has_policy);
+	ft_pod_dispose(&pod);
+	annotate(obj, "flextopo.io/allocation-policy", "distributed");
+	decode_pod(&pod, obj);
+	assert_true(pod.demand.has_policy);
+	assert_int_equal(pod.demand.policy, FT_POLICY_DISTRIBUTED);
+	assert_null(pod.demand_error);
+	ft_pod_dispose(&pod);
+	cJSON_Delete(obj);
+
+	obj = pod_object("{'containers':[]}");
+	annotate(obj, "flextopo.io/allocation-policy", "spread");
+	decode_pod(&pod, obj);
+	assert_false(pod.demand.has_policy);
+	assert_string_equal(pod.demand_error,
+			    "annotation flextopo.io/allocation-policy: "
+			    "\"spread\" is not packed or distributed");
+	ft_pod_dispose(&pod);
+	cJSON_Delete(obj);
+}
+
+/* The requires annotation on a pod, and its error naming the key. */
+static void expect_requires_error(const char *value, const char *message)
+{
+	cJSON *obj = pod_object("{'containers':[]}");
+	ft_pod_t pod;
+
+	annotate(obj, "flextopo.io/requires", value);
+	decode_pod(&pod, obj);
+	assert_false(pod.demand.has_caps);
+	assert_non_null(pod.demand_error);
+	assert_string_equal(pod.demand_error, message);
+	ft_pod_dispose(&pod);
+	cJSON_Delete(obj);
+}
+
+static void test_codec__pod_requires(void **state)
+{
+	cJSON *obj = pod_object("{'containers':[]}");
+	ft_pod_t pod;
+
+	annotate(obj, "flextopo.io/requires",
+		 "{\"memoryPerGpu\":\"40Gi\",\"precision\":[\"fp8\",\"bf16\"],"
+		 "\"interconnect\":\"nvlink\",\"nvlinkDomainSize\":2}");
+	decode_pod(&pod, obj);
+	assert_null(pod.demand_error);
+	assert_true(pod.demand.has_caps);
+	assert_int_equal(pod.demand.caps.memory_mib, 40960);
+	assert_int_equal(pod.demand.caps.precisions,
+			 FT_PRECISION_FP8 | FT_PRECISION_BF16);
+	assert_int_equal(pod.demand.caps.interconnect, FT_INTERCONNECT_NVLINK);
+	assert_int_equal(pod.demand.caps.nvlink_domain, 2);
+	ft_pod_dispose(&pod);
+	cJSON_Delete(obj);
+
+	/* Everything optional; Modelplane's "precisionSupport" is read too. */
+	obj = pod_object("{'containers':[]}");
+	annotate(obj, "flextopo.io/requires",
+		 "{\"precisionSupport\":[\"fp16\"],\"interconnect\":\"pcie\"}");
+	decode_pod(&pod, obj);
+	assert_null(pod.demand_error);
+	assert_true(pod.demand.has_caps);
+	assert_int_equal(pod.demand.caps.memory_mib, 0);
+	assert_int_equal(pod.demand.caps.precisions, FT_PRECISION_FP16);
+	assert_int_equal(pod.demand.caps.interconnect, FT_INTERCONNECT_PCIE);
+	ft_pod_dispose(&pod);
+	cJSON_Delete(obj);
+
+	expect_requires_error("{\"memoryPerGpu\":\"40GB\"}",
+			      "annotation flextopo.io/requires: memoryPerGpu: "
+			      "quantity \"40GB\": not a Kubernetes quantity");
+	expect_requires_error("{\"memoryPerGpu\":40}",
+			      "annotation flextopo.io/requires: memoryPerGpu: "
+			      "expected a quantity string such as \"40Gi\"");
+	expect_requires_error("{\"precision\":[\"fp8\",\"fp9\"]}",
+			      "annotation flextopo.io/requires: precision[1]: "
+			      "\"fp9\" is not one of fp64, tf32, bf16, fp16, "
+			      "fp8, int8, fp4");
+	expect_requires_error("{\"precision\":\"fp8\"}",
+			      "annotation flextopo.io/requires: precision: "
+			      "expected an array of names such as [\"fp8\"]");
+	expect_requires_error("{\"interconnect\":\"infiniband\"}",
+			      "annotation flextopo.io/requires: interconnect: "
+			      "expected \"nvlink\" or \"pcie\"");
+	expect_requires_error("{\"nvlinkDomainSize\":0}",
+			      "annotation flextopo.io/requires: "
+			      "nvlinkDomainSize: expected an integer 1-65535");
+	expect_requires_error("{\"nvlinkDomainSize\":1.5}",
+			      "annotation flextopo.io/requires: "
+			      "nvlinkDomainSize: expected an integer 1-65535");
+	expect_requires_error("{\"memory\":\"40Gi\"}",
+			      "annotation flextopo.io/requires: unknown key "
+			      "\"memory\" (memoryPerGpu, precision, "
+			      "interconnect, nvlinkDomainSize)");
+	expect_requires_error("[]", "annotation flextopo.io/requires: expected "
+				    "a JSON object such as "
+				    "{\"memoryPerGpu\":\"40Gi\"}");
+	expect_requires_error("{", "annotation flextopo.io/requires: expected "
+				   "a JSON object such as "
+				   "{\"memoryPerGpu\":\"40Gi\"}");
+}
+
 static void test_codec__pod_status_fields(void **state)
 {
 	cJSON *obj = json(
@@ -1352,6 +1460,8 @@ int main(void)
 	    cmocka_unit_test(test_codec__pod_gpus_and_mig),
 	    cmocka_unit_test(test_codec__pod_demand_errors),
 	    cmocka_unit_test(test_codec__pod_affinity_annotations),
+	    cmocka_unit_test(test_codec__pod_allocation_policy),
+	    cmocka_unit_test(test_codec__pod_requires),
 	    cmocka_unit_test(test_codec__pod_status_fields),
 	    cmocka_unit_test(test_codec__pod_priority_out_of_range),
 	    cmocka_unit_test(test_codec__pod_request_sums_do_not_wrap),

@@ -416,6 +416,8 @@ static void assert_same_model(const ft_topology_t *a, const ft_topology_t *b)
 	assert_int_equal(a->whole_gpus, b->whole_gpus);
 	assert_int_equal(a->reserved_gpus, b->reserved_gpus);
 	assert_true(ft_cpuset_equal(&a->reserved_cpus, &b->reserved_cpus));
+	assert_int_equal(a->mig_strategy, b->mig_strategy);
+	assert_int_equal(a->mig_strategy_given, b->mig_strategy_given);
 }
 
 /*
@@ -899,6 +901,31 @@ static void test_discover__encode_examples(void **state)
 	round_trip_example("flextopo-graph.json");
 }
 
+/* A given MIG strategy is written back; an inferred one is left out. */
+static void test_discover__encode_mig_strategy(void **state)
+{
+	static const char json[] =
+	    "{\"version\":1,\"sockets\":[{\"id\":0,\"numaNodes\":[{\"id\":0,"
+	    "\"cpus\":\"0-3\",\"memoryMiB\":1024,\"gpus\":[{\"index\":0,"
+	    "\"uuid\":\"GPU-a\",\"mig\":{\"enabled\":true,\"instances\":[{"
+	    "\"profile\":\"3g.40gb\",\"start\":0,\"size\":4,\"uuid\":\"MIG-"
+	    "a\"}]}}]}]}],\"migStrategy\":\"mixed\"}";
+	ft_topology_t *t = NULL;
+	char *text = NULL;
+
+	if (ft_codec_topology_parse(&t, json, strlen(json)) < 0)
+		fail_msg("%s", ft_error_last());
+	assert_int_equal(ft_codec_topology_encode(&text, t), 0);
+	assert_string_equal(text, json);
+	assert_round_trip(t);
+	free(text);
+	t->mig_strategy_given = false;
+	assert_int_equal(ft_codec_topology_encode(&text, t), 0);
+	assert_null(strstr(text, "migStrategy"));
+	free(text);
+	ft_topology_unref(t);
+}
+
 static void test_discover__encode_shape(void **state)
 {
 	static const char json[] =
@@ -953,6 +980,7 @@ int main(void)
 	    cmocka_unit_test(test_discover__nvml_init_fails),
 	    cmocka_unit_test(test_discover__nvml_library),
 	    cmocka_unit_test(test_discover__encode_examples),
+	    cmocka_unit_test(test_discover__encode_mig_strategy),
 	    cmocka_unit_test(test_discover__encode_shape),
 	    cmocka_unit_test(test_discover__annotation_patch),
 	};

@@ -7,8 +7,9 @@
  * is the body kube-scheduler POSTs, <case>.reply.json the reply expected
  * (compared as JSON: key order and whitespace do not matter), and an optional
  * <case>.status the expected HTTP status (200 when absent). Every case runs on
- * a fresh application loaded from test/fixtures/cluster/small.yaml; adding a
- * fixture adds a case. Sequences that need state across calls (bind, then
+ * a fresh application loaded from test/fixtures/cluster/small.yaml (the
+ * folders filter-mig and bind-mig from cluster/mig.yaml); adding a fixture
+ * adds a case. Sequences that need state across calls (bind, then
  * filter again) are written out below.
  */
 #include <dirent.h>
@@ -31,8 +32,9 @@
 
 #include "support.h"
 
-#define CLUSTER FT_FIXTURES_DIR "/cluster/small.yaml"
-#define WIRE	FT_FIXTURES_DIR "/wire"
+#define CLUSTER	    FT_FIXTURES_DIR "/cluster/small.yaml"
+#define MIG_CLUSTER FT_FIXTURES_DIR "/cluster/mig.yaml"
+#define WIRE	    FT_FIXTURES_DIR "/wire"
 
 /* Pods of test/fixtures/cluster/small.yaml. */
 #define UID_HOLDER_A  "00000000-0000-4000-8000-00000000000a"
@@ -46,7 +48,7 @@
 	"node: at most 1 free GPUs with 16 free CPUs in one node, need 2 "     \
 	"GPUs with 0 CPUs"
 
-static ft_app_t *app_new(void)
+static ft_app_t *app_new_from(const char *cluster)
 {
 	ft_app_t *app = calloc(1, sizeof(*app));
 
@@ -54,9 +56,14 @@ static ft_app_t *app_new(void)
 	assert_int_equal(ft_config_init(&app->cfg), 0);
 	assert_int_equal(ft_config_set(&app->cfg, "logLevel", "error"), 0);
 	assert_int_equal(ft_app_init(app), 0);
-	if (ft_app_load_snapshot(app, CLUSTER) < 0)
-		fail_msg("%s: %s", CLUSTER, ft_error_last());
+	if (ft_app_load_snapshot(app, cluster) < 0)
+		fail_msg("%s: %s", cluster, ft_error_last());
 	return app;
+}
+
+static ft_app_t *app_new(void)
+{
+	return app_new_from(CLUSTER);
 }
 
 static void app_free(ft_app_t *app)
@@ -86,6 +93,7 @@ static void post(ft_http_response_t *out, ft_app_t *app, ft_http_handler_fn fn,
 typedef struct {
 	const char *verb; /* folder under test/fixtures/wire and URL path */
 	ft_http_handler_fn fn;
+	const char *cluster; /* NULL: test/fixtures/cluster/small.yaml */
 } verb_t;
 
 static char *read_case_file(const char *verb, const char *name, const char *ext)
@@ -163,7 +171,7 @@ static bool run_case(const verb_t *v, const char *name)
 		return false;
 	}
 	snprintf(path, sizeof(path), "/%s", v->verb);
-	app = app_new();
+	app = app_new_from(v->cluster ? v->cluster : CLUSTER);
 	post(&res, app, v->fn, path, body, strlen(body));
 	ok = reply_matches(v->verb, name, &res);
 	free(res.body);
@@ -210,28 +218,43 @@ static void run_verb(const verb_t *v)
 
 static void test_extender__wire_filter(void **state)
 {
-	const verb_t v = {"filter", ft_app_filter};
+	const verb_t v = {"filter", ft_app_filter, NULL};
 
 	run_verb(&v);
 }
 
 static void test_extender__wire_prioritize(void **state)
 {
-	const verb_t v = {"prioritize", ft_app_prioritize};
+	const verb_t v = {"prioritize", ft_app_prioritize, NULL};
 
 	run_verb(&v);
 }
 
 static void test_extender__wire_bind(void **state)
 {
-	const verb_t v = {"bind", ft_app_bind};
+	const verb_t v = {"bind", ft_app_bind, NULL};
 
 	run_verb(&v);
 }
 
 static void test_extender__wire_preempt(void **state)
 {
-	const verb_t v = {"preempt", ft_app_preempt};
+	const verb_t v = {"preempt", ft_app_preempt, NULL};
+
+	run_verb(&v);
+}
+
+/* MIG policies, MIG strategy single and capabilities on mig.yaml. */
+static void test_extender__wire_filter_mig(void **state)
+{
+	const verb_t v = {"filter-mig", ft_app_filter, MIG_CLUSTER};
+
+	run_verb(&v);
+}
+
+static void test_extender__wire_bind_mig(void **state)
+{
+	const verb_t v = {"bind-mig", ft_app_bind, MIG_CLUSTER};
 
 	run_verb(&v);
 }
@@ -527,6 +550,79 @@ static void test_extender__bind_mig_pod_holds_instances(void **state)
 	app_free(app);
 }
 
+/* The uuid of MIG instance positions `mig` on `node` ("" when not one). */
+static void held_mig(ft_app_t *app, const char *node, const uint64_t *mig,
+		     char *out, size_t size, unsigned *count)
+{
+	ft_snapshot_t *snap = ft_state_snapshot(app->state);
+	const ft_node_t *n = ft_snapshot_find(snap, node);
+
+	*count = 0;
+	out[0] = '\0';
+	for (unsigned i = 0; n && i < n->topology->n_mig; i++) {
+		if (!((mig[i / 64] >> (i % 64)) & 1))
+			continue;
+		snprintf(out, size, "%s", n->topology->mig[i].uuid);
+		(*count)++;
+	}
+	ft_snapshot_unref(snap);
+}
+
+/*
+ * mig.yaml's pending pods: the pod's allocation-policy picks the 3g.40gb
+ * (packed: GPU 1, beside holder-1g's slice; distributed: the empty GPU 0);
+ * nvidia.com/gpu on a single-strategy node binds instances, and the
+ * allocation annotation lists them under "mig" with "gpus" empty.
+ */
+static void test_extender__mig_policy_and_single_strategy(void **state)
+{
+	ft_app_t *app = app_new_from(MIG_CLUSTER);
+	const char *single = "00000000-0000-4000-8000-0000000001b4";
+	char uuid[64], *ann = NULL;
+	unsigned n;
+	ft_holding_t h;
+	ft_pod_t pod;
+	cJSON *json;
+
+	bind_ok(app, "mig-packed", "00000000-0000-4000-8000-0000000001b1",
+		"h100-mixed");
+	assert_true(holding(app, "h100-mixed",
+			    "00000000-0000-4000-8000-0000000001b1", &h));
+	held_mig(app, "h100-mixed", h.mig, uuid, sizeof(uuid), &n);
+	assert_int_equal(n, 1);
+	assert_string_equal(uuid, "MIG-mixed-1-4");
+	bind_ok(app, "mig-distributed", "00000000-0000-4000-8000-0000000001b2",
+		"h100-mixed");
+	assert_true(holding(app, "h100-mixed",
+			    "00000000-0000-4000-8000-0000000001b2", &h));
+	held_mig(app, "h100-mixed", h.mig, uuid, sizeof(uuid), &n);
+	assert_string_equal(uuid, "MIG-mixed-0-0");
+
+	bind_ok(app, "gpu-single", single, "h100-single-3g");
+	assert_true(holding(app, "h100-single-3g", single, &h));
+	assert_int_equal(h.gpus, 0);
+	held_mig(app, "h100-single-3g", h.mig, uuid, sizeof(uuid), &n);
+	assert_int_equal(n, 2);
+	/* Assuming again gives the annotation bind wrote. */
+	assert_int_equal(ft_state_find_pod(app->state, single, &pod), 0);
+	assert_int_equal(ft_state_assume(app->state, &pod, "h100-single-3g",
+					 FT_POLICY_PACKED, &ann),
+			 0);
+	json = cJSON_Parse(ann);
+	assert_non_null(json);
+	assert_int_equal(
+	    cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(json, "gpus")),
+	    0);
+	assert_int_equal(
+	    cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(json, "mig")),
+	    2);
+	assert_non_null(strstr(ann, "\"profile\":\"3g.40gb\""));
+	cJSON_Delete(json);
+	free(ann);
+	ft_pod_dispose(&pod);
+	app_free(app);
+}
+
 typedef struct {
 	ft_app_t *app;
 	char name[32];
@@ -727,6 +823,9 @@ int main(void)
 	    cmocka_unit_test(test_extender__wire_prioritize),
 	    cmocka_unit_test(test_extender__wire_bind),
 	    cmocka_unit_test(test_extender__wire_preempt),
+	    cmocka_unit_test(test_extender__wire_filter_mig),
+	    cmocka_unit_test(test_extender__wire_bind_mig),
+	    cmocka_unit_test(test_extender__mig_policy_and_single_strategy),
 	    cmocka_unit_test(test_extender__preempt_avoids_pdb),
 	    cmocka_unit_test(test_extender__bind_then_filter_sees_gpus_taken),
 	    cmocka_unit_test(test_extender__bind_twice_is_idempotent),

@@ -137,6 +137,38 @@ static void test_mig__precisions(void **state)
 	assert_int_equal(ft_precision_parse("FP8"), FT_PRECISION_FP8);
 	assert_int_equal(ft_precision_parse("bf16"), FT_PRECISION_BF16);
 	assert_int_equal(ft_precision_parse("fp3"), 0);
+	assert_string_equal(ft_precision_name(FT_PRECISION_FP8), "fp8");
+	assert_string_equal(
+	    ft_precision_name(FT_PRECISION_FP8 | FT_PRECISION_BF16), "bf16");
+	assert_string_equal(ft_precision_name(0), "?");
+}
+
+/* Capability facts: the catalog's where it knows the product, else the
+ * profile name's memory and no precisions. */
+static void test_mig__apply_records_capabilities(void **state)
+{
+	char *text = ft_test_read_file(
+	    FT_SOURCE_DIR "/api/examples/h100-8x-mig.json", NULL);
+	ft_topology_t *t = NULL, *r = ft_test_topology_4090("R");
+
+	assert_non_null(text);
+	assert_int_equal(ft_codec_topology_parse(&t, text, strlen(text)), 0);
+	/* Before: nominal memory from the profile names, no precisions. */
+	assert_int_equal(t->mig[0].memory_mib, 40960);
+	assert_int_equal(t->mig[2].memory_mib, 10240);
+	assert_int_equal(t->gpus[0].precisions, 0);
+	ft_mig_catalog_apply(&catalog, t);
+	assert_true(t->gpus[0].precisions & FT_PRECISION_FP8);
+	assert_true(t->gpus[7].precisions & FT_PRECISION_BF16);
+	assert_int_equal(t->mig[0].memory_mib, 40960);
+	assert_int_equal(t->mig[9].memory_mib, 40960); /* 4g.40gb */
+	ft_mig_catalog_apply(&catalog, r);
+	assert_int_equal(r->gpus[0].precisions, 0);
+	ft_mig_catalog_apply(NULL, r);
+	assert_int_equal(r->gpus[0].precisions, 0);
+	ft_topology_unref(t);
+	ft_topology_unref(r);
+	free(text);
 }
 
 int main(void)
@@ -147,6 +179,7 @@ int main(void)
 	    cmocka_unit_test(test_mig__layouts_that_break_the_catalog),
 	    cmocka_unit_test(test_mig__examples_pass),
 	    cmocka_unit_test(test_mig__precisions),
+	    cmocka_unit_test(test_mig__apply_records_capabilities),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

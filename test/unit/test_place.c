@@ -1,5 +1,5 @@
 /* Placement: filter verdicts, scores and chosen placements on reference
- * servers. */
+ * servers; MIG policies, MIG strategy single and capability matching. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,10 +10,15 @@
 
 #include <cmocka.h>
 
+#include <flextopo/codec.h>
 #include <flextopo/error.h>
+#include <flextopo/mig.h>
 #include <flextopo/place.h>
 
 #include "support.h"
+
+/* The built-in MIG catalog, loaded by the group setup. */
+static ft_mig_catalog_t catalog;
 
 static ft_demand_t demand(uint32_t gpus, uint32_t cpus, int level,
 			  ft_affinity_mode_t mode)
@@ -367,6 +372,11 @@ static ft_node_t *with_placement(ft_node_t *node, const ft_placement_t *p,
 			    .allocation
 			    .gpu_uuids[pods[*n].allocation.n_gpus++] =
 			    strdup(t->gpus[g].uuid);
+	for (unsigned i = 0; i < t->n_mig; i++)
+		if ((p->mig[i / 64] >> (i % 64)) & 1)
+			pods[*n]
+			    .allocation.mig_uuids[pods[*n].allocation.n_mig++] =
+			    strdup(t->mig[i].uuid);
 	pods[*n].allocation.cpus = p->cpus;
 	pods[*n].has_allocation = true;
 	(*n)++;
@@ -431,6 +441,670 @@ static void test_place__choose_agrees_with_filter(void **state)
 		ft_topology_unref(tops[i]);
 }
 
+/* ---- MIG policies, MIG strategy single, capabilities ------------------ */
+
+#define H100 "NVIDIA H100 80GB HBM3"
+
+/* GPU g's instances from "profile@start" words; "" enables MIG only. */
+static void add_layout(ft_topology_t *t, unsigned g, const char *layout)
+{
+	const ft_mig_gpu_t *cat =
+	    ft_mig_catalog_find(&catalog, t->gpus[g].model);
+	const char *at = layout;
+	char profile[32], uuid[32];
+	unsigned start;
+	int used;
+
+	assert_int_equal(ft_topology_enable_mig(t, g), 0);
+	while (sscanf(at, " %31[^@]@%u%n", profile, &start, &used) == 2) {
+		const ft_mig_profile_t *p = ft_mig_gpu_profile(cat, profile);
+		assert_non_null(p);
+		snprintf(uuid, sizeof(uuid), "MIG-%u-%u", g, start);
+		assert_true(ft_topology_add_mig(t, g, profile, start,
+						p->memory_slices, uuid) >= 0);
+		at += used;
+	}
+}
+
+/*
+ * A box of `n` GPUs: one socket, one NUMA node (CPUs 0-15), one PCIe
+ * switch, every pair of GPUs NVLinked (an NVSwitch board). models[g] names
+ * GPU g's product (memory from the catalog, 24564 MiB when unknown);
+ * layouts[g] is its MIG layout (see add_layout) or NULL for a whole GPU.
+ * GPU uuids are "G-<g>", instance uuids "MIG-<g>-<start>". `strategy` < 0
+ * leaves the MIG strategy to inference. The catalog's facts are applied.
+ */
+static ft_topology_t *box(const char *const *models, const char *const *layouts,
+			  unsigned n, int strategy)
+{
+	ft_topology_t *t = NULL;
+	ft_cpuset_t cpus;
+
+	assert_int_equal(ft_cpuset_parse(&cpus, "0-15"), 0);
+	assert_int_equal(ft_topology_new(&t), 0);
+	assert_int_equal(ft_topology_add_socket(t, 0), 0);
+	assert_int_equal(ft_topology_add_numa(t, 0, 0, &cpus, 262144), 0);
+	assert_int_equal(ft_topology_add_switch(t, 0, 0), 0);
+	for (unsigned g = 0; g < n; g++) {
+		const ft_mig_gpu_t *cat =
+		    ft_mig_catalog_find(&catalog, models[g]);
+		char uuid[16];
+		snprintf(uuid, sizeof(uuid), "G-%u", g);
+		assert_int_equal(
+		    ft_topology_add_gpu(t, 0, 0, (int)g, uuid, models[g],
+					cat ? cat->memory_mib : 24564),
+		    (int)g);
+		if (layouts && layouts[g])
+			add_layout(t, g, layouts[g]);
+	}
+	for (unsigned a = 0; a < n; a++)
+		for (unsigned b = a + 1; b < n; b++)
+			assert_int_equal(
+			    ft_topology_add_nvlink(t, (int)a, (int)b, 18), 0);
+	if (strategy >= 0)
+		ft_topology_set_mig_strategy(t, (ft_mig_strategy_t)strategy);
+	assert_int_equal(ft_topology_finish(t), 0);
+	assert_int_equal(ft_mig_catalog_check(&catalog, t), 0);
+	ft_mig_catalog_apply(&catalog, t);
+	return t;
+}
+
+static ft_topology_t *h100_box(const char *const *layouts, unsigned n,
+			       int strategy)
+{
+	const char *const models[4] = {H100, H100, H100, H100};
+
+	assert_true(n <= 4);
+	return box(models, layouts, n, strategy);
+}
+
+/* A pod holding the MIG instances named (NULL-terminated). */
+static void mig_pod(ft_pod_t *out, const char *uid, int32_t priority,
+		    const char *const *mig)
+{
+	ft_test_pod(out, uid, priority, NULL, NULL, 0);
+	for (unsigned i = 0; mig[i]; i++)
+		out->allocation.mig_uuids[out->allocation.n_mig++] =
+		    strdup(mig[i]);
+	out->has_allocation = true;
+}
+
+static ft_demand_t mig_demand(const char *profile, uint32_t count)
+{
+	ft_demand_t d = demand(0, 0, -1, FT_MODE_GUARANTEED);
+
+	snprintf(d.mig_profile, sizeof(d.mig_profile), "%s", profile);
+	d.mig_count = count;
+	return d;
+}
+
+/* The GPU positions of a placement's MIG instances. */
+static uint16_t mig_gpus(const ft_topology_t *t, const ft_placement_t *p)
+{
+	uint16_t gpus = 0;
+
+	for (unsigned i = 0; i < t->n_mig; i++)
+		if ((p->mig[i / 64] >> (i % 64)) & 1)
+			gpus |= (uint16_t)(1u << t->mig[i].gpu);
+	return gpus;
+}
+
+static unsigned mig_count(const ft_placement_t *p)
+{
+	return (unsigned)(__builtin_popcountll(p->mig[0]) +
+			  __builtin_popcountll(p->mig[1]));
+}
+
+/*
+ * GPU 0 is empty with two free 2g.20gb; GPU 1 has three free 2g.20gb and a
+ * used 1g.10gb. Fewest free instances would pick GPU 0 and break a whole
+ * GPU; packed picks the GPU with used slices, distributed the empty one.
+ */
+static void test_place__mig_packed_fills_busy_gpu(void **state)
+{
+	const char *const layouts[3] = {
+	    "2g.20gb@0 2g.20gb@2", "2g.20gb@0 2g.20gb@2 2g.20gb@4 1g.10gb@6",
+	    NULL};
+	const char *const held[] = {"MIG-1-6", NULL};
+	ft_topology_t *t = h100_box(layouts, 3, -1);
+	ft_pod_t pod, *list[2] = {&pod, NULL};
+	ft_demand_t d = mig_demand("2g.20gb", 1);
+	ft_placement_t p;
+	ft_node_t *node;
+
+	mig_pod(&pod, "small", 0, held);
+	node = ft_test_node("n", t, list);
+	assert_int_equal(t->mig_strategy, FT_MIG_STRATEGY_MIXED);
+	assert_int_equal(ft_place_choose(&p, node, &d, FT_POLICY_PACKED), 0);
+	assert_int_equal(mig_gpus(t, &p), 0x2);
+	assert_int_equal(ft_place_choose(&p, node, &d, FT_POLICY_DISTRIBUTED),
+			 0);
+	assert_int_equal(mig_gpus(t, &p), 0x1);
+	/* With an affinity the domains are ordered the same way. */
+	d.has_affinity = true;
+	d.level = FT_LEVEL_NVLINK;
+	assert_int_equal(ft_place_choose(&p, node, &d, FT_POLICY_PACKED), 0);
+	assert_int_equal(mig_gpus(t, &p), 0x2);
+	assert_int_equal(ft_place_choose(&p, node, &d, FT_POLICY_DISTRIBUTED),
+			 0);
+	assert_int_equal(mig_gpus(t, &p), 0x1);
+	ft_pod_dispose(&pod);
+	ft_node_unref(node);
+	ft_topology_unref(t);
+}
+
+static void test_place__mig_distributed_spreads_instances(void **state)
+{
+	const char *const layouts[2] = {"3g.40gb@0 3g.40gb@4",
+					"3g.40gb@0 3g.40gb@4"};
+	ft_topology_t *t = h100_box(layouts, 2, -1);
+	ft_node_t *node = ft_test_node("n", t, NULL);
+	ft_demand_t d = mig_demand("3g.40gb", 2);
+	ft_placement_t p;
+
+	assert_int_equal(ft_place_choose(&p, node, &d, FT_POLICY_DISTRIBUTED),
+			 0);
+	assert_int_equal(mig_count(&p), 2);
+	assert_int_equal(mig_gpus(t, &p), 0x3);
+	assert_int_equal(ft_place_choose(&p, node, &d, FT_POLICY_PACKED), 0);
+	assert_int_equal(mig_count(&p), 2);
+	assert_int_equal(__builtin_popcount(mig_gpus(t, &p)), 1);
+	assert_int_equal(p.level, FT_LEVEL_NVLINK);
+	ft_node_unref(node);
+	ft_topology_unref(t);
+}
+
+/* flextopo.io/allocation-policy wins over the configured policy. */
+static void test_place__pod_policy_overrides_config(void **state)
+{
+	const char *const layouts[3] = {
+	    "2g.20gb@0 2g.20gb@2", "2g.20gb@0 2g.20gb@2 2g.20gb@4 1g.10gb@6",
+	    NULL};
+	const char *const held[] = {"MIG-1-6", NULL};
+	ft_topology_t *t = h100_box(layouts, 3, -1);
+	ft_topology_t *a100 = ft_test_topology_a100("A");
+	const int gpu0[] = {0, -1};
+	ft_node_t *whole = node_holding(a100, "A", gpu0);
+	ft_pod_t pod, *list[2] = {&pod, NULL};
+	ft_demand_t d = mig_demand("2g.20gb", 1);
+	ft_demand_t g = demand(1, 4, FT_LEVEL_NUMA, FT_MODE_GUARANTEED);
+	ft_placement_t p;
+	ft_node_t *node;
+
+	mig_pod(&pod, "small", 0, held);
+	node = ft_test_node("n", t, list);
+	/* Five free 2g.20gb, none used: packed 0 points, distributed 2. */
+	assert_int_equal(ft_place_score(node, &d, FT_POLICY_PACKED), 8);
+	d.has_policy = true;
+	d.policy = FT_POLICY_DISTRIBUTED;
+	assert_int_equal(ft_place_choose(&p, node, &d, FT_POLICY_PACKED), 0);
+	assert_int_equal(mig_gpus(t, &p), 0x1);
+	assert_int_equal(ft_place_score(node, &d, FT_POLICY_PACKED), 10);
+	d.policy = FT_POLICY_PACKED;
+	assert_int_equal(ft_place_choose(&p, node, &d, FT_POLICY_DISTRIBUTED),
+			 0);
+	assert_int_equal(mig_gpus(t, &p), 0x2);
+	assert_int_equal(ft_place_score(node, &d, FT_POLICY_DISTRIBUTED), 8);
+	/* Whole GPUs: the NUMA node the pod's policy prefers. */
+	g.has_policy = true;
+	g.policy = FT_POLICY_DISTRIBUTED;
+	assert_int_equal(ft_place_choose(&p, whole, &g, FT_POLICY_PACKED), 0);
+	assert_int_equal(p.numa_nodes, 0x2);
+	g.policy = FT_POLICY_PACKED;
+	assert_int_equal(ft_place_choose(&p, whole, &g, FT_POLICY_DISTRIBUTED),
+			 0);
+	assert_int_equal(p.numa_nodes, 0x1);
+	ft_pod_dispose(&pod);
+	ft_node_unref(node);
+	ft_node_unref(whole);
+	ft_topology_unref(t);
+	ft_topology_unref(a100);
+}
+
+#define SEVEN_1G                                                               \
+	"1g.10gb@0 1g.10gb@1 1g.10gb@2 1g.10gb@3 1g.10gb@4 1g.10gb@5 "         \
+	"1g.10gb@6"
+
+static void test_place__single_strategy_gpus_are_instances(void **state)
+{
+	const char *const layouts[2] = {SEVEN_1G, SEVEN_1G};
+	ft_topology_t *t = h100_box(layouts, 2, -1);
+	ft_node_t *node = ft_test_node("n", t, NULL);
+	ft_demand_t d = demand(2, 0, -1, FT_MODE_GUARANTEED);
+	ft_placement_t p;
+	ft_verdict_t v;
+	ft_units_t u;
+
+	assert_int_equal(t->mig_strategy, FT_MIG_STRATEGY_SINGLE);
+	assert_string_equal(ft_topology_single_profile(t), "1g.10gb");
+	ft_place_units(&u, t, &d);
+	assert_int_equal(u.demand.gpus, 0);
+	assert_int_equal(u.demand.mig_count, 2);
+	assert_string_equal(u.demand.mig_profile, "1g.10gb");
+	ft_place_filter(&v, node, &d);
+	assert_int_equal(v.fit, FT_FIT);
+	assert_int_equal(ft_place_choose(&p, node, &d, FT_POLICY_DISTRIBUTED),
+			 0);
+	assert_int_equal(p.gpus, 0);
+	assert_int_equal(mig_count(&p), 2);
+	assert_int_equal(mig_gpus(t, &p), 0x3);
+	assert_int_equal(ft_place_choose(&p, node, &d, FT_POLICY_PACKED), 0);
+	assert_int_equal(__builtin_popcount(mig_gpus(t, &p)), 1);
+	assert_true(ft_place_score(node, &d, FT_POLICY_PACKED) > 0);
+	d.gpus = 15;
+	ft_place_filter(&v, node, &d);
+	assert_int_equal(v.fit, FT_UNFIT_UNRESOLVABLE);
+	assert_string_equal(v.reason,
+			    "node: at most 14 GPUs (MIG) with 16 CPUs in one "
+			    "node even when empty, need 0 GPUs and 15 1g.10gb "
+			    "MIG instances with 0 CPUs");
+	ft_node_unref(node);
+	ft_topology_unref(t);
+}
+
+/* nvidia.com/gpu of a pod placed without flextopo are instances there. */
+static void test_place__single_strategy_unknown_usage(void **state)
+{
+	const char *const layouts[2] = {SEVEN_1G, SEVEN_1G};
+	ft_topology_t *t = h100_box(layouts, 2, -1);
+	ft_pod_t pod, *list[2] = {&pod, NULL};
+	ft_demand_t d = demand(2, 0, -1, FT_MODE_GUARANTEED);
+	ft_node_t *node;
+	ft_verdict_t v;
+
+	ft_test_pod(&pod, "unplaced", 0, NULL, NULL, 13);
+	node = ft_test_node("n", t, list);
+	assert_int_equal(node->unknown_gpus, 0);
+	assert_int_equal(node->holdings[0].unknown_mig, 13);
+	assert_string_equal(node->holdings[0].unknown_mig_profile, "1g.10gb");
+	ft_place_filter(&v, node, &d);
+	assert_int_equal(v.fit, FT_UNFIT);
+	d.gpus = 1;
+	ft_place_filter(&v, node, &d);
+	assert_int_equal(v.fit, FT_FIT);
+	ft_pod_dispose(&pod);
+	ft_node_unref(node);
+	ft_topology_unref(t);
+}
+
+/* "migStrategy":"mixed" turns the inference off: no whole GPU is there. */
+static void test_place__explicit_mixed_strategy(void **state)
+{
+	const char *const layouts[2] = {SEVEN_1G, SEVEN_1G};
+	ft_topology_t *t = h100_box(layouts, 2, FT_MIG_STRATEGY_MIXED);
+	ft_node_t *node = ft_test_node("n", t, NULL);
+	ft_demand_t d = demand(1, 0, -1, FT_MODE_GUARANTEED);
+	ft_verdict_t v;
+
+	assert_null(ft_topology_single_profile(t));
+	ft_place_filter(&v, node, &d);
+	assert_int_equal(v.fit, FT_UNFIT_UNRESOLVABLE);
+	d = mig_demand("1g.10gb", 1);
+	ft_place_filter(&v, node, &d);
+	assert_int_equal(v.fit, FT_FIT);
+	ft_node_unref(node);
+	ft_topology_unref(t);
+}
+
+static ft_caps_t caps(uint64_t mib, unsigned precisions,
+		      ft_interconnect_t interconnect, uint32_t domain)
+{
+	ft_caps_t c = {mib, precisions, interconnect, domain};
+
+	return c;
+}
+
+static ft_demand_t with_caps(ft_demand_t d, ft_caps_t c)
+{
+	d.has_caps = true;
+	d.caps = c;
+	return d;
+}
+
+static void expect_refused(const ft_node_t *node, const ft_demand_t *d,
+			   const char *reason)
+{
+	ft_placement_t p;
+	ft_verdict_t v;
+
+	ft_place_filter(&v, node, d);
+	assert_int_equal(v.fit, FT_UNFIT_UNRESOLVABLE);
+	assert_string_equal(v.reason, reason);
+	assert_int_equal(ft_place_choose(&p, node, d, FT_POLICY_PACKED),
+			 FT_ENOTFOUND);
+	assert_int_equal(ft_place_score(node, d, FT_POLICY_PACKED), 0);
+}
+
+static void expect_fit(const ft_node_t *node, const ft_demand_t *d)
+{
+	ft_verdict_t v;
+
+	ft_place_filter(&v, node, d);
+	if (v.fit != FT_FIT)
+		fail_msg("expected a fit: %s", v.reason);
+}
+
+static void test_place__requires_memory_and_precision(void **state)
+{
+	ft_topology_t *t = ft_test_topology_4090("R");
+	ft_topology_t *a100 = ft_test_topology_a100("A");
+	ft_node_t *node, *node_a;
+	ft_demand_t d = with_caps(demand(1, 0, -1, FT_MODE_GUARANTEED),
+				  caps(40960, FT_PRECISION_FP8, 0, 0));
+
+	ft_mig_catalog_apply(&catalog, t);
+	ft_mig_catalog_apply(&catalog, a100);
+	node = ft_test_node("n", t, NULL);
+	node_a = ft_test_node("a", a100, NULL);
+	expect_refused(node, &d,
+		       "requires: 0 of 8 GPUs match (memoryPerGpu 40Gi: "
+		       "24564 MiB; precision fp8: not supported by NVIDIA "
+		       "GeForce RTX 4090 (not in the MIG catalog))");
+	expect_refused(node_a, &d,
+		       "requires: 0 of 8 GPUs match (precision fp8: not "
+		       "supported by NVIDIA A100-SXM4-80GB)");
+	d.caps.precisions = FT_PRECISION_BF16 | FT_PRECISION_FP16;
+	expect_fit(node_a, &d);
+	d.caps.memory_mib = 81921;
+	expect_refused(node_a, &d,
+		       "requires: 0 of 8 GPUs match (memoryPerGpu 81921Mi: "
+		       "81920 MiB)");
+	ft_node_unref(node);
+	ft_node_unref(node_a);
+	ft_topology_unref(t);
+	ft_topology_unref(a100);
+}
+
+static void test_place__requires_interconnect_and_domain(void **state)
+{
+	ft_topology_t *r = ft_test_topology_4090("R");
+	ft_topology_t *a = ft_test_topology_a100("A");
+	ft_topology_t *pairs = ft_test_topology_pairs4("P");
+	ft_node_t *nr = ft_test_node("r", r, NULL);
+	ft_node_t *na = ft_test_node("a", a, NULL);
+	ft_node_t *np = ft_test_node("p", pairs, NULL);
+	ft_demand_t d = with_caps(demand(2, 0, -1, FT_MODE_GUARANTEED),
+				  caps(0, 0, FT_INTERCONNECT_NVLINK, 0));
+
+	expect_refused(nr, &d,
+		       "requires: 0 of 8 GPUs match (interconnect nvlink: no "
+		       "NVLink peers)");
+	expect_fit(na, &d);
+	expect_fit(np, &d);
+	d.caps.interconnect = FT_INTERCONNECT_PCIE;
+	expect_fit(nr, &d);
+	d.caps.nvlink_domain = 4;
+	expect_refused(np, &d,
+		       "requires: 0 of 4 GPUs match (nvlinkDomainSize 4: "
+		       "NVLink domain of 2 GPUs)");
+	expect_fit(na, &d);
+	d.caps.nvlink_domain = 1;
+	expect_fit(nr, &d);
+	ft_node_unref(nr);
+	ft_node_unref(na);
+	ft_node_unref(np);
+	ft_topology_unref(r);
+	ft_topology_unref(a);
+	ft_topology_unref(pairs);
+}
+
+/*
+ * The issue's case on a mixed H100: memoryPerGpu 40Gi and fp8 are met by a
+ * 3g.40gb slice or a whole H100, never by a 1g.10gb.
+ */
+static void test_place__requires_mig_slice_or_whole_gpu(void **state)
+{
+	const char *const layouts[4] = {"3g.40gb@0 3g.40gb@4", SEVEN_1G, NULL,
+					NULL};
+	ft_topology_t *t = h100_box(layouts, 4, -1);
+	ft_node_t *node = ft_test_node("n", t, NULL);
+	ft_caps_t c = caps(40960, FT_PRECISION_FP8, 0, 0);
+	ft_demand_t d = with_caps(mig_demand("1g.10gb", 1), c);
+	ft_placement_t p;
+
+	expect_refused(node, &d,
+		       "requires: 0 of 7 MIG 1g.10gb instances match "
+		       "(memoryPerGpu 40Gi: 10240 MiB)");
+	d = with_caps(mig_demand("3g.40gb", 1), c);
+	expect_fit(node, &d);
+	assert_int_equal(ft_place_choose(&p, node, &d, FT_POLICY_PACKED), 0);
+	assert_int_equal(mig_gpus(t, &p), 0x1);
+	d = with_caps(demand(1, 0, -1, FT_MODE_GUARANTEED), c);
+	assert_int_equal(ft_place_choose(&p, node, &d, FT_POLICY_PACKED), 0);
+	assert_int_equal(p.gpus & 0x3, 0);
+	assert_int_equal(__builtin_popcount(p.gpus), 1);
+	/* Slices share no NVLink; the two whole GPUs form a domain of 2. */
+	d = with_caps(mig_demand("3g.40gb", 1),
+		      caps(0, 0, FT_INTERCONNECT_NVLINK, 0));
+	expect_refused(node, &d,
+		       "requires: 0 of 2 MIG 3g.40gb instances match "
+		       "(interconnect nvlink: MIG instances share no NVLink)");
+	d = with_caps(mig_demand("3g.40gb", 1), caps(0, 0, 0, 2));
+	expect_refused(node, &d,
+		       "requires: 0 of 2 MIG 3g.40gb instances match "
+		       "(nvlinkDomainSize 2: NVLink domain of 1 (a MIG "
+		       "instance))");
+	d = with_caps(demand(2, 0, -1, FT_MODE_GUARANTEED), caps(0, 0, 0, 2));
+	expect_fit(node, &d);
+	d.caps.nvlink_domain = 3;
+	expect_refused(node, &d,
+		       "requires: 0 of 2 GPUs match (nvlinkDomainSize 3: "
+		       "NVLink domain of 2 GPUs)");
+	ft_node_unref(node);
+	ft_topology_unref(t);
+}
+
+/* On a single-strategy node nvidia.com/gpu must be met by the instances. */
+static void test_place__requires_single_strategy(void **state)
+{
+	const char *const small[2] = {SEVEN_1G, SEVEN_1G};
+	const char *const big[2] = {"3g.40gb@0 3g.40gb@4",
+				    "3g.40gb@0 3g.40gb@4"};
+	ft_topology_t *t1 = h100_box(small, 2, -1);
+	ft_topology_t *t3 = h100_box(big, 2, -1);
+	ft_node_t *n1 = ft_test_node("n1", t1, NULL);
+	ft_node_t *n3 = ft_test_node("n3", t3, NULL);
+	ft_demand_t d = with_caps(demand(1, 0, -1, FT_MODE_GUARANTEED),
+				  caps(40960, FT_PRECISION_FP8, 0, 0));
+	ft_placement_t p;
+
+	expect_refused(n1, &d,
+		       "requires: 0 of 14 MIG 1g.10gb instances match "
+		       "(memoryPerGpu 40Gi: 10240 MiB)");
+	expect_fit(n3, &d);
+	assert_int_equal(ft_place_choose(&p, n3, &d, FT_POLICY_PACKED), 0);
+	assert_int_equal(p.gpus, 0);
+	assert_int_equal(mig_count(&p), 1);
+	ft_node_unref(n1);
+	ft_node_unref(n3);
+	ft_topology_unref(t1);
+	ft_topology_unref(t3);
+}
+
+/* Capabilities cannot be checked without a topology. */
+static void test_place__requires_needs_topology(void **state)
+{
+	ft_node_t *node = ft_test_node("bare", NULL, NULL);
+	ft_demand_t d = demand(1, 0, -1, FT_MODE_GUARANTEED);
+	ft_verdict_t v;
+
+	ft_place_filter(&v, node, &d);
+	assert_int_equal(v.fit, FT_FIT);
+	d = with_caps(d, caps(40960, 0, 0, 0));
+	ft_place_filter(&v, node, &d);
+	assert_int_equal(v.fit, FT_UNFIT_UNRESOLVABLE);
+	assert_string_equal(v.reason, "topology: no topology");
+	ft_node_unref(node);
+}
+
+/* Two H100 (fp8) and two A100-40GB (no fp8) on one board. */
+static ft_topology_t *mixed_products(void)
+{
+	const char *const models[4] = {H100, H100, "NVIDIA A100-SXM4-40GB",
+				       "NVIDIA A100-SXM4-40GB"};
+
+	return box(models, NULL, 4, -1);
+}
+
+static void test_place__requires_choose_and_score_count_matching(void **state)
+{
+	ft_topology_t *t = mixed_products();
+	const char *const a100[] = {"G-2", NULL}, *const h100[] = {"G-0", NULL};
+	ft_pod_t pod, *list[2] = {&pod, NULL};
+	ft_demand_t d = with_caps(demand(2, 0, -1, FT_MODE_GUARANTEED),
+				  caps(0, FT_PRECISION_FP8, 0, 0));
+	ft_demand_t plain = demand(1, 0, -1, FT_MODE_GUARANTEED);
+	ft_node_t *empty = ft_test_node("n", t, NULL), *node;
+	ft_placement_t p;
+	ft_verdict_t v;
+
+	assert_int_equal(ft_place_choose(&p, empty, &d, FT_POLICY_DISTRIBUTED),
+			 0);
+	assert_int_equal(p.gpus, 0x3);
+	/* An A100 in use: of the matching GPUs none is, so packed gets no
+	 * policy points; counting every GPU it would get 1. */
+	ft_test_pod(&pod, "a100-user", 0, a100, NULL, 0);
+	node = ft_test_node("n", t, list);
+	d.gpus = 1;
+	assert_int_equal(ft_place_score(node, &d, FT_POLICY_PACKED), 8);
+	assert_int_equal(ft_place_score(node, &plain, FT_POLICY_PACKED), 9);
+	ft_pod_dispose(&pod);
+	ft_node_unref(node);
+	/* An H100 in use: one matching GPU left, so two are short now. */
+	ft_test_pod(&pod, "h100-user", 0, h100, NULL, 0);
+	node = ft_test_node("n", t, list);
+	d.gpus = 2;
+	ft_place_filter(&v, node, &d);
+	assert_int_equal(v.fit, FT_UNFIT);
+	assert_string_equal(v.reason, "node: at most 1 free GPUs with 16 free "
+				      "CPUs in one node, need 2 GPUs with 0 "
+				      "CPUs");
+	d.gpus = 1;
+	assert_int_equal(ft_place_choose(&p, node, &d, FT_POLICY_PACKED), 0);
+	assert_int_equal(p.gpus, 0x2);
+	ft_pod_dispose(&pod);
+	ft_node_unref(node);
+	ft_node_unref(empty);
+	ft_topology_unref(t);
+}
+
+static ft_caps_t random_caps(unsigned *seed)
+{
+	static const uint64_t mib[] = {0, 10240, 20480, 40960, 81920};
+	static const unsigned prec[] = {0, FT_PRECISION_FP8,
+					FT_PRECISION_BF16 | FT_PRECISION_FP16,
+					FT_PRECISION_FP64};
+	static const uint32_t domain[] = {0, 1, 2, 4};
+
+	return caps(mib[(unsigned)rand_r(seed) % 5],
+		    prec[(unsigned)rand_r(seed) % 4],
+		    (ft_interconnect_t)((unsigned)rand_r(seed) % 3),
+		    domain[(unsigned)rand_r(seed) % 4]);
+}
+
+static ft_demand_t random_demand(unsigned *seed, const ft_topology_t *t)
+{
+	ft_demand_t d =
+	    demand((unsigned)rand_r(seed) % 3, (unsigned)rand_r(seed) % 6,
+		   (int)((unsigned)rand_r(seed) % 6) - 1,
+		   rand_r(seed) % 2 ? FT_MODE_GUARANTEED : FT_MODE_BEST_EFFORT);
+
+	if (t->n_mig && rand_r(seed) % 2) {
+		const char *profile =
+		    t->mig[(unsigned)rand_r(seed) % t->n_mig].profile;
+		snprintf(d.mig_profile, sizeof(d.mig_profile), "%s", profile);
+		d.mig_count = 1 + (unsigned)rand_r(seed) % 3;
+		d.gpus = 0;
+	}
+	d.has_policy = rand_r(seed) % 2;
+	d.policy = rand_r(seed) % 2 ? FT_POLICY_PACKED : FT_POLICY_DISTRIBUTED;
+	if (rand_r(seed) % 4)
+		d = with_caps(d, random_caps(seed));
+	return d;
+}
+
+/* A chosen placement has the asked units, all free and all matching. */
+static void check_placement(const ft_node_t *node, const ft_demand_t *d,
+			    const ft_placement_t *p)
+{
+	ft_units_t u;
+
+	ft_place_units(&u, node->topology, d);
+	assert_int_equal(__builtin_popcount(p->gpus), u.demand.gpus);
+	assert_int_equal(mig_count(p), u.demand.mig_count);
+	assert_int_equal(p->gpus & (uint16_t)~u.gpus, 0);
+	assert_int_equal(p->mig[0] & ~u.mig[0], 0);
+	assert_int_equal(p->mig[1] & ~u.mig[1], 0);
+	assert_int_equal(p->gpus & node->gpus_used, 0);
+	assert_int_equal(p->mig[0] & node->mig_used[0], 0);
+	assert_int_equal(p->mig[1] & node->mig_used[1], 0);
+	assert_false(ft_cpuset_intersects(&p->cpus, &node->cpus_used));
+	if (d->has_affinity && d->mode == FT_MODE_GUARANTEED)
+		assert_true(p->levels &
+			    (1u << ft_place_effective_level(&u.demand)));
+}
+
+/*
+ * Property: with capabilities, pod policies, MIG and single-strategy nodes
+ * in the mix, choose succeeds exactly when filter says FIT, and a chosen
+ * placement uses only free units that meet the capabilities.
+ */
+static void test_place__choose_agrees_with_filter_with_requires(void **state)
+{
+	const char *const mixed[4] = {"3g.40gb@0 3g.40gb@4", SEVEN_1G,
+				      "2g.20gb@0 2g.20gb@2 1g.10gb@4", NULL};
+	const char *const single[3] = {"3g.40gb@0 3g.40gb@4",
+				       "3g.40gb@0 3g.40gb@4", ""};
+	ft_topology_t *tops[6] = {
+	    ft_test_topology_4090("R"),	  ft_test_topology_a100("A"),
+	    ft_test_topology_pairs4("P"), mixed_products(),
+	    h100_box(mixed, 4, -1),	  h100_box(single, 3, -1)};
+	unsigned seed = 4242;
+
+	for (int i = 0; i < 3; i++)
+		ft_mig_catalog_apply(&catalog, tops[i]);
+	assert_int_equal(tops[5]->mig_strategy, FT_MIG_STRATEGY_SINGLE);
+	for (int round = 0; round < 90; round++) {
+		ft_topology_t *t = tops[round % 6];
+		ft_node_t *node = ft_test_node("n", t, NULL);
+		ft_pod_t pods[48];
+		unsigned n = 0;
+		for (int step = 0; step < 30 && n < 48; step++) {
+			ft_demand_t d = random_demand(&seed, t);
+			ft_verdict_t v;
+			ft_placement_t p;
+			int rc;
+			ft_place_filter(&v, node, &d);
+			rc = ft_place_choose(&p, node, &d,
+					     rand_r(&seed) % 2
+						 ? FT_POLICY_PACKED
+						 : FT_POLICY_DISTRIBUTED);
+			assert_int_equal(rc == 0, v.fit == FT_FIT);
+			if (rc < 0)
+				continue;
+			check_placement(node, &d, &p);
+			node = with_placement(node, &p, pods, &n);
+			assert_int_equal(node->conflicts, 0);
+		}
+		for (unsigned i = 0; i < n; i++)
+			ft_pod_dispose(&pods[i]);
+		ft_node_unref(node);
+	}
+	for (int i = 0; i < 6; i++)
+		ft_topology_unref(tops[i]);
+}
+
+static int setup(void **state)
+{
+	return ft_codec_mig_catalog_builtin(&catalog);
+}
+
+static int teardown(void **state)
+{
+	ft_mig_catalog_dispose(&catalog);
+	return 0;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -448,6 +1122,21 @@ int main(void)
 	    cmocka_unit_test(test_place__no_topology),
 	    cmocka_unit_test(test_place__mig_instances),
 	    cmocka_unit_test(test_place__choose_agrees_with_filter),
+	    cmocka_unit_test(test_place__mig_packed_fills_busy_gpu),
+	    cmocka_unit_test(test_place__mig_distributed_spreads_instances),
+	    cmocka_unit_test(test_place__pod_policy_overrides_config),
+	    cmocka_unit_test(test_place__single_strategy_gpus_are_instances),
+	    cmocka_unit_test(test_place__single_strategy_unknown_usage),
+	    cmocka_unit_test(test_place__explicit_mixed_strategy),
+	    cmocka_unit_test(test_place__requires_memory_and_precision),
+	    cmocka_unit_test(test_place__requires_interconnect_and_domain),
+	    cmocka_unit_test(test_place__requires_mig_slice_or_whole_gpu),
+	    cmocka_unit_test(test_place__requires_single_strategy),
+	    cmocka_unit_test(test_place__requires_needs_topology),
+	    cmocka_unit_test(
+		test_place__requires_choose_and_score_count_matching),
+	    cmocka_unit_test(
+		test_place__choose_agrees_with_filter_with_requires),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, setup, teardown);
 }

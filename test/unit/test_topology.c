@@ -677,6 +677,72 @@ static void test_topology__mig_enabled_empty(void **state)
 	ft_topology_unref(t);
 }
 
+/* MIG strategy: inferred, or given and checked */
+
+#define STRATEGY(s, gpus)                                                      \
+	"{'version':1," s "'sockets':[{'id':0,'numaNodes':[{'id':0,'cpus':"    \
+	"'0-7','memoryMiB':1024,'gpus':[" gpus "]}]}]}"
+#define MIG_1G(i)                                                              \
+	"{'index':" #i ",'uuid':'g" #i "','mig':{'enabled':true,'instances':[" \
+	"{'profile':'1g.10gb','start':0,'size':1,'uuid':'M" #i "a'},"          \
+	"{'profile':'1g.10gb','start':1,'size':1,'uuid':'M" #i "b'}]}}"
+#define MIG_3G(i)                                                              \
+	"{'index':" #i ",'uuid':'g" #i "','mig':{'enabled':true,'instances':[" \
+	"{'profile':'3g.40gb','start':0,'size':4,'uuid':'M" #i "a'}]}}"
+#define WHOLE(i) "{'index':" #i ",'uuid':'g" #i "'}"
+
+static void expect_strategy(const char *text, ft_mig_strategy_t strategy,
+			    bool given)
+{
+	ft_topology_t *t = parse_ok(text);
+
+	assert_int_equal(t->mig_strategy, strategy);
+	assert_int_equal(t->mig_strategy_given, given);
+	if (strategy == FT_MIG_STRATEGY_SINGLE)
+		assert_string_equal(ft_topology_single_profile(t),
+				    t->mig[0].profile);
+	else
+		assert_null(ft_topology_single_profile(t));
+	ft_topology_unref(t);
+}
+
+static void test_topology__mig_strategy_inferred(void **state)
+{
+	expect_strategy(STRATEGY("", MIG_1G(0) "," MIG_1G(1)),
+			FT_MIG_STRATEGY_SINGLE, false);
+	/* An enabled GPU without instances does not count against it. */
+	expect_strategy(STRATEGY("", MIG_1G(0) ",{'index':1,'uuid':'g1','mig':{"
+					       "'enabled':true}}"),
+			FT_MIG_STRATEGY_SINGLE, false);
+	expect_strategy(STRATEGY("", MIG_1G(0) "," MIG_3G(1)),
+			FT_MIG_STRATEGY_MIXED, false);
+	expect_strategy(STRATEGY("", MIG_1G(0) "," WHOLE(1)),
+			FT_MIG_STRATEGY_MIXED, false);
+	expect_strategy(STRATEGY("", WHOLE(0)), FT_MIG_STRATEGY_MIXED, false);
+	expect_strategy(STRATEGY("", ""), FT_MIG_STRATEGY_MIXED, false);
+}
+
+static void test_topology__mig_strategy_given(void **state)
+{
+	expect_strategy(STRATEGY("'migStrategy':'mixed',", MIG_1G(0)),
+			FT_MIG_STRATEGY_MIXED, true);
+	expect_strategy(STRATEGY("'migStrategy':'single',", MIG_3G(0)),
+			FT_MIG_STRATEGY_SINGLE, true);
+	expect_error(
+	    STRATEGY("'migStrategy':'single',", MIG_1G(0) "," WHOLE(1)),
+	    "migStrategy single: GPU 1 is not MIG-enabled");
+	expect_error(
+	    STRATEGY("'migStrategy':'single',", MIG_1G(0) "," MIG_3G(1)),
+	    "migStrategy single: MIG instances of profiles 1g.10gb "
+	    "and 3g.40gb (single needs one)");
+	expect_error(STRATEGY("'migStrategy':'single',", WHOLE(0)),
+		     "migStrategy single: the node has no MIG instances");
+	expect_error(STRATEGY("'migStrategy':'auto',", MIG_1G(0)),
+		     "migStrategy: \"auto\" is not single or mixed");
+	expect_error(STRATEGY("'migStrategy':1,", MIG_1G(0)),
+		     "migStrategy: expected a non-empty string");
+}
+
 /* Reserved resources and forward compatibility */
 
 #define RESERVED(r)                                                            \
@@ -801,6 +867,8 @@ int main(void)
 	    cmocka_unit_test(test_topology__mig_overlap),
 	    cmocka_unit_test(test_topology__mig_bounds),
 	    cmocka_unit_test(test_topology__mig_enabled_empty),
+	    cmocka_unit_test(test_topology__mig_strategy_inferred),
+	    cmocka_unit_test(test_topology__mig_strategy_given),
 	    cmocka_unit_test(test_topology__reserved),
 	    cmocka_unit_test(test_topology__unknown_keys),
 	    cmocka_unit_test(test_topology__no_leak_on_error),

@@ -1,6 +1,8 @@
 /*
  * Victim search: exactness against an exhaustive search over every subset on
- * many random small nodes, and the paper's scenario on an 8x RTX 4090 box.
+ * many random small nodes, the paper's scenario on an 8x RTX 4090 box, and
+ * the preemptor's demand read as placement reads it (capabilities, MIG
+ * strategy single).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -366,6 +368,106 @@ static void test_victims__none_when_higher_priority_blocks(void **state)
 	ft_topology_unref(t);
 }
 
+/*
+ * One NUMA node (CPUs 0-7), GPUs "V-0".."V-3" without NVLink: 0 and 1 with
+ * 81920 MiB, 2 and 3 with 40960 MiB. `mig` makes GPU 0 the only GPU, MIG-
+ * enabled with seven 1g.10gb instances "M-0".."M-6" (MIG strategy single).
+ */
+static ft_topology_t *victim_box(bool mig)
+{
+	ft_topology_t *t = NULL;
+	ft_cpuset_t cpus;
+	char uuid[16];
+
+	assert_int_equal(ft_cpuset_parse(&cpus, "0-7"), 0);
+	assert_int_equal(ft_topology_new(&t), 0);
+	assert_int_equal(ft_topology_add_socket(t, 0), 0);
+	assert_int_equal(ft_topology_add_numa(t, 0, 0, &cpus, 65536), 0);
+	for (unsigned g = 0; g < (mig ? 1u : 4u); g++) {
+		snprintf(uuid, sizeof(uuid), "V-%u", g);
+		assert_int_equal(ft_topology_add_gpu(t, 0, FT_NONE, (int)g,
+						     uuid, "GPU",
+						     g < 2 ? 81920 : 40960),
+				 (int)g);
+	}
+	for (unsigned i = 0; mig && i < 7; i++) {
+		snprintf(uuid, sizeof(uuid), "M-%u", i);
+		assert_int_equal(
+		    ft_topology_add_mig(t, 0, "1g.10gb", i, 1, uuid), (int)i);
+	}
+	assert_int_equal(ft_topology_finish(t), 0);
+	return t;
+}
+
+/* Only pods holding units that meet the capabilities are candidates. */
+static void test_victims__requires_only_matching_units(void **state)
+{
+	ft_topology_t *t = victim_box(false);
+	ft_pod_t pods[4], *list[5];
+	ft_demand_t d = demand(1, 0, FT_LEVEL_NODE, FT_MODE_GUARANTEED);
+	ft_victim_set_t got;
+	ft_node_t *node;
+
+	pod(&pods[0], "big-0", 50, 0, -1, NULL, "V");
+	pod(&pods[1], "big-1", 60, 1, -1, NULL, "V");
+	pod(&pods[2], "small-2", 0, 2, -1, NULL, "V");
+	pod(&pods[3], "small-3", 0, 3, -1, NULL, "V");
+	for (unsigned i = 0; i < 4; i++)
+		list[i] = &pods[i];
+	list[4] = NULL;
+	node = ft_test_node("n", t, list);
+	ft_victims_search(&got, node, &d, 100, NULL);
+	assert_true(got.found);
+	assert_int_equal(got.n, 1);
+	assert_memory_equal(node->holdings[got.holdings[0]].uid, "small", 5);
+	d.has_caps = true;
+	d.caps.memory_mib = 81920;
+	ft_victims_search(&got, node, &d, 100, NULL);
+	assert_true(got.found);
+	assert_int_equal(got.n, 1);
+	assert_string_equal(node->holdings[got.holdings[0]].uid, "big-0");
+	assert_true(
+	    ft_victims_feasible(node, &d, FT_LEVEL_NODE, got.holdings, got.n));
+	for (unsigned i = 0; i < 4; i++)
+		ft_pod_dispose(&pods[i]);
+	ft_node_unref(node);
+	ft_topology_unref(t);
+}
+
+/* On a MIG-strategy single node whole GPUs asked are instances to free. */
+static void test_victims__single_strategy_frees_instances(void **state)
+{
+	ft_topology_t *t = victim_box(true);
+	ft_pod_t pods[7], *list[8];
+	ft_demand_t d = demand(2, 0, FT_LEVEL_NODE, FT_MODE_GUARANTEED);
+	ft_victim_set_t got;
+	ft_node_t *node;
+	char uid[16], uuid[16];
+
+	assert_int_equal(t->mig_strategy, FT_MIG_STRATEGY_SINGLE);
+	for (unsigned i = 0; i < 7; i++) {
+		snprintf(uid, sizeof(uid), "p%u", i);
+		snprintf(uuid, sizeof(uuid), "M-%u", i);
+		ft_test_pod(&pods[i], uid, (int32_t)(10 * (i + 1)), NULL, NULL,
+			    0);
+		pods[i].allocation.mig_uuids[pods[i].allocation.n_mig++] =
+		    strdup(uuid);
+		pods[i].has_allocation = true;
+		list[i] = &pods[i];
+	}
+	list[7] = NULL;
+	node = ft_test_node("n", t, list);
+	ft_victims_search(&got, node, &d, 1000, NULL);
+	assert_true(got.found);
+	assert_int_equal(got.n, 2);
+	assert_string_equal(node->holdings[got.holdings[0]].uid, "p1");
+	assert_string_equal(node->holdings[got.holdings[1]].uid, "p0");
+	for (unsigned i = 0; i < 7; i++)
+		ft_pod_dispose(&pods[i]);
+	ft_node_unref(node);
+	ft_topology_unref(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -374,6 +476,8 @@ int main(void)
 	    cmocka_unit_test(test_victims__pdb_avoided_when_another_set_exists),
 	    cmocka_unit_test(test_victims__exact_with_budgets),
 	    cmocka_unit_test(test_victims__none_when_higher_priority_blocks),
+	    cmocka_unit_test(test_victims__requires_only_matching_units),
+	    cmocka_unit_test(test_victims__single_strategy_frees_instances),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
