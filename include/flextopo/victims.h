@@ -43,7 +43,7 @@ typedef struct ft_pdb_view {
 	uint8_t n_of[FT_VICTIM_MAX]; /* per holding: budgets matched */
 	uint8_t of[FT_VICTIM_MAX][FT_PDB_PER_POD];
 } ft_pdb_view_t;
-#define FT_VICTIM_EXACT_MAX 30 /* candidates per domain searched exactly */
+#define FT_VICTIM_EXACT_MAX 64 /* candidates per domain searched exactly */
 
 typedef struct ft_victim_cost {
 	unsigned pdb_violations;

@@ -20,7 +20,7 @@
 #include <string.h>
 
 #define PRIORITY_SHIFT ((int64_t)1 << 31)
-#define VISIT_BUDGET   200000
+#define VISIT_BUDGET   20000 /* per domain; past it the best so far stands */
 
 int ft_victims_compare(const ft_victim_cost_t *a, const ft_victim_cost_t *b)
 {
@@ -91,6 +91,19 @@ void ft_victims_cost(ft_victim_cost_t *out, const ft_node_t *node,
 			 spend(pdb, spent, idx[i]));
 }
 
+static void give_back_cpus(ft_node_t *v, const ft_topology_t *t,
+			   const ft_holding_t *h)
+{
+	ft_cpuset_t mine;
+
+	if (ft_cpuset_empty(&h->cpus))
+		return;
+	for (unsigned m = 0; m < t->n_numa; m++) {
+		ft_cpuset_and(&mine, &t->numa[m].cpus, &h->cpus);
+		v->numa_free_cpus[m] += ft_cpuset_count(&mine);
+	}
+}
+
 /* A copy of `node`'s usage with the holdings in `idx` gone. */
 static void release(ft_node_t *v, const ft_node_t *node, const uint16_t *idx,
 		    unsigned n)
@@ -119,6 +132,13 @@ static void release(ft_node_t *v, const ft_node_t *node, const uint16_t *idx,
 	}
 	v->gpus_used |= t->reserved_gpus;
 	ft_cpuset_or(&v->cpus_used, &v->cpus_used, &t->reserved_cpus);
+	if (!node->conflicts) {
+		/* Disjoint holdings: give back each one's CPUs, NUMA by NUMA.
+		 */
+		for (unsigned i = 0; i < n; i++)
+			give_back_cpus(v, t, &node->holdings[idx[i]]);
+		return;
+	}
 	for (unsigned m = 0; m < t->n_numa; m++) {
 		ft_cpuset_andnot(&free_cpus, &t->numa[m].cpus, &v->cpus_used);
 		v->numa_free_cpus[m] = ft_cpuset_count(&free_cpus);
@@ -146,6 +166,8 @@ typedef struct {
 	ft_level_t level;
 	const ft_victim_cost_t *limit; /* best-effort cap, or NULL */
 	uint16_t cand[FT_VICTIM_MAX];
+	uint8_t
+	    kinds[FT_VICTIM_MAX]; /* KIND_* the candidate holds in the domain */
 	unsigned n_cand;
 	uint16_t chosen[FT_VICTIM_MAX];
 	unsigned n_chosen;
@@ -198,21 +220,141 @@ static void record(search_t *s, const ft_victim_cost_t *c)
 	       s->n_chosen * sizeof(s->chosen[0]));
 }
 
+/* What a pod may give back that a demand can use. */
+enum { KIND_GPU = 1, KIND_MIG = 2, KIND_CPU = 4 };
+
+/* The kinds of unit `h` holds inside `dom` that could serve the demand. */
+static unsigned holding_kinds(const ft_node_t *node, const ft_holding_t *h,
+			      const ft_domain_t *dom, const ft_units_t *u)
+{
+	const ft_topology_t *t = node->topology;
+	const ft_demand_t *d = &u->demand;
+	unsigned kinds = 0;
+	ft_cpuset_t dom_cpus;
+
+	if ((h->gpus & dom->gpus & u->gpus) || (d->gpus && h->unknown_gpus))
+		kinds |= KIND_GPU;
+	for (unsigned i = 0; d->mig_count && i < t->n_mig; i++)
+		if ((h->mig[i / 64] >> (i % 64) & 1) &&
+		    (u->mig[i / 64] >> (i % 64) & 1) &&
+		    (dom->gpus & (1u << t->mig[i].gpu)))
+			kinds |= KIND_MIG;
+	if (d->mig_count && h->unknown_mig)
+		kinds |= KIND_MIG;
+	if (!d->exclusive_cpus)
+		return kinds;
+	ft_cpuset_clear(&dom_cpus);
+	for (unsigned m = 0; m < t->n_numa; m++)
+		if (dom->numa_nodes & (1u << m))
+			ft_cpuset_or(&dom_cpus, &dom_cpus, &t->numa[m].cpus);
+	if (ft_cpuset_intersects(&h->cpus, &dom_cpus) ||
+	    (h->numa_nodes & dom->numa_nodes) || h->unknown_cpus)
+		kinds |= KIND_CPU;
+	return kinds;
+}
+
+/*
+ * The kinds the domain is short of on `v` (a node with some pods released):
+ * each kind checked alone, the node-wide unknown usage included. Evicting a
+ * pod that holds only kinds not short never helps, so such pods are never
+ * candidates, and a feasible completion must take a holder of every short
+ * kind: the lower bound of dfs().
+ */
+static unsigned short_kinds(const ft_node_t *v, const ft_demand_t *d,
+			    unsigned domain)
+{
+	ft_demand_t part = *d;
+	unsigned kinds = 0;
+
+	part.mig_count = 0;
+	part.exclusive_cpus = 0;
+	if (d->gpus && !ft_place_fits_domain(v, &part, domain))
+		kinds |= KIND_GPU;
+	part = *d;
+	part.gpus = 0;
+	part.exclusive_cpus = 0;
+	if (d->mig_count && !ft_place_fits_domain(v, &part, domain))
+		kinds |= KIND_MIG;
+	part = *d;
+	part.gpus = 0;
+	part.mig_count = 0;
+	if (d->exclusive_cpus && !ft_place_fits_domain(v, &part, domain))
+		kinds |= KIND_CPU;
+	return kinds;
+}
+
+/*
+ * A lower bound on any feasible completion of the chosen set: it must add a
+ * holder of every kind still short, so at least one more pod, whose
+ * priority is at least the cheapest such holder's. False when some short
+ * kind has no holder left (the branch cannot succeed).
+ */
+static bool completion_bound(const search_t *s, unsigned i, unsigned short_k,
+			     const ft_victim_cost_t *cost,
+			     ft_victim_cost_t *out)
+{
+	int32_t top = INT32_MIN, cheapest = INT32_MAX;
+
+	for (unsigned k = KIND_GPU; k <= KIND_CPU; k <<= 1) {
+		int32_t lo = INT32_MAX;
+		if (!(short_k & k))
+			continue;
+		for (unsigned j = i; j < s->n_cand; j++)
+			if ((s->kinds[j] & k) &&
+			    s->node->holdings[s->cand[j]].priority < lo)
+				lo = s->node->holdings[s->cand[j]].priority;
+		if (lo == INT32_MAX)
+			return false;
+		top = lo > top ? lo : top;
+		cheapest = lo < cheapest ? lo : cheapest;
+	}
+	*out = *cost;
+	if (top > out->max_priority || !out->count)
+		out->max_priority = top;
+	out->priority_sum += (int64_t)cheapest + PRIORITY_SHIFT;
+	out->count++;
+	return true;
+}
+
+/* Is `lb` worse than the best set on the keys a completion cannot lower? */
+static bool bound_prunes(const search_t *s, const ft_victim_cost_t *lb)
+{
+	const ft_victim_cost_t *b = &s->best->cost;
+
+	if (s->limit && (lb->count > s->limit->count ||
+			 lb->pdb_violations > s->limit->pdb_violations))
+		return true;
+	if (!s->best->found)
+		return false;
+	if (lb->pdb_violations != b->pdb_violations)
+		return lb->pdb_violations > b->pdb_violations;
+	if (lb->max_priority != b->max_priority)
+		return lb->max_priority > b->max_priority;
+	if (lb->priority_sum != b->priority_sum)
+		return lb->priority_sum > b->priority_sum;
+	return lb->count > b->count;
+}
+
 static void dfs(search_t *s, unsigned i, ft_victim_cost_t cost)
 {
 	const ft_holding_t *h;
-	ft_victim_cost_t with;
+	ft_victim_cost_t with, lb;
+	unsigned short_k;
+	ft_node_t v;
 
 	if (++s->visits > VISIT_BUDGET) {
 		s->best->exact = false;
 		return;
 	}
-	if (fits(s, s->chosen, s->n_chosen)) {
+	release(&v, s->node, s->chosen, s->n_chosen);
+	short_k = short_kinds(&v, s->d, (unsigned)s->domain);
+	if (!short_k && ft_place_fits_domain(&v, s->d, (unsigned)s->domain)) {
 		if (improves(s, &cost))
 			record(s, &cost);
 		return;
 	}
-	if (i == s->n_cand || !fits_with_rest(s, i))
+	if (i == s->n_cand || !completion_bound(s, i, short_k, &cost, &lb) ||
+	    bound_prunes(s, &lb) || !fits_with_rest(s, i))
 		return;
 	h = &s->node->holdings[s->cand[i]];
 	with = cost;
@@ -227,31 +369,6 @@ static void dfs(search_t *s, unsigned i, ft_victim_cost_t cost)
 }
 
 /* Does `h` hold units of `dom` that could serve the demand? */
-static bool holding_in_domain(const ft_node_t *node, const ft_holding_t *h,
-			      const ft_domain_t *dom, const ft_units_t *u)
-{
-	const ft_topology_t *t = node->topology;
-	const ft_demand_t *d = &u->demand;
-	ft_cpuset_t dom_cpus;
-
-	if ((h->gpus & dom->gpus & u->gpus) || (d->gpus && h->unknown_gpus) ||
-	    (d->exclusive_cpus && h->unknown_cpus))
-		return true;
-	for (unsigned i = 0; i < t->n_mig; i++)
-		if ((h->mig[i / 64] >> (i % 64) & 1) &&
-		    (u->mig[i / 64] >> (i % 64) & 1) &&
-		    (dom->gpus & (1u << t->mig[i].gpu)))
-			return true;
-	if (!d->exclusive_cpus)
-		return false;
-	ft_cpuset_clear(&dom_cpus);
-	for (unsigned m = 0; m < t->n_numa; m++)
-		if (dom->numa_nodes & (1u << m))
-			ft_cpuset_or(&dom_cpus, &dom_cpus, &t->numa[m].cpus);
-	return ft_cpuset_intersects(&h->cpus, &dom_cpus) ||
-	       (h->numa_nodes & dom->numa_nodes);
-}
-
 /* Cheap candidates first: no PDB, low priority, recently started. */
 static bool before(const ft_node_t *node, const ft_pdb_view_t *pdb, uint16_t a,
 		   uint16_t b)
@@ -267,7 +384,8 @@ static bool before(const ft_node_t *node, const ft_pdb_view_t *pdb, uint16_t a,
 	return x->start_time > y->start_time;
 }
 
-static void collect(search_t *s, int32_t priority, const ft_domain_t *dom)
+static void collect(search_t *s, int32_t priority, const ft_domain_t *dom,
+		    unsigned wanted)
 {
 	const ft_node_t *node = s->node;
 
@@ -275,21 +393,25 @@ static void collect(search_t *s, int32_t priority, const ft_domain_t *dom)
 	for (unsigned i = 0; i < node->n_holdings && s->n_cand < FT_VICTIM_MAX;
 	     i++) {
 		const ft_holding_t *h = &node->holdings[i];
+		unsigned kinds = holding_kinds(node, h, dom, s->units) & wanted;
 		unsigned j;
-		if (h->priority >= priority ||
-		    (dom && !holding_in_domain(node, h, dom, s->units)))
+		if (h->priority >= priority || !kinds)
 			continue;
 		for (j = s->n_cand;
 		     j > 0 && before(node, s->pdb, (uint16_t)i, s->cand[j - 1]);
-		     j--)
+		     j--) {
 			s->cand[j] = s->cand[j - 1];
+			s->kinds[j] = s->kinds[j - 1];
+		}
 		s->cand[j] = (uint16_t)i;
+		s->kinds[j] = (uint8_t)kinds;
 		s->n_cand++;
 	}
 }
 
 /*
- * Above FT_VICTIM_EXACT_MAX candidates: kube-scheduler's own heuristic,
+ * kube-scheduler's own heuristic, the starting bound of the exact search and
+ * the answer above FT_VICTIM_EXACT_MAX candidates:
  * evict in cost order until it fits, then reprieve from the most expensive.
  */
 static void greedy(search_t *s)
@@ -297,7 +419,6 @@ static void greedy(search_t *s)
 	ft_victim_cost_t cost;
 	unsigned n = 0;
 
-	s->best->exact = false;
 	while (n < s->n_cand && !fits(s, s->cand, n))
 		n++;
 	if (!fits(s, s->cand, n))
@@ -324,13 +445,19 @@ static void greedy(search_t *s)
 static void search_domain(search_t *s, int32_t priority, int domain)
 {
 	ft_victim_cost_t empty;
+	ft_node_t v;
 
 	s->domain = domain;
-	collect(s, priority,
-		domain >= 0 ? &s->node->topology->domains[domain] : NULL);
+	s->visits = 0;
+	release(&v, s->node, NULL, 0);
+	collect(s, priority, &s->node->topology->domains[domain],
+		short_kinds(&v, s->d, (unsigned)domain));
+	/* The heuristic's set bounds the exact search from the start. */
+	s->n_chosen = 0;
+	greedy(s);
 	s->n_chosen = 0;
 	if (s->n_cand > FT_VICTIM_EXACT_MAX) {
-		greedy(s);
+		s->best->exact = false;
 		return;
 	}
 	cost_empty(&empty);
