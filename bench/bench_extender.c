@@ -21,16 +21,32 @@
  * It reports the model bytes per node (ft_node_footprint), the RSS growth per
  * node while loading, and the process VmRSS and VmHWM.
  *
+ * Then /preempt: the cluster's pods have priorities below the preemptor's,
+ * and an ExtenderPreemptionArgs names all N nodes with the victims
+ * kube-scheduler would propose (or none), for four preemptors in turn. Every
+ * reply is checked: only requested nodes, each once, never an empty Pods
+ * list, victims of that node below the preemptor, by descending priority,
+ * whose eviction frees a placement at the preemptor's level. The handler,
+ * the request decoding and ft_victims_search over the N nodes are also
+ * timed without HTTP.
+ *
+ * Last, in this process, ft_victims_search alone on packed 8-GPU nodes of
+ * 60 pods (A100 NVSwitch, RTX 4090, H100 with MIG), with random or tiered
+ * priorities: the issue's "a node with 8 GPUs and 60 pods, well under a
+ * millisecond", with whether each answer was exact.
+ *
  * Each size runs in a child process, so that RSS and its high-water mark
  * belong to that size alone. Every reply is checked (filter lists each node
- * once, prioritize scores each node 0..10): a failed request, a malformed
- * reply or a cluster that did not load as built makes the run fail. No figure
+ * once, prioritize scores each node 0..10, preempt as above): a failed
+ * request, a malformed reply or a cluster that did not load as built makes
+ * the run fail. No figure
  * is ever asserted. Out of memory, or any other failure, ends the run for
  * that size with a message.
  */
 #include <flextopo/app.h>
 #include <flextopo/error.h>
 #include <flextopo/place.h>
+#include <flextopo/victims.h>
 
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
@@ -57,8 +73,10 @@
 
 #define SIZES_MAX    16
 #define ROWS_MAX     14
+#define PROWS_MAX    (PSHAPES + 4)
 #define KINDS	     3
 #define SHAPES	     4
+#define PSHAPES	     4
 #define PLANS_MAX    (FT_GPU_MAX + FT_MIG_MAX + FT_NUMA_MAX)
 #define POD_TOKEN    "bench-pod-00000000" /* name and uid, digits patched */
 #define TOKEN_DIGITS 8
@@ -71,6 +89,38 @@
 #define TARGET_LARGE_NODES  5000u
 #define TARGET_LARGE_P99_US 2000.0
 #define TARGET_MODEL_BYTES  16384.0
+/* Preempt: p99 at 500 candidate nodes; one 8-GPU node of 60 pods "well
+ * under a millisecond". */
+#define TARGET_PREEMPT_NODES  500u
+#define TARGET_PREEMPT_P99_US 10000.0
+#define TARGET_VICTIM_P99_US  1000.0
+
+/* Pods of the cluster have priorities 0..FILL_PRIORITY_MAX (their own random
+ * stream), the preemptor PREEMPTOR_PRIORITY: every pod is a candidate. */
+#define FILL_PRIORITY_MAX  100
+#define PREEMPTOR_PRIORITY 1000
+#define PRIORITY_STREAM	   0x7072696f72697479ULL
+/* Tiered priorities: pods holding GPUs or MIG instances get this much more
+ * (inference above batch), still below the preemptor. */
+#define TIERED_PRIORITY 500
+
+/* Preempt over HTTP: requests timed per size unless --preempt-iterations,
+ * and a cap on the seconds one phase may take. */
+#define PREEMPT_ITERATIONS_SMALL 200u
+#define PREEMPT_ITERATIONS_LARGE 40u
+#define PREEMPT_SECONDS_MAX	 60.0
+
+/* The victim search alone: nodes of MICRO_PODS pods, MICRO_VARIANTS of each
+ * server kind and priority mode, at most MICRO_SECONDS_MAX seconds per node
+ * kind, priority mode and preemptor. */
+#define MICRO_KINDS	     3
+#define MICRO_MODES	     2
+#define MICRO_PODS	     60
+#define MICRO_POD_CPUS	     4
+#define MICRO_VARIANTS	     8
+#define MICRO_ITERATIONS     2000u
+#define MICRO_SECONDS_MAX    2.0
+#define MICRO_ITERATIONS_MIN (2 * MICRO_VARIANTS)
 
 /* ---- what is built and sent ---- */
 
@@ -105,6 +155,17 @@ static const shape_t shapes[SHAPES] = {
     {"mig-3g.40gb", "numa", "guaranteed", "2", "16Gi", 0, "3g.40gb", true},
 };
 
+/* Preemptors, of priority PREEMPTOR_PRIORITY. */
+static const shape_t pshapes[PSHAPES] = {
+    {"2gpu-nvlink", "nvlink", "guaranteed", "4", "32Gi", 2, NULL, true},
+    {"1gpu-6cpu-numa", "numa", "guaranteed", "6", "32Gi", 1, NULL, true},
+    {"mig-3g.40gb", "numa", "guaranteed", "2", "16Gi", 0, "3g.40gb", true},
+    {"1gpu-best-effort", "numa", "best-effort", "2", "8Gi", 1, NULL, false},
+};
+
+/* Server kinds (positions in kinds[]) of the victim search alone. */
+static const unsigned micro_kinds[MICRO_KINDS] = {1, 0, 2};
+
 /* ---- options ---- */
 
 typedef struct bench_options {
@@ -117,6 +178,10 @@ typedef struct bench_options {
 	bool fixed_uids; /* one pod uid per shape, not one per iteration */
 	bool via_file;	 /* load through a List file and load_snapshot */
 	const char *source_dir;
+	long preempt_iterations; /* < 0: by size; 0: no preempt */
+	long victim_iterations;	 /* < 0: MICRO_ITERATIONS; 0: skip */
+	bool packed;		 /* fill nodes as plan_packed does */
+	bool tiered;		 /* device holders above CPU-only pods */
 } bench_options_t;
 
 /* ---- results, in memory shared with the child that measures ---- */
@@ -126,6 +191,20 @@ typedef struct row {
 	unsigned iters;
 	double min, p50, p99, max; /* microseconds */
 } row_t;
+
+/* Preempt replies of one shape, as checked. */
+typedef struct preempt_stat {
+	unsigned replies;  /* checked replies, timed ones */
+	double kept;	   /* nodes in a reply / N, summed over replies */
+	double victims;	   /* victims named, summed */
+	double changed;	   /* kept nodes whose victims differ from the
+			      proposal, summed */
+	double sent_empty; /* nodes sent with no victims / N */
+	unsigned searches; /* ft_victims_search calls timed without HTTP */
+	unsigned inexact;  /* of them, set.exact false */
+	unsigned found;	   /* of them, set.found */
+	double slowest_us; /* the slowest of them */
+} preempt_stat_t;
 
 typedef struct result {
 	bool done, ok;
@@ -142,6 +221,11 @@ typedef struct result {
 	double passed[SHAPES]; /* nodes passing filter, fraction */
 	unsigned n_rows;
 	row_t rows[ROWS_MAX];
+	/* Preempt: */
+	unsigned n_prows;
+	row_t prows[PROWS_MAX];
+	preempt_stat_t preempt[PSHAPES];
+	double preempt_request_kib, preempt_reply_kib;
 } result_t;
 
 static int fail(result_t *r, const char *fmt, ...)
@@ -325,8 +409,14 @@ typedef struct pod_plan {
 typedef struct generator {
 	cJSON *templates[KINDS];
 	uint64_t rng;
+	uint64_t prio_rng; /* priorities and start times: a stream of their
+			      own, so that the fill does not depend on them */
 	const ft_codec_options_t *opts;
 	unsigned pods;
+	unsigned memory_pct;	 /* memory of a pinned pod: this share of its
+				    CPUs' part of the NUMA node's memory */
+	int32_t device_priority; /* added to pods holding GPUs or MIG */
+	bool packed;		 /* plan_packed instead of plan_half */
 } generator_t;
 
 /* Where generated objects go: the state directly, or a List's items. */
@@ -342,7 +432,11 @@ static int generator_init(generator_t *g, result_t *r, const bench_options_t *o,
 
 	memset(g, 0, sizeof(*g));
 	g->rng = o->seed;
+	g->prio_rng = o->seed ^ PRIORITY_STREAM;
 	g->opts = opts;
+	g->packed = o->packed;
+	g->memory_pct = o->packed ? 50 : 100;
+	g->device_priority = o->tiered ? TIERED_PRIORITY : 0;
 	for (unsigned k = 0; k < KINDS; k++) {
 		char *text;
 		snprintf(path, sizeof(path), "%s/api/examples/%s",
@@ -610,8 +704,9 @@ static cJSON *pod_metadata(const char *name, const char *key1,
 	return meta;
 }
 
+/* A pod; `start` (status.startTime) may be NULL. */
 static cJSON *pod_object(cJSON *meta, const char *node, cJSON *containers,
-			 const char *phase)
+			 const char *phase, int32_t priority, const char *start)
 {
 	cJSON *pod = cJSON_CreateObject(), *spec, *status;
 
@@ -622,10 +717,12 @@ static cJSON *pod_object(cJSON *meta, const char *node, cJSON *containers,
 	if (node)
 		cJSON_AddStringToObject(spec, "nodeName", node);
 	cJSON_AddStringToObject(spec, "schedulerName", "default-scheduler");
-	cJSON_AddNumberToObject(spec, "priority", 0);
+	cJSON_AddNumberToObject(spec, "priority", priority);
 	cJSON_AddItemToObject(spec, "containers", containers);
 	status = cJSON_AddObjectToObject(pod, "status");
 	cJSON_AddStringToObject(status, "phase", phase);
+	if (start)
+		cJSON_AddStringToObject(status, "startTime", start);
 	return pod;
 }
 
@@ -668,9 +765,14 @@ static int emit_pod(generator_t *g, sink_t *s, const char *node,
 {
 	const numa_fact_t *m = &f->numa[p->numa];
 	uint64_t mib = p->cpus
-			   ? p->cpus * m->memory_mib / ft_cpuset_count(&m->cpus)
+			   ? p->cpus * m->memory_mib /
+				 ft_cpuset_count(&m->cpus) * g->memory_pct / 100
 			   : 1024;
-	char name[96], key[256], *alloc;
+	int32_t priority =
+	    (int32_t)rng_below(&g->prio_rng, FILL_PRIORITY_MAX + 1) +
+	    (p->gpus || p->mig >= 0 ? g->device_priority : 0);
+	unsigned start = rng_below(&g->prio_rng, 86400);
+	char name[96], key[256], when[32], *alloc;
 	ft_cpuset_t got;
 	cJSON *pod = NULL;
 
@@ -678,24 +780,75 @@ static int emit_pod(generator_t *g, sink_t *s, const char *node,
 	ft_cpuset_andnot(free_cpus, free_cpus, &got);
 	snprintf(name, sizeof(name), "%s-p%u", node, g->pods);
 	snprintf(key, sizeof(key), "%s/allocation", g->opts->annotation_prefix);
+	snprintf(when, sizeof(when), "2026-01-01T%02u:%02u:%02uZ", start / 3600,
+		 start / 60 % 60, start % 60);
 	if ((alloc = allocation_text(node, f, p, &got, mib)))
 		pod = pod_object(
 		    pod_metadata(name, key, alloc, NULL, NULL), node,
 		    containers_with(fill_resources(g, f, p, mib), true),
-		    "Running");
+		    "Running", priority, when);
 	free(alloc);
 	g->pods++;
 	return sink_put(s, pod, false);
 }
 
+/* What the pods of one node hold; returns how many pods. */
+typedef unsigned (*planner_fn)(pod_plan_t *plans, const node_facts_t *f,
+			       uint64_t *rng);
+
+/* The fill of the synthetic cluster: about half of everything. */
+static unsigned plan_half(pod_plan_t *plans, const node_facts_t *f,
+			  uint64_t *rng)
+{
+	return plan_cpus(plans, plan_devices(plans, f, rng), f);
+}
+
+/*
+ * A packed node for the victim search alone: one pod per whole GPU and per
+ * MIG instance, then CPU-only pods on the NUMA nodes in turn up to
+ * MICRO_PODS. Every pod pins one CPU of its NUMA node; the CPUs left there
+ * after a slack of 1/16 go one at a time to random pods, at most
+ * MICRO_POD_CPUS each. A NUMA node with more pods than CPUs leaves some
+ * without pinned CPUs (they ask 500m).
+ */
+static unsigned plan_packed(pod_plan_t *plans, const node_facts_t *f,
+			    uint64_t *rng)
+{
+	unsigned n = 0, on[MICRO_PODS];
+
+	for (unsigned i = 0; i < f->n_gpus && n < MICRO_PODS; i++)
+		plans[n++] =
+		    (pod_plan_t){(uint16_t)(1u << i), -1, f->gpus[i].numa, 0};
+	for (unsigned i = 0; i < f->n_mig && n < MICRO_PODS; i++)
+		plans[n++] = (pod_plan_t){0, (int)i, f->mig[i].numa, 0};
+	for (unsigned m = 0; n < MICRO_PODS; m = (m + 1) % f->n_numa)
+		plans[n++] = (pod_plan_t){0, -1, m, 0};
+	for (unsigned m = 0; m < f->n_numa; m++) {
+		unsigned cap = ft_cpuset_count(&f->numa[m].cpus);
+		unsigned budget = cap - cap / 16, k = 0, tries = 0;
+		for (unsigned i = 0; i < n; i++)
+			if (plans[i].numa == m)
+				on[k++] = i;
+		for (unsigned i = 0; i < k && budget; i++, budget--)
+			plans[on[i]].cpus = 1;
+		while (k && budget && tries++ < 64 * MICRO_PODS) {
+			pod_plan_t *p = &plans[on[rng_below(rng, k)]];
+			if (p->cpus && p->cpus < MICRO_POD_CPUS) {
+				p->cpus++;
+				budget--;
+			}
+		}
+	}
+	return n;
+}
+
 static int emit_pods(generator_t *g, sink_t *s, const char *node,
-		     const node_facts_t *f)
+		     const node_facts_t *f, planner_fn plan)
 {
 	pod_plan_t plans[PLANS_MAX];
 	ft_cpuset_t free_cpus[FT_NUMA_MAX];
-	unsigned n = plan_devices(plans, f, &g->rng);
+	unsigned n = plan(plans, f, &g->rng);
 
-	n = plan_cpus(plans, n, f);
 	for (unsigned m = 0; m < f->n_numa; m++)
 		free_cpus[m] = f->numa[m].cpus;
 	for (unsigned j = 0; j < n; j++)
@@ -705,16 +858,18 @@ static int emit_pods(generator_t *g, sink_t *s, const char *node,
 	return 0;
 }
 
-/* Node `i` and the pods that fill it half. */
-static int emit_node(generator_t *g, sink_t *s, result_t *r, unsigned i)
+/*
+ * A node `name` of server kind `kind` (uuids suffixed with `suffix`) and its
+ * pods as `plan` says.
+ */
+static int emit_host(generator_t *g, sink_t *s, result_t *r, unsigned kind,
+		     const char *name, const char *suffix, planner_fn plan)
 {
 	static node_facts_t f; /* large; the generator runs on one thread */
-	char name[NAME_MAX_LEN], suffix[16], *text = NULL;
-	cJSON *topology = cJSON_Duplicate(g->templates[i % KINDS], true);
+	char *text = NULL;
+	cJSON *topology = cJSON_Duplicate(g->templates[kind], true);
 	int rc = 0;
 
-	node_name(name, sizeof(name), i);
-	snprintf(suffix, sizeof(suffix), "-n%05u", i);
 	if (!topology) {
 		rc = fail(r, "%s: out of memory", name);
 		goto cleanup;
@@ -727,12 +882,23 @@ static int emit_node(generator_t *g, sink_t *s, result_t *r, unsigned i)
 	if (!(text = cJSON_PrintUnformatted(topology)) ||
 	    sink_put(s, node_object(name, g->opts->annotation_prefix, text),
 		     true) < 0 ||
-	    emit_pods(g, s, name, &f) < 0)
+	    emit_pods(g, s, name, &f, plan) < 0)
 		rc = fail(r, "%s: out of memory", name);
 cleanup:
 	free(text);
 	cJSON_Delete(topology);
 	return rc;
+}
+
+/* Node `i` of the cluster and the pods that fill it half. */
+static int emit_node(generator_t *g, sink_t *s, result_t *r, unsigned i)
+{
+	char name[NAME_MAX_LEN], suffix[16];
+
+	node_name(name, sizeof(name), i);
+	snprintf(suffix, sizeof(suffix), "-n%05u", i);
+	return emit_host(g, s, r, i % KINDS, name, suffix,
+			 g->packed ? plan_packed : plan_half);
 }
 
 /* ---- one size: state, server, client ---- */
@@ -767,6 +933,12 @@ typedef struct run {
 	ft_verdict_t *verdicts;		 /* per node, last filter sweep */
 	int *scores;			 /* per node, last score sweep */
 	char (*names)[NAME_MAX_LEN];
+	/* Preempt: */
+	request_t preqs[PSHAPES]; /* ExtenderPreemptionArgs */
+	ft_pod_t ppods[PSHAPES];  /* their preemptors decoded */
+	ft_pdb_view_t *pdbs;	  /* per node in NodeNames order */
+	unsigned char *seen;	  /* per node, while checking a reply */
+	unsigned preempt_iterations, preempt_warmup;
 	client_t client;
 	unsigned n, iterations, warmup;
 	unsigned next_pod;
@@ -945,7 +1117,8 @@ static int start_server(run_t *run, unsigned *port)
 
 /* ---- requests ---- */
 
-static cJSON *request_pod(const shape_t *s, const ft_codec_options_t *opts)
+static cJSON *request_pod(const shape_t *s, const ft_codec_options_t *opts,
+			  int32_t priority)
 {
 	cJSON *res = cJSON_CreateObject();
 	char key[2][256], q[16];
@@ -967,20 +1140,14 @@ static cJSON *request_pod(const shape_t *s, const ft_codec_options_t *opts)
 	}
 	return pod_object(
 	    pod_metadata(POD_TOKEN, key[0], s->affinity, key[1], s->mode), NULL,
-	    containers_with(res, s->limits), "Pending");
+	    containers_with(res, s->limits), "Pending", priority, NULL);
 }
 
-/* ExtenderArgs for shape `s` with NodeNames naming every node. */
-static int request_build(request_t *out, const run_t *run, const shape_t *s)
+/* Print `root` (then free it) and find the pod token's two copies. */
+static int request_print(request_t *out, cJSON *root)
 {
-	cJSON *root = cJSON_CreateObject(), *names;
 	const char *p;
 
-	cJSON_AddItemToObject(root, "Pod", request_pod(s, &run->app.opts));
-	names = cJSON_AddArrayToObject(root, "NodeNames");
-	for (unsigned i = 0; i < run->n; i++)
-		cJSON_AddItemToArray(names, cJSON_CreateString(run->names[i]));
-	cJSON_AddNullToObject(root, "Nodes");
 	out->body = cJSON_PrintUnformatted(root);
 	cJSON_Delete(root);
 	if (!out->body)
@@ -992,6 +1159,19 @@ static int request_build(request_t *out, const run_t *run, const shape_t *s)
 		out->token_at[out->n_tokens++] =
 		    (size_t)(p - out->body) + strlen(POD_TOKEN) - TOKEN_DIGITS;
 	return out->n_tokens == 2 ? 0 : -1;
+}
+
+/* ExtenderArgs for shape `s` with NodeNames naming every node. */
+static int request_build(request_t *out, const run_t *run, const shape_t *s)
+{
+	cJSON *root = cJSON_CreateObject(), *names;
+
+	cJSON_AddItemToObject(root, "Pod", request_pod(s, &run->app.opts, 0));
+	names = cJSON_AddArrayToObject(root, "NodeNames");
+	for (unsigned i = 0; i < run->n; i++)
+		cJSON_AddItemToArray(names, cJSON_CreateString(run->names[i]));
+	cJSON_AddNullToObject(root, "Nodes");
+	return request_print(out, root);
 }
 
 /* Make the request name pod `id` (its name and uid). */
@@ -1519,6 +1699,414 @@ cleanup:
 	return rc;
 }
 
+/* ---- preempt ---- */
+
+static void progress(const run_t *run, const char *what)
+{
+	fprintf(stderr, "flextopo-bench: %u nodes: %s\n", run->n, what);
+}
+
+/* Does `h` hold units of the kind `d` asks for? */
+static bool holds_kind(const ft_node_t *node, const ft_holding_t *h,
+		       const ft_demand_t *d)
+{
+	const ft_topology_t *t = node->topology;
+
+	if (d->mig_count) {
+		for (unsigned i = 0; t && i < t->n_mig && i < 128; i++)
+			if ((h->mig[i / 64] >> (i % 64) & 1) &&
+			    strcmp(t->mig[i].profile, d->mig_profile) == 0)
+				return true;
+		return false;
+	}
+	if (d->gpus)
+		return h->gpus != 0;
+	return !ft_cpuset_empty(&h->cpus);
+}
+
+/*
+ * The victims kube-scheduler is made to propose on the node at position `i`
+ * of NodeNames, by descending priority: none on every fourth node (what a
+ * scheduler with kubernetes PR #135486 sends for a node that fits by counts),
+ * else the lowest-priority pod holding units of the kind `d` asks for (any
+ * pod on a node with none), the two lowest on every fourth node.
+ */
+static unsigned propose(uint16_t *out, const ft_node_t *node, unsigned i,
+			const ft_demand_t *d)
+{
+	unsigned want = i % 4 == 0 ? 0 : i % 4 == 3 ? 2 : 1, n = 0;
+	bool any = false;
+
+	for (unsigned j = 0; j < node->n_holdings; j++)
+		any |= holds_kind(node, &node->holdings[j], d);
+	for (unsigned j = 0; want && j < node->n_holdings; j++) {
+		const ft_holding_t *h = &node->holdings[j];
+		unsigned at = n;
+		if (any && !holds_kind(node, h, d))
+			continue;
+		while (at > 0 &&
+		       node->holdings[out[at - 1]].priority > h->priority)
+			at--;
+		if (at >= want)
+			continue;
+		if (n < want)
+			n++;
+		memmove(&out[at + 1], &out[at], (n - 1 - at) * sizeof(*out));
+		out[at] = (uint16_t)j;
+	}
+	for (unsigned a = 0, b = n; b-- > a + 1; a++) {
+		uint16_t t = out[a];
+		out[a] = out[b];
+		out[b] = t;
+	}
+	return n;
+}
+
+/*
+ * ExtenderPreemptionArgs for preemptor `k`: the Pod and NodeNameToMetaVictims
+ * naming every node with its proposed victims. Decodes the preemptor too.
+ */
+static int preempt_request_build(run_t *run, unsigned k)
+{
+	const ft_codec_options_t *opts = &run->app.opts;
+	cJSON *root = cJSON_CreateObject(), *map = NULL;
+	cJSON *pod = request_pod(&pshapes[k], opts, PREEMPTOR_PRIORITY);
+	const ft_demand_t *d = &run->ppods[k].demand;
+	uint16_t idx[2];
+	unsigned empty = 0;
+
+	if (!root || !pod ||
+	    ft_codec_pod_decode(&run->ppods[k], pod, opts) < 0 ||
+	    run->ppods[k].demand_error) {
+		cJSON_Delete(root);
+		cJSON_Delete(pod);
+		return fail(run->r, "preemptor %s: %s", pshapes[k].name,
+			    run->ppods[k].demand_error
+				? run->ppods[k].demand_error
+				: ft_error_last());
+	}
+	cJSON_AddItemToObject(root, "Pod", pod);
+	map = cJSON_AddObjectToObject(root, "NodeNameToMetaVictims");
+	for (unsigned i = 0; map && i < run->n; i++) {
+		cJSON *entry = cJSON_AddObjectToObject(map, run->names[i]);
+		cJSON *pods = cJSON_AddArrayToObject(entry, "Pods");
+		unsigned m = propose(idx, run->by_name[i], i, d);
+		for (unsigned j = 0; j < m; j++) {
+			cJSON *v = cJSON_CreateObject();
+			cJSON_AddStringToObject(
+			    v, "UID", run->by_name[i]->holdings[idx[j]].uid);
+			cJSON_AddItemToArray(pods, v);
+		}
+		cJSON_AddNumberToObject(entry, "NumPDBViolations", 0);
+		empty += m == 0;
+	}
+	run->r->preempt[k].sent_empty = (double)empty / run->n;
+	if (request_print(&run->preqs[k], root) < 0)
+		return fail(run->r, "preempt request %s: cannot build",
+			    pshapes[k].name);
+	return 0;
+}
+
+static int preempt_setup(run_t *run)
+{
+	run->seen = calloc(run->n, 1);
+	run->pdbs = calloc(run->n, sizeof(*run->pdbs));
+	if (!run->seen || !run->pdbs)
+		return fail(run->r, "preempt: out of memory");
+	for (unsigned i = 0; i < run->n; i++)
+		ft_state_pdb_view(run->app.state, run->by_name[i],
+				  &run->pdbs[i]);
+	for (unsigned k = 0; k < PSHAPES; k++)
+		if (preempt_request_build(run, k) < 0)
+			return -1;
+	run->r->preempt_request_kib = (double)run->preqs[0].len / 1024.0;
+	return 0;
+}
+
+/* The position in NodeNames of node `name`, or run->n. */
+static unsigned node_position(const run_t *run, const char *name)
+{
+	const char *dash = strrchr(name, '-');
+	unsigned long i = dash ? strtoul(dash + 1, NULL, 10) : run->n;
+
+	return i < run->n && strcmp(run->names[i], name) == 0 ? (unsigned)i
+							      : run->n;
+}
+
+/* Is holding `x` among idx[0..n)? */
+static bool among(const uint16_t *idx, unsigned n, uint16_t x)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (idx[i] == x)
+			return true;
+	return false;
+}
+
+/*
+ * One node of a reply: asked about, named once, a non-empty Pods list of
+ * pods on that node below the preemptor's priority, each once, by
+ * descending priority, whose eviction lets the preemptor fit at its level
+ * (any level in best-effort mode). Adds to `st` when `tally`.
+ */
+static int check_preempt_node(run_t *run, unsigned k, const cJSON *entry,
+			      preempt_stat_t *st, bool tally)
+{
+	const ft_demand_t *d = &run->ppods[k].demand;
+	ft_level_t level = d->has_affinity && d->mode == FT_MODE_GUARANTEED
+			       ? ft_place_effective_level(d)
+			       : FT_LEVEL_NODE;
+	const char *name = entry->string ? entry->string : "";
+	const cJSON *pods = cJSON_GetObjectItemCaseSensitive(entry, "Pods");
+	const cJSON *pdb =
+	    cJSON_GetObjectItemCaseSensitive(entry, "NumPDBViolations");
+	unsigned i = node_position(run, name), n = 0, m;
+	uint16_t idx[FT_VICTIM_MAX], prop[2];
+	const ft_node_t *node;
+	const cJSON *v;
+	result_t *r = run->r;
+
+	if (i >= run->n)
+		return fail(r, "preempt %s: names node \"%s\", not asked about",
+			    pshapes[k].name, name);
+	if (run->seen[i]++)
+		return fail(r, "preempt %s: names %s twice", pshapes[k].name,
+			    name);
+	node = run->by_name[i];
+	if (!cJSON_IsArray(pods) || !cJSON_GetArraySize(pods))
+		return fail(r, "preempt %s: %s with an empty or no Pods list",
+			    pshapes[k].name, name);
+	if (!cJSON_IsNumber(pdb) || pdb->valuedouble < 0)
+		return fail(r, "preempt %s: %s: bad NumPDBViolations",
+			    pshapes[k].name, name);
+	cJSON_ArrayForEach(v, pods)
+	{
+		const ft_holding_t *h =
+		    ft_node_find_holding(node, str_of(v, "UID"));
+		uint16_t x = h ? (uint16_t)(h - node->holdings) : 0;
+		if (!h || n >= FT_VICTIM_MAX || among(idx, n, x))
+			return fail(r,
+				    "preempt %s: %s: victim \"%s\" is not a "
+				    "pod of the node, or named twice",
+				    pshapes[k].name, name, str_of(v, "UID"));
+		if (h->priority >= PREEMPTOR_PRIORITY ||
+		    (n && h->priority > node->holdings[idx[n - 1]].priority))
+			return fail(r,
+				    "preempt %s: %s: victim %s (priority %d) "
+				    "out of order or not below the preemptor",
+				    pshapes[k].name, name, h->uid, h->priority);
+		idx[n++] = x;
+	}
+	if (!ft_victims_feasible(node, d, level, idx, n))
+		return fail(r,
+			    "preempt %s: %s: evicting the %u victims frees "
+			    "no %s placement",
+			    pshapes[k].name, name, n, ft_level_name(level));
+	if (!tally)
+		return 0;
+	m = propose(prop, node, i, d);
+	st->kept += 1.0 / run->n;
+	st->victims += n;
+	for (unsigned j = 0; j < n && m == n; j++)
+		if (!among(prop, m, idx[j]))
+			m = 0;
+	st->changed += m != n;
+	return 0;
+}
+
+/* An ExtenderPreemptionResult for preemptor `k`, every node checked. */
+static int check_preempt(run_t *run, unsigned k, const char *reply, bool tally)
+{
+	cJSON *root = cJSON_Parse(reply);
+	const cJSON *map =
+	    cJSON_GetObjectItemCaseSensitive(root, "NodeNameToMetaVictims");
+	const cJSON *entry;
+	preempt_stat_t *st = &run->r->preempt[k];
+	int rc = 0;
+
+	if (!cJSON_IsObject(root) ||
+	    !(cJSON_IsObject(map) || cJSON_IsNull(map)))
+		rc = fail(run->r,
+			  "preempt %s: not an ExtenderPreemptionResult: "
+			  "%.300s",
+			  pshapes[k].name, reply);
+	memset(run->seen, 0, run->n);
+	if (rc < 0)
+		map = NULL;
+	cJSON_ArrayForEach(entry, map)
+	{
+		if ((rc = check_preempt_node(run, k, entry, st, tally)) < 0)
+			break;
+	}
+	st->replies += tally && rc == 0;
+	cJSON_Delete(root);
+	return rc;
+}
+
+/* Preemptor of iteration `it`, a new pod unless --fixed-uids. */
+static request_t *next_preempt(run_t *run, unsigned it)
+{
+	request_t *q = &run->preqs[it % PSHAPES];
+
+	request_set_pod(q, run->o->fixed_uids ? it % PSHAPES : ++run->next_pod);
+	return q;
+}
+
+/* Sorted samples -> one row of the preempt table. */
+static void add_prow(result_t *r, const char *verb, double *v, unsigned n)
+{
+	row_t *row;
+
+	if (r->n_prows >= PROWS_MAX || !n)
+		return;
+	row = &r->prows[r->n_prows++];
+	qsort(v, n, sizeof(*v), cmp_double);
+	snprintf(row->verb, sizeof(row->verb), "%s", verb);
+	row->iters = n;
+	row->min = v[0];
+	row->p50 = v[rank(n, 500)];
+	row->p99 = v[rank(n, 990)];
+	row->max = v[n - 1];
+}
+
+/*
+ * POST /preempt over HTTP, the preemptors in turn, every reply checked.
+ * Stops early (at a whole round of shapes) after PREEMPT_SECONDS_MAX.
+ */
+static int run_preempt_http(run_t *run)
+{
+	unsigned total = run->preempt_warmup + run->preempt_iterations;
+	unsigned counted[PSHAPES] = {0}, done = 0;
+	double *all = calloc(run->preempt_iterations, sizeof(double));
+	double *by[PSHAPES] = {NULL}, t0 = now_us(), reply = 0;
+	client_t *c = &run->client;
+	char verb[64];
+	int rc = 0;
+
+	for (unsigned k = 0; k < PSHAPES; k++)
+		if (!(by[k] = calloc(run->preempt_iterations, sizeof(double))))
+			rc = fail(run->r, "samples: out of memory");
+	if (!all)
+		rc = fail(run->r, "samples: out of memory");
+	for (unsigned it = 0; rc == 0 && it < total; it++) {
+		unsigned k = it % PSHAPES;
+		bool timed = it >= run->preempt_warmup;
+		double us;
+		if (timed && k == 0 && done >= PSHAPES &&
+		    now_us() - t0 > PREEMPT_SECONDS_MAX * 1e6)
+			break;
+		if ((rc = client_request(c, run->r, "/preempt",
+					 next_preempt(run, it), &us)) < 0 ||
+		    (rc = check_preempt(run, k, c->reply, timed)) < 0)
+			break;
+		if (!timed)
+			continue;
+		all[done++] = us;
+		by[k][counted[k]++] = us;
+		reply += (double)c->reply_len / 1024.0;
+	}
+	if (rc == 0) {
+		run->r->preempt_reply_kib = done ? reply / done : 0;
+		add_prow(run->r, "http preempt", all, done);
+		for (unsigned k = 0; k < PSHAPES; k++) {
+			snprintf(verb, sizeof(verb), "http preempt %s",
+				 pshapes[k].name);
+			add_prow(run->r, verb, by[k], counted[k]);
+		}
+	}
+	for (unsigned k = 0; k < PSHAPES; k++)
+		free(by[k]);
+	free(all);
+	return rc;
+}
+
+/*
+ * The same without HTTP: the handler called directly, the request decoding
+ * alone, and ft_victims_search over every node (the PDB views taken once,
+ * untimed; each search timed on its own, so the row is their sum).
+ */
+static int run_preempt_core(run_t *run)
+{
+	unsigned total = run->preempt_warmup + run->preempt_iterations;
+	series_t s;
+	double t0 = now_us();
+	unsigned done = 0;
+	int rc;
+
+	if ((rc = series_init(&s, run->r, run->preempt_iterations)) < 0)
+		goto cleanup;
+	for (unsigned it = 0; it < total; it++) {
+		unsigned k = it % PSHAPES;
+		bool timed = it >= run->preempt_warmup;
+		preempt_stat_t *st = &run->r->preempt[k];
+		ft_preempt_args_t args;
+		double us, t1, sum = 0;
+		if (timed && k == 0 && done >= PSHAPES &&
+		    now_us() - t0 > PREEMPT_SECONDS_MAX * 1e6)
+			break;
+		if ((rc = call_handler(run, ft_app_preempt, "/preempt",
+				       next_preempt(run, it), &us)) < 0)
+			goto cleanup;
+		t1 = now_us();
+		if ((rc = ft_codec_preempt_args_decode(
+			 &args, run->preqs[k].body, run->preqs[k].len)) < 0) {
+			rc =
+			    fail(run->r, "preempt decode: %s", ft_error_last());
+			goto cleanup;
+		}
+		ft_codec_preempt_args_dispose(&args);
+		t1 = now_us() - t1;
+		for (unsigned i = 0; i < run->n; i++) {
+			ft_victim_set_t set;
+			double t2 = now_us(), one;
+			ft_victims_search(&set, run->by_name[i],
+					  &run->ppods[k].demand,
+					  PREEMPTOR_PRIORITY, &run->pdbs[i]);
+			one = now_us() - t2;
+			sum += one;
+			if (!timed)
+				continue;
+			st->searches++;
+			st->found += set.found;
+			st->inexact += set.found && !set.exact;
+			if (one > st->slowest_us)
+				st->slowest_us = one;
+		}
+		if (!timed)
+			continue;
+		s.v[0][done] = us;
+		s.v[1][done] = t1;
+		s.v[2][done] = sum;
+		done++;
+	}
+	add_prow(run->r, "handler preempt (no HTTP)", s.v[0], done);
+	add_prow(run->r, "decode ExtenderPreemptionArgs", s.v[1], done);
+	add_prow(run->r, "ft_victims_search x N", s.v[2], done);
+cleanup:
+	series_dispose(&s);
+	return rc;
+}
+
+static int run_preempt(run_t *run)
+{
+	long k = run->o->preempt_iterations;
+
+	if (k == 0)
+		return 0;
+	run->preempt_iterations = k > 0		   ? (unsigned)k
+				  : run->n <= 1000 ? PREEMPT_ITERATIONS_SMALL
+						   : PREEMPT_ITERATIONS_LARGE;
+	run->preempt_warmup = run->o->warmup >= 0
+				  ? (unsigned)run->o->warmup
+				  : (run->preempt_iterations + 9) / 10;
+	if (preempt_setup(run) < 0)
+		return -1;
+	progress(run, "preempt over HTTP");
+	if (run_preempt_http(run) < 0)
+		return -1;
+	progress(run, "preempt without HTTP");
+	return run_preempt_core(run);
+}
+
 static void run_dispose(run_t *run)
 {
 	client_close(&run->client);
@@ -1527,17 +2115,18 @@ static void run_dispose(run_t *run)
 		ft_codec_extender_args_dispose(&run->args[k]);
 		ft_pod_dispose(&run->pods[k]);
 	}
+	for (unsigned k = 0; k < PSHAPES; k++) {
+		free(run->preqs[k].body);
+		ft_pod_dispose(&run->ppods[k]);
+	}
+	free(run->pdbs);
+	free(run->seen);
 	free(run->by_name);
 	free(run->verdicts);
 	free(run->scores);
 	free(run->names);
 	ft_app_dispose(&run->app);
 	generator_dispose(&run->gen);
-}
-
-static void progress(const run_t *run, const char *what)
-{
-	fprintf(stderr, "flextopo-bench: %u nodes: %s\n", run->n, what);
 }
 
 /* Everything for one cluster size; fills `r`. */
@@ -1569,8 +2158,12 @@ static int run_size(result_t *r, const bench_options_t *o, unsigned n)
 	if ((rc = run_handlers(&run)) < 0 ||
 	    (rc = run_decode_lookup(&run)) < 0 || (rc = run_core(&run)) < 0)
 		goto cleanup;
+	/* Memory as filter and prioritize leave it, before the preempt
+	 * requests and the decisions they record. */
 	r->rss_kib = status_kib("VmRSS");
 	r->hwm_kib = status_kib("VmHWM");
+	if ((rc = run_preempt(&run)) < 0)
+		goto cleanup;
 	r->ok = true;
 cleanup:
 	run_dispose(&run);
@@ -1602,6 +2195,201 @@ static int run_isolated(result_t *r, const bench_options_t *o, unsigned n)
 	return r->ok ? 0 : -1;
 }
 
+/* ---- the victim search alone ---- */
+
+/* One node kind and preemptor: ft_victims_search over the variants. */
+typedef struct micro_row {
+	const char *kind, *prio, *shape;
+	unsigned pods;			     /* per node */
+	row_t t;			     /* microseconds */
+	double found, exact;		     /* fractions of the searches */
+	double victims;			     /* per search that found a set */
+	unsigned levels[FT_LEVEL_COUNT + 1]; /* level reached, when found */
+} micro_row_t;
+
+typedef struct micro {
+	result_t r; /* for its error */
+	unsigned variants, n_rows;
+	micro_row_t rows[MICRO_KINDS * MICRO_MODES * PSHAPES];
+} micro_t;
+
+/* Priority modes: every pod 0..100, or device holders TIERED_PRIORITY more. */
+static const char *const micro_modes[MICRO_MODES] = {"random", "tiered"};
+
+static void micro_name(char *buf, size_t size, unsigned kind, unsigned mode,
+		       unsigned v)
+{
+	snprintf(buf, size, "victims-%s-%s-v%u", kinds[micro_kinds[kind]].label,
+		 micro_modes[mode], v);
+}
+
+/* MICRO_VARIANTS nodes of each kind and mode, packed, loaded. */
+static int micro_load(ft_app_t *app, generator_t *g, result_t *r)
+{
+	sink_t sink = {app->state, NULL};
+	char name[NAME_MAX_LEN], suffix[16];
+	int rc = 0;
+
+	g->memory_pct = 50;
+	ft_state_replace_begin(app->state, FT_KIND_NODE);
+	ft_state_replace_begin(app->state, FT_KIND_POD);
+	for (unsigned i = 0;
+	     i < MICRO_KINDS * MICRO_MODES * MICRO_VARIANTS && rc == 0; i++) {
+		unsigned k = i / (MICRO_MODES * MICRO_VARIANTS);
+		unsigned m = i / MICRO_VARIANTS % MICRO_MODES;
+		unsigned v = i % MICRO_VARIANTS;
+		g->device_priority = m ? TIERED_PRIORITY : 0;
+		micro_name(name, sizeof(name), k, m, v);
+		snprintf(suffix, sizeof(suffix), "-v%u%u%u", k, m, v);
+		rc = emit_host(g, &sink, r, micro_kinds[k], name, suffix,
+			       plan_packed);
+	}
+	ft_state_replace_end(app->state, FT_KIND_NODE);
+	ft_state_replace_end(app->state, FT_KIND_POD);
+	return rc;
+}
+
+/* The nodes of kind `k` and mode `m` from the snapshot, checked as built. */
+static int micro_nodes(const ft_node_t **out, const ft_snapshot_t *snap,
+		       result_t *r, unsigned k, unsigned m)
+{
+	char name[NAME_MAX_LEN];
+
+	for (unsigned v = 0; v < MICRO_VARIANTS; v++) {
+		const ft_node_t *node;
+		micro_name(name, sizeof(name), k, m, v);
+		node = out[v] = ft_snapshot_find(snap, name);
+		if (!node || !node->topology || node->conflicts ||
+		    node->unknown_gpus || node->unknown_cpus ||
+		    node->n_holdings != MICRO_PODS)
+			return fail(r,
+				    "%s: not loaded as built (%u pods "
+				    "held, %u conflicts)",
+				    name, node ? node->n_holdings : 0,
+				    node ? node->conflicts : 0);
+	}
+	return 0;
+}
+
+/* Time the searches of one kind and preemptor into `row`. */
+static int micro_series(micro_row_t *row, ft_app_t *app,
+			const ft_node_t *const *nodes, const ft_pod_t *pod,
+			unsigned iterations)
+{
+	unsigned warmup = iterations >= 4 * MICRO_VARIANTS ? MICRO_VARIANTS : 0;
+	unsigned n = 0, found = 0, exact = 0;
+	double *v = calloc(iterations, sizeof(double)), t0 = now_us();
+	double victims = 0;
+	ft_pdb_view_t pdbs[MICRO_VARIANTS];
+
+	if (!v)
+		return -1;
+	for (unsigned i = 0; i < MICRO_VARIANTS; i++)
+		ft_state_pdb_view(app->state, nodes[i], &pdbs[i]);
+	for (unsigned it = 0; n < iterations; it++) {
+		unsigned i = it % MICRO_VARIANTS;
+		ft_victim_set_t set;
+		double t1;
+		if (n >= MICRO_ITERATIONS_MIN && i == 0 &&
+		    now_us() - t0 > MICRO_SECONDS_MAX * 1e6)
+			break;
+		t1 = now_us();
+		ft_victims_search(&set, nodes[i], &pod->demand,
+				  PREEMPTOR_PRIORITY, &pdbs[i]);
+		t1 = now_us() - t1;
+		if (it < warmup)
+			continue;
+		v[n++] = t1;
+		found += set.found;
+		exact += set.exact;
+		if (set.found) {
+			victims += set.n;
+			row->levels[set.level <= FT_LEVEL_COUNT
+					? set.level
+					: FT_LEVEL_COUNT]++;
+		}
+	}
+	qsort(v, n, sizeof(*v), cmp_double);
+	row->t.iters = n;
+	row->t.min = v[0];
+	row->t.p50 = v[rank(n, 500)];
+	row->t.p99 = v[rank(n, 990)];
+	row->t.max = v[n - 1];
+	row->found = (double)found / n;
+	row->exact = (double)exact / n;
+	row->victims = found ? victims / found : 0;
+	free(v);
+	return 0;
+}
+
+/*
+ * ft_victims_search alone, on packed 8-GPU nodes of MICRO_PODS pods with
+ * random priorities below the preemptor's, for each preemptor shape.
+ */
+static int run_micro(micro_t *mc, const bench_options_t *o)
+{
+	ft_app_t app;
+	generator_t gen;
+	ft_pod_t pods[PSHAPES];
+	ft_snapshot_t *snap = NULL;
+	const ft_node_t *nodes[MICRO_VARIANTS];
+	result_t *r = &mc->r;
+	unsigned iterations = o->victim_iterations > 0
+				  ? (unsigned)o->victim_iterations
+				  : MICRO_ITERATIONS;
+	int rc = 0;
+
+	memset(&app, 0, sizeof(app));
+	memset(&gen, 0, sizeof(gen));
+	memset(pods, 0, sizeof(pods));
+	mc->variants = MICRO_VARIANTS;
+	fprintf(stderr, "flextopo-bench: the victim search alone\n");
+	if (ft_config_init(&app.cfg) < 0 ||
+	    ft_config_set(&app.cfg, "logLevel", "warn") < 0 ||
+	    ft_app_init(&app) < 0) {
+		rc = fail(r, "app: %s", ft_error_last());
+		goto cleanup;
+	}
+	if ((rc = generator_init(&gen, r, o, &app.opts)) < 0 ||
+	    (rc = micro_load(&app, &gen, r)) < 0)
+		goto cleanup;
+	for (unsigned k = 0; k < PSHAPES && rc == 0; k++) {
+		cJSON *pod =
+		    request_pod(&pshapes[k], &app.opts, PREEMPTOR_PRIORITY);
+		if (!pod || ft_codec_pod_decode(&pods[k], pod, &app.opts) < 0 ||
+		    pods[k].demand_error)
+			rc = fail(r, "preemptor %s: cannot decode",
+				  pshapes[k].name);
+		cJSON_Delete(pod);
+	}
+	snap = ft_state_snapshot(app.state);
+	for (unsigned i = 0; i < MICRO_KINDS * MICRO_MODES && rc == 0; i++) {
+		unsigned k = i / MICRO_MODES, m = i % MICRO_MODES;
+		if ((rc = micro_nodes(nodes, snap, r, k, m)) < 0)
+			break;
+		for (unsigned s = 0; s < PSHAPES && rc == 0; s++) {
+			micro_row_t *row = &mc->rows[mc->n_rows++];
+			row->kind = kinds[micro_kinds[k]].label;
+			row->prio = micro_modes[m];
+			row->shape = pshapes[s].name;
+			row->pods = MICRO_PODS;
+			if (micro_series(row, &app, nodes, &pods[s],
+					 iterations) < 0)
+				rc = fail(r, "samples: out of memory");
+		}
+	}
+cleanup:
+	if (snap)
+		ft_snapshot_unref(snap);
+	for (unsigned k = 0; k < PSHAPES; k++)
+		ft_pod_dispose(&pods[k]);
+	ft_app_dispose(&app);
+	generator_dispose(&gen);
+	r->ok = rc == 0;
+	r->done = true;
+	return rc;
+}
+
 /* ---- report ---- */
 
 static void print_header(const bench_options_t *o)
@@ -1612,11 +2400,16 @@ static void print_header(const bench_options_t *o)
 		printf("%u", o->threads);
 	else
 		printf("one per core");
-	printf(", %s, load: %s\n\n",
+	printf(", %s, load: %s",
 	       o->fixed_uids ? "one pod uid per shape"
 			     : "a new pod uid per iteration",
 	       o->via_file ? "List file + ft_app_load_snapshot"
 			   : "objects applied one by one");
+	if (o->packed || o->tiered)
+		printf(", nodes: %s%s%s", o->packed ? "packed" : "",
+		       o->packed && o->tiered ? ", " : "",
+		       o->tiered ? "tiered priorities" : "");
+	printf("\n\n");
 }
 
 static void print_latency(const result_t *res, unsigned n)
@@ -1683,6 +2476,99 @@ static void print_traffic(const result_t *res, unsigned n)
 	printf("\n");
 }
 
+static bool any_preempt(const result_t *res, unsigned n)
+{
+	for (unsigned k = 0; k < n; k++)
+		if (res[k].ok && res[k].n_prows)
+			return true;
+	return false;
+}
+
+static void print_preempt(const bench_options_t *o, const result_t *res,
+			  unsigned n)
+{
+	if (!any_preempt(res, n))
+		return;
+	printf("preempt: ExtenderPreemptionArgs with NodeNameToMetaVictims "
+	       "naming all N nodes; preemptor priority %d, pods 0..%d",
+	       PREEMPTOR_PRIORITY, FILL_PRIORITY_MAX);
+	if (o->tiered)
+		printf(", GPU and MIG holders %d..%d", TIERED_PRIORITY,
+		       TIERED_PRIORITY + FILL_PRIORITY_MAX);
+	printf("\n");
+	printf("nodes  %-30s %6s %9s %9s %9s %9s\n", "preempt", "iters",
+	       "min_us", "p50_us", "p99_us", "max_us");
+	for (unsigned k = 0; k < n; k++)
+		for (unsigned i = 0; res[k].ok && i < res[k].n_prows; i++) {
+			const row_t *w = &res[k].prows[i];
+			printf("%5u  %-30s %6u %9.1f %9.1f %9.1f %9.1f\n",
+			       res[k].nodes, w->verb, w->iters, w->min, w->p50,
+			       w->p99, w->max);
+		}
+	printf("\nnodes  %-17s %10s %6s %12s %8s %8s %8s %14s\n", "preemptor",
+	       "sent_empty", "kept", "victims/kept", "changed", "found",
+	       "inexact", "slowest_node");
+	for (unsigned k = 0; k < n; k++)
+		for (unsigned s = 0; res[k].ok && res[k].n_prows && s < PSHAPES;
+		     s++) {
+			const preempt_stat_t *st = &res[k].preempt[s];
+			double kept = st->replies ? st->kept / st->replies : 0;
+			double nodes = kept * res[k].nodes * st->replies;
+			printf("%5u  %-17s %9.1f%% %5.1f%% %12.2f %7.1f%% "
+			       "%7.1f%% %7.1f%% %11.1f us\n",
+			       res[k].nodes, pshapes[s].name,
+			       100.0 * st->sent_empty, 100.0 * kept,
+			       nodes > 0 ? st->victims / nodes : 0,
+			       nodes > 0 ? 100.0 * st->changed / nodes : 0,
+			       pct(st->found, st->searches),
+			       pct(st->inexact, st->found), st->slowest_us);
+		}
+	printf("\nnodes  request_KiB  reply_KiB\n");
+	for (unsigned k = 0; k < n; k++)
+		if (res[k].ok && res[k].n_prows)
+			printf("%5u  %11.1f  %9.1f\n", res[k].nodes,
+			       res[k].preempt_request_kib,
+			       res[k].preempt_reply_kib);
+	printf("\n");
+}
+
+static const char *level_reached(const micro_row_t *w)
+{
+	unsigned best = FT_LEVEL_COUNT + 1;
+
+	for (unsigned l = 0; l <= FT_LEVEL_COUNT; l++)
+		if (w->levels[l] &&
+		    (best > FT_LEVEL_COUNT || w->levels[l] > w->levels[best]))
+			best = l;
+	return best < FT_LEVEL_COUNT	? ft_level_name((ft_level_t)best)
+	       : best == FT_LEVEL_COUNT ? "?"
+					: "-";
+}
+
+static void print_micro(const micro_t *mc)
+{
+	if (!mc || !mc->r.ok || !mc->n_rows)
+		return;
+	printf("victim search alone (ft_victims_search): %u variants of each "
+	       "node and priority mode, %u pods each; priorities random "
+	       "0..%d, or tiered (GPU and MIG holders %d more); preemptor "
+	       "%d\n",
+	       mc->variants, MICRO_PODS, FILL_PRIORITY_MAX, TIERED_PRIORITY,
+	       PREEMPTOR_PRIORITY);
+	printf("%-8s %-6s %-17s %6s %9s %9s %9s %9s %6s %6s %7s  %s\n", "node",
+	       "prio", "preemptor", "iters", "min_us", "p50_us", "p99_us",
+	       "max_us", "found", "exact", "victims", "level");
+	for (unsigned i = 0; i < mc->n_rows; i++) {
+		const micro_row_t *w = &mc->rows[i];
+		printf("%-8s %-6s %-17s %6u %9.1f %9.1f %9.1f %9.1f %5.0f%% "
+		       "%5.0f%% %7.2f  %s\n",
+		       w->kind, w->prio, w->shape, w->t.iters, w->t.min,
+		       w->t.p50, w->t.p99, w->t.max, 100.0 * w->found,
+		       100.0 * w->exact, w->victims, level_reached(w));
+	}
+	printf("\n");
+}
+
 static const row_t *find_row(const result_t *r, const char *verb)
 {
 	for (unsigned i = 0; i < r->n_rows; i++)
@@ -1712,10 +2598,58 @@ static void print_targets(const result_t *res, unsigned n)
 		       r->nodes, r->model_bytes, TARGET_MODEL_BYTES,
 		       r->model_bytes <= TARGET_MODEL_BYTES ? "met" : "MISSED");
 	}
+	for (unsigned k = 0; k < n; k++) {
+		const result_t *r = &res[k];
+		const row_t *w = NULL;
+		for (unsigned i = 0; r->ok && i < r->n_prows; i++)
+			if (strcmp(r->prows[i].verb, "http preempt") == 0)
+				w = &r->prows[i];
+		if (w && r->nodes == TARGET_PREEMPT_NODES)
+			printf("aim: %u candidate nodes, preempt p99 %.1f us "
+			       "<= %.0f us: %s\n",
+			       r->nodes, w->p99, TARGET_PREEMPT_P99_US,
+			       w->p99 <= TARGET_PREEMPT_P99_US ? "met"
+							       : "MISSED");
+	}
+}
+
+/* Per 8-GPU node kind and priority mode: the slowest preemptor's p99, and
+ * the lowest share of exact answers. */
+static void print_micro_targets(const micro_t *mc)
+{
+	for (unsigned j = 0; mc && mc->r.ok && j < MICRO_KINDS * MICRO_MODES;
+	     j++) {
+		const char *kind = kinds[micro_kinds[j / MICRO_MODES]].label;
+		const char *mode = micro_modes[j % MICRO_MODES];
+		const micro_row_t *worst = NULL, *least = NULL;
+		for (unsigned i = 0; i < mc->n_rows; i++) {
+			const micro_row_t *w = &mc->rows[i];
+			if (strcmp(w->kind, kind) != 0 ||
+			    strcmp(w->prio, mode) != 0)
+				continue;
+			if (!worst || w->t.p99 > worst->t.p99)
+				worst = w;
+			if (!least || w->exact < least->exact)
+				least = w;
+		}
+		if (!worst)
+			continue;
+		printf("aim: 8-GPU node with %u pods (%s, %s priorities), "
+		       "victim search p99 %.1f us (%s, the slowest) well "
+		       "under %.0f us: %s; ",
+		       MICRO_PODS, kind, mode, worst->t.p99, worst->shape,
+		       TARGET_VICTIM_P99_US,
+		       worst->t.p99 < TARGET_VICTIM_P99_US ? "met" : "MISSED");
+		if (least->exact < 1)
+			printf("exact: %.0f%% of %s searches (the fewest)\n",
+			       100.0 * least->exact, least->shape);
+		else
+			printf("exact: all\n");
+	}
 }
 
 static int print_report(const bench_options_t *o, const result_t *res,
-			unsigned n)
+			unsigned n, const micro_t *mc)
 {
 	int rc = 0;
 
@@ -1723,7 +2657,15 @@ static int print_report(const bench_options_t *o, const result_t *res,
 	print_latency(res, n);
 	print_memory(res, n);
 	print_traffic(res, n);
+	print_preempt(o, res, n);
+	print_micro(mc);
 	print_targets(res, n);
+	print_micro_targets(mc);
+	if (mc && !mc->r.ok) {
+		fprintf(stderr, "flextopo-bench: victim search: FAILED: %s\n",
+			mc->r.error[0] ? mc->r.error : "unknown error");
+		rc = -1;
+	}
 	for (unsigned k = 0; k < n; k++) {
 		if (res[k].ok)
 			continue;
@@ -1745,6 +2687,9 @@ static void usage(FILE *to)
 	    "[--warmup W]\n"
 	    "                      [--seed S] [--threads T] [--fixed-uids] "
 	    "[--via-file]\n"
+	    "                      [--packed] [--tiered] "
+	    "[--preempt-iterations K]\n"
+	    "                      [--victim-iterations K]\n"
 	    "                      [--source-dir DIR]\n"
 	    "  --nodes N[,N...]  cluster sizes, repeatable (default "
 	    "500,5000)\n"
@@ -1761,8 +2706,24 @@ static void usage(FILE *to)
 	    "                    ft_app_load_snapshot (default: apply the "
 	    "objects one\n"
 	    "                    by one, as ft_app_load_snapshot does)\n"
+	    "  --packed          fill every node with %d pods, as the victim "
+	    "search alone\n"
+	    "                    does, instead of about half\n"
+	    "  --tiered          pods holding GPUs or MIG instances get "
+	    "priority %d more\n"
+	    "  --preempt-iterations K\n"
+	    "                    timed preempt requests per size (default "
+	    "%u up to 1000\n"
+	    "                    nodes, else %u; 0: no preempt)\n"
+	    "  --victim-iterations K\n"
+	    "                    timed searches per node kind and preemptor "
+	    "in the victim\n"
+	    "                    search alone (default %u, at most %.0f s "
+	    "each; 0: skip)\n"
 	    "  --source-dir DIR  the tree holding api/examples/ (default "
 	    "%s)\n",
+	    MICRO_PODS, TIERED_PRIORITY, PREEMPT_ITERATIONS_SMALL,
+	    PREEMPT_ITERATIONS_LARGE, MICRO_ITERATIONS, MICRO_SECONDS_MAX,
 	    FT_SOURCE_DIR);
 }
 
@@ -1844,6 +2805,22 @@ static int parse_option(bench_options_t *o, int c, bool *sized)
 	case 'd':
 		o->source_dir = optarg;
 		return 0;
+	case 'p':
+		if (parse_ulong(&v, optarg, 0, 10000000) < 0)
+			return -1;
+		o->preempt_iterations = (long)v;
+		return 0;
+	case 'V':
+		if (parse_ulong(&v, optarg, 0, 10000000) < 0)
+			return -1;
+		o->victim_iterations = (long)v;
+		return 0;
+	case 'P':
+		o->packed = true;
+		return 0;
+	case 'T':
+		o->tiered = true;
+		return 0;
 	default:
 		return -1;
 	}
@@ -1861,6 +2838,10 @@ static int parse_options(bench_options_t *o, int argc, char **argv)
 	    {"fixed-uids", no_argument, NULL, 'f'},
 	    {"via-file", no_argument, NULL, 'v'},
 	    {"source-dir", required_argument, NULL, 'd'},
+	    {"preempt-iterations", required_argument, NULL, 'p'},
+	    {"victim-iterations", required_argument, NULL, 'V'},
+	    {"packed", no_argument, NULL, 'P'},
+	    {"tiered", no_argument, NULL, 'T'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0}};
 	bool sized = false;
@@ -1871,6 +2852,8 @@ static int parse_options(bench_options_t *o, int argc, char **argv)
 	o->sizes[1] = TARGET_LARGE_NODES;
 	o->n_sizes = 2;
 	o->warmup = -1;
+	o->preempt_iterations = -1;
+	o->victim_iterations = -1;
 	o->seed = 1;
 	o->source_dir = FT_SOURCE_DIR;
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -1894,6 +2877,7 @@ static int parse_options(bench_options_t *o, int argc, char **argv)
 int main(int argc, char **argv)
 {
 	bench_options_t o;
+	static micro_t mc; /* large */
 	result_t *res;
 	int rc = parse_options(&o, argc, argv);
 	size_t bytes;
@@ -1917,7 +2901,10 @@ int main(int argc, char **argv)
 		else
 			run_isolated(&res[k], &o, o.sizes[k]);
 	}
-	rc = print_report(&o, res, o.n_sizes);
+	if (o.victim_iterations != 0)
+		run_micro(&mc, &o);
+	rc = print_report(&o, res, o.n_sizes,
+			  o.victim_iterations != 0 ? &mc : NULL);
 	curl_global_cleanup();
 	munmap(res, bytes);
 	return rc < 0 ? 1 : 0;

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Build and run flextopo-bench (bench/README.md): filter and prioritize
-# latency over HTTP and the model's memory, on a synthetic cluster of 500 and
-# 5,000 nodes by default.
+# Build and run flextopo-bench (bench/README.md): filter, prioritize and
+# preempt latency over HTTP and the model's memory, on a synthetic cluster of
+# 500 and 5,000 nodes by default, then the victim search alone on packed
+# 8-GPU nodes of 60 pods.
 #
 #   scripts/bench.sh [flextopo-bench flags, e.g. --nodes 500 --iterations 4000]
+#   scripts/bench.sh --nodes 500 --packed --preempt-iterations 40
 #
 # The build directory is ${FLEXTOPO_BUILD_DIR:-build} under the repository
 # root. When it is not configured yet it is configured for Release; an
