@@ -118,6 +118,8 @@ cases=(
 	"extender --set mode=extender"
 	"scheduler-full --set mode=scheduler --set replicaCount=2 --set serviceMonitor.enabled=true --set registration.managedResources[0].name=nvidia.com/gpu --set registration.ignorable=true --set scheduler.extraArgs[0]=--kube-api-qps=50 --set priorityClassName=system-cluster-critical --set extender.config.policy=distributed --set extender.config.logLevel=debug"
 	"extender-full --set mode=extender --set podDisruptionBudget.enabled=true --set registration.managedResources[0].name=nvidia.com/gpu --set service.type=NodePort --set extender.config.maxRequestBytes=128Mi --set extender.config.defaultAffinityMode=best-effort"
+	"scheduler-tls --set mode=scheduler --set tls.enabled=true --set tls.secretName=flextopo-tls"
+	"extender-tls --set mode=extender --set tls.enabled=true --set tls.secretName=flextopo-tls --set tls.clientAuth.enabled=true --set tls.clientAuth.caSecretName=scheduler-client-ca --set tls.serverName=flextopo.example.com"
 )
 
 # --- 2. lint -------------------------------------------------------------
@@ -162,7 +164,7 @@ for c in "${cases[@]}"; do
 	echo "template $name: $(kinds "$file" | wc -l) objects -> $file"
 done
 # What each mode must render.
-for f in scheduler scheduler-full; do
+for f in scheduler scheduler-full scheduler-tls; do
 	[[ -s $out/$f.yaml ]] || continue
 	expect "$out/$f.yaml" Deployment 1
 	expect "$out/$f.yaml" ConfigMap 2
@@ -174,7 +176,7 @@ for f in scheduler scheduler-full; do
 	grep -q 'kind: KubeSchedulerConfiguration' "$out/$f.yaml" || fail "$f: no KubeSchedulerConfiguration"
 	grep -q -- '- name: kube-scheduler$' "$out/$f.yaml" || fail "$f: no kube-scheduler container"
 done
-for f in extender extender-full; do
+for f in extender extender-full extender-tls; do
 	[[ -s $out/$f.yaml ]] || continue
 	expect "$out/$f.yaml" Deployment 1
 	expect "$out/$f.yaml" Service 1
@@ -197,6 +199,33 @@ if [[ -s $out/scheduler-full.yaml ]]; then
 	expect "$out/scheduler-full.yaml" Service 1
 fi
 [[ ! -s $out/extender-full.yaml ]] || expect "$out/extender-full.yaml" PodDisruptionBudget 1
+# TLS: the extender serves HTTPS with the Secret's key, which only its own
+# container mounts; kube-scheduler gets ca.crt alone and verifies serverName.
+# Without TLS nothing of it is rendered.
+for f in scheduler extender; do
+	[[ -s $out/$f.yaml ]] || continue
+	! grep -qE 'enableHTTPS: true|tlsConfig:|secretName:|flextopo-tls' "$out/$f.yaml" || fail "$f: TLS rendered while tls.enabled=false"
+	grep -q 'tlsCertFile: ""' "$out/$f.yaml" || fail "$f: tlsCertFile is not off"
+done
+if [[ -s $out/scheduler-tls.yaml ]]; then
+	f=$out/scheduler-tls.yaml
+	grep -q 'urlPrefix: "https://127.0.0.1:8888"' "$f" || fail "scheduler-tls: urlPrefix is not https on loopback"
+	grep -q 'enableHTTPS: true' "$f" || fail "scheduler-tls: enableHTTPS is not true"
+	grep -q 'serverName: "flextopo.flextopo-system.svc"' "$f" || fail "scheduler-tls: tlsConfig.serverName is not the default name"
+	grep -q 'caFile: "/etc/kubernetes/flextopo-tls/ca.crt"' "$f" || fail "scheduler-tls: tlsConfig.caFile is not the mounted ca.crt"
+	grep -q 'tlsCertFile: "/etc/flextopo-tls/tls.crt"' "$f" || fail "scheduler-tls: the extender has no certificate"
+	grep -q 'debugListen: "127.0.0.1:8889"' "$f" || fail "scheduler-tls: no plain-HTTP loopback port for the probes"
+	[[ $(grep -c '/dev/tcp/127.0.0.1/8889' "$f") -eq 2 ]] || fail "scheduler-tls: the extender's probes do not use the probe port"
+	[[ $(grep -c 'key: tls.key' "$f") -eq 1 ]] || fail "scheduler-tls: tls.key is mounted more than once"
+	[[ $(grep -c 'secretName: flextopo-tls' "$f") -eq 2 ]] || fail "scheduler-tls: want two volumes from Secret flextopo-tls (key pair, ca.crt)"
+fi
+if [[ -s $out/extender-tls.yaml ]]; then
+	f=$out/extender-tls.yaml
+	grep -q 'tlsClientCAFile: "/etc/flextopo-client-ca/ca.crt"' "$f" || fail "extender-tls: no client CA"
+	grep -q 'secretName: scheduler-client-ca' "$f" || fail "extender-tls: the client CA Secret is not mounted"
+	[[ $(grep -c 'scheme: HTTPS$' "$f") -eq 2 ]] || fail "extender-tls: the extender's probes do not use HTTPS"
+	grep -q 'targetPort: https' "$f" || fail "extender-tls: the Service does not target the https port"
+fi
 "$helm" package "$chart" --destination "$out" >"$out/package.log" 2>&1 || {
 	fail "helm package:"
 	cat "$out/package.log" >&2
@@ -221,7 +250,13 @@ bad=(
 	"registration.httpTimeout=0s|at '/registration/httpTimeout'"
 	"scheduler.percentageOfNodesToScore=101|at '/scheduler/percentageOfNodesToScore': maximum"
 	"extender.port=70000|at '/extender/port': maximum"
-	"tls.enabled=true|at '/tls/enabled': value must be false"
+	"tls.enabled=true|tls.secretName: tls.enabled needs a kubernetes.io/tls Secret"
+	"tls.clientAuth.enabled=true|tls.clientAuth.enabled: client certificates are asked for over TLS only"
+	"tls.enabled=true tls.secretName=x tls.clientAuth.enabled=true|client certificates are for mode=extender"
+	"tls.enabled=true tls.secretName=x tls.probePort=8888|tls.probePort: the probes' plain-HTTP port must differ from extender.port"
+	"tls.serverName=Flextopo_Scheduler|at '/tls/serverName'"
+	"tls.secretName=My_Secret|at '/tls/secretName'"
+	"tls.enabled=yes|at '/tls/enabled'"
 	"scheduler.name=default-scheduler|scheduler.name: default-scheduler is the name of the cluster's own scheduler"
 	"mode=extender replicaCount=2|extender mode runs exactly 1 replica"
 	"mode=extender serviceMonitor.enabled=true|the extender serves no /metrics yet"

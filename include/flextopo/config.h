@@ -6,6 +6,12 @@
  * wrong types and out-of-range values are errors that name the file and the
  * line ("flextopo.yaml:12: policy: expected packed or distributed, got
  * \"spread\""). Command-line flags override the file.
+ *
+ * Rules that span keys are checked when a file is loaded, after the whole
+ * file: tlsCertFile and tlsKeyFile both or neither, tlsClientCAFile only
+ * with them, watchBackoffInitialMs at most watchBackoffMaxMs.
+ * ft_config_set() checks the backoff order too but not the TLS pair (a
+ * command line sets one key at a time); ft_server_new() refuses half a pair.
  */
 #ifndef FLEXTOPO_CONFIG_H
 #define FLEXTOPO_CONFIG_H
@@ -29,6 +35,11 @@ typedef struct ft_config {
 		       */
 	char *
 	    debug_listen; /* "HOST:PORT" of the debug API; "" = off (default) */
+	/* PEM certificate chain and key of the extender API; "" = plain HTTP */
+	char *tls_cert_file;
+	char *tls_key_file;
+	/* PEM CAs that client certificates must chain to; "" = none asked */
+	char *tls_client_ca_file;
 	char *annotation_prefix; /* default "flextopo.io" */
 	char *kubeconfig;	 /* "" = in-cluster service account (default) */
 	char *snapshot;		 /* "" = watch the API server (default) */

@@ -5,6 +5,12 @@
  * Each request is answered from a worker thread of libmicrohttpd's internal
  * thread pool. Bodies above the configured cap are refused with HTTP 400 and a
  * JSON body naming the limit, before the body is buffered.
+ *
+ * With a certificate and key the server speaks HTTPS only (TLS through
+ * libmicrohttpd's GnuTLS backend), HTTP/1.1 inside it: kube-scheduler's Go
+ * client offers h2 by ALPN and falls back to HTTP/1.1 when the server does
+ * not pick h2. With a client CA as well, requests must come with a client
+ * certificate that chains to that CA (see ft_server_options_t).
  */
 #ifndef FLEXTOPO_SERVER_H
 #define FLEXTOPO_SERVER_H
@@ -38,7 +44,8 @@ const char *ft_http_request_query(const ft_http_request_t *req,
 /*
  * Fill `out` with an error reply {"error": "<kind>: <message>"} and count it
  * under `kind` ("bad_json", "too_large", "bad_content_type", "not_found",
- * "method_not_allowed", "internal"). Every HTTP error goes through here.
+ * "method_not_allowed", "forbidden", "internal"). Every HTTP error goes
+ * through here.
  */
 void ft_http_reply_error(ft_http_response_t *out, int status, const char *kind,
 			 const char *fmt, ...)
@@ -53,13 +60,42 @@ unsigned long ft_http_error_count(const char *kind);
 
 typedef struct ft_server ft_server_t;
 
+/*
+ * TLS. `tls_cert_file` and `tls_key_file` are PEM files: the certificate
+ * chain (leaf first) and its private key, unencrypted (PKCS#1, SEC 1 or
+ * PKCS#8). Both set: the server speaks HTTPS only. Both NULL or "": plain
+ * HTTP. One without the other is FT_EINVAL.
+ *
+ * `tls_client_ca_file` (PEM, one or more CA certificates; needs the two
+ * above) asks every client for a certificate and answers 403 "forbidden" to
+ * a request whose connection presented none, or one that does not chain to
+ * these CAs, is expired, or is not valid for TLS client authentication
+ * (extended key usage). The check runs on every request. Paths listed in
+ * `tls_public_paths` (exact paths, NULL-terminated; copied) are answered
+ * without a client certificate: health checks from the kubelet, which has
+ * none, like kube-scheduler's --authorization-always-allow-paths.
+ *
+ * The files are read, parsed and checked (the key must match the
+ * certificate) once, by ft_server_new(): a renewed certificate takes effect
+ * when the process restarts. Errors name the file.
+ */
 typedef struct ft_server_options {
-	const char *listen;    /* "HOST:PORT"; port 0 picks a free one */
-	size_t max_body_bytes; /* request body cap */
-	unsigned threads;      /* worker threads; 0 = number of cores */
+	const char *listen;	   /* "HOST:PORT"; port 0 picks a free one */
+	size_t max_body_bytes;	   /* request body cap */
+	unsigned threads;	   /* worker threads; 0 = number of cores */
+	const char *tls_cert_file; /* PEM; NULL or "" = plain HTTP */
+	const char *tls_key_file;  /* PEM; set with tls_cert_file */
+	const char *tls_client_ca_file; /* PEM; NULL or "" = no client certs */
+	const char *const *tls_public_paths; /* NULL-terminated, or NULL */
 } ft_server_options_t;
 
-/* Create, not yet started. FT_EINVAL for a bad listen address. */
+/*
+ * Create, not yet started. FT_EINVAL for a bad listen address or TLS
+ * options that do not go together, or for a TLS file that holds no usable
+ * certificate or key, or a key that does not match the certificate; FT_EIO
+ * when a TLS file cannot be read; FT_EUNAVAIL when libmicrohttpd was built
+ * without TLS and TLS is asked for.
+ */
 int ft_server_new(ft_server_t **out, const ft_server_options_t *opts);
 
 /*
@@ -71,7 +107,10 @@ int ft_server_new(ft_server_t **out, const ft_server_options_t *opts);
 int ft_server_route(ft_server_t *server, const char *method, const char *path,
 		    ft_http_handler_fn fn, void *payload);
 
-/* Bind and start serving. FT_EIO when the address cannot be bound. */
+/*
+ * Bind and start serving. FT_EIO when the address cannot be bound or
+ * libmicrohttpd refuses to start (its reason is logged).
+ */
 int ft_server_start(ft_server_t *server);
 
 /* The bound port (useful after listening on port 0). */

@@ -322,10 +322,17 @@ static int start_source(ft_app_t *app)
 
 static int start_server(ft_app_t *app)
 {
-	ft_server_options_t opts = {.listen = app->cfg.listen,
-				    .max_body_bytes =
-					app->cfg.max_request_bytes,
-				    .threads = app->cfg.threads};
+	/* The kubelet's probes carry no client certificate. */
+	static const char *const public_paths[] = {"/healthz", "/readyz", NULL};
+	ft_server_options_t opts = {
+	    .listen = app->cfg.listen,
+	    .max_body_bytes = app->cfg.max_request_bytes,
+	    .threads = app->cfg.threads,
+	    .tls_cert_file = app->cfg.tls_cert_file,
+	    .tls_key_file = app->cfg.tls_key_file,
+	    .tls_client_ca_file = app->cfg.tls_client_ca_file,
+	    .tls_public_paths = public_paths,
+	};
 	int rc;
 
 	if ((rc = ft_server_new(&app->server, &opts)) < 0 ||

@@ -28,9 +28,9 @@ static const uint64_t bucket_ns[FT_METRICS_BUCKETS] = {
 
 /* The kinds ft_http_reply_error() counts (server.h). */
 static const char *const error_kinds[] = {
-    "bad_json",	 "too_large",	       "bad_content_type",
-    "not_found", "method_not_allowed", "internal",
-    "other"};
+    "bad_json",	   "too_large",		 "bad_content_type",
+    "not_found",   "method_not_allowed", "forbidden",
+    "bad_request", "internal",		 "other"};
 
 static const char *const mode_names[2] = {"guaranteed", "best-effort"};
 static const char *const outcome_names[FT_PREEMPT_OUTCOMES] = {

@@ -84,6 +84,17 @@ static const key_spec_t schema[] = {
 	   "HOST:PORT or \"\"",
 	   "Address of the debug API (state dumps, decisions, metrics); "
 	   "\"\" turns it off."),
+    STRING("tlsCertFile", tls_cert_file, "", NULL, NULL,
+	   "PEM certificate chain (the server's own first) for HTTPS on "
+	   "listen; set with tlsKeyFile. \"\" serves plain HTTP. Read "
+	   "once at start: a renewed certificate needs a restart."),
+    STRING("tlsKeyFile", tls_key_file, "", NULL, NULL,
+	   "PEM private key (unencrypted) of tlsCertFile; both or neither."),
+    STRING("tlsClientCAFile", tls_client_ca_file, "", NULL, NULL,
+	   "PEM CA certificates; with it every request on listen must "
+	   "present a client certificate signed by one of them (403 "
+	   "otherwise), except /healthz and /readyz. Needs "
+	   "tlsCertFile. \"\" asks for none."),
     STRING("annotationPrefix", annotation_prefix, "flextopo.io",
 	   valid_subdomain, "a DNS subdomain",
 	   "DNS subdomain in front of every annotation the extender "
@@ -853,6 +864,52 @@ static int check_loaded_backoff(const loader_t *ld)
 	return check_backoff(ld->cfg, where, !initial_line && max_line);
 }
 
+/* "path:line: " of the first of the keys that the file set, else "path: ". */
+static void where_keys(char *buf, size_t size, const loader_t *ld,
+		       const char *key, const char *other)
+{
+	size_t line = key_line(ld, key);
+
+	if (!line && other)
+		line = key_line(ld, other);
+	if (line)
+		snprintf(buf, size, "%s:%zu: ", ld->name, line);
+	else
+		snprintf(buf, size, "%s: ", ld->name);
+}
+
+/*
+ * After the whole file: TLS needs both the certificate and its key, and
+ * client certificates need TLS. The line is that of the key that is set,
+ * or, when the file did not set it, of the one the file left empty.
+ */
+static int check_loaded_tls(const loader_t *ld)
+{
+	const ft_config_t *cfg = ld->cfg;
+	bool cert = cfg->tls_cert_file[0] != '\0';
+	bool key = cfg->tls_key_file[0] != '\0';
+	const char *set = cert ? "tlsCertFile" : "tlsKeyFile";
+	const char *unset = cert ? "tlsKeyFile" : "tlsCertFile";
+	char where[300];
+
+	if (cert != key) {
+		where_keys(where, sizeof(where), ld, set, unset);
+		return ft_error_set(FT_EINVAL,
+				    "%s%s: needs %s too (TLS takes both or "
+				    "neither)",
+				    where, set, unset);
+	}
+	if (!cert && cfg->tls_client_ca_file[0]) {
+		where_keys(where, sizeof(where), ld, "tlsClientCAFile", NULL);
+		return ft_error_set(FT_EINVAL,
+				    "%stlsClientCAFile: needs tlsCertFile and "
+				    "tlsKeyFile (client certificates are asked "
+				    "for over TLS only)",
+				    where);
+	}
+	return 0;
+}
+
 int ft_config_load_string(ft_config_t *cfg, const char *text, size_t len,
 			  const char *name)
 {
@@ -875,7 +932,8 @@ int ft_config_load_string(ft_config_t *cfg, const char *text, size_t len,
 	yaml_parser_set_input_string(&ld.parser, (const unsigned char *)ld.text,
 				     ld.len);
 	if ((error = load_stream(&ld)) < 0 ||
-	    (error = check_loaded_backoff(&ld)) < 0)
+	    (error = check_loaded_backoff(&ld)) < 0 ||
+	    (error = check_loaded_tls(&ld)) < 0)
 		goto cleanup;
 	ft_config_dispose(cfg);
 	*cfg = copy;

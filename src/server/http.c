@@ -26,7 +26,14 @@
  * Routes are written before ft_server_start() and only read afterwards, so the
  * worker threads share them without a lock. The per-kind error counters are
  * process-wide atomics because ft_http_error_count() takes no server.
+ *
+ * With TLS (tls.c) libmicrohttpd does the handshakes and record layer through
+ * GnuTLS; a request from a connection without an acceptable client
+ * certificate is one more refusal known from the headers, answered 403 after
+ * its body like the others.
  */
+#include "tls.h"
+
 #include <flextopo/error.h>
 #include <flextopo/log.h>
 #include <flextopo/server.h>
@@ -77,6 +84,7 @@ struct ft_server {
 	size_t routes_cap;
 	struct MHD_Daemon *daemon;
 	unsigned port;
+	ft_tls_t *tls; /* NULL: plain HTTP */
 };
 
 typedef struct request_state {
@@ -93,9 +101,9 @@ typedef struct request_state {
 /* ---- error replies and their counters ---- */
 
 static const char *const error_kinds[] = {
-    "bad_json",	 "too_large",	       "bad_content_type",
-    "not_found", "method_not_allowed", "internal",
-    "other",
+    "bad_json",	   "too_large",		 "bad_content_type",
+    "not_found",   "method_not_allowed", "forbidden",
+    "bad_request", "internal",		 "other",
 };
 
 #define ERROR_KINDS	 (sizeof(error_kinds) / sizeof(error_kinds[0]))
@@ -620,6 +628,28 @@ static int expects_continue(struct MHD_Connection *connection)
 }
 
 /*
+ * Refuse, with 403, a request that needs a client certificate and comes
+ * without an acceptable one (tls.c decides). Returns 1 when refused.
+ */
+static int check_client(request_state_t *state, const ft_server_t *server,
+			struct MHD_Connection *connection, const char *url)
+{
+	const union MHD_ConnectionInfo *info = NULL;
+	char why[512];
+
+	if (!server->tls)
+		return 0;
+	info = MHD_get_connection_info(connection,
+				       MHD_CONNECTION_INFO_GNUTLS_SESSION);
+	if (ft_tls_client_allowed(why, sizeof(why), server->tls,
+				  info ? info->tls_session : NULL, url))
+		return 0;
+	state->rejected = 1;
+	ft_http_reply_error(&state->reject, 403, "forbidden", "%s", why);
+	return 1;
+}
+
+/*
  * What the headers decide: the route, or a pending rejection. Returns 1 when
  * the rejection must be sent now, before any body is read, and -1 without
  * memory.
@@ -636,6 +666,10 @@ static int check_headers(request_state_t *state, const ft_server_t *server,
 {
 	long long length = content_length(connection);
 
+	if (check_client(state, server, connection, url) != 0)
+		return expects_continue(connection) ||
+		       (length > 0 &&
+			(unsigned long long)length > DRAIN_MAX_BYTES);
 	if (length > 0 && (unsigned long long)length > server->max_body_bytes) {
 		reject_too_large(state, server->max_body_bytes);
 		return expects_continue(connection) ||
@@ -820,6 +854,20 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 
 /* ---- server lifetime ---- */
 
+/* Read the TLS files, when there are any, once libmicrohttpd can use them. */
+static int new_tls(ft_server_t *server, const ft_server_options_t *opts)
+{
+	int wants_tls = (opts->tls_cert_file && opts->tls_cert_file[0]) ||
+			(opts->tls_key_file && opts->tls_key_file[0]);
+
+	if (wants_tls && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
+		return ft_error_set(FT_EUNAVAIL,
+				    "listen \"%s\": TLS asked for, but this "
+				    "libmicrohttpd was built without it",
+				    opts->listen);
+	return ft_tls_new(&server->tls, opts);
+}
+
 int ft_server_new(ft_server_t **out, const ft_server_options_t *opts)
 {
 	ft_server_t *server = NULL;
@@ -835,6 +883,8 @@ int ft_server_new(ft_server_t **out, const ft_server_options_t *opts)
 		goto cleanup;
 	}
 	rc = resolve_listen(&server->addrs, opts->listen);
+	if (rc == 0)
+		rc = new_tls(server, opts);
 	if (rc != 0)
 		goto cleanup;
 	server->max_body_bytes = opts->max_body_bytes;
@@ -856,13 +906,41 @@ static unsigned worker_threads(const ft_server_t *server)
 	return cores > 0 ? (unsigned)cores : 1;
 }
 
-static unsigned daemon_flags(void)
+static unsigned daemon_flags(const ft_server_t *server)
 {
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
 
+	if (server->tls)
+		flags |= MHD_USE_TLS;
 	if (MHD_is_feature_supported(MHD_FEATURE_EPOLL) == MHD_YES)
 		return flags | MHD_USE_EPOLL;
 	return flags | MHD_USE_POLL;
+}
+
+/*
+ * The options that vary: the thread pool and the TLS credentials, which
+ * libmicrohttpd copies into GnuTLS when it starts. `out` holds 5 items.
+ */
+static void daemon_options(struct MHD_OptionItem *out,
+			   const ft_server_t *server)
+{
+	unsigned threads = worker_threads(server);
+	size_t n = 0;
+
+	/* A pool of 1 is refused: one worker is the polling thread itself. */
+	if (threads > 1)
+		out[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE,
+						   threads, NULL};
+	if (server->tls) {
+		out[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0,
+						   server->tls->cert};
+		out[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0,
+						   server->tls->key};
+	}
+	if (server->tls && server->tls->client_ca)
+		out[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST,
+						   0, server->tls->client_ca};
+	out[n] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
 }
 
 /*
@@ -873,20 +951,15 @@ static unsigned daemon_flags(void)
  */
 static int start_daemon(ft_server_t *server, int fd)
 {
-	struct MHD_OptionItem pool[2] = {{MHD_OPTION_END, 0, NULL},
-					 {MHD_OPTION_END, 0, NULL}};
-	unsigned threads = worker_threads(server);
+	struct MHD_OptionItem options[5];
 
-	/* A pool of 1 is refused: one worker is the polling thread itself. */
-	if (threads > 1)
-		pool[0] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE,
-						  threads, NULL};
+	daemon_options(options, server);
 	server->daemon = MHD_start_daemon(
-	    daemon_flags(), 0, NULL, NULL, on_request, server,
+	    daemon_flags(server), 0, NULL, NULL, on_request, server,
 	    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
 	    MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED,
 	    on_completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
-	    CONNECTION_TIMEOUT_S, MHD_OPTION_ARRAY, pool, MHD_OPTION_END);
+	    CONNECTION_TIMEOUT_S, MHD_OPTION_ARRAY, options, MHD_OPTION_END);
 	if (!server->daemon)
 		return ft_error_set(
 		    FT_EIO, "listen \"%s\": libmicrohttpd did not start",
@@ -910,8 +983,11 @@ int ft_server_start(ft_server_t *server)
 	if (rc != 0)
 		return rc;
 	server->port = port;
-	ft_log(FT_LOG_INFO, NULL, NULL, NULL, NULL, "listening on %s (port %u)",
-	       server->listen, server->port);
+	ft_log(FT_LOG_INFO, NULL, NULL, NULL, NULL,
+	       "listening on %s (port %u, %s)", server->listen, server->port,
+	       !server->tls		? "plain HTTP"
+	       : server->tls->client_ca ? "HTTPS, client certificates required"
+					: "HTTPS");
 	return 0;
 }
 
@@ -933,6 +1009,7 @@ void ft_server_free(ft_server_t *server)
 	free(server->routes);
 	if (server->addrs)
 		freeaddrinfo(server->addrs);
+	ft_tls_free(server->tls);
 	free(server->listen);
 	free(server);
 }

@@ -14,6 +14,9 @@ package e2e
 //     extender with the files and command lines the chart renders
 //     (scheduler mode), under the chart's service account, and schedules a
 //     GPU pod through them with schedulerName flextopo-scheduler.
+//   - TestChartSchedulesOverTLS does the same with tls.enabled: a CA and a
+//     serving certificate made by the test stand in for the Secret, the
+//     extender serves HTTPS and kube-scheduler verifies it.
 //
 // HELM names the helm binary (scripts/chart-check.sh builds it and sets it
 // with --e2e). Without HELM the tests skip, or fail when CI=true.
@@ -21,10 +24,19 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/base64"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
+	"net/http"
 	"os"
 	"os/exec"
 	"path"
@@ -348,6 +360,22 @@ func TestChartServerSideDryRun(t *testing.T) {
 				"RoleBinding", "ServiceAccount"},
 		},
 		{
+			name: "scheduler-tls",
+			sets: []string{"mode=scheduler", "tls.enabled=true", "tls.secretName=flextopo-tls"},
+			wantKinds: []string{"ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "ClusterRoleBinding",
+				"ClusterRoleBinding", "ConfigMap", "ConfigMap", "Deployment", "Role", "RoleBinding", "RoleBinding", "ServiceAccount"},
+			notes: []string{"kube-scheduler calls it over HTTPS", "for the name \"flextopo.chart-dry-scheduler-tls.svc\"",
+				"rollout restart deployment/flextopo"},
+		},
+		{
+			name:      "extender-tls",
+			sets:      []string{"mode=extender", "tls.enabled=true", "tls.secretName=flextopo-tls", "tls.clientAuth.enabled=true"},
+			wantKinds: []string{"ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "Service", "ServiceAccount"},
+			notes: []string{"urlPrefix: \"https://flextopo.chart-dry-extender-tls.svc:8888\"", "enableHTTPS: true",
+				"serverName: \"flextopo.chart-dry-extender-tls.svc\"", "caFile:", "certFile:", "keyFile:",
+				"needs a client certificate"},
+		},
+		{
 			name: "extender-pdb",
 			sets: []string{"mode=extender", "podDisruptionBudget.enabled=true", "service.type=NodePort",
 				"registration.managedResources[0].name=nvidia.com/gpu"},
@@ -664,6 +692,132 @@ func chartExtenderBinary(c *cluster) string {
 	return bin
 }
 
+// chartSecretFile returns the Secret and the key in it that a container
+// sees at file: it follows the volumeMount and the Secret volume's items, so
+// the test also checks the Deployment's wiring of the TLS files.
+func chartSecretFile(t *testing.T, dep *unstructured.Unstructured, ctr map[string]interface{}, file string) (secret, key string) {
+	t.Helper()
+	mounts, _, _ := unstructured.NestedSlice(ctr, "volumeMounts")
+	volName := ""
+	for _, m := range mounts {
+		mm, _ := m.(map[string]interface{})
+		if mm["mountPath"] == path.Dir(file) {
+			volName, _ = mm["name"].(string)
+		}
+	}
+	if volName == "" {
+		t.Fatalf("container %s: nothing mounted at %s", ctr["name"], path.Dir(file))
+	}
+	vols, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "volumes")
+	for _, v := range vols {
+		vm, _ := v.(map[string]interface{})
+		if vm["name"] != volName {
+			continue
+		}
+		secret, _, _ = unstructured.NestedString(vm, "secret", "secretName")
+		if secret == "" {
+			t.Fatalf("volume %s (mounted at %s in %s) is not a Secret volume", volName, path.Dir(file), ctr["name"])
+		}
+		items, found, _ := unstructured.NestedSlice(vm, "secret", "items")
+		if !found {
+			return secret, path.Base(file)
+		}
+		for _, it := range items {
+			im, _ := it.(map[string]interface{})
+			if im["path"] == path.Base(file) {
+				k, _ := im["key"].(string)
+				return secret, k
+			}
+		}
+		t.Fatalf("volume %s of Secret %s has no item at %s", volName, secret, path.Base(file))
+	}
+	t.Fatalf("no volume %s", volName)
+	return "", ""
+}
+
+// chartTLSSecret is what a kubernetes.io/tls Secret made by cert-manager
+// holds: a CA, and a serving certificate for serverName that it signed,
+// with an ECDSA key in SEC 1 form ("EC PRIVATE KEY", cert-manager's form).
+// Written under dir/<secret>/<key>, where the test points the rewritten
+// paths.
+type chartTLSSecret struct {
+	name  string
+	dir   string
+	data  map[string][]byte
+	caPEM []byte
+}
+
+func newChartTLSSecret(t *testing.T, dir, name, serverName string) *chartTLSSecret {
+	t.Helper()
+	now := time.Now()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "flextopo-chart-e2e-ca"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true, IsCA: true,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: serverName},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:    []string{serverName},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &chartTLSSecret{name: name, dir: filepath.Join(dir, name), data: map[string][]byte{
+		"ca.crt":  pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
+		"tls.crt": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		"tls.key": pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
+	}}
+	s.caPEM = s.data["ca.crt"]
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range s.data {
+		if err := os.WriteFile(filepath.Join(s.dir, k), v, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+// localPath maps a file the rendered pod sees (a Secret mount) to the test's
+// copy of it, checking that it comes from this Secret.
+func (s *chartTLSSecret) localPath(t *testing.T, dep *unstructured.Unstructured, ctr map[string]interface{}, file string) string {
+	t.Helper()
+	secret, key := chartSecretFile(t, dep, ctr, file)
+	if secret != s.name {
+		t.Fatalf("container %s reads %s from Secret %s, want %s", ctr["name"], file, secret, s.name)
+	}
+	if _, ok := s.data[key]; !ok {
+		t.Fatalf("container %s reads %s from key %q of Secret %s, which a kubernetes.io/tls Secret does not have", ctr["name"], file, key, secret)
+	}
+	return filepath.Join(s.dir, key)
+}
+
 // TestChartSchedulesWithItsConfiguration runs what the chart's scheduler
 // mode runs, on loopback and under the chart's service account: the
 // extender with the rendered flextopo.yaml and its container's arguments,
@@ -672,16 +826,35 @@ func chartExtenderBinary(c *cluster) string {
 // the rendered exec probes. Then a pod with schedulerName
 // flextopo-scheduler is scheduled and bound through them.
 func TestChartSchedulesWithItsConfiguration(t *testing.T) {
+	chartSchedules(t, false)
+}
+
+// TestChartSchedulesOverTLS is the same with tls.enabled: the extender
+// serves HTTPS with a certificate for the rendered tlsConfig.serverName and
+// kube-scheduler verifies it with the CA it finds at the rendered caFile
+// (both files are followed through the Deployment's Secret volumes). Go's
+// client offers h2 by ALPN and the extender answers HTTP/1.1; the pod is
+// bound only if kube-scheduler's real HTTPS calls to every verb work.
+func TestChartSchedulesOverTLS(t *testing.T) {
+	chartSchedules(t, true)
+}
+
+func chartSchedules(t *testing.T, withTLS bool) {
 	e := requireChart(t)
 	c := e.c
 	testenv := os.Getenv("K8S_TESTENV")
-	ns := "chart-run"
+	name, id, sets := "chart-run", "chart", []string{"mode=scheduler"}
+	if withTLS {
+		name, id = "chart-run-tls", "chart-tls"
+		sets = append(sets, "tls.enabled=true", "tls.secretName=flextopo-tls")
+	}
+	ns := name
 	e.createNamespace(ns)
-	r := e.render(ns, "mode=scheduler")
+	r := e.render(ns, sets...)
 	e.applyForReal(chartRBACObjects(r))
 	dep := r.one(t, "Deployment", "")
 	sa := r.one(t, "ServiceAccount", "")
-	dir, err := c.dir("chart-run")
+	dir, err := c.dir(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -698,7 +871,7 @@ func TestChartSchedulesWithItsConfiguration(t *testing.T) {
 	kubeconfig := e.chartKubeconfig(dir, tr.Status.Token)
 
 	// Nodes first, so that the extender's first list holds them.
-	s := newScenario(t, c, "chart")
+	s := newScenario(t, c, id)
 	var nvlink, pcie string
 	extBin := chartExtenderBinary(c)
 	haveExtender := isExecutable(extBin)
@@ -712,87 +885,7 @@ func TestChartSchedulesWithItsConfiguration(t *testing.T) {
 		nvlink = s.addTopologyNode("nvlink", nb.build())
 	}
 
-	// --- the extender container ---
-	extCtr := chartContainer(t, dep, "extender")
-	extArgs := chartArgs(extCtr)
-	if len(extArgs) < 3 || path.Base(extArgs[0]) != "flextopo-extender" {
-		t.Fatalf("extender container runs %v, want flextopo-extender --config FILE", extArgs)
-	}
-	extPort, err := freePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var extURL string
-	for i := 1; i < len(extArgs); i++ {
-		if extArgs[i] == "--config" && i+1 < len(extArgs) {
-			cfg := chartMountedFile(t, r, dep, extCtr, extArgs[i+1])
-			var m map[string]interface{}
-			if err := yaml.Unmarshal([]byte(cfg), &m); err != nil {
-				t.Fatalf("rendered flextopo.yaml: %v", err)
-			}
-			if m["listen"] != "127.0.0.1:8888" || m["kubeconfig"] != "" || m["snapshot"] != "" {
-				t.Errorf("rendered flextopo.yaml: listen %v, kubeconfig %q, snapshot %q; want 127.0.0.1:8888 and in-cluster watch",
-					m["listen"], m["kubeconfig"], m["snapshot"])
-			}
-			p := filepath.Join(dir, "flextopo.yaml")
-			if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			extArgs[i+1] = p
-		}
-	}
-	if haveExtender {
-		// The file as rendered; the in-cluster account and the fixed
-		// port are replaced by flags (which override the file).
-		args := append(extArgs[1:], "--kubeconfig", kubeconfig, "--listen", hostPort(extPort))
-		ext := chartProcess(t, "chart-extender", dir, extBin, args...)
-		extURL = "http://" + hostPort(extPort)
-		if err := waitHTTP(ext, httpClient(nil), extURL+"/readyz", nil, 60*time.Second, func(code int, _ string) bool {
-			return code == 200
-		}); err != nil {
-			t.Fatalf("extender with the chart's flextopo.yaml: %v", err)
-		}
-		// The rendered exec probes, pointed at this port.
-		for _, probe := range []string{"livenessProbe", "readinessProbe"} {
-			cmd, found, _ := unstructured.NestedStringSlice(extCtr, probe, "exec", "command")
-			if !found || len(cmd) == 0 {
-				t.Errorf("extender %s: no exec command", probe)
-				continue
-			}
-			for i := range cmd {
-				cmd[i] = strings.ReplaceAll(cmd[i], "/dev/tcp/127.0.0.1/8888", fmt.Sprintf("/dev/tcp/127.0.0.1/%d", extPort))
-			}
-			pcx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			out, err := exec.CommandContext(pcx, cmd[0], cmd[1:]...).CombinedOutput()
-			cancel()
-			if err != nil {
-				t.Errorf("extender %s %q: %v: %s", probe, cmd, err, out)
-			}
-		}
-		// And a probe of a port nobody listens on must fail.
-		if cmd, found, _ := unstructured.NestedStringSlice(extCtr, "livenessProbe", "exec", "command"); found && len(cmd) > 0 {
-			closed, err := freePort()
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i := range cmd {
-				cmd[i] = strings.ReplaceAll(cmd[i], "/dev/tcp/127.0.0.1/8888", fmt.Sprintf("/dev/tcp/127.0.0.1/%d", closed))
-			}
-			pcx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			if exec.CommandContext(pcx, cmd[0], cmd[1:]...).Run() == nil {
-				t.Errorf("the liveness probe passes against a closed port")
-			}
-			cancel()
-		}
-	} else {
-		if isCI() {
-			t.Fatalf("extender binary %s not found", extBin)
-		}
-		t.Logf("no extender binary at %s: loading the scheduler configuration only", extBin)
-		extURL = "http://" + hostPort(extPort) // never called: no pod is created
-	}
-
-	// --- the kube-scheduler container ---
+	// --- the kube-scheduler container's configuration ---
 	schedCtr := chartContainer(t, dep, "kube-scheduler")
 	schedArgs := chartArgs(schedCtr)
 	if len(schedArgs) < 2 || schedArgs[0] != "kube-scheduler" {
@@ -812,6 +905,130 @@ func TestChartSchedulesWithItsConfiguration(t *testing.T) {
 	if err := yaml.Unmarshal([]byte(cfgRaw), &cfg); err != nil {
 		t.Fatalf("rendered KubeSchedulerConfiguration: %v", err)
 	}
+	exts, _ := cfg["extenders"].([]interface{})
+	if len(exts) != 1 {
+		t.Fatalf("extenders %v, want one", exts)
+	}
+	ext0 := exts[0].(map[string]interface{})
+	scheme := "http"
+	var secret *chartTLSSecret
+	if withTLS {
+		scheme = "https"
+		tc, _ := ext0["tlsConfig"].(map[string]interface{})
+		wantName := dep.GetName() + "." + ns + ".svc"
+		if ext0["enableHTTPS"] != true || tc == nil || tc["serverName"] != wantName || tc["insecure"] == true {
+			t.Fatalf("extenders[0]: enableHTTPS %v, tlsConfig %v; want true and serverName %s, verified", ext0["enableHTTPS"], tc, wantName)
+		}
+		caFile, _ := tc["caFile"].(string)
+		if caFile == "" || tc["caData"] != nil {
+			t.Fatalf("extenders[0].tlsConfig %v: want the CA as caFile, from the Secret", tc)
+		}
+		secret = newChartTLSSecret(t, dir, "flextopo-tls", wantName)
+		tc["caFile"] = secret.localPath(t, dep, schedCtr, caFile)
+	} else if ext0["enableHTTPS"] != false || ext0["tlsConfig"] != nil {
+		t.Errorf("extenders[0]: enableHTTPS %v, tlsConfig %v; want plain HTTP", ext0["enableHTTPS"], ext0["tlsConfig"])
+	}
+
+	// --- the extender container ---
+	extCtr := chartContainer(t, dep, "extender")
+	extArgs := chartArgs(extCtr)
+	if len(extArgs) < 3 || path.Base(extArgs[0]) != "flextopo-extender" {
+		t.Fatalf("extender container runs %v, want flextopo-extender --config FILE", extArgs)
+	}
+	extPort, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The probes' port as rendered, and where it is here.
+	probeFrom, probeTo := "/dev/tcp/127.0.0.1/8888", fmt.Sprintf("/dev/tcp/127.0.0.1/%d", extPort)
+	var extURL string
+	for i := 1; i < len(extArgs); i++ {
+		if extArgs[i] == "--config" && i+1 < len(extArgs) {
+			cfg := chartMountedFile(t, r, dep, extCtr, extArgs[i+1])
+			var m map[string]interface{}
+			if err := yaml.Unmarshal([]byte(cfg), &m); err != nil {
+				t.Fatalf("rendered flextopo.yaml: %v", err)
+			}
+			if m["listen"] != "127.0.0.1:8888" || m["kubeconfig"] != "" || m["snapshot"] != "" {
+				t.Errorf("rendered flextopo.yaml: listen %v, kubeconfig %q, snapshot %q; want 127.0.0.1:8888 and in-cluster watch",
+					m["listen"], m["kubeconfig"], m["snapshot"])
+			}
+			if withTLS {
+				cfg, probeFrom, probeTo = chartTLSExtenderConfig(t, m, secret, dep, extCtr)
+			} else if m["tlsCertFile"] != "" || m["tlsKeyFile"] != "" || m["debugListen"] != "" {
+				t.Errorf("rendered flextopo.yaml: tlsCertFile %q, tlsKeyFile %q, debugListen %q; want all off",
+					m["tlsCertFile"], m["tlsKeyFile"], m["debugListen"])
+			}
+			p := filepath.Join(dir, "flextopo.yaml")
+			if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			extArgs[i+1] = p
+		}
+	}
+	extURL = scheme + "://" + hostPort(extPort)
+	if haveExtender {
+		// The file as rendered; the in-cluster account and the fixed
+		// port are replaced by flags (which override the file).
+		args := append(extArgs[1:], "--kubeconfig", kubeconfig, "--listen", hostPort(extPort))
+		ext := chartProcess(t, "chart-extender", dir, extBin, args...)
+		client := httpClient(nil)
+		if withTLS {
+			client = chartTLSClient(secret.caPEM, ext0["tlsConfig"].(map[string]interface{})["serverName"].(string))
+		}
+		if err := waitHTTP(ext, client, extURL+"/readyz", nil, 60*time.Second, func(code int, _ string) bool {
+			return code == 200
+		}); err != nil {
+			t.Fatalf("extender with the chart's flextopo.yaml: %v", err)
+		}
+		if withTLS {
+			chartCheckTLSExtender(t, client, extURL, extPort)
+		}
+		// The rendered exec probes, pointed at this port.
+		for _, probe := range []string{"livenessProbe", "readinessProbe"} {
+			cmd, found, _ := unstructured.NestedStringSlice(extCtr, probe, "exec", "command")
+			if !found || len(cmd) == 0 {
+				t.Errorf("extender %s: no exec command", probe)
+				continue
+			}
+			rewritten := false
+			for i := range cmd {
+				rewritten = rewritten || strings.Contains(cmd[i], probeFrom)
+				cmd[i] = strings.ReplaceAll(cmd[i], probeFrom, probeTo)
+			}
+			if !rewritten {
+				t.Errorf("extender %s %q does not call %s", probe, cmd, probeFrom)
+			}
+			pcx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			out, err := exec.CommandContext(pcx, cmd[0], cmd[1:]...).CombinedOutput()
+			cancel()
+			if err != nil {
+				t.Errorf("extender %s %q: %v: %s", probe, cmd, err, out)
+			}
+		}
+		// And a probe of a port nobody listens on must fail.
+		if cmd, found, _ := unstructured.NestedStringSlice(extCtr, "livenessProbe", "exec", "command"); found && len(cmd) > 0 {
+			closed, err := freePort()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range cmd {
+				cmd[i] = strings.ReplaceAll(cmd[i], probeFrom, fmt.Sprintf("/dev/tcp/127.0.0.1/%d", closed))
+			}
+			pcx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			if exec.CommandContext(pcx, cmd[0], cmd[1:]...).Run() == nil {
+				t.Errorf("the liveness probe passes against a closed port")
+			}
+			cancel()
+		}
+	} else {
+		if isCI() {
+			t.Fatalf("extender binary %s not found", extBin)
+		}
+		t.Logf("no extender binary at %s: loading the scheduler configuration only", extBin)
+	}
+
+	// --- the kube-scheduler container ---
 	le, _ := cfg["leaderElection"].(map[string]interface{})
 	if le["leaderElect"] != true || le["resourceNamespace"] != ns || le["resourceName"] != dep.GetName() {
 		t.Errorf("leaderElection %v: want leaderElect true on Lease %s/%s", le, ns, dep.GetName())
@@ -820,20 +1037,16 @@ func TestChartSchedulesWithItsConfiguration(t *testing.T) {
 	if len(profiles) != 1 || profiles[0].(map[string]interface{})["schedulerName"] != chartSchedName {
 		t.Errorf("profiles %v, want one named %s", profiles, chartSchedName)
 	}
-	exts, _ := cfg["extenders"].([]interface{})
-	if len(exts) != 1 {
-		t.Fatalf("extenders %v, want one", exts)
-	}
-	ext0 := exts[0].(map[string]interface{})
-	if ext0["urlPrefix"] != "http://127.0.0.1:8888" || ext0["nodeCacheCapable"] != true {
-		t.Errorf("extenders[0] %v: want urlPrefix http://127.0.0.1:8888 and nodeCacheCapable true", ext0)
+	if ext0["urlPrefix"] != scheme+"://127.0.0.1:8888" || ext0["nodeCacheCapable"] != true {
+		t.Errorf("extenders[0] %v: want urlPrefix %s://127.0.0.1:8888 and nodeCacheCapable true", ext0, scheme)
 	}
 	for _, verb := range []string{"filter", "prioritize", "preempt", "bind"} {
 		if ext0[verb+"Verb"] != verb {
 			t.Errorf("extenders[0].%sVerb = %v, want %s", verb, ext0[verb+"Verb"], verb)
 		}
 	}
-	// Only what ties it to the pod changes: the account and the port.
+	// Only what ties it to the pod changes: the account, the port and (with
+	// TLS) where the CA file is.
 	cc, _ := cfg["clientConnection"].(map[string]interface{})
 	if cc == nil {
 		t.Fatalf("no clientConnection in %s", cfgRaw)
@@ -863,9 +1076,9 @@ func TestChartSchedulesWithItsConfiguration(t *testing.T) {
 	// The probe the chart gives kube-scheduler: HTTPS /healthz on the
 	// secure port.
 	lp, _, _ := unstructured.NestedString(schedCtr, "livenessProbe", "httpGet", "path")
-	scheme, _, _ := unstructured.NestedString(schedCtr, "livenessProbe", "httpGet", "scheme")
-	if lp != "/healthz" || scheme != "HTTPS" {
-		t.Errorf("kube-scheduler liveness probe %s %s, want HTTPS /healthz", scheme, lp)
+	probeScheme, _, _ := unstructured.NestedString(schedCtr, "livenessProbe", "httpGet", "scheme")
+	if lp != "/healthz" || probeScheme != "HTTPS" {
+		t.Errorf("kube-scheduler liveness probe %s %s, want HTTPS /healthz", probeScheme, lp)
 	}
 	if err := waitHTTP(sched, httpClient(nil), "https://"+hostPort(schedPort)+"/healthz", nil, 90*time.Second, func(code int, _ string) bool {
 		return code == 200
@@ -938,5 +1151,79 @@ func TestChartSchedulesWithItsConfiguration(t *testing.T) {
 	}
 	if err := sched.checkAlive(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// chartTLSExtenderConfig checks the TLS part of the rendered flextopo.yaml
+// (scheduler mode) and points it at the test's files and a free probe port.
+// It returns the configuration to run and the probes' rendered and local
+// /dev/tcp targets.
+func chartTLSExtenderConfig(t *testing.T, m map[string]interface{}, secret *chartTLSSecret, dep *unstructured.Unstructured, extCtr map[string]interface{}) (cfg, probeFrom, probeTo string) {
+	t.Helper()
+	certFile, _ := m["tlsCertFile"].(string)
+	keyFile, _ := m["tlsKeyFile"].(string)
+	if certFile == "" || keyFile == "" || m["tlsClientCAFile"] != "" {
+		t.Fatalf("rendered flextopo.yaml: tlsCertFile %q, tlsKeyFile %q, tlsClientCAFile %q; want a key pair and no client CA",
+			m["tlsCertFile"], m["tlsKeyFile"], m["tlsClientCAFile"])
+	}
+	m["tlsCertFile"] = secret.localPath(t, dep, extCtr, certFile)
+	m["tlsKeyFile"] = secret.localPath(t, dep, extCtr, keyFile)
+	if filepath.Base(m["tlsCertFile"].(string)) != "tls.crt" || filepath.Base(m["tlsKeyFile"].(string)) != "tls.key" {
+		t.Errorf("the extender reads %s and %s of the Secret, want tls.crt and tls.key", m["tlsCertFile"], m["tlsKeyFile"])
+	}
+	// The probes speak plain HTTP to the debug API on loopback.
+	debug, _ := m["debugListen"].(string)
+	if !strings.HasPrefix(debug, "127.0.0.1:") || debug == "127.0.0.1:8888" {
+		t.Fatalf("rendered flextopo.yaml: debugListen %q, want a loopback port for the probes other than 8888", debug)
+	}
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m["debugListen"] = hostPort(port)
+	out, err := yaml.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out), "/dev/tcp/" + strings.Replace(debug, ":", "/", 1), fmt.Sprintf("/dev/tcp/127.0.0.1/%d", port)
+}
+
+// chartTLSClient trusts only caPEM, checks the certificate for serverName
+// and, like kube-scheduler's transport, offers h2 by ALPN.
+func chartTLSClient(caPEM []byte, serverName string) *http.Client {
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		TLSClientConfig:   &tls.Config{RootCAs: pool, ServerName: serverName, MinVersion: tls.VersionTLS12},
+		ForceAttemptHTTP2: true,
+	}}
+}
+
+// chartCheckTLSExtender: the extender answers HTTP/1.1 inside TLS to a
+// client that offers h2, refuses plain HTTP, and a client that checks
+// another name refuses it.
+func chartCheckTLSExtender(t *testing.T, client *http.Client, extURL string, extPort int) {
+	t.Helper()
+	resp, err := client.Get(extURL + "/healthz")
+	if err != nil {
+		t.Fatalf("GET %s/healthz over TLS: %v", extURL, err)
+	}
+	resp.Body.Close()
+	if resp.TLS == nil {
+		t.Fatalf("GET %s/healthz: no TLS connection state", extURL)
+	}
+	if resp.Proto != "HTTP/1.1" || resp.TLS.NegotiatedProtocol == "h2" {
+		t.Errorf("GET /healthz: %s, ALPN %q; want HTTP/1.1 (no h2)", resp.Proto, resp.TLS.NegotiatedProtocol)
+	}
+	t.Logf("extender over TLS: %s, %s, ALPN %q", resp.Proto, tls.VersionName(resp.TLS.Version), resp.TLS.NegotiatedProtocol)
+	if resp, err := httpClient(nil).Get("http://" + hostPort(extPort) + "/healthz"); err == nil {
+		resp.Body.Close()
+		t.Errorf("plain HTTP to the TLS port answered %s", resp.Status)
+	}
+	other := client.Transport.(*http.Transport).Clone()
+	other.TLSClientConfig.ServerName = "someone-else.example.com"
+	if resp, err := (&http.Client{Timeout: 5 * time.Second, Transport: other}).Get(extURL + "/healthz"); err == nil {
+		resp.Body.Close()
+		t.Errorf("a client checking another server name accepted the extender's certificate")
 	}
 }

@@ -27,6 +27,9 @@
 static const char *const all_keys[] = {
     "listen",
     "debugListen",
+    "tlsCertFile",
+    "tlsKeyFile",
+    "tlsClientCAFile",
     "annotationPrefix",
     "kubeconfig",
     "snapshot",
@@ -49,6 +52,9 @@ static void assert_config_equal(const ft_config_t *a, const ft_config_t *b)
 {
 	assert_string_equal(a->listen, b->listen);
 	assert_string_equal(a->debug_listen, b->debug_listen);
+	assert_string_equal(a->tls_cert_file, b->tls_cert_file);
+	assert_string_equal(a->tls_key_file, b->tls_key_file);
+	assert_string_equal(a->tls_client_ca_file, b->tls_client_ca_file);
 	assert_string_equal(a->annotation_prefix, b->annotation_prefix);
 	assert_string_equal(a->kubeconfig, b->kubeconfig);
 	assert_string_equal(a->snapshot, b->snapshot);
@@ -123,6 +129,9 @@ static void test_config__defaults(void **state)
 	assert_int_equal(ft_config_init(&cfg), 0);
 	assert_string_equal(cfg.listen, "0.0.0.0:8888");
 	assert_string_equal(cfg.debug_listen, "");
+	assert_string_equal(cfg.tls_cert_file, "");
+	assert_string_equal(cfg.tls_key_file, "");
+	assert_string_equal(cfg.tls_client_ca_file, "");
 	assert_string_equal(cfg.annotation_prefix, "flextopo.io");
 	assert_string_equal(cfg.kubeconfig, "");
 	assert_string_equal(cfg.snapshot, "");
@@ -240,6 +249,10 @@ static void test_config__full_file(void **state)
 	    ft_config_load_file(&cfg, FT_FIXTURES_DIR "/config/full.yaml"), 0);
 	assert_string_equal(cfg.listen, "[::1]:9443");
 	assert_string_equal(cfg.debug_listen, "127.0.0.1:6060");
+	assert_string_equal(cfg.tls_cert_file, "/etc/flextopo/tls/tls.crt");
+	assert_string_equal(cfg.tls_key_file, "/etc/flextopo/tls/tls.key");
+	assert_string_equal(cfg.tls_client_ca_file,
+			    "/etc/flextopo/tls/client-ca.crt");
 	assert_string_equal(cfg.annotation_prefix, "topo.example.com");
 	assert_string_equal(cfg.kubeconfig, "/etc/flextopo/kubeconfig");
 	assert_string_equal(cfg.snapshot, "snapshots/cluster state.yaml");
@@ -505,7 +518,8 @@ static void test_config__error_unknown_key(void **state)
 	assert_load_fails(
 	    "listen: 0.0.0.0:1\nthread: 4\n",
 	    "t.yaml:2: unknown key \"thread\" (known keys: listen, "
-	    "debugListen, annotationPrefix, kubeconfig, snapshot, "
+	    "debugListen, tlsCertFile, tlsKeyFile, tlsClientCAFile, "
+	    "annotationPrefix, kubeconfig, snapshot, "
 	    "logLevel, gpuResource, migResourcePrefix, "
 	    "defaultAffinityMode, policy, maxRequestBytes, threads, "
 	    "apiTimeoutMs, watchBackoffInitialMs, watchBackoffMaxMs, "
@@ -548,7 +562,8 @@ static void test_config__error_non_scalars(void **state)
 			  "mapping");
 	assert_load_fails("a: &x 1\n",
 			  "t.yaml:1: unknown key \"a\" (known keys: listen, "
-			  "debugListen, annotationPrefix, kubeconfig, "
+			  "debugListen, tlsCertFile, tlsKeyFile, "
+			  "tlsClientCAFile, annotationPrefix, kubeconfig, "
 			  "snapshot, logLevel, gpuResource, migResourcePrefix, "
 			  "defaultAffinityMode, policy, maxRequestBytes, "
 			  "threads, apiTimeoutMs, watchBackoffInitialMs, "
@@ -693,11 +708,59 @@ static void test_config__set_overrides(void **state)
 			 "\"spread\"");
 	assert_set_fails("nope", "1",
 			 "unknown key \"nope\" (known keys: listen, "
-			 "debugListen, annotationPrefix, kubeconfig, "
+			 "debugListen, tlsCertFile, tlsKeyFile, "
+			 "tlsClientCAFile, annotationPrefix, kubeconfig, "
 			 "snapshot, logLevel, gpuResource, migResourcePrefix, "
 			 "defaultAffinityMode, policy, maxRequestBytes, "
 			 "threads, apiTimeoutMs, watchBackoffInitialMs, "
 			 "watchBackoffMaxMs, decisionLogSize)");
+}
+
+static void test_config__tls_keys(void **state)
+{
+	ft_config_t cfg;
+
+	(void)state;
+	assert_int_equal(ft_config_init(&cfg), 0);
+	assert_int_equal(load(&cfg, "tlsCertFile: /tls/tls.crt\n"
+				    "tlsKeyFile: /tls/tls.key\n"),
+			 0);
+	assert_string_equal(cfg.tls_cert_file, "/tls/tls.crt");
+	assert_string_equal(cfg.tls_key_file, "/tls/tls.key");
+	assert_string_equal(cfg.tls_client_ca_file, "");
+	assert_int_equal(load(&cfg, "tlsClientCAFile: /tls/ca.crt\n"), 0);
+	assert_string_equal(cfg.tls_client_ca_file, "/tls/ca.crt");
+	/* Back to plain HTTP: all three off in one file. */
+	assert_int_equal(load(&cfg, "tlsCertFile: \"\"\ntlsKeyFile: ~\n"
+				    "tlsClientCAFile:\n"),
+			 0);
+	assert_string_equal(cfg.tls_cert_file, "");
+	assert_string_equal(cfg.tls_client_ca_file, "");
+	ft_config_dispose(&cfg);
+
+	/* Both or neither, blamed on the line of the key that is set. */
+	assert_load_fails("threads: 2\ntlsCertFile: /tls/tls.crt\n",
+			  "t.yaml:2: tlsCertFile: needs tlsKeyFile too (TLS "
+			  "takes both or neither)");
+	assert_load_fails("tlsKeyFile: /tls/tls.key\ntlsCertFile: \"\"\n",
+			  "t.yaml:1: tlsKeyFile: needs tlsCertFile too (TLS "
+			  "takes both or neither)");
+	assert_load_fails("threads: 2\n\ntlsClientCAFile: /tls/ca.crt\n",
+			  "t.yaml:3: tlsClientCAFile: needs tlsCertFile and "
+			  "tlsKeyFile (client certificates are asked for over "
+			  "TLS only)");
+	/* The file completes a pair begun on the command line... */
+	assert_int_equal(ft_config_init(&cfg), 0);
+	assert_int_equal(ft_config_set(&cfg, "tlsCertFile", "/a.crt"), 0);
+	assert_int_equal(load(&cfg, "tlsKeyFile: /a.key\n"), 0);
+	assert_string_equal(cfg.tls_key_file, "/a.key");
+	/* ...and a file that breaks one is blamed at its line. */
+	assert_int_equal(load(&cfg, "threads: 1\ntlsKeyFile: \"\"\n"),
+			 FT_EINVAL);
+	assert_string_equal(ft_error_last(),
+			    "t.yaml:2: tlsCertFile: needs tlsKeyFile too "
+			    "(TLS takes both or neither)");
+	ft_config_dispose(&cfg);
 }
 
 int main(void)
@@ -725,6 +788,7 @@ int main(void)
 	    cmocka_unit_test(test_config__error_syntax),
 	    cmocka_unit_test(test_config__error_second_document),
 	    cmocka_unit_test(test_config__error_backoff_order),
+	    cmocka_unit_test(test_config__tls_keys),
 	    cmocka_unit_test(test_config__error_missing_file),
 	    cmocka_unit_test(test_config__unchanged_on_error),
 	    cmocka_unit_test(test_config__set_overrides),

@@ -1,7 +1,10 @@
 /*
  * Tests for the HTTP server: real requests over loopback with libcurl against
  * a server listening on 127.0.0.1:0, covering routing, the body cap, the JSON
- * Content-Type rule, keep-alive, concurrency and the per-kind error counters.
+ * Content-Type rule, keep-alive, concurrency and the per-kind error counters;
+ * then HTTPS with certificates made for the run by the openssl command in a
+ * temporary directory: verification against the CA, HTTP/1.1 when the client
+ * offers h2, plain HTTP refused, client certificates, and bad TLS files.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #define BODY_CAP 1024
 
@@ -28,10 +32,15 @@ typedef struct fixture {
 	ft_server_t *server;
 	char base[64];
 	atomic_int calls;
+	const char *ca_file;	 /* HTTPS: verify the server against it */
+	const char *client_cert; /* HTTPS: present this client certificate */
+	const char *client_key;
 } fixture_t;
 
 typedef struct reply {
 	long status;
+	long http_version; /* CURL_HTTP_VERSION_1_1, ... */
+	CURLcode curl_code;
 	char *body;
 	size_t body_len;
 	char allow[128];
@@ -180,6 +189,24 @@ static void set_body(CURL *curl, const call_t *c, upload_t *u)
 	curl_easy_setopt(curl, CURLOPT_READDATA, u);
 }
 
+/*
+ * Over HTTPS, offer h2 and HTTP/1.1 by ALPN as kube-scheduler's Go client
+ * does, trust only the test CA, and present a client certificate if set.
+ */
+static void set_tls(CURL *curl, const fixture_t *fx)
+{
+	if (!fx->ca_file)
+		return;
+	curl_easy_setopt(curl, CURLOPT_HTTP_VERSION,
+			 (long)CURL_HTTP_VERSION_2TLS);
+	curl_easy_setopt(curl, CURLOPT_CAINFO, fx->ca_file);
+	curl_easy_setopt(curl, CURLOPT_CAPATH, NULL);
+	if (fx->client_cert) {
+		curl_easy_setopt(curl, CURLOPT_SSLCERT, fx->client_cert);
+		curl_easy_setopt(curl, CURLOPT_SSLKEY, fx->client_key);
+	}
+}
+
 /* Run `c` on `curl` (which may be reused for keep-alive); 0 on success. */
 static int perform(reply_t *out, CURL *curl, const fixture_t *fx,
 		   const call_t *c)
@@ -215,9 +242,14 @@ static int perform(reply_t *out, CURL *curl, const fixture_t *fx,
 		    c->expect > 0 ? "Expect: 100-continue" : "Expect:");
 	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
 	set_body(curl, c, &upload);
+	set_tls(curl, fx);
 	rc = curl_easy_perform(curl);
-	if (rc == CURLE_OK)
+	out->curl_code = rc;
+	if (rc == CURLE_OK) {
 		curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &out->status);
+		curl_easy_getinfo(curl, CURLINFO_HTTP_VERSION,
+				  &out->http_version);
+	}
 	curl_slist_free_all(headers);
 	return rc == CURLE_OK ? 0 : -1;
 }
@@ -855,6 +887,296 @@ static void test_server__route_rules(void **state)
 	ft_server_free(NULL);
 }
 
+/* ---- TLS ---- */
+
+/*
+ * Certificates for the TLS cases, made once per run with the openssl command
+ * in a temporary directory: a CA, a server certificate for 127.0.0.1 and
+ * localhost, a client certificate from the same CA, and a second CA with a
+ * client certificate of its own (not trusted by the server).
+ */
+enum {
+	CA_CRT,
+	SRV_CRT,
+	SRV_KEY,
+	CLI_CRT,
+	CLI_KEY,
+	OTHER_CA_CRT,
+	OTHER_CLI_CRT,
+	OTHER_CLI_KEY,
+	GARBAGE,
+	EMPTY,
+	TLS_FILES
+};
+
+typedef struct tls_files {
+	char dir[64];
+	char path[TLS_FILES][128];
+} tls_files_t;
+
+static const char *const tls_names[TLS_FILES] = {
+    "ca.crt",	   "srv.crt",	   "srv.key",	    "cli.crt",
+    "cli.key",	   "other-ca.crt", "other-cli.crt", "other-cli.key",
+    "garbage.pem", "empty.pem",
+};
+
+/* The script that makes them; $1 is the directory. */
+static const char make_certs_script[] =
+    "set -e; cd \"$1\"\n"
+    "printf '[srv]\\nsubjectAltName=IP:127.0.0.1,DNS:localhost\\n"
+    "extendedKeyUsage=serverAuth\\n[cli]\\nextendedKeyUsage=clientAuth\\n' "
+    "> ext.cnf\n"
+    "key() { openssl genpkey -algorithm EC -pkeyopt "
+    "ec_paramgen_curve:P-256 -out \"$1\"; }\n"
+    "ca() { key \"$1.key\"; openssl req -x509 -new -key \"$1.key\" "
+    "-out \"$1.crt\" -subj \"/CN=$1\" -days 2; }\n"
+    "leaf() { key \"$1.key\"; openssl req -new -key \"$1.key\" "
+    "-subj \"/CN=$1\" -out \"$1.csr\"; openssl x509 -req -in \"$1.csr\" "
+    "-CA \"$2.crt\" -CAkey \"$2.key\" -set_serial \"$4\" -days 2 "
+    "-extfile ext.cnf -extensions \"$3\" -out \"$1.crt\"; }\n"
+    "ca ca; ca other-ca\n"
+    "leaf srv ca srv 2; leaf cli ca cli 3; leaf other-cli other-ca cli 4\n"
+    "echo 'not a certificate' > garbage.pem; : > empty.pem\n";
+
+static tls_files_t tls;
+
+/* Write the script into the directory and run it there. */
+static int make_certs(void)
+{
+	char path[128], cmd[512];
+	FILE *f = NULL;
+
+	snprintf(path, sizeof(path), "%s/make-certs.sh", tls.dir);
+	if (!(f = fopen(path, "w")))
+		return -1;
+	fputs(make_certs_script, f);
+	if (fclose(f) != 0)
+		return -1;
+	snprintf(cmd, sizeof(cmd), "sh %s %s >%s/openssl.log 2>&1", path,
+		 tls.dir, tls.dir);
+	if (system(cmd) == 0)
+		return 0;
+	snprintf(cmd, sizeof(cmd), "cat %s/openssl.log", tls.dir);
+	print_message("making the test certificates failed:\n");
+	fflush(stdout);
+	if (system(cmd) != 0)
+		print_message("(no log)\n");
+	return -1;
+}
+
+static int tls_setup(void **state)
+{
+	if (system("openssl version >/dev/null 2>&1") != 0) {
+		print_message("openssl not found: the TLS cases are skipped\n");
+		return 0;
+	}
+	snprintf(tls.dir, sizeof(tls.dir), "/tmp/flextopo-tls-XXXXXX");
+	if (!mkdtemp(tls.dir) || make_certs() != 0)
+		return -1;
+	for (int i = 0; i < TLS_FILES; i++)
+		snprintf(tls.path[i], sizeof(tls.path[i]), "%s/%s", tls.dir,
+			 tls_names[i]);
+	return 0;
+}
+
+static int tls_teardown(void **state)
+{
+	char cmd[128];
+
+	if (!tls.dir[0])
+		return 0;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tls.dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static void skip_without_openssl(void)
+{
+	if (!tls.path[0][0])
+		skip();
+}
+
+/* An HTTPS server with the test certificate, and `client_ca` if set. */
+static void start_tls_server(fixture_t *fx, const char *client_ca)
+{
+	static const char *const public_paths[] = {"/healthz", NULL};
+	ft_server_options_t opts = {.listen = "127.0.0.1:0",
+				    .max_body_bytes = BODY_CAP,
+				    .threads = 2,
+				    .tls_cert_file = tls.path[SRV_CRT],
+				    .tls_key_file = tls.path[SRV_KEY],
+				    .tls_client_ca_file = client_ca,
+				    .tls_public_paths = public_paths};
+
+	memset(fx, 0, sizeof(*fx));
+	if (ft_server_new(&fx->server, &opts) != 0)
+		fail_msg("%s", ft_error_last());
+	assert_int_equal(
+	    ft_server_route(fx->server, "GET", "/healthz", handle_health, fx),
+	    0);
+	assert_int_equal(
+	    ft_server_route(fx->server, "POST", "/filter", handle_echo, fx), 0);
+	if (ft_server_start(fx->server) != 0)
+		fail_msg("%s", ft_error_last());
+	snprintf(fx->base, sizeof(fx->base), "https://127.0.0.1:%u",
+		 ft_server_port(fx->server));
+	fx->ca_file = tls.path[CA_CRT];
+}
+
+static const call_t json_post = {.method = "POST",
+				 .path = "/filter",
+				 .content_type = "application/json",
+				 .body = "{\"Pod\":{}}",
+				 .body_len = 10};
+
+static void test_server__tls_https(void **state)
+{
+	fixture_t fx;
+	CURL *curl = curl_easy_init();
+	long connects = -1;
+	reply_t r;
+
+	skip_without_openssl();
+	start_tls_server(&fx, NULL);
+	assert_non_null(curl);
+	/* Verified against the CA; HTTP/1.1 although h2 was offered. */
+	assert_int_equal(perform(&r, curl, &fx, &json_post), 0);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(r.http_version, CURL_HTTP_VERSION_1_1);
+	assert_string_equal(r.body, json_post.body);
+	reply_dispose(&r);
+	/* Keep-alive works inside TLS as well. */
+	assert_int_equal(perform(&r, curl, &fx, &json_post), 0);
+	assert_int_equal(r.status, 200);
+	curl_easy_getinfo(curl, CURLINFO_NUM_CONNECTS, &connects);
+	assert_int_equal(connects, 0);
+	reply_dispose(&r);
+	curl_easy_cleanup(curl);
+
+	/* A client that trusts another CA refuses the server. */
+	fx.ca_file = tls.path[OTHER_CA_CRT];
+	curl = curl_easy_init();
+	assert_int_equal(perform(&r, curl, &fx, &json_post), -1);
+	assert_int_equal(r.curl_code, CURLE_PEER_FAILED_VERIFICATION);
+	reply_dispose(&r);
+	curl_easy_cleanup(curl);
+	ft_server_free(fx.server);
+}
+
+static void test_server__tls_refuses_plain_http(void **state)
+{
+	fixture_t fx;
+	CURL *curl = curl_easy_init();
+	reply_t r;
+
+	skip_without_openssl();
+	start_tls_server(&fx, NULL);
+	snprintf(fx.base, sizeof(fx.base), "http://127.0.0.1:%u",
+		 ft_server_port(fx.server));
+	fx.ca_file = NULL;
+	assert_int_equal(perform(&r, curl, &fx, &json_post), -1);
+	assert_int_equal(atomic_load(&fx.calls), 0);
+	reply_dispose(&r);
+	curl_easy_cleanup(curl);
+
+	/* The server still answers HTTPS afterwards. */
+	snprintf(fx.base, sizeof(fx.base), "https://127.0.0.1:%u",
+		 ft_server_port(fx.server));
+	fx.ca_file = tls.path[CA_CRT];
+	r = request(&fx, &(call_t){.method = "GET", .path = "/healthz"});
+	assert_int_equal(r.status, 200);
+	reply_dispose(&r);
+	ft_server_free(fx.server);
+}
+
+/* POST /filter with the client certificate `crt` (NULL: none). */
+static reply_t post_as(fixture_t *fx, int crt, int key)
+{
+	fx->client_cert = crt >= 0 ? tls.path[crt] : NULL;
+	fx->client_key = key >= 0 ? tls.path[key] : NULL;
+	return request(fx, &json_post);
+}
+
+static void test_server__tls_client_cert(void **state)
+{
+	unsigned long forbidden = ft_http_error_count("forbidden");
+	fixture_t fx;
+	reply_t r;
+
+	skip_without_openssl();
+	start_tls_server(&fx, tls.path[CA_CRT]);
+	/* Without a certificate: refused, with the reason. */
+	r = post_as(&fx, -1, -1);
+	assert_int_equal(r.status, 403);
+	assert_error_body(&r, "forbidden: a client certificate is required");
+	reply_dispose(&r);
+	/* A public path needs none (the kubelet's probes). */
+	r = request(&fx, &(call_t){.method = "GET", .path = "/healthz"});
+	assert_int_equal(r.status, 200);
+	reply_dispose(&r);
+	/* The CA's own client certificate: served. */
+	r = post_as(&fx, CLI_CRT, CLI_KEY);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(r.body, json_post.body);
+	reply_dispose(&r);
+	/* Another CA's client certificate: refused. */
+	r = post_as(&fx, OTHER_CLI_CRT, OTHER_CLI_KEY);
+	assert_int_equal(r.status, 403);
+	assert_error_body(&r, "forbidden: client certificate refused: ");
+	assert_non_null(strstr(r.body, "NOT trusted"));
+	reply_dispose(&r);
+	/* Right CA, but only good for servers (extended key usage). */
+	r = post_as(&fx, SRV_CRT, SRV_KEY);
+	assert_int_equal(r.status, 403);
+	assert_non_null(strstr(r.body, "intended purpose"));
+	reply_dispose(&r);
+	assert_int_equal(ft_http_error_count("forbidden"), forbidden + 3);
+	ft_server_free(fx.server);
+}
+
+/* ft_server_new() with these TLS files fails with `rc` and `message`. */
+static void assert_tls_new_fails(int cert, int key, int ca, int rc,
+				 const char *message)
+{
+	ft_server_options_t opts = {
+	    .listen = "127.0.0.1:0",
+	    .max_body_bytes = BODY_CAP,
+	    .tls_cert_file = cert >= 0 ? tls.path[cert] : NULL,
+	    .tls_key_file = key >= 0 ? tls.path[key] : "",
+	    .tls_client_ca_file = ca >= 0 ? tls.path[ca] : NULL};
+	ft_server_t *s = NULL;
+	int got = ft_server_new(&s, &opts);
+
+	if (got != rc || !strstr(ft_error_last(), message))
+		fail_msg("got %d \"%s\", want %d \"...%s...\"", got,
+			 ft_error_last(), rc, message);
+	assert_null(s);
+}
+
+static void test_server__tls_bad_files(void **state)
+{
+	skip_without_openssl();
+	assert_tls_new_fails(SRV_CRT, -1, -1, FT_EINVAL,
+			     "a certificate file needs a key file");
+	assert_tls_new_fails(-1, SRV_KEY, -1, FT_EINVAL, "got only the key");
+	assert_tls_new_fails(-1, -1, CA_CRT, FT_EINVAL,
+			     "client certificates need TLS");
+	assert_tls_new_fails(SRV_CRT, CLI_KEY, -1, FT_EINVAL,
+			     "does not match the certificate in");
+	assert_tls_new_fails(GARBAGE, SRV_KEY, -1, FT_EINVAL,
+			     "garbage.pem: no PEM certificate");
+	assert_tls_new_fails(SRV_CRT, GARBAGE, -1, FT_EINVAL,
+			     "garbage.pem: no unencrypted PEM private key");
+	assert_tls_new_fails(SRV_CRT, SRV_KEY, EMPTY, FT_EINVAL,
+			     "TLS client CA");
+	assert_tls_new_fails(SRV_CRT, SRV_KEY, GARBAGE, FT_EINVAL,
+			     "garbage.pem: no PEM certificate");
+	/* A file that is not there is named. */
+	snprintf(tls.path[EMPTY], sizeof(tls.path[EMPTY]), "%s/missing.crt",
+		 tls.dir);
+	assert_tls_new_fails(EMPTY, SRV_KEY, -1, FT_EIO,
+			     "missing.crt: No such file or directory");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -879,11 +1201,18 @@ int main(void)
 	    cmocka_unit_test(test_server__port_in_use),
 	    cmocka_unit_test(test_server__route_rules),
 	};
+	const struct CMUnitTest tls_tests[] = {
+	    cmocka_unit_test(test_server__tls_https),
+	    cmocka_unit_test(test_server__tls_refuses_plain_http),
+	    cmocka_unit_test(test_server__tls_client_cert),
+	    cmocka_unit_test(test_server__tls_bad_files),
+	};
 	int failed;
 
 	ft_log_set_level(FT_LOG_ERROR);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	failed = cmocka_run_group_tests(tests, setup, teardown);
+	failed += cmocka_run_group_tests(tls_tests, tls_setup, tls_teardown);
 	curl_global_cleanup();
 	return failed;
 }

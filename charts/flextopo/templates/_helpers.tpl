@@ -72,11 +72,32 @@ app.kubernetes.io/part-of: flextopo
 
 {{/* The URL kube-scheduler calls. */}}
 {{- define "flextopo.urlPrefix" -}}
+{{- $scheme := ternary "https" "http" .Values.tls.enabled -}}
 {{- if eq .Values.mode "scheduler" -}}
-{{- printf "http://127.0.0.1:%d" (int .Values.extender.port) -}}
+{{- printf "%s://127.0.0.1:%d" $scheme (int .Values.extender.port) -}}
 {{- else -}}
-{{- printf "http://%s.%s.svc:%d" (include "flextopo.fullname" .) .Release.Namespace (int .Values.service.port) -}}
+{{- printf "%s://%s.%s.svc:%d" $scheme (include "flextopo.fullname" .) .Release.Namespace (int .Values.service.port) -}}
 {{- end -}}
+{{- end -}}
+
+{{/* The name kube-scheduler verifies the extender's certificate for. */}}
+{{- define "flextopo.serverName" -}}
+{{- default (printf "%s.%s.svc" (include "flextopo.fullname" .) .Release.Namespace) .Values.tls.serverName -}}
+{{- end -}}
+
+{{/*
+Where the containers find the TLS files (volumes from the Secrets, see
+deployment.yaml). Not under /etc/flextopo or /etc/kubernetes/flextopo: those
+are ConfigMap volumes, and a mount inside a ConfigMap volume cannot create
+its mount point.
+*/}}
+{{- define "flextopo.tlsDir" -}}/etc/flextopo-tls{{- end -}}
+{{- define "flextopo.clientCADir" -}}/etc/flextopo-client-ca{{- end -}}
+{{- define "flextopo.schedulerCADir" -}}/etc/kubernetes/flextopo-tls{{- end -}}
+
+{{/* The Secret whose ca.crt signs kube-scheduler's client certificate. */}}
+{{- define "flextopo.clientCASecret" -}}
+{{- default .Values.tls.secretName .Values.tls.clientAuth.caSecretName -}}
 {{- end -}}
 
 {{/*
@@ -91,7 +112,23 @@ the scheduler ConfigMap uses it, and NOTES.txt prints it in extender mode.
   bindVerb: bind
   weight: {{ int .Values.registration.weight }}
   nodeCacheCapable: true
-  enableHTTPS: false
+  enableHTTPS: {{ .Values.tls.enabled }}
+{{- if .Values.tls.enabled }}
+  tlsConfig:
+    serverName: {{ include "flextopo.serverName" . | quote }}
+{{- if eq .Values.mode "scheduler" }}
+    caFile: {{ printf "%s/ca.crt" (include "flextopo.schedulerCADir" .) | quote }}
+{{- else }}
+    # ca.crt of Secret {{ .Values.tls.secretName }}, copied to the scheduler's host
+    caFile: "/etc/kubernetes/flextopo/ca.crt"
+{{- if .Values.tls.clientAuth.enabled }}
+    # kube-scheduler's client certificate and key, signed by the CA in
+    # ca.crt of Secret {{ include "flextopo.clientCASecret" . }}
+    certFile: "/etc/kubernetes/flextopo/client.crt"
+    keyFile: "/etc/kubernetes/flextopo/client.key"
+{{- end }}
+{{- end }}
+{{- end }}
   httpTimeout: {{ .Values.registration.httpTimeout | quote }}
   ignorable: {{ .Values.registration.ignorable }}
 {{- with .Values.registration.managedResources }}
@@ -147,5 +184,17 @@ exec:
 {{- end -}}
 {{- if and (eq .Values.mode "scheduler") (ne (include "flextopo.listenHost" .) "127.0.0.1") (ne (include "flextopo.listenHost" .) "0.0.0.0") -}}
 {{- fail "extender.listenHost: in scheduler mode kube-scheduler calls http://127.0.0.1, so the extender must listen on 127.0.0.1 (the default) or 0.0.0.0" -}}
+{{- end -}}
+{{- if and .Values.tls.enabled (not .Values.tls.secretName) -}}
+{{- fail "tls.secretName: tls.enabled needs a kubernetes.io/tls Secret in the release namespace with tls.crt, tls.key and ca.crt (cert-manager's Certificate writes all three)" -}}
+{{- end -}}
+{{- if and .Values.tls.clientAuth.enabled (not .Values.tls.enabled) -}}
+{{- fail "tls.clientAuth.enabled: client certificates are asked for over TLS only; set tls.enabled=true and tls.secretName too" -}}
+{{- end -}}
+{{- if and .Values.tls.clientAuth.enabled (eq .Values.mode "scheduler") -}}
+{{- fail "tls.clientAuth.enabled: in scheduler mode only the pod's own containers reach the extender on 127.0.0.1; client certificates are for mode=extender" -}}
+{{- end -}}
+{{- if and .Values.tls.enabled (eq .Values.mode "scheduler") (eq (int .Values.tls.probePort) (int .Values.extender.port)) -}}
+{{- fail "tls.probePort: the probes' plain-HTTP port must differ from extender.port, which serves TLS" -}}
 {{- end -}}
 {{- end -}}
