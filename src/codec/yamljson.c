@@ -17,6 +17,7 @@
  * tables, so no input makes the conversion quadratic.
  */
 #include <flextopo/error.h>
+#include <flextopo/file.h>
 #include <flextopo/yamljson.h>
 
 #include <errno.h>
@@ -755,54 +756,6 @@ cleanup:
 
 /* Files */
 
-static int read_stream(char **out, size_t *len, FILE *f)
-{
-	size_t cap = 0;
-	size_t n = 0;
-	size_t got;
-	char *buf = NULL;
-	char *grown = NULL;
-
-	do {
-		if (cap - n < 4096) {
-			cap = cap ? cap * 2 : 65536;
-			if (!(grown = realloc(buf, cap + 1))) {
-				free(buf);
-				return FT_ENOMEM;
-			}
-			buf = grown;
-		}
-		got = fread(buf + n, 1, cap - n, f);
-		n += got;
-	} while (got > 0);
-	if (ferror(f)) {
-		free(buf);
-		return FT_EIO;
-	}
-	buf[n] = '\0';
-	*out = buf;
-	*len = n;
-	return 0;
-}
-
-static int read_file(char **out, size_t *len, const char *path)
-{
-	FILE *f = NULL;
-	int error = 0;
-
-	if (!(f = fopen(path, "rb")))
-		return ft_error_set(FT_EIO, "%s: %s", path, strerror(errno));
-	errno = 0;
-	error = read_stream(out, len, f);
-	if (error == FT_EIO)
-		ft_error_set(FT_EIO, "%s: %s", path,
-			     strerror(errno ? errno : EIO));
-	else if (error == FT_ENOMEM)
-		ft_error_set(FT_ENOMEM, "%s: out of memory", path);
-	fclose(f);
-	return error;
-}
-
 int ft_yaml_file_to_json(cJSON **out, const char *path)
 {
 	char *text = NULL;
@@ -810,7 +763,7 @@ int ft_yaml_file_to_json(cJSON **out, const char *path)
 	int error = 0;
 
 	*out = NULL;
-	if ((error = read_file(&text, &len, path)) < 0)
+	if ((error = ft_file_read(&text, &len, path, (size_t)1 << 30)) < 0)
 		goto cleanup;
 	error = ft_yaml_to_json(out, text, len, path);
 

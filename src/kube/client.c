@@ -13,6 +13,7 @@
 #include "kubeconfig.h"
 
 #include <flextopo/error.h>
+#include <flextopo/file.h>
 #include <flextopo/kube.h>
 
 #include <ctype.h>
@@ -153,8 +154,8 @@ static int read_token(char **out, const ft_kube_credentials_t *creds)
 
 	*out = NULL;
 	if (creds->token_file) {
-		rc = ft_kube_file_read(&token, NULL, creds->token_file,
-				       FT_KUBE_FILE_MAX);
+		rc = ft_file_read(&token, NULL, creds->token_file,
+				  FT_KUBE_FILE_MAX);
 		if (rc < 0)
 			return token_file_error();
 	} else if (creds->token && !(token = strdup(creds->token))) {

@@ -12,6 +12,7 @@
 #include "kubeconfig.h"
 
 #include <flextopo/error.h>
+#include <flextopo/file.h>
 #include <flextopo/kube.h>
 #include <flextopo/log.h>
 #include <flextopo/yamljson.h>
@@ -23,63 +24,6 @@
 #include <unistd.h>
 
 #define SERVICEACCOUNT_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
-
-static int grow(char **buf, size_t *cap, const char *path)
-{
-	char *bigger = realloc(*buf, *cap * 2 + 1);
-
-	if (!bigger)
-		return ft_error_set(FT_ENOMEM, "%s: out of memory", path);
-	*buf = bigger;
-	*cap *= 2;
-	return 0;
-}
-
-static int read_stream(char **out, size_t *len, FILE *f, const char *path,
-		       size_t max)
-{
-	char *buf = NULL;
-	size_t n = 0, cap = 4096;
-	int rc = 0;
-
-	if (!(buf = malloc(cap + 1)))
-		return ft_error_set(FT_ENOMEM, "%s: out of memory", path);
-	while (!feof(f) && n <= max) {
-		if (n == cap && (rc = grow(&buf, &cap, path)) < 0)
-			goto cleanup;
-		n += fread(buf + n, 1, cap - n, f);
-		if (ferror(f)) {
-			rc = ft_error_set(FT_EIO, "%s: %s", path,
-					  strerror(errno));
-			goto cleanup;
-		}
-	}
-	if (n > max) {
-		rc = ft_error_set(FT_ETOOBIG, "%s: larger than %zu bytes", path,
-				  max);
-		goto cleanup;
-	}
-	buf[n] = '\0';
-	if (len)
-		*len = n;
-	*out = buf;
-	buf = NULL;
-cleanup:
-	free(buf);
-	return rc;
-}
-
-int ft_kube_file_read(char **out, size_t *len, const char *path, size_t max)
-{
-	FILE *f = fopen(path, "rb");
-	int rc;
-
-	if (!f)
-		return ft_error_set(FT_EIO, "%s: %s", path, strerror(errno));
-	rc = read_stream(out, len, f, path, max);
-	fclose(f);
-	return rc;
-}
 
 static int copy_field(char **out, const char *src)
 {
@@ -183,7 +127,7 @@ int ft_kube_credentials_from_kubeconfig(ft_kube_credentials_t *out,
 	size_t len = 0;
 	int rc;
 
-	if ((rc = ft_kube_file_read(&text, &len, path, FT_KUBE_FILE_MAX)) < 0) {
+	if ((rc = ft_file_read(&text, &len, path, FT_KUBE_FILE_MAX)) < 0) {
 		rc = prefix_error(rc == FT_ENOMEM ? rc : FT_EIO);
 		goto cleanup;
 	}

@@ -2,7 +2,7 @@
  * Private to src/kube: the kubeconfig interpretation behind
  * ft_kube_credentials_from_kubeconfig, split from file reading so that the
  * fuzzer and the unit tests can drive it with a parsed tree, and the small
- * file helpers the credential and client code share.
+ * helpers the credential and client code share.
  */
 #ifndef FLEXTOPO_KUBE_KUBECONFIG_H
 #define FLEXTOPO_KUBE_KUBECONFIG_H
@@ -25,13 +25,6 @@
  */
 int ft_kube_kubeconfig_interpret(ft_kube_credentials_t *out, const cJSON *root,
 				 const char *base_dir, const char *name);
-
-/*
- * Read a whole file of at most `max` bytes into a NUL-terminated heap buffer
- * the caller frees; *len (when not NULL) gets its length. FT_EIO naming the
- * file and the reason; FT_ETOOBIG; FT_ENOMEM.
- */
-int ft_kube_file_read(char **out, size_t *len, const char *path, size_t max);
 
 /* Deep copy; on error *out is untouched. FT_ENOMEM. */
 int ft_kube_credentials_copy(ft_kube_credentials_t *out,
