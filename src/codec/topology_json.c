@@ -336,6 +336,18 @@ static int read_switch_gpu(void *payload, const cJSON *obj, const char *path,
 			pcie_switch);
 }
 
+/* An object with a non-negative integer "id": sockets, NUMA nodes, switches. */
+static int object_id(int64_t *id, const cJSON *obj, const char *path)
+{
+	field_t f;
+	int rc;
+
+	if ((rc = require_object(obj, path)) < 0)
+		return rc;
+	field_get(&f, obj, path, "id");
+	return field_int(id, &f, 0, INT_MAX);
+}
+
 static int read_switch(void *payload, const cJSON *obj, const char *path,
 		       unsigned numa)
 {
@@ -344,10 +356,7 @@ static int read_switch(void *payload, const cJSON *obj, const char *path,
 	field_t f;
 	int pos, rc;
 
-	if ((rc = require_object(obj, path)) < 0)
-		return rc;
-	field_get(&f, obj, path, "id");
-	if ((rc = field_int(&id, &f, 0, INT_MAX)) < 0)
+	if ((rc = object_id(&id, obj, path)) < 0)
 		return rc;
 	if ((pos = ft_topology_add_switch(r->t, numa, (int)id)) < 0)
 		return fail_with_last(pos, path);
@@ -365,10 +374,7 @@ static int read_numa(void *payload, const cJSON *obj, const char *path,
 	field_t f;
 	int pos, rc;
 
-	if ((rc = require_object(obj, path)) < 0)
-		return rc;
-	field_get(&f, obj, path, "id");
-	if ((rc = field_int(&id, &f, 0, INT_MAX)) < 0)
+	if ((rc = object_id(&id, obj, path)) < 0)
 		return rc;
 	field_get(&f, obj, path, "cpus");
 	if ((rc = field_string(&cpulist, &f, true)) < 0)
@@ -396,10 +402,7 @@ static int read_socket(void *payload, const cJSON *obj, const char *path,
 	field_t f;
 	int pos, rc;
 
-	if ((rc = require_object(obj, path)) < 0)
-		return rc;
-	field_get(&f, obj, path, "id");
-	if ((rc = field_int(&id, &f, 0, INT_MAX)) < 0)
+	if ((rc = object_id(&id, obj, path)) < 0)
 		return rc;
 	if ((pos = ft_topology_add_socket(r->t, (int)id)) < 0)
 		return fail_with_last(pos, path);
