@@ -505,7 +505,6 @@ func TestChartRBAC(t *testing.T) {
 			{true, podNS, "get", "", "pods", "", "p"},
 			{true, podNS, "patch", "", "pods", "", "p"},
 			{true, podNS, "create", "", "pods", "binding", "p"},
-			{true, podNS, "create", "", "bindings", "", ""},
 			{true, "", "list", "policy", "poddisruptionbudgets", "", ""},
 			{true, "", "watch", "policy", "poddisruptionbudgets", "", ""},
 			// Never needed by either container.
