@@ -244,8 +244,14 @@ static unsigned holding_kinds(const ft_node_t *node, const ft_holding_t *h,
 
 	if ((h->gpus & dom->gpus & u->gpus) || (d->gpus && h->unknown_gpus))
 		kinds |= KIND_GPU;
+	/*
+	 * Replicas of unknown placement are charged node-wide, so while there
+	 * are any, freeing replicas outside the domain helps as well.
+	 */
 	for (unsigned g = 0; d->ranks && g < t->n_gpus; g++)
-		if (h->replicas[g] && (dom->gpus & u->gpus & (1u << g)))
+		if ((h->replicas[g] || (h->gpus & (1u << g))) &&
+		    (u->gpus & (1u << g)) &&
+		    ((dom->gpus & (1u << g)) || node->unknown_replicas))
 			kinds |= KIND_GPU;
 	if (d->ranks && h->unknown_replicas)
 		kinds |= KIND_GPU;
