@@ -773,6 +773,12 @@ static void test_topology__shared_gpus(void **state)
 	t = parse_ok(STRATEGY("", SHARED(0, 4)));
 	assert_null(t->shared_resource);
 	ft_topology_unref(t);
+	/* The example: two NVLink pairs, every GPU shared 10 ways. */
+	t = parse_file(EXAMPLES "h100-4x-shared.json");
+	assert_int_equal(t->shared_gpus, 0xf);
+	assert_true(has_domain(t, FT_LEVEL_NVLINK, 0x3));
+	assert_true(has_domain(t, FT_LEVEL_NVLINK, 0xc));
+	ft_topology_unref(t);
 }
 
 static void test_topology__shared_gpu_errors(void **state)
