@@ -3,7 +3,8 @@
  * and per-node allocation state, published as immutable snapshots.
  *
  * Units: CPU in millicores or whole logical CPUs (named so), memory in MiB,
- * GPUs in whole devices, MIG in instances of one profile.
+ * GPUs in whole devices, MIG in instances of one profile, shared GPUs in
+ * replicas (the device plugin's time-slicing or MPS replicas of one GPU).
  *
  * A node (ft_node_t) is immutable after ft_node_build() and reference
  * counted; a snapshot (ft_snapshot_t) is an immutable, reference-counted,
@@ -56,7 +57,15 @@ typedef struct ft_caps {
  * types.go, computePodResourceRequest) and its flextopo.io annotations.
  */
 typedef struct ft_demand {
-	uint32_t gpus;			  /* whole GPUs (nvidia.com/gpu) */
+	uint32_t gpus; /* whole GPUs (nvidia.com/gpu or its shared name
+			  "<gpu resource>.shared"); with gpu_fraction, ranks */
+	uint32_t gpu_fraction_milli; /* flextopo.io/gpu-fraction in
+					thousandths (1..1000); 0 when absent */
+	uint32_t ranks; /* set by ft_place_adapt() on a node with shared GPUs:
+			   the GPU count read as ranks of gpu_fraction (each
+			   ceil(f x replicas) replicas of one GPU, ranks on
+			   distinct GPUs) or, without a fraction, as single
+			   replicas anywhere; gpus is then 0 */
 	char mig_profile[FT_PROFILE_MAX]; /* "" when no MIG resource is asked */
 	uint32_t mig_count;		  /* instances of mig_profile */
 	uint32_t cpu_millis;		  /* CPU request, millicores */
@@ -87,6 +96,9 @@ typedef struct ft_allocation {
 	char *gpu_uuids[FT_GPU_MAX];
 	unsigned n_mig;
 	char *mig_uuids[FT_ALLOC_MIG_MAX];
+	unsigned n_replicas;
+	char *replica_gpus[FT_GPU_MAX]; /* uuids of shared GPUs ("replicas") */
+	uint8_t replica_counts[FT_GPU_MAX]; /* replicas held on each */
 	ft_cpuset_t cpus;
 	uint64_t memory_mib;
 } ft_allocation_t;
@@ -124,13 +136,15 @@ typedef struct ft_holding {
 	char *name;
 	int32_t priority;
 	int64_t start_time;
-	uint16_t gpus;	       /* GPU positions */
-	uint64_t mig[2];       /* MIG instance positions (128 bits) */
-	ft_cpuset_t cpus;      /* pinned CPUs */
-	uint16_t numa_nodes;   /* NUMA positions of cpus and memory */
+	uint16_t gpus;		      /* GPU positions */
+	uint64_t mig[2];	      /* MIG instance positions (128 bits) */
+	uint8_t replicas[FT_GPU_MAX]; /* replicas held per shared GPU */
+	ft_cpuset_t cpus;	      /* pinned CPUs */
+	uint16_t numa_nodes;	      /* NUMA positions of cpus and memory */
 	uint64_t memory_mib;   /* charged evenly to numa_nodes when pinned */
 	uint32_t unknown_gpus; /* held GPUs whose placement is not known */
 	uint32_t unknown_mig;  /* held instances of unknown_mig_profile */
+	uint32_t unknown_replicas; /* held replicas of unknown placement */
 	char unknown_mig_profile[FT_PROFILE_MAX];
 	uint32_t unknown_cpus; /* pinned CPUs of unknown placement */
 	ft_level_t level;      /* as the allocation annotation says */
@@ -149,10 +163,12 @@ typedef struct ft_node {
 	/* Derived usage. */
 	uint16_t gpus_used;
 	uint64_t mig_used[2];
+	uint8_t replicas_used[FT_GPU_MAX]; /* per shared GPU, from holdings */
 	ft_cpuset_t cpus_used;
 	uint32_t numa_free_cpus[FT_NUMA_MAX];
 	uint64_t numa_free_memory_mib[FT_NUMA_MAX];
 	uint32_t unknown_gpus;
+	uint32_t unknown_replicas;
 	uint32_t unknown_cpus;
 	unsigned conflicts; /* holdings that claimed an already-held unit */
 } ft_node_t;
@@ -174,8 +190,14 @@ void ft_node_unref(ft_node_t *node);
 const ft_holding_t *ft_node_find_holding(const ft_node_t *node,
 					 const char *uid);
 
-/* Free whole GPUs (not MIG-enabled, not held), as a mask of positions. */
+/*
+ * Free whole GPUs (not MIG-enabled, not held, no replica held), as a mask of
+ * positions.
+ */
 uint16_t ft_node_free_gpus(const ft_node_t *node);
+
+/* GPUs with at least one replica held, as a mask of positions. */
+uint16_t ft_node_replica_gpus(const ft_node_t *node);
 
 /* Is MIG instance position `i` held? */
 bool ft_node_mig_used(const ft_node_t *node, unsigned i);

@@ -29,6 +29,18 @@
  * says why the others fail ("requires: 0 of 8 GPUs match (memoryPerGpu 40Gi:
  * 24564 MiB; ...)"), unresolvable since usage cannot change it.
  *
+ * Shared GPUs. On a node whose topology marks GPUs shared into replicas
+ * (time-slicing or MPS), a demand for R GPUs is read as R ranks
+ * (ft_place_adapt): with flextopo.io/gpu-fraction f each rank takes
+ * ceil(f x replicas) replicas of one shared GPU, the ranks on distinct GPUs
+ * inside one domain of the affinity level (2 x 0.8 with nvlink affinity: two
+ * GPUs of one NVLink group, 8 of 10 replicas each); without a fraction each
+ * rank is one replica on any shared GPU. A GPU held whole serves no replica,
+ * and a GPU with a replica held is not free for whole-GPU demands. Replicas
+ * of unknown placement count against every shared demand node-wide. Packed
+ * takes the GPUs with the most replicas used (filling leftovers), distributed
+ * the emptiest.
+ *
  * Policy. Score and choose take the configured policy (packed or
  * distributed); a demand with has_policy (flextopo.io/allocation-policy)
  * uses its own instead. Packed takes MIG instances on GPUs that already have
@@ -46,14 +58,15 @@
 #include "config.h"
 
 typedef struct ft_placement {
-	ft_level_t level;    /* the requested level when reached, else the
-				first looser level reached (for a pod without
-				affinity: the tightest level reached) */
-	uint8_t levels;	     /* bit L set: the placement reaches level L */
-	uint16_t gpus;	     /* GPU positions */
-	uint64_t mig[2];     /* MIG instance positions */
-	ft_cpuset_t cpus;    /* pinned CPUs */
-	uint16_t numa_nodes; /* NUMA positions of the pinned CPUs */
+	ft_level_t level; /* the requested level when reached, else the
+			     first looser level reached (for a pod without
+			     affinity: the tightest level reached) */
+	uint8_t levels;	  /* bit L set: the placement reaches level L */
+	uint16_t gpus;	  /* GPU positions */
+	uint64_t mig[2];  /* MIG instance positions */
+	uint8_t replicas[FT_GPU_MAX]; /* replicas taken per shared GPU */
+	ft_cpuset_t cpus;	      /* pinned CPUs */
+	uint16_t numa_nodes;	      /* NUMA positions of the pinned CPUs */
 	uint64_t memory_mib; /* charged to numa_nodes when CPUs are pinned */
 } ft_placement_t;
 
@@ -73,7 +86,8 @@ typedef struct ft_verdict {
  * The demand as node topology `t` (NULL: none) sees it: on a MIG-strategy
  * single node, whole GPUs asked become as many instances of the node's
  * profile, unless the demand also asks another profile (which such a node
- * never offers). Elsewhere a copy of `d`. Applying it twice changes nothing.
+ * never offers); on a node with shared GPUs, whole GPUs asked become ranks.
+ * Elsewhere a copy of `d`. Applying it twice changes nothing.
  */
 void ft_place_adapt(ft_demand_t *out, const ft_topology_t *t,
 		    const ft_demand_t *d);
@@ -81,7 +95,8 @@ void ft_place_adapt(ft_demand_t *out, const ft_topology_t *t,
 /* The units of a node that may serve a demand, whatever their usage. */
 typedef struct ft_units {
 	ft_demand_t demand; /* ft_place_adapt() of the demand */
-	uint16_t gpus;	    /* whole GPUs that meet demand.caps */
+	uint16_t gpus;	    /* GPUs that meet demand.caps: whole GPUs, or for a
+			       demand of ranks the shared GPUs */
 	uint64_t mig[2];    /* instances of demand.mig_profile meeting them */
 } ft_units_t;
 

@@ -33,6 +33,8 @@
 #define FT_MIG_MAX    128 /* MIG instances per node: 16 GPUs x 7 + slack */
 #define FT_DOMAIN_MAX 128
 #define FT_NONE	      0xff /* "no PCIe switch" and other absent positions */
+#define FT_REPLICAS_MAX                                                        \
+	64 /* replicas per shared GPU (time-slicing or MPS), at most */
 #define FT_MIG_SLICES                                                          \
 	8 /* memory slices per MIG-capable GPU (NVIDIA MIG user guide) */
 
@@ -91,7 +93,9 @@ typedef struct ft_gpu {
 	    pcie_switch;		  /* positions; switch may be FT_NONE */
 	uint16_t nvlink_peers;		  /* mask of GPU positions */
 	uint8_t nvlink_links[FT_GPU_MAX]; /* NVLink count per peer position */
-	bool mig_enabled;    /* whole-GPU allocation impossible when set */
+	bool mig_enabled; /* whole-GPU allocation impossible when set */
+	uint8_t replicas; /* time-sliced or MPS-shared into this many replicas
+			     (2..FT_REPLICAS_MAX); 0 when not shared */
 	unsigned precisions; /* ft_precision_t bits (mig.h) of the product, from
 				the MIG catalog (ft_mig_catalog_apply); 0 when
 				the catalog does not know the product */
@@ -138,6 +142,10 @@ typedef struct ft_topology {
 	unsigned level_first[FT_LEVEL_COUNT + 1]; /* domains of level L:
 						     [first[L], first[L+1]) */
 	uint16_t whole_gpus;	/* GPUs that are not MIG-enabled */
+	uint16_t shared_gpus;	/* GPUs with replicas (derived by finish) */
+	char *shared_resource;	/* "sharedResource": the resource name of the
+				   replicas ("nvidia.com/gpu.shared"); NULL
+				   when not given (the GPU resource itself) */
 	uint16_t reserved_gpus; /* marked used by the annotation itself */
 	ft_cpuset_t
 	    reserved_cpus; /* likewise (FlexTopo graph "status: used") */
@@ -173,12 +181,21 @@ int ft_topology_add_nvlink(ft_topology_t *t, int gpu_index, int peer_index,
 int ft_topology_add_mig(ft_topology_t *t, unsigned gpu, const char *profile,
 			unsigned start, unsigned size, const char *uuid);
 int ft_topology_enable_mig(ft_topology_t *t, unsigned gpu);
+/*
+ * Marks GPU position `gpu` shared into `replicas` replicas, as the NVIDIA
+ * device plugin's time-slicing or MPS sharing exposes them (k8s-device-plugin
+ * README, "Shared Access to GPUs"). ft_topology_finish() checks the range.
+ */
+int ft_topology_share_gpu(ft_topology_t *t, unsigned gpu, unsigned replicas);
+/* The resource name of the replicas ("sharedResource"). Copies. FT_ENOMEM. */
+int ft_topology_set_shared_resource(ft_topology_t *t, const char *name);
 /* The MIG strategy the annotation states; ft_topology_finish() checks it. */
 void ft_topology_set_mig_strategy(ft_topology_t *t, ft_mig_strategy_t s);
 
 /*
  * Validate and derive: CPUs of NUMA nodes disjoint, GPU uuids unique, NVLink
- * peers exist, MIG instances inside 0..8 and not overlapping on one GPU; then
+ * peers exist, MIG instances inside 0..8 and not overlapping on one GPU,
+ * shared GPUs with 2..FT_REPLICAS_MAX replicas and not MIG-enabled; then
  * compute the affinity domains. The MIG strategy, when not given, is
  * inferred: single when the node has GPUs, every one MIG-enabled, and MIG
  * instances that all share one profile; mixed otherwise. A given single that

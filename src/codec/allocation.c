@@ -6,6 +6,8 @@
  *    "gpus":["GPU-..."],"gpuIndexes":[0],"mig":[{"uuid":"MIG-...",
  *    "profile":"3g.40gb","gpu":"GPU-...","start":0,"size":4}],
  *    "cpuset":"0-7","numaNodes":[0],"memoryMiB":1024}
+ * and, for replicas of shared GPUs, "replicas":[{"gpu":"GPU-...","count":8}]
+ * (only when the pod holds some, so whole-GPU allocations read as before).
  * Devices are named by UUID so that the annotation stays true when GPU
  * indexes are renumbered; indexes and NUMA ids are there for people.
  */
@@ -63,6 +65,26 @@ static bool add_devices(cJSON *root, const ft_placement_t *p,
 	return numa && cJSON_AddItemToObject(root, "numaNodes", numa);
 }
 
+static bool add_replicas(cJSON *root, const ft_placement_t *p,
+			 const ft_topology_t *t)
+{
+	cJSON *list = NULL;
+
+	for (unsigned g = 0; g < t->n_gpus; g++) {
+		cJSON *o;
+		if (!p->replicas[g])
+			continue;
+		if (!list && !(list = cJSON_AddArrayToObject(root, "replicas")))
+			return false;
+		if (!(o = cJSON_CreateObject()) ||
+		    !cJSON_AddItemToArray(list, o) ||
+		    !cJSON_AddStringToObject(o, "gpu", t->gpus[g].uuid) ||
+		    !cJSON_AddNumberToObject(o, "count", p->replicas[g]))
+			return false;
+	}
+	return true;
+}
+
 static bool add_levels(cJSON *root, uint8_t levels)
 {
 	cJSON *list = cJSON_AddArrayToObject(root, "levels");
@@ -93,6 +115,7 @@ int ft_codec_allocation_encode(char **out, const ft_placement_t *p,
 		root, "mode",
 		mode == FT_MODE_GUARANTEED ? "guaranteed" : "best-effort") ||
 	    !add_devices(root, p, node->topology) ||
+	    !add_replicas(root, p, node->topology) ||
 	    !cJSON_AddStringToObject(root, "cpuset", cpus) ||
 	    !cJSON_AddNumberToObject(root, "memoryMiB",
 				     (double)p->memory_mib) ||
@@ -122,6 +145,14 @@ int ft_codec_allocation_from_placement(ft_allocation_t *out,
 		if (has_bit(p->mig, i) && out->n_mig < FT_ALLOC_MIG_MAX &&
 		    !(out->mig_uuids[out->n_mig++] = strdup(t->mig[i].uuid)))
 			goto nomem;
+	for (unsigned g = 0; t && g < t->n_gpus; g++) {
+		if (!p->replicas[g])
+			continue;
+		out->replica_counts[out->n_replicas] = p->replicas[g];
+		if (!(out->replica_gpus[out->n_replicas++] =
+			  strdup(t->gpus[g].uuid)))
+			goto nomem;
+	}
 	return 0;
 nomem:
 	ft_allocation_dispose(out);
@@ -154,6 +185,47 @@ static int decode_uuids(char **dst, unsigned *n, unsigned max,
 	return 0;
 }
 
+static int decode_replica(ft_allocation_t *out, const cJSON *item)
+{
+	const cJSON *gpu = cJSON_GetObjectItemCaseSensitive(item, "gpu");
+	const cJSON *count = cJSON_GetObjectItemCaseSensitive(item, "count");
+	unsigned i = out->n_replicas;
+
+	if (!cJSON_IsString(gpu))
+		return ft_error_set(
+		    FT_EINVAL, "replicas[%u].gpu: expected a uuid string", i);
+	if (!cJSON_IsNumber(count) || count->valuedouble < 1 ||
+	    count->valuedouble > FT_REPLICAS_MAX ||
+	    count->valuedouble != (double)(int)count->valuedouble)
+		return ft_error_set(FT_EINVAL,
+				    "replicas[%u].count: expected an integer "
+				    "1-%d",
+				    i, FT_REPLICAS_MAX);
+	if (i >= FT_GPU_MAX)
+		return ft_error_set(FT_EINVAL, "replicas: more than %d",
+				    FT_GPU_MAX);
+	if (!(out->replica_gpus[i] = strdup(gpu->valuestring)))
+		return ft_error_set(FT_ENOMEM, "out of memory");
+	out->replica_counts[i] = (uint8_t)count->valueint;
+	out->n_replicas++;
+	return 0;
+}
+
+static int decode_replicas(ft_allocation_t *out, const cJSON *list)
+{
+	const cJSON *item;
+	int rc;
+
+	if (list && !cJSON_IsArray(list))
+		return ft_error_set(FT_EINVAL, "replicas: expected an array");
+	cJSON_ArrayForEach(item, list)
+	{
+		if ((rc = decode_replica(out, item)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
 static int decode_fields(ft_allocation_t *out, const cJSON *root)
 {
 	const cJSON *level = cJSON_GetObjectItemCaseSensitive(root, "level");
@@ -181,9 +253,12 @@ static int decode_fields(ft_allocation_t *out, const cJSON *root)
 			       cJSON_GetObjectItemCaseSensitive(root, "gpus"),
 			       "gpus", NULL)) < 0)
 		return rc;
-	return decode_uuids(out->mig_uuids, &out->n_mig, FT_ALLOC_MIG_MAX,
-			    cJSON_GetObjectItemCaseSensitive(root, "mig"),
-			    "mig", "uuid");
+	if ((rc = decode_uuids(out->mig_uuids, &out->n_mig, FT_ALLOC_MIG_MAX,
+			       cJSON_GetObjectItemCaseSensitive(root, "mig"),
+			       "mig", "uuid")) < 0)
+		return rc;
+	return decode_replicas(
+	    out, cJSON_GetObjectItemCaseSensitive(root, "replicas"));
 }
 
 int ft_codec_allocation_decode(ft_allocation_t *out, const char *json)

@@ -68,6 +68,18 @@ static void note_error(decode_ctx_t *ctx, const char *fmt, const char *a,
 		snprintf(ctx->error, sizeof(ctx->error), fmt, a, b);
 }
 
+/*
+ * The GPU resource itself, or its shared name "<gpu resource>.shared" (the
+ * device plugin's renameByDefault for time-sliced and MPS replicas).
+ */
+static bool is_gpu_resource(const ft_codec_options_t *opts, const char *name)
+{
+	size_t n = strlen(opts->gpu_resource);
+
+	return strncmp(name, opts->gpu_resource, n) == 0 &&
+	       (name[n] == '\0' || strcmp(name + n, ".shared") == 0);
+}
+
 static void add_resource(requests_t *r, decode_ctx_t *ctx, const char *name,
 			 const char *value)
 {
@@ -87,7 +99,7 @@ static void add_resource(requests_t *r, decode_ctx_t *ctx, const char *name,
 		else
 			note_error(ctx, "resource %s: bad quantity \"%s\"",
 				   name, value);
-	} else if (strcmp(name, ctx->opts->gpu_resource) == 0 ||
+	} else if (is_gpu_resource(ctx->opts, name) ||
 		   strncmp(name, ctx->opts->mig_resource_prefix, plen) == 0) {
 		if (ft_quantity_milli(&milli, value) < 0 || milli % 1000) {
 			note_error(ctx,
@@ -96,7 +108,7 @@ static void add_resource(requests_t *r, decode_ctx_t *ctx, const char *name,
 				   name, value);
 			return;
 		}
-		if (strcmp(name, ctx->opts->gpu_resource) == 0) {
+		if (is_gpu_resource(ctx->opts, name)) {
 			r->gpus += (uint64_t)milli / 1000;
 			return;
 		}
@@ -294,6 +306,26 @@ static void decode_requires(ft_demand_t *d, const cJSON *pod, decode_ctx_t *ctx)
 	note_error(ctx, "annotation %s/requires: %s", prefix, msg);
 }
 
+/* flextopo.io/gpu-fraction: the share of one GPU each rank needs. */
+static void decode_fraction(ft_demand_t *d, const cJSON *pod, decode_ctx_t *ctx)
+{
+	const char *prefix = ctx->opts->annotation_prefix;
+	const char *text = annotation(pod, prefix, "gpu-fraction");
+	int64_t milli = 0;
+
+	if (!text)
+		return;
+	if (ft_quantity_milli(&milli, text) == 0 && milli > 0 &&
+	    milli <= 1000) {
+		d->gpu_fraction_milli = (uint32_t)milli;
+		return;
+	}
+	note_error(ctx,
+		   "annotation %s/gpu-fraction: \"%.32s\" is not a number "
+		   "in (0, 1]",
+		   prefix, text);
+}
+
 static void decode_demand(ft_demand_t *d, const cJSON *pod, decode_ctx_t *ctx)
 {
 	const cJSON *spec = cJSON_GetObjectItemCaseSensitive(pod, "spec");
@@ -313,6 +345,7 @@ static void decode_demand(ft_demand_t *d, const cJSON *pod, decode_ctx_t *ctx)
 	decode_affinity(d, pod, ctx);
 	decode_policy(d, pod, ctx);
 	decode_requires(d, pod, ctx);
+	decode_fraction(d, pod, ctx);
 }
 
 /* RFC 3339 "2026-11-21T04:32:00Z" -> Unix seconds; 0 when absent or bad. */

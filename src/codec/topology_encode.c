@@ -123,6 +123,8 @@ static bool write_gpu(cJSON *array, const ft_topology_t *t, unsigned g)
 	       (!gpu->memory_mib ||
 		cJSON_AddNumberToObject(obj, "memoryMiB",
 					(double)gpu->memory_mib)) &&
+	       (!gpu->replicas ||
+		cJSON_AddNumberToObject(obj, "replicas", gpu->replicas)) &&
 	       write_nvlinks(obj, t, g) && write_mig(obj, t, g);
 }
 
@@ -227,6 +229,10 @@ static bool write_topology(cJSON *root, const ft_topology_t *t)
 	    !cJSON_AddStringToObject(
 		root, "migStrategy",
 		t->mig_strategy == FT_MIG_STRATEGY_SINGLE ? "single" : "mixed"))
+		return false;
+	if (t->shared_resource &&
+	    !cJSON_AddStringToObject(root, "sharedResource",
+				     t->shared_resource))
 		return false;
 	return write_reserved(root, t);
 }

@@ -195,6 +195,7 @@ typedef struct schema_reader {
 typedef struct gpu_fields {
 	int64_t index;
 	int64_t memory_mib;
+	int64_t replicas;
 	const char *uuid;
 	const char *model;
 } gpu_fields_t;
@@ -317,6 +318,12 @@ static int read_gpu(schema_reader_t *r, const cJSON *obj, const char *path,
 		r->lists[r->n_lists].gpu_index = (int)g.index;
 		r->n_lists++;
 	}
+	field_get(&f, obj, path, "replicas");
+	if (f.item &&
+	    ((rc = field_int(&g.replicas, &f, 2, FT_REPLICAS_MAX)) < 0 ||
+	     (rc = ft_topology_share_gpu(r->t, (unsigned)pos,
+					 (unsigned)g.replicas)) < 0))
+		return rc;
 	field_get(&f, obj, path, "mig");
 	return f.item ? read_mig(r, f.item, f.path, (unsigned)pos) : 0;
 }
@@ -540,6 +547,21 @@ static int read_mig_strategy(ft_topology_t *t, const cJSON *root)
 	return 0;
 }
 
+/* "sharedResource": the name the replicas of shared GPUs go by, optional. */
+static int read_shared_resource(ft_topology_t *t, const cJSON *root)
+{
+	const char *v = NULL;
+	field_t f;
+	int rc;
+
+	field_get(&f, root, "", "sharedResource");
+	if (!f.item)
+		return 0;
+	if ((rc = field_string(&v, &f, false)) < 0)
+		return rc;
+	return ft_topology_set_shared_resource(t, v);
+}
+
 static int read_schema(ft_topology_t *t, const cJSON *root)
 {
 	schema_reader_t r = {.t = t};
@@ -551,7 +573,8 @@ static int read_schema(ft_topology_t *t, const cJSON *root)
 	field_get(&f, root, "", "sockets");
 	if ((rc = each_item(&f, true, read_socket, &r, 0)) < 0 ||
 	    (rc = read_nvlinks(&r)) < 0 || (rc = read_reserved(&r, root)) < 0 ||
-	    (rc = read_mig_strategy(t, root)) < 0)
+	    (rc = read_mig_strategy(t, root)) < 0 ||
+	    (rc = read_shared_resource(t, root)) < 0)
 		return rc;
 	return ft_topology_finish(t);
 }

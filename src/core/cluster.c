@@ -15,7 +15,7 @@
 
 bool ft_demand_wants_devices(const ft_demand_t *d)
 {
-	return d->gpus || d->mig_count || d->exclusive_cpus;
+	return d->gpus || d->ranks || d->mig_count || d->exclusive_cpus;
 }
 
 void ft_allocation_dispose(ft_allocation_t *a)
@@ -26,6 +26,8 @@ void ft_allocation_dispose(ft_allocation_t *a)
 		free(a->gpu_uuids[i]);
 	for (unsigned i = 0; i < a->n_mig; i++)
 		free(a->mig_uuids[i]);
+	for (unsigned i = 0; i < a->n_replicas; i++)
+		free(a->replica_gpus[i]);
 	memset(a, 0, sizeof(*a));
 }
 
@@ -44,9 +46,13 @@ int ft_allocation_copy(ft_allocation_t *out, const ft_allocation_t *src)
 	*out = *src;
 	memset(out->gpu_uuids, 0, sizeof(out->gpu_uuids));
 	memset(out->mig_uuids, 0, sizeof(out->mig_uuids));
+	memset(out->replica_gpus, 0, sizeof(out->replica_gpus));
 	if ((rc = copy_strings(out->gpu_uuids, src->gpu_uuids, src->n_gpus)) <
 		0 ||
-	    (rc = copy_strings(out->mig_uuids, src->mig_uuids, src->n_mig)) < 0)
+	    (rc = copy_strings(out->mig_uuids, src->mig_uuids, src->n_mig)) <
+		0 ||
+	    (rc = copy_strings(out->replica_gpus, src->replica_gpus,
+			       src->n_replicas)) < 0)
 		ft_allocation_dispose(out);
 	return rc;
 }
@@ -171,6 +177,27 @@ static void resolve_devices(ft_holding_t *h, const ft_topology_t *t,
 		else
 			h->unknown_mig++;
 	}
+	for (unsigned i = 0; i < a->n_replicas; i++) {
+		int g =
+		    t ? ft_topology_find_gpu_uuid(t, a->replica_gpus[i]) : -1;
+		if (g >= 0 && (t->shared_gpus & (1u << g)))
+			h->replicas[g] += a->replica_counts[i];
+		else
+			h->unknown_replicas += a->replica_counts[i];
+	}
+}
+
+/* Replicas a shared demand holds when its placement is not known. */
+static uint32_t demand_replicas(const ft_topology_t *t, const ft_demand_t *d)
+{
+	unsigned most = 1;
+
+	if (!d->gpu_fraction_milli)
+		return d->ranks;
+	for (unsigned g = 0; g < t->n_gpus; g++)
+		if (t->gpus[g].replicas > most)
+			most = t->gpus[g].replicas;
+	return d->ranks * ((d->gpu_fraction_milli * most + 999) / 1000);
 }
 
 static void resolve_cpus(ft_holding_t *h, const ft_topology_t *t,
@@ -198,6 +225,42 @@ static uint16_t mig_gpus(const ft_topology_t *t, const uint64_t *mig)
 	return gpus;
 }
 
+static uint16_t replica_gpus(const uint8_t *replicas)
+{
+	uint16_t gpus = 0;
+
+	for (unsigned g = 0; g < FT_GPU_MAX; g++)
+		if (replicas[g])
+			gpus |= (uint16_t)(1u << g);
+	return gpus;
+}
+
+uint16_t ft_node_replica_gpus(const ft_node_t *node)
+{
+	return replica_gpus(node->replicas_used);
+}
+
+/*
+ * Replicas beyond a GPU's count, or on a GPU another pod holds whole, are
+ * double claims.
+ */
+static bool charge_replicas(ft_node_t *node, const ft_holding_t *h)
+{
+	const ft_topology_t *t = node->topology;
+	bool conflict = false;
+
+	for (unsigned g = 0; t && g < t->n_gpus; g++) {
+		unsigned used = node->replicas_used[g] + h->replicas[g];
+		if (!h->replicas[g])
+			continue;
+		conflict |=
+		    used > t->gpus[g].replicas || (node->gpus_used & (1u << g));
+		node->replicas_used[g] =
+		    (uint8_t)(used > UINT8_MAX ? UINT8_MAX : used);
+	}
+	return conflict || (h->gpus & ft_node_replica_gpus(node));
+}
+
 /*
  * On a MIG-strategy single node a pod's nvidia.com/gpu are instances, so
  * the usage of unknown placement is counted with the adapted demand.
@@ -220,6 +283,7 @@ static int holding_init(ft_holding_t *h, const ft_topology_t *t,
 	ft_place_adapt(&d, t, &pod->demand);
 	if (!pod->has_allocation) {
 		h->unknown_gpus = d.gpus;
+		h->unknown_replicas = t ? demand_replicas(t, &d) : 0;
 		h->unknown_mig = d.mig_count;
 		memcpy(h->unknown_mig_profile, d.mig_profile, FT_PROFILE_MAX);
 		h->unknown_cpus = d.exclusive_cpus;
@@ -231,7 +295,9 @@ static int holding_init(ft_holding_t *h, const ft_topology_t *t,
 		memcpy(h->unknown_mig_profile, d.mig_profile, FT_PROFILE_MAX);
 	resolve_cpus(h, t, pod);
 	if (t)
-		h->levels = ft_place_levels_of(t, h->gpus | mig_gpus(t, h->mig),
+		h->levels = ft_place_levels_of(t,
+					       h->gpus | mig_gpus(t, h->mig) |
+						   replica_gpus(h->replicas),
 					       h->numa_nodes);
 	return 0;
 }
@@ -242,15 +308,18 @@ static void charge(ft_node_t *node, const ft_holding_t *h)
 	const ft_topology_t *t = node->topology;
 	unsigned spread;
 
-	if (node->gpus_used & h->gpus || node->mig_used[0] & h->mig[0] ||
-	    node->mig_used[1] & h->mig[1] ||
-	    ft_cpuset_intersects(&node->cpus_used, &h->cpus))
+	if (charge_replicas(node, h))
+		node->conflicts++;
+	else if (node->gpus_used & h->gpus || node->mig_used[0] & h->mig[0] ||
+		 node->mig_used[1] & h->mig[1] ||
+		 ft_cpuset_intersects(&node->cpus_used, &h->cpus))
 		node->conflicts++;
 	node->gpus_used |= h->gpus;
 	node->mig_used[0] |= h->mig[0];
 	node->mig_used[1] |= h->mig[1];
 	ft_cpuset_or(&node->cpus_used, &node->cpus_used, &h->cpus);
 	node->unknown_gpus += h->unknown_gpus;
+	node->unknown_replicas += h->unknown_replicas;
 	node->unknown_cpus += h->unknown_cpus;
 	spread = (unsigned)__builtin_popcount(h->numa_nodes);
 	if (!t || !spread)
@@ -347,7 +416,8 @@ uint16_t ft_node_free_gpus(const ft_node_t *node)
 {
 	if (!node->topology)
 		return 0;
-	return (uint16_t)(node->topology->whole_gpus & ~node->gpus_used);
+	return (uint16_t)(node->topology->whole_gpus & ~node->gpus_used &
+			  ~ft_node_replica_gpus(node));
 }
 
 size_t ft_node_footprint(const ft_node_t *node)

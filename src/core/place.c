@@ -26,6 +26,8 @@
 /* Free units inside one domain (or its capacity, when usage is ignored). */
 typedef struct {
 	uint32_t gpus, mig, cpus;
+	uint32_t shared; /* ranks of a shared demand that fit, one per GPU
+			    with a fraction, else free replicas */
 	uint64_t memory_mib;
 } room_t;
 
@@ -54,7 +56,7 @@ ft_level_t ft_place_effective_level(const ft_demand_t *d)
 {
 	ft_level_t level = d->has_affinity ? d->level : FT_LEVEL_NODE;
 
-	if (!d->gpus && !d->mig_count && level < FT_LEVEL_NUMA)
+	if (!d->gpus && !d->ranks && !d->mig_count && level < FT_LEVEL_NUMA)
 		level = FT_LEVEL_NUMA;
 	return level;
 }
@@ -65,6 +67,11 @@ void ft_place_adapt(ft_demand_t *out, const ft_topology_t *t,
 	const char *profile = t ? ft_topology_single_profile(t) : NULL;
 
 	*out = *d;
+	if (!profile && t && t->shared_gpus && d->gpus) {
+		out->ranks = d->gpus;
+		out->gpus = 0;
+		return;
+	}
 	if (!profile || !d->gpus || strlen(profile) >= FT_PROFILE_MAX ||
 	    (d->mig_count && strcmp(d->mig_profile, profile) != 0))
 		return;
@@ -114,7 +121,7 @@ void ft_place_units(ft_units_t *out, const ft_topology_t *t,
 	const ft_demand_t *a = &out->demand;
 
 	ft_place_adapt(&out->demand, t, d);
-	out->gpus = t->whole_gpus;
+	out->gpus = a->ranks ? t->shared_gpus : t->whole_gpus;
 	out->mig[0] = out->mig[1] = 0;
 	for (unsigned g = 0; a->has_caps && g < t->n_gpus; g++)
 		if (unit_faults(t, &a->caps, false, g))
@@ -142,17 +149,54 @@ static bool mig_free(const ask_t *a, unsigned i, uint16_t gpus,
 	       (ignore_usage || !ft_node_mig_used(a->node, i));
 }
 
+/* Replicas one rank takes on GPU `g`: ceil(f x replicas), or 1. */
+static unsigned rank_replicas(const ft_demand_t *d, const ft_topology_t *t,
+			      unsigned g)
+{
+	if (!d->gpu_fraction_milli)
+		return 1;
+	return (d->gpu_fraction_milli * t->gpus[g].replicas + 999) / 1000;
+}
+
+/* Free replicas of shared GPU `g`: none when a pod holds it whole. */
+static unsigned free_replicas(const ask_t *a, unsigned g, bool ignore_usage)
+{
+	unsigned n = a->t->gpus[g].replicas, used = a->node->replicas_used[g];
+
+	if (ignore_usage)
+		return n;
+	if (a->node->gpus_used & (1u << g))
+		return 0;
+	return used < n ? n - used : 0;
+}
+
+static uint32_t shared_room(const ask_t *a, uint16_t gpus, bool ignore_usage)
+{
+	const ft_demand_t *d = &a->u.demand;
+	uint32_t r = 0;
+
+	for (unsigned m = gpus & a->u.gpus; d->ranks && m; m &= m - 1) {
+		unsigned g = (unsigned)__builtin_ctz(m);
+		unsigned f = free_replicas(a, g, ignore_usage);
+		r += d->gpu_fraction_milli ? f >= rank_replicas(d, a->t, g) : f;
+	}
+	return r;
+}
+
 static room_t domain_room(const ask_t *a, const ft_domain_t *dom,
 			  bool ignore_usage)
 {
 	const ft_node_t *node = a->node;
 	const ft_topology_t *t = a->t;
 	uint16_t gpus = dom->gpus & a->u.gpus;
-	room_t r = {0, 0, 0, 0};
+	room_t r = {0, 0, 0, 0, 0};
 
 	if (!ignore_usage)
 		gpus &= (uint16_t)~node->gpus_used;
-	r.gpus = (uint32_t)__builtin_popcount(gpus);
+	if (!ignore_usage)
+		gpus &= (uint16_t)~ft_node_replica_gpus(node);
+	r.gpus = a->u.demand.ranks ? 0 : (uint32_t)__builtin_popcount(gpus);
+	r.shared = shared_room(a, dom->gpus, ignore_usage);
 	for (unsigned i = 0; a->u.demand.mig_count && i < t->n_mig; i++)
 		r.mig += mig_free(a, i, dom->gpus, ignore_usage);
 	/* Visit only the domain's NUMA nodes: most domains hold one. */
@@ -169,7 +213,7 @@ static room_t domain_room(const ask_t *a, const ft_domain_t *dom,
 static bool room_fits(room_t r, const ft_demand_t *d)
 {
 	return r.gpus >= d->gpus && r.mig >= d->mig_count &&
-	       r.cpus >= d->exclusive_cpus &&
+	       r.shared >= d->ranks && r.cpus >= d->exclusive_cpus &&
 	       (!d->exclusive_cpus || r.memory_mib >= d->memory_mib);
 }
 
@@ -199,6 +243,9 @@ static bool node_room_fits(const ask_t *a)
 	r.gpus = r.gpus > node->unknown_gpus ? r.gpus - node->unknown_gpus : 0;
 	r.cpus = r.cpus > node->unknown_cpus ? r.cpus - node->unknown_cpus : 0;
 	r.mig = r.mig > um ? r.mig - um : 0;
+	r.shared = r.shared > node->unknown_replicas
+		       ? r.shared - node->unknown_replicas
+		       : 0;
 	return room_fits(r, &a->u.demand);
 }
 
@@ -290,10 +337,35 @@ static void put_quantity(text_t *t, uint64_t mib)
 	put_s(t, gib ? "Gi" : "Mi");
 }
 
+/* "2 ranks of 0.8 GPU" or "3 GPU replicas". */
+static void describe_ranks(text_t *t, const ft_demand_t *d)
+{
+	put_u(t, d->ranks);
+	if (!d->gpu_fraction_milli) {
+		put_s(t, " GPU replicas");
+		return;
+	}
+	put_s(t, " ranks of ");
+	put_u(t, d->gpu_fraction_milli / 1000);
+	if (d->gpu_fraction_milli % 1000) {
+		char frac[4] = {(char)('0' + d->gpu_fraction_milli / 100 % 10),
+				(char)('0' + d->gpu_fraction_milli / 10 % 10),
+				(char)('0' + d->gpu_fraction_milli % 10), '\0'};
+		for (int i = 2; i > 0 && frac[i] == '0'; i--)
+			frac[i] = '\0';
+		put_s(t, ".");
+		put_s(t, frac);
+	}
+	put_s(t, " GPU on distinct GPUs");
+}
+
 static void describe_need(text_t *t, const ft_demand_t *d)
 {
-	put_u(t, d->gpus);
-	put_s(t, " GPUs");
+	if (d->ranks)
+		describe_ranks(t, d);
+	else
+		put_u(t, d->gpus);
+	put_s(t, d->ranks ? "" : " GPUs");
 	if (d->mig_count) {
 		put_s(t, " and ");
 		put_u(t, d->mig_count);
@@ -312,24 +384,29 @@ static void describe_shortfall(char *buf, size_t size, const ask_t *a,
 {
 	const ft_topology_t *t = a->t;
 	const ft_demand_t *d = &a->u.demand;
-	room_t best = {0, 0, 0, 0};
+	room_t best = {0, 0, 0, 0, 0};
 	text_t out = {buf, size};
 	const char *free_word = ignore_usage ? "" : "free ";
 
 	for (unsigned i = t->level_first[level]; i < t->level_first[level + 1];
 	     i++) {
 		room_t r = domain_room(a, &t->domains[i], ignore_usage);
-		if (r.gpus + r.mig > best.gpus + best.mig ||
-		    (r.gpus + r.mig == best.gpus + best.mig &&
+		if (r.gpus + r.mig + r.shared >
+			best.gpus + best.mig + best.shared ||
+		    (r.gpus + r.mig + r.shared ==
+			 best.gpus + best.mig + best.shared &&
 		     r.cpus > best.cpus))
 			best = r;
 	}
 	put_s(&out, ft_level_name(level));
 	put_s(&out, ": at most ");
-	put_u(&out, d->mig_count ? best.mig : best.gpus);
+	put_u(&out, d->mig_count ? best.mig : best.gpus + best.shared);
 	put_s(&out, " ");
 	put_s(&out, free_word);
-	put_s(&out, d->mig_count ? "GPUs (MIG) with " : "GPUs with ");
+	put_s(&out, d->mig_count	    ? "GPUs (MIG) with "
+		    : !d->ranks		    ? "GPUs with "
+		    : d->gpu_fraction_milli ? "GPUs with room for a rank with "
+					    : "GPU replicas with ");
 	put_u(&out, best.cpus);
 	put_s(&out, " ");
 	put_s(&out, free_word);
@@ -508,6 +585,18 @@ void ft_place_filter(ft_verdict_t *out, const ft_node_t *node,
 			  : FT_LEVEL_NODE);
 }
 
+/* Replicas of the shared GPUs that may serve the demand: total and held. */
+static void shared_usage(const ask_t *a, unsigned *total, unsigned *used)
+{
+	*total = *used = 0;
+	for (unsigned m = a->u.gpus; m; m &= m - 1) {
+		unsigned g = (unsigned)__builtin_ctz(m);
+		*total += a->t->gpus[g].replicas;
+		*used += a->t->gpus[g].replicas - free_replicas(a, g, false);
+	}
+	*used += a->node->unknown_replicas;
+}
+
 /* Units of the demand's kind that meet its capabilities: total and held. */
 static void usage_of_kind(const ask_t *a, unsigned *total, unsigned *used)
 {
@@ -519,6 +608,8 @@ static void usage_of_kind(const ask_t *a, unsigned *total, unsigned *used)
 		*total = domain_room(a, node_domain(t), true).mig;
 		*used = *total - domain_room(a, node_domain(t), false).mig +
 			unknown_mig(node, d);
+	} else if (d->ranks) {
+		shared_usage(a, total, used);
 	} else if (d->gpus) {
 		*total = (unsigned)__builtin_popcount(a->u.gpus);
 		*used =
@@ -560,8 +651,9 @@ int ft_place_score(const ft_node_t *node, const ft_demand_t *d,
 		return 0;
 	ask_init(&a, node, d, policy);
 	ad = &a.u.demand;
-	want = ad->has_affinity ? ft_place_effective_level(ad)
-				: (ad->gpus || ad->mig_count ? FT_LEVEL_NVLINK
+	want = ad->has_affinity
+		   ? ft_place_effective_level(ad)
+		   : (ad->gpus || ad->ranks || ad->mig_count ? FT_LEVEL_NVLINK
 							     : FT_LEVEL_NUMA);
 	got = reachable_level(&a, want);
 	if (got == FT_LEVEL_COUNT)
@@ -707,6 +799,50 @@ static int choose_mig(uint64_t *out, const ask_t *a, uint16_t gpus)
 	return 0;
 }
 
+static uint16_t gpus_of_replicas(const uint8_t *replicas)
+{
+	uint16_t gpus = 0;
+
+	for (unsigned g = 0; g < FT_GPU_MAX; g++)
+		if (replicas[g])
+			gpus |= (uint16_t)(1u << g);
+	return gpus;
+}
+
+/*
+ * Ranks of a shared demand in `gpus`, one at a time: each on the GPU that
+ * has room for it with the most replicas used (packed; counting those just
+ * taken, so replicas without a fraction stack up) or the fewest
+ * (distributed). With a fraction a rank's replicas stay on one GPU and ranks
+ * take distinct GPUs.
+ */
+static int choose_replicas(uint8_t *out, const ask_t *a, uint16_t gpus)
+{
+	const ft_demand_t *d = &a->u.demand;
+
+	for (unsigned rank = 0; rank < d->ranks; rank++) {
+		int best = -1;
+		long best_v = 0;
+		for (unsigned m = gpus & a->u.gpus; m; m &= m - 1) {
+			unsigned g = (unsigned)__builtin_ctz(m);
+			unsigned f = free_replicas(a, g, false);
+			long v = (long)(a->t->gpus[g].replicas - f + out[g]);
+			if ((d->gpu_fraction_milli && out[g]) ||
+			    f < out[g] + rank_replicas(d, a->t, g))
+				continue;
+			v = a->policy == FT_POLICY_PACKED ? v : -v;
+			if (best < 0 || v > best_v) {
+				best = (int)g;
+				best_v = v;
+			}
+		}
+		if (best < 0)
+			return FT_ENOTFOUND;
+		out[best] += (uint8_t)rank_replicas(d, a->t, (unsigned)best);
+	}
+	return 0;
+}
+
 static uint16_t gpus_of_mig(const ft_topology_t *t, const uint64_t *mig)
 {
 	uint16_t gpus = 0;
@@ -771,14 +907,20 @@ static int choose_in_domain(ft_placement_t *out, const ask_t *a,
 	out->gpus = choose_gpus(a, cand, d->gpus);
 	if (d->mig_count && choose_mig(out->mig, a, dom->gpus))
 		return FT_ENOTFOUND;
-	near = numa_of_units(t, out->gpus, out->mig) & dom->numa_nodes;
+	if (d->ranks && choose_replicas(out->replicas, a, dom->gpus))
+		return FT_ENOTFOUND;
+	near = numa_of_units(t, out->gpus | gpus_of_replicas(out->replicas),
+			     out->mig) &
+	       dom->numa_nodes;
 	take_cpus(out, node, near, &left);
 	take_cpus(out, node, dom->numa_nodes & (uint16_t)~near, &left);
 	if (left)
 		return FT_ENOTFOUND;
 	out->memory_mib = d->exclusive_cpus ? d->memory_mib : 0;
-	out->levels = ft_place_levels_of(
-	    t, out->gpus | gpus_of_mig(t, out->mig), out->numa_nodes);
+	out->levels = ft_place_levels_of(t,
+					 out->gpus | gpus_of_mig(t, out->mig) |
+					     gpus_of_replicas(out->replicas),
+					 out->numa_nodes);
 	out->level = ft_place_first_level(out->levels, from);
 	return 0;
 }
@@ -800,6 +942,18 @@ static long domain_busy_slices(const ask_t *a, const ft_domain_t *dom)
 	return n;
 }
 
+/* Replicas used on the shared GPUs of `dom` that may serve the demand. */
+static long domain_busy_replicas(const ask_t *a, const ft_domain_t *dom)
+{
+	long n = 0;
+
+	for (unsigned m = dom->gpus & a->u.gpus; m; m &= m - 1) {
+		unsigned g = (unsigned)__builtin_ctz(m);
+		n += a->node->replicas_used[g];
+	}
+	return n;
+}
+
 /*
  * Lowest first. Packed tries the tightest-fitting domain first, distributed
  * the roomiest; for MIG instances the busy slices come first, so that packed
@@ -808,10 +962,12 @@ static long domain_busy_slices(const ask_t *a, const ft_domain_t *dom)
 static long domain_order(const ask_t *a, const ft_domain_t *dom)
 {
 	room_t r = domain_room(a, dom, false);
-	long v = (long)(r.gpus + r.mig) * 4096 + r.cpus;
+	long v = (long)(r.gpus + r.mig + r.shared) * 4096 + r.cpus;
 
 	if (a->u.demand.mig_count)
 		v -= domain_busy_slices(a, dom) << 24;
+	if (a->u.demand.ranks)
+		v -= domain_busy_replicas(a, dom) << 24;
 	return a->policy == FT_POLICY_PACKED ? v : -v;
 }
 
@@ -855,8 +1011,9 @@ static ft_level_t first_level(const ask_t *a, ft_level_t from)
 {
 	const ft_demand_t *d = &a->u.demand;
 
-	return d->mig_count && !d->gpus && !d->has_affinity ? FT_LEVEL_NODE
-							    : from;
+	bool spread = d->mig_count || (d->ranks && !d->gpu_fraction_milli);
+
+	return spread && !d->gpus && !d->has_affinity ? FT_LEVEL_NODE : from;
 }
 
 int ft_place_choose(ft_placement_t *out, const ft_node_t *node,
@@ -876,7 +1033,8 @@ int ft_place_choose(ft_placement_t *out, const ft_node_t *node,
 			       : FT_LEVEL_NVLINK;
 	to = d->has_affinity && d->mode == FT_MODE_GUARANTEED ? from
 							      : FT_LEVEL_NODE;
-	if (!a.u.demand.gpus && !a.u.demand.mig_count && from < FT_LEVEL_NUMA)
+	if (!a.u.demand.gpus && !a.u.demand.ranks && !a.u.demand.mig_count &&
+	    from < FT_LEVEL_NUMA)
 		from = FT_LEVEL_NUMA;
 	if (node_room_fits(&a))
 		for (unsigned l = first_level(&a, from); l <= to; l++)

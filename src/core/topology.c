@@ -71,6 +71,7 @@ void ft_topology_unref(ft_topology_t *t)
 	}
 	free(t->mig);
 	free(t->domains);
+	free(t->shared_resource);
 	free(t);
 }
 
@@ -239,6 +240,27 @@ int ft_topology_add_mig(ft_topology_t *t, unsigned gpu, const char *profile,
 	return (int)t->n_mig - 1;
 }
 
+int ft_topology_share_gpu(ft_topology_t *t, unsigned gpu, unsigned replicas)
+{
+	if (gpu >= t->n_gpus)
+		return ft_error_set(FT_EINVAL, "GPU position %u out of range",
+				    gpu);
+	t->gpus[gpu].replicas =
+	    (uint8_t)(replicas > UINT8_MAX ? UINT8_MAX : replicas);
+	return 0;
+}
+
+int ft_topology_set_shared_resource(ft_topology_t *t, const char *name)
+{
+	char *copy = strdup(name);
+
+	if (!copy)
+		return ft_error_set(FT_ENOMEM, "topology: out of memory");
+	free(t->shared_resource);
+	t->shared_resource = copy;
+	return 0;
+}
+
 void ft_topology_set_mig_strategy(ft_topology_t *t, ft_mig_strategy_t s)
 {
 	t->mig_strategy = s;
@@ -328,6 +350,28 @@ static void single_fault(char *out, size_t size, const ft_topology_t *t)
 }
 
 /* Infer the MIG strategy, or check the one the annotation gave. */
+/* Replicas in range; a MIG-enabled GPU is partitioned, never time-sliced. */
+static int check_shared(ft_topology_t *t)
+{
+	t->shared_gpus = 0;
+	for (unsigned g = 0; g < t->n_gpus; g++) {
+		const ft_gpu_t *gpu = &t->gpus[g];
+		if (!gpu->replicas)
+			continue;
+		if (gpu->replicas < 2 || gpu->replicas > FT_REPLICAS_MAX)
+			return ft_error_set(
+			    FT_EINVAL, "GPU %d: replicas %u not in 2..%d",
+			    gpu->index, gpu->replicas, FT_REPLICAS_MAX);
+		if (gpu->mig_enabled)
+			return ft_error_set(FT_EINVAL,
+					    "GPU %d: MIG-enabled GPU cannot be "
+					    "shared (replicas)",
+					    gpu->index);
+		t->shared_gpus |= (uint16_t)(1u << g);
+	}
+	return 0;
+}
+
 static int settle_mig_strategy(ft_topology_t *t)
 {
 	char fault[160];
@@ -468,7 +512,8 @@ int ft_topology_finish(ft_topology_t *t)
 		goto cleanup;
 	}
 	if ((rc = check_cpus(t)) < 0 || (rc = check_gpus(t)) < 0 ||
-	    (rc = check_mig(t)) < 0 || (rc = settle_mig_strategy(t)) < 0)
+	    (rc = check_mig(t)) < 0 || (rc = check_shared(t)) < 0 ||
+	    (rc = settle_mig_strategy(t)) < 0)
 		goto cleanup;
 	d = calloc(1, sizeof(*d));
 	if (!d) {

@@ -13,7 +13,9 @@
  * copy of the node's usage counters; the node itself is never changed.
  * The preemptor's demand is read as placement reads it (ft_place_units):
  * translated on MIG-strategy single nodes, and only the units that meet its
- * capabilities (flextopo.io/requires) make a holding a candidate.
+ * capabilities (flextopo.io/requires) make a holding a candidate. On a node
+ * with shared GPUs the demand is ranks of replicas: evicting a holding gives
+ * back its replicas, and a pod holding a shared GPU whole gives back all.
  */
 #include <flextopo/victims.h>
 
@@ -118,6 +120,14 @@ static void release(ft_node_t *v, const ft_node_t *node, const uint16_t *idx,
 		v->gpus_used &= (uint16_t)~h->gpus;
 		v->mig_used[0] &= ~h->mig[0];
 		v->mig_used[1] &= ~h->mig[1];
+		for (unsigned g = 0; g < t->n_gpus; g++)
+			v->replicas_used[g] -=
+			    h->replicas[g] < v->replicas_used[g]
+				? h->replicas[g]
+				: v->replicas_used[g];
+		v->unknown_replicas -= h->unknown_replicas < v->unknown_replicas
+					   ? h->unknown_replicas
+					   : v->unknown_replicas;
 		ft_cpuset_andnot(&v->cpus_used, &v->cpus_used, &h->cpus);
 		v->unknown_gpus -= h->unknown_gpus < v->unknown_gpus
 				       ? h->unknown_gpus
@@ -234,6 +244,17 @@ static unsigned holding_kinds(const ft_node_t *node, const ft_holding_t *h,
 
 	if ((h->gpus & dom->gpus & u->gpus) || (d->gpus && h->unknown_gpus))
 		kinds |= KIND_GPU;
+	/*
+	 * Replicas of unknown placement are charged node-wide, so while there
+	 * are any, freeing replicas outside the domain helps as well.
+	 */
+	for (unsigned g = 0; d->ranks && g < t->n_gpus; g++)
+		if ((h->replicas[g] || (h->gpus & (1u << g))) &&
+		    (u->gpus & (1u << g)) &&
+		    ((dom->gpus & (1u << g)) || node->unknown_replicas))
+			kinds |= KIND_GPU;
+	if (d->ranks && h->unknown_replicas)
+		kinds |= KIND_GPU;
 	for (unsigned i = 0; d->mig_count && i < t->n_mig; i++)
 		if ((h->mig[i / 64] >> (i % 64) & 1) &&
 		    (u->mig[i / 64] >> (i % 64) & 1) &&
@@ -268,15 +289,17 @@ static unsigned short_kinds(const ft_node_t *v, const ft_demand_t *d,
 
 	part.mig_count = 0;
 	part.exclusive_cpus = 0;
-	if (d->gpus && !ft_place_fits_domain(v, &part, domain))
+	if ((d->gpus || d->ranks) && !ft_place_fits_domain(v, &part, domain))
 		kinds |= KIND_GPU;
 	part = *d;
 	part.gpus = 0;
+	part.ranks = 0;
 	part.exclusive_cpus = 0;
 	if (d->mig_count && !ft_place_fits_domain(v, &part, domain))
 		kinds |= KIND_MIG;
 	part = *d;
 	part.gpus = 0;
+	part.ranks = 0;
 	part.mig_count = 0;
 	if (d->exclusive_cpus && !ft_place_fits_domain(v, &part, domain))
 		kinds |= KIND_CPU;

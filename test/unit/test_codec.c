@@ -486,6 +486,45 @@ static void test_codec__pod_demand_errors(void **state)
 	ft_pod_dispose(&pod);
 }
 
+/* Ranks of a GPU fraction, through either name of the GPU resource. */
+static void test_codec__pod_gpu_fraction(void **state)
+{
+	cJSON *obj = pod_object("{'containers':[{'name':'a','resources':{"
+				"'limits':{'nvidia.com/gpu.shared':'2'}}}]}");
+	ft_pod_t pod;
+
+	annotate(obj, "flextopo.io/gpu-fraction", "0.8");
+	decode_pod(&pod, obj);
+	assert_null(pod.demand_error);
+	assert_int_equal(pod.demand.gpus, 2);
+	assert_int_equal(pod.demand.gpu_fraction_milli, 800);
+	ft_pod_dispose(&pod);
+	cJSON_Delete(obj);
+
+	obj = pod_object("{'containers':[{'name':'a','resources':{'limits':{"
+			 "'nvidia.com/gpu':'1'}}}]}");
+	annotate(obj, "flextopo.io/gpu-fraction", "1.5");
+	decode_pod(&pod, obj);
+	assert_string_equal(pod.demand_error,
+			    "annotation flextopo.io/gpu-fraction: \"1.5\" is "
+			    "not a number in (0, 1]");
+	ft_pod_dispose(&pod);
+	cJSON_Delete(obj);
+
+	obj = pod_object("{'containers':[]}");
+	annotate(obj, "flextopo.io/gpu-fraction", "0");
+	decode_pod(&pod, obj);
+	assert_non_null(pod.demand_error);
+	ft_pod_dispose(&pod);
+	cJSON_Delete(obj);
+
+	/* Other suffixes are not the GPU resource. */
+	decode_spec(&pod, "{'containers':[{'name':'a','resources':{'limits':{"
+			  "'nvidia.com/gpu.other':'1'}}}]}");
+	assert_int_equal(pod.demand.gpus, 0);
+	ft_pod_dispose(&pod);
+}
+
 static void test_codec__pod_affinity_annotations(void **state)
 {
 	cJSON *obj = pod_object("{'containers':[]}");
@@ -926,6 +965,54 @@ static void test_codec__allocation_round_trip(void **state)
 	assert_int_equal(direct.memory_mib, back.memory_mib);
 	ft_allocation_dispose(&back);
 	ft_allocation_dispose(&direct);
+	free(text);
+	ft_node_unref(node);
+	ft_topology_unref(t);
+}
+
+/* Replicas of shared GPUs survive encode and decode. */
+static void test_codec__allocation_replicas(void **state)
+{
+	ft_topology_t *t = ft_test_topology_pairs4("S");
+	ft_node_t *node = NULL;
+	ft_allocation_t back, direct;
+	ft_placement_t p;
+	char *text = NULL;
+
+	for (unsigned g = 0; g < 4; g++)
+		assert_int_equal(ft_topology_share_gpu(t, g, 10), 0);
+	assert_int_equal(ft_topology_finish(t), 0);
+	node = ft_test_node("n", t, NULL);
+	memset(&p, 0, sizeof(p));
+	p.level = FT_LEVEL_NVLINK;
+	p.replicas[0] = p.replicas[1] = 8;
+	assert_int_equal(
+	    ft_codec_allocation_encode(&text, &p, node, FT_MODE_GUARANTEED), 0);
+	assert_non_null(strstr(text,
+			       "\"replicas\":[{\"gpu\":\"S-0\",\"count\":8},"
+			       "{\"gpu\":\"S-1\",\"count\":8}]"));
+	assert_int_equal(ft_codec_allocation_decode(&back, text), 0);
+	assert_int_equal(ft_codec_allocation_from_placement(&direct, &p, node,
+							    FT_MODE_GUARANTEED),
+			 0);
+	assert_int_equal(back.n_gpus, 0);
+	assert_int_equal(back.n_replicas, 2);
+	assert_int_equal(direct.n_replicas, 2);
+	for (unsigned i = 0; i < 2; i++) {
+		assert_string_equal(back.replica_gpus[i],
+				    direct.replica_gpus[i]);
+		assert_int_equal(back.replica_counts[i], 8);
+		assert_int_equal(direct.replica_counts[i], 8);
+	}
+	ft_allocation_dispose(&back);
+	ft_allocation_dispose(&direct);
+	assert_int_equal(ft_codec_allocation_decode(
+			     &back, "{\"replicas\":[{\"gpu\":\"S-0\"}]}"),
+			 FT_EINVAL);
+	assert_string_equal(ft_error_last(), "replicas[0].count: expected an "
+					     "integer 1-64");
+	assert_int_equal(ft_codec_allocation_decode(&back, "{\"replicas\":{}}"),
+			 FT_EINVAL);
 	free(text);
 	ft_node_unref(node);
 	ft_topology_unref(t);
@@ -1459,6 +1546,7 @@ int main(void)
 	    cmocka_unit_test(test_codec__pod_exclusive_cpus_per_container),
 	    cmocka_unit_test(test_codec__pod_gpus_and_mig),
 	    cmocka_unit_test(test_codec__pod_demand_errors),
+	    cmocka_unit_test(test_codec__pod_gpu_fraction),
 	    cmocka_unit_test(test_codec__pod_affinity_annotations),
 	    cmocka_unit_test(test_codec__pod_allocation_policy),
 	    cmocka_unit_test(test_codec__pod_requires),
@@ -1471,6 +1559,7 @@ int main(void)
 	    cmocka_unit_test(test_codec__pod_other_prefix),
 	    cmocka_unit_test(test_codec__allocation_encode),
 	    cmocka_unit_test(test_codec__allocation_round_trip),
+	    cmocka_unit_test(test_codec__allocation_replicas),
 	    cmocka_unit_test(test_codec__allocation_decode_minimal_and_bad),
 	    cmocka_unit_test(test_codec__allocation_memory_out_of_range),
 	    cmocka_unit_test(test_codec__node_decode),

@@ -8,7 +8,8 @@
  * (compared as JSON: key order and whitespace do not matter), and an optional
  * <case>.status the expected HTTP status (200 when absent). Every case runs on
  * a fresh application loaded from test/fixtures/cluster/small.yaml (the
- * folders filter-mig and bind-mig from cluster/mig.yaml); adding a fixture
+ * folders filter-mig and bind-mig from cluster/mig.yaml, filter-shared and
+ * bind-shared from cluster/shared.yaml); adding a fixture
  * adds a case. Sequences that need state across calls (bind, then
  * filter again) are written out below.
  */
@@ -32,9 +33,10 @@
 
 #include "support.h"
 
-#define CLUSTER	    FT_FIXTURES_DIR "/cluster/small.yaml"
-#define MIG_CLUSTER FT_FIXTURES_DIR "/cluster/mig.yaml"
-#define WIRE	    FT_FIXTURES_DIR "/wire"
+#define CLUSTER	       FT_FIXTURES_DIR "/cluster/small.yaml"
+#define MIG_CLUSTER    FT_FIXTURES_DIR "/cluster/mig.yaml"
+#define SHARED_CLUSTER FT_FIXTURES_DIR "/cluster/shared.yaml"
+#define WIRE	       FT_FIXTURES_DIR "/wire"
 
 /* Pods of test/fixtures/cluster/small.yaml. */
 #define UID_HOLDER_A  "00000000-0000-4000-8000-00000000000a"
@@ -255,6 +257,21 @@ static void test_extender__wire_filter_mig(void **state)
 static void test_extender__wire_bind_mig(void **state)
 {
 	const verb_t v = {"bind-mig", ft_app_bind, MIG_CLUSTER};
+
+	run_verb(&v);
+}
+
+/* Ranks of GPU fractions on time-sliced GPUs, on shared.yaml. */
+static void test_extender__wire_filter_shared(void **state)
+{
+	const verb_t v = {"filter-shared", ft_app_filter, SHARED_CLUSTER};
+
+	run_verb(&v);
+}
+
+static void test_extender__wire_bind_shared(void **state)
+{
+	const verb_t v = {"bind-shared", ft_app_bind, SHARED_CLUSTER};
 
 	run_verb(&v);
 }
@@ -816,6 +833,32 @@ static void test_extender__preempt_avoids_pdb(void **state)
 	app_free(app);
 }
 
+/*
+ * Seed 000 end to end on shared.yaml: the 0.2 pod fills a leftover of the
+ * pair holder-2x08 uses (packed), and 2 x 0.8 takes 8 replicas on each GPU
+ * of the free NVLink pair; neither holds a GPU whole.
+ */
+static void test_extender__shared_ranks_and_leftover(void **state)
+{
+	ft_app_t *app = app_new_from(SHARED_CLUSTER);
+	const char *small = "00000000-0000-4000-8000-0000000002b2";
+	const char *ranks = "00000000-0000-4000-8000-0000000002b1";
+	ft_holding_t h;
+
+	bind_ok(app, "small-02", small, "h100-shared");
+	assert_true(holding(app, "h100-shared", small, &h));
+	assert_int_equal(h.gpus, 0);
+	assert_int_equal(h.replicas[0] + h.replicas[1], 0);
+	assert_int_equal(h.replicas[2] + h.replicas[3], 2);
+	bind_ok(app, "ranks-2x08", ranks, "h100-shared");
+	assert_true(holding(app, "h100-shared", ranks, &h));
+	assert_int_equal(h.replicas[0], 8);
+	assert_int_equal(h.replicas[1], 8);
+	assert_int_equal(h.level, FT_LEVEL_NVLINK);
+	assert_int_equal(gpus_used(app, "h100-shared"), 0);
+	app_free(app);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -825,7 +868,10 @@ int main(void)
 	    cmocka_unit_test(test_extender__wire_preempt),
 	    cmocka_unit_test(test_extender__wire_filter_mig),
 	    cmocka_unit_test(test_extender__wire_bind_mig),
+	    cmocka_unit_test(test_extender__wire_filter_shared),
+	    cmocka_unit_test(test_extender__wire_bind_shared),
 	    cmocka_unit_test(test_extender__mig_policy_and_single_strategy),
+	    cmocka_unit_test(test_extender__shared_ranks_and_leftover),
 	    cmocka_unit_test(test_extender__preempt_avoids_pdb),
 	    cmocka_unit_test(test_extender__bind_then_filter_sees_gpus_taken),
 	    cmocka_unit_test(test_extender__bind_twice_is_idempotent),

@@ -1094,6 +1094,184 @@ static void test_place__choose_agrees_with_filter_with_requires(void **state)
 		ft_topology_unref(tops[i]);
 }
 
+/* The pairs4 box with every GPU shared into `replicas` replicas. */
+static ft_topology_t *shared_pairs4(unsigned replicas)
+{
+	ft_topology_t *t = ft_test_topology_pairs4("S");
+
+	for (unsigned g = 0; g < t->n_gpus; g++)
+		assert_int_equal(ft_topology_share_gpu(t, g, replicas), 0);
+	assert_int_equal(ft_topology_finish(t), 0);
+	return t;
+}
+
+static ft_demand_t shared_demand(uint32_t ranks, uint32_t fraction_milli,
+				 int level)
+{
+	ft_demand_t d = demand(ranks, 0, level, FT_MODE_GUARANTEED);
+
+	d.gpu_fraction_milli = fraction_milli;
+	return d;
+}
+
+/* Bind `p` on `node` as a new pod (through the allocation codec). */
+static ft_node_t *with_shared_placement(ft_node_t *node,
+					const ft_placement_t *p, ft_pod_t *pods,
+					unsigned *n)
+{
+	ft_pod_t *list[16];
+	char uid[32];
+	ft_node_t *next;
+
+	snprintf(uid, sizeof(uid), "s%u", *n);
+	ft_test_pod(&pods[*n], uid, 0, NULL, NULL, 0);
+	assert_int_equal(ft_codec_allocation_from_placement(
+			     &pods[*n].allocation, p, node, FT_MODE_GUARANTEED),
+			 0);
+	pods[*n].has_allocation = true;
+	(*n)++;
+	for (unsigned i = 0; i < *n; i++)
+		list[i] = &pods[i];
+	list[*n] = NULL;
+	next = ft_test_node("n", node->topology, list);
+	ft_node_unref(node);
+	return next;
+}
+
+static uint16_t replica_mask(const ft_placement_t *p)
+{
+	uint16_t gpus = 0;
+
+	for (unsigned g = 0; g < FT_GPU_MAX; g++)
+		if (p->replicas[g])
+			gpus |= (uint16_t)(1u << g);
+	return gpus;
+}
+
+/*
+ * Seed 000: 2 ranks x 0.8 GPU on an NVLink pair of GPUs shared 10 ways take
+ * 8 replicas of each; a 0.2 pod fills a leftover under packed and takes an
+ * empty GPU under distributed.
+ */
+static void test_place__shared_ranks_on_nvlink_pair(void **state)
+{
+	ft_topology_t *t = shared_pairs4(10);
+	ft_node_t *node = ft_test_node("n", t, NULL);
+	ft_demand_t big = shared_demand(2, 800, FT_LEVEL_NVLINK);
+	ft_demand_t small = shared_demand(1, 200, -1);
+	ft_pod_t pods[4];
+	unsigned n = 0;
+	ft_placement_t p, q;
+	ft_verdict_t v;
+
+	ft_place_filter(&v, node, &big);
+	assert_int_equal(v.fit, FT_FIT);
+	assert_int_equal(v.level, FT_LEVEL_NVLINK);
+	assert_int_equal(ft_place_choose(&p, node, &big, FT_POLICY_PACKED), 0);
+	assert_int_equal(p.gpus, 0);
+	assert_true(replica_mask(&p) == 0x3 || replica_mask(&p) == 0xc);
+	assert_true(p.levels & (1u << FT_LEVEL_NVLINK));
+	for (unsigned g = 0; g < 4; g++)
+		assert_int_equal(p.replicas[g],
+				 (replica_mask(&p) >> g) & 1 ? 8 : 0);
+	node = with_shared_placement(node, &p, pods, &n);
+	assert_int_equal(ft_place_choose(&q, node, &small, FT_POLICY_PACKED),
+			 0);
+	assert_int_equal(__builtin_popcount(replica_mask(&q)), 1);
+	assert_true(replica_mask(&q) & replica_mask(&p));
+	assert_int_equal(q.replicas[__builtin_ctz(replica_mask(&q))], 2);
+	assert_int_equal(
+	    ft_place_choose(&q, node, &small, FT_POLICY_DISTRIBUTED), 0);
+	assert_false(replica_mask(&q) & replica_mask(&p));
+	/* The same replicas claimed twice overflow the GPUs: a conflict. */
+	node = with_shared_placement(node, &p, pods, &n);
+	assert_int_equal(node->conflicts, 1);
+	for (unsigned i = 0; i < n; i++)
+		ft_pod_dispose(&pods[i]);
+	ft_node_unref(node);
+	ft_topology_unref(t);
+}
+
+static void test_place__shared_pairs_fill_up(void **state)
+{
+	ft_topology_t *t = shared_pairs4(10);
+	ft_node_t *node = ft_test_node("n", t, NULL);
+	ft_demand_t big = shared_demand(2, 800, FT_LEVEL_NVLINK);
+	ft_pod_t pods[4];
+	unsigned n = 0;
+	ft_placement_t p;
+	ft_verdict_t v;
+
+	for (unsigned i = 0; i < 2; i++) {
+		assert_int_equal(
+		    ft_place_choose(&p, node, &big, FT_POLICY_PACKED), 0);
+		node = with_shared_placement(node, &p, pods, &n);
+	}
+	assert_int_equal(node->conflicts, 0);
+	ft_place_filter(&v, node, &big);
+	assert_int_equal(v.fit, FT_UNFIT);
+	assert_non_null(strstr(v.reason, "2 ranks of 0.8 GPU"));
+	/* 0.2 still fits in every leftover, and 0.3 in none. */
+	big = shared_demand(4, 200, -1);
+	ft_place_filter(&v, node, &big);
+	assert_int_equal(v.fit, FT_FIT);
+	big = shared_demand(1, 300, -1);
+	ft_place_filter(&v, node, &big);
+	assert_int_equal(v.fit, FT_UNFIT);
+	for (unsigned i = 0; i < n; i++)
+		ft_pod_dispose(&pods[i]);
+	ft_node_unref(node);
+	ft_topology_unref(t);
+}
+
+/*
+ * A GPU held whole serves no replica (nor its NVLink pair a 2 x 0.8 whose
+ * peer has 7 free); a GPU with replicas held is not free
+ * for whole GPUs; without a fraction, replicas stack under packed and
+ * spread under distributed; off shared nodes a fraction rounds up to a GPU.
+ */
+static void test_place__shared_whole_exclusion(void **state)
+{
+	ft_topology_t *t = shared_pairs4(10);
+	const char *whole[] = {"S-0", NULL};
+	ft_demand_t big = shared_demand(2, 800, FT_LEVEL_NVLINK);
+	ft_demand_t three = shared_demand(3, 0, -1);
+	ft_topology_t *plain = ft_test_topology_pairs4("P");
+	ft_node_t *node, *pnode;
+	ft_pod_t pods[2];
+	ft_pod_t *list[3] = {&pods[0], &pods[1], NULL};
+	ft_placement_t p;
+
+	ft_test_pod(&pods[0], "whole", 0, whole, NULL, 0);
+	ft_test_pod(&pods[1], "shared", 0, NULL, NULL, 0);
+	pods[1].has_allocation = true;
+	pods[1].allocation.replica_gpus[0] = strdup("S-3");
+	pods[1].allocation.replica_counts[0] = 3;
+	pods[1].allocation.n_replicas = 1;
+	node = ft_test_node("n", t, list);
+	assert_int_equal(node->conflicts, 0);
+	assert_int_equal(node->replicas_used[3], 3);
+	assert_int_equal(ft_node_free_gpus(node), 0x6);
+	assert_int_equal(ft_place_choose(&p, node, &big, FT_POLICY_PACKED),
+			 FT_ENOTFOUND);
+	assert_int_equal(ft_place_choose(&p, node, &three, FT_POLICY_PACKED),
+			 0);
+	assert_int_equal(p.replicas[3], 3);
+	assert_int_equal(
+	    ft_place_choose(&p, node, &three, FT_POLICY_DISTRIBUTED), 0);
+	assert_int_equal(replica_mask(&p), 0x6);
+	pnode = ft_test_node("n", plain, NULL);
+	assert_int_equal(ft_place_choose(&p, pnode, &big, FT_POLICY_PACKED), 0);
+	assert_int_equal(__builtin_popcount(p.gpus), 2);
+	assert_int_equal(replica_mask(&p), 0);
+	for (unsigned i = 0; i < 2; i++)
+		ft_pod_dispose(&pods[i]);
+	ft_node_unref(pnode);
+	ft_node_unref(node);
+	ft_topology_unref(plain);
+	ft_topology_unref(t);
+}
+
 static int setup(void **state)
 {
 	return ft_codec_mig_catalog_builtin(&catalog);
@@ -1137,6 +1315,9 @@ int main(void)
 		test_place__requires_choose_and_score_count_matching),
 	    cmocka_unit_test(
 		test_place__choose_agrees_with_filter_with_requires),
+	    cmocka_unit_test(test_place__shared_ranks_on_nvlink_pair),
+	    cmocka_unit_test(test_place__shared_pairs_fill_up),
+	    cmocka_unit_test(test_place__shared_whole_exclusion),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include <flextopo/codec.h>
+#include <flextopo/discover.h>
 #include <flextopo/error.h>
 #include <flextopo/topology.h>
 
@@ -743,6 +744,58 @@ static void test_topology__mig_strategy_given(void **state)
 		     "migStrategy: expected a non-empty string");
 }
 
+/* Shared GPUs (time-slicing and MPS replicas) */
+
+#define SHARED(i, n) "{'index':" #i ",'uuid':'g" #i "','replicas':" #n "}"
+
+static void test_topology__shared_gpus(void **state)
+{
+	ft_topology_t *t =
+	    parse_ok(STRATEGY("'sharedResource':'nvidia.com/gpu.shared',",
+			      SHARED(0, 10) "," WHOLE(1)));
+	ft_topology_t *back = NULL;
+	char *text = NULL, *again = NULL;
+
+	assert_int_equal(t->gpus[0].replicas, 10);
+	assert_int_equal(t->gpus[1].replicas, 0);
+	assert_int_equal(t->shared_gpus, 0x1);
+	assert_string_equal(t->shared_resource, "nvidia.com/gpu.shared");
+	/* The encoder writes what the parser reads. */
+	assert_int_equal(ft_codec_topology_encode(&text, t), 0);
+	assert_non_null(strstr(text, "\"replicas\":10"));
+	assert_int_equal(ft_codec_topology_parse(&back, text, strlen(text)), 0);
+	assert_int_equal(ft_codec_topology_encode(&again, back), 0);
+	assert_string_equal(text, again);
+	free(text);
+	free(again);
+	ft_topology_unref(back);
+	ft_topology_unref(t);
+	t = parse_ok(STRATEGY("", SHARED(0, 4)));
+	assert_null(t->shared_resource);
+	ft_topology_unref(t);
+	/* The example: two NVLink pairs, every GPU shared 10 ways. */
+	t = parse_file(EXAMPLES "h100-4x-shared.json");
+	assert_int_equal(t->shared_gpus, 0xf);
+	assert_true(has_domain(t, FT_LEVEL_NVLINK, 0x3));
+	assert_true(has_domain(t, FT_LEVEL_NVLINK, 0xc));
+	ft_topology_unref(t);
+}
+
+static void test_topology__shared_gpu_errors(void **state)
+{
+	expect_error(STRATEGY("", SHARED(0, 1)),
+		     "sockets[0].numaNodes[0].gpus[0].replicas: expected an "
+		     "integer 2-64");
+	expect_error(STRATEGY("", SHARED(0, 65)),
+		     "sockets[0].numaNodes[0].gpus[0].replicas: expected an "
+		     "integer 2-64");
+	expect_error(STRATEGY("", "{'index':0,'uuid':'g0','replicas':4,'mig':{"
+				  "'enabled':true}}"),
+		     "GPU 0: MIG-enabled GPU cannot be shared (replicas)");
+	expect_error(STRATEGY("'sharedResource':'',", SHARED(0, 4)),
+		     "sharedResource: expected a non-empty string");
+}
+
 /* Reserved resources and forward compatibility */
 
 #define RESERVED(r)                                                            \
@@ -869,6 +922,8 @@ int main(void)
 	    cmocka_unit_test(test_topology__mig_enabled_empty),
 	    cmocka_unit_test(test_topology__mig_strategy_inferred),
 	    cmocka_unit_test(test_topology__mig_strategy_given),
+	    cmocka_unit_test(test_topology__shared_gpus),
+	    cmocka_unit_test(test_topology__shared_gpu_errors),
 	    cmocka_unit_test(test_topology__reserved),
 	    cmocka_unit_test(test_topology__unknown_keys),
 	    cmocka_unit_test(test_topology__no_leak_on_error),

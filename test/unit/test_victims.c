@@ -180,6 +180,90 @@ static void test_victims__exact_on_random_nodes(void **state)
 		ft_topology_unref(tops[i]);
 }
 
+/* The pairs4 box with every GPU shared into 10 replicas. */
+static ft_topology_t *shared_pairs4(void)
+{
+	ft_topology_t *t = ft_test_topology_pairs4("S");
+
+	for (unsigned g = 0; g < t->n_gpus; g++)
+		assert_int_equal(ft_topology_share_gpu(t, g, 10), 0);
+	assert_int_equal(ft_topology_finish(t), 0);
+	return t;
+}
+
+/* One random pod on a shared node: replicas, a whole GPU, or unknown. */
+static void random_shared_pod(ft_pod_t *out, const char *uid, unsigned *seed,
+			      uint8_t *replicas, uint16_t *whole)
+{
+	unsigned g = (unsigned)rand_r(seed) % 4;
+	unsigned kind = (unsigned)rand_r(seed) % 6;
+	unsigned count = 1 + (unsigned)rand_r(seed) % 8;
+	char uuid[16];
+	const char *one[2] = {uuid, NULL};
+
+	snprintf(uuid, sizeof(uuid), "S-%u", g);
+	if (kind == 0 && !replicas[g] && !(*whole & (1u << g))) {
+		ft_test_pod(out, uid, 0, one, NULL, 0);
+		*whole |= (uint16_t)(1u << g);
+	} else if (kind == 1) {
+		ft_test_pod(out, uid, 0, NULL, NULL, 1);
+		out->demand.gpu_fraction_milli = 100;
+	} else {
+		ft_test_pod(out, uid, 0, NULL, NULL, 0);
+		if (!(*whole & (1u << g)) && replicas[g] + count <= 10) {
+			out->has_allocation = true;
+			out->allocation.replica_gpus[0] = strdup(uuid);
+			out->allocation.replica_counts[0] = (uint8_t)count;
+			out->allocation.n_replicas = 1;
+			replicas[g] = (uint8_t)(replicas[g] + count);
+		}
+	}
+	out->priority = (int32_t)((unsigned)rand_r(seed) % 4) * 100;
+	out->start_time = (int64_t)((unsigned)rand_r(seed) % 5);
+}
+
+/*
+ * Exactness on shared GPUs: random replica, whole-GPU and unknown holdings
+ * against random demands of ranks (with and without a fraction).
+ */
+static void test_victims__exact_on_random_shared_nodes(void **state)
+{
+	static const uint32_t fractions[] = {0, 200, 500, 800, 1000};
+	ft_topology_t *t = shared_pairs4();
+	unsigned seed = 77;
+
+	for (int round = 0; round < 400; round++) {
+		ft_pod_t pods[8], *list[9];
+		uint8_t replicas[4] = {0};
+		uint16_t whole = 0;
+		unsigned n = 3 + (unsigned)rand_r(&seed) % 6;
+		ft_node_t *node;
+		ft_demand_t d = demand(
+		    1 + (unsigned)rand_r(&seed) % 3, 0,
+		    (ft_level_t)((unsigned)rand_r(&seed) % FT_LEVEL_COUNT),
+		    FT_MODE_GUARANTEED);
+
+		d.gpu_fraction_milli = fractions[(unsigned)rand_r(&seed) % 5];
+		for (unsigned i = 0; i < n; i++) {
+			char uid[16];
+			snprintf(uid, sizeof(uid), "s%u", i);
+			random_shared_pod(&pods[i], uid, &seed, replicas,
+					  &whole);
+			list[i] = &pods[i];
+		}
+		list[n] = NULL;
+		node = ft_test_node("n", t, list);
+		assert_int_equal(node->conflicts, 0);
+		check_against_brute_force(
+		    node, &d,
+		    (int32_t)((unsigned)rand_r(&seed) % 4) * 100 + 50);
+		for (unsigned i = 0; i < n; i++)
+			ft_pod_dispose(&pods[i]);
+		ft_node_unref(node);
+	}
+	ft_topology_unref(t);
+}
+
 /*
  * The paper's scenario: low-priority batch pods scattered over the NUMA nodes
  * of an 8x RTX 4090 box. A high-priority pod needs 1 GPU and 6 CPUs in one
@@ -472,6 +556,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_victims__exact_on_random_nodes),
+	    cmocka_unit_test(test_victims__exact_on_random_shared_nodes),
 	    cmocka_unit_test(test_victims__paper_scenario_numa),
 	    cmocka_unit_test(test_victims__pdb_avoided_when_another_set_exists),
 	    cmocka_unit_test(test_victims__exact_with_budgets),
