@@ -240,9 +240,18 @@ static unsigned holding_kinds(const ft_node_t *node, const ft_holding_t *h,
 	const ft_topology_t *t = node->topology;
 	const ft_demand_t *d = &u->demand;
 	unsigned kinds = 0;
+	bool node_unknown_mig = false;
 	ft_cpuset_t dom_cpus;
 
-	if ((h->gpus & dom->gpus & u->gpus) || (d->gpus && h->unknown_gpus))
+	for (unsigned i = 0; d->mig_count && i < node->n_holdings; i++)
+		node_unknown_mig |= node->holdings[i].unknown_mig > 0;
+
+	/*
+	 * Units of unknown placement are charged node-wide, so while there are
+	 * any of a kind, freeing that kind anywhere on the node helps too.
+	 */
+	if ((h->gpus & u->gpus & (node->unknown_gpus ? 0xffff : dom->gpus)) ||
+	    (d->gpus && h->unknown_gpus))
 		kinds |= KIND_GPU;
 	/*
 	 * Replicas of unknown placement are charged node-wide, so while there
@@ -258,7 +267,7 @@ static unsigned holding_kinds(const ft_node_t *node, const ft_holding_t *h,
 	for (unsigned i = 0; d->mig_count && i < t->n_mig; i++)
 		if ((h->mig[i / 64] >> (i % 64) & 1) &&
 		    (u->mig[i / 64] >> (i % 64) & 1) &&
-		    (dom->gpus & (1u << t->mig[i].gpu)))
+		    ((dom->gpus & (1u << t->mig[i].gpu)) || node_unknown_mig))
 			kinds |= KIND_MIG;
 	if (d->mig_count && h->unknown_mig)
 		kinds |= KIND_MIG;
@@ -269,7 +278,8 @@ static unsigned holding_kinds(const ft_node_t *node, const ft_holding_t *h,
 		if (dom->numa_nodes & (1u << m))
 			ft_cpuset_or(&dom_cpus, &dom_cpus, &t->numa[m].cpus);
 	if (ft_cpuset_intersects(&h->cpus, &dom_cpus) ||
-	    (h->numa_nodes & dom->numa_nodes) || h->unknown_cpus)
+	    (h->numa_nodes & dom->numa_nodes) || h->unknown_cpus ||
+	    (node->unknown_cpus && !ft_cpuset_empty(&h->cpus)))
 		kinds |= KIND_CPU;
 	return kinds;
 }

@@ -552,6 +552,46 @@ static void test_victims__single_strategy_frees_instances(void **state)
 	ft_topology_unref(t);
 }
 
+/*
+ * Exactness with usage of unknown placement: pods placed without flextopo
+ * are charged node-wide, so evicting known holders anywhere can help.
+ */
+static void test_victims__exact_with_unknown_usage(void **state)
+{
+	ft_topology_t *t = ft_test_topology_a100("A");
+	unsigned seed = 4242;
+
+	for (int round = 0; round < 200; round++) {
+		ft_pod_t pods[12], *list[13];
+		unsigned n = random_pods(pods, t, &seed, "A");
+		ft_node_t *node;
+		ft_demand_t d = demand(
+		    1 + (unsigned)rand_r(&seed) % 3, 0,
+		    (ft_level_t)((unsigned)rand_r(&seed) % FT_LEVEL_COUNT),
+		    FT_MODE_GUARANTEED);
+		if (n > 10)
+			n = 10;
+		for (unsigned k = 0; k < 2; k++) {
+			char uid[16];
+			snprintf(uid, sizeof(uid), "unknown-%u", k);
+			ft_test_pod(
+			    &pods[n], uid,
+			    (int32_t)((unsigned)rand_r(&seed) % 4) * 100, NULL,
+			    NULL, 1 + (unsigned)rand_r(&seed) % 2);
+			n++;
+		}
+		for (unsigned i = 0; i < n; i++)
+			list[i] = &pods[i];
+		list[n] = NULL;
+		node = ft_test_node("n", t, list);
+		check_against_brute_force(node, &d, 250);
+		for (unsigned i = 0; i < n; i++)
+			ft_pod_dispose(&pods[i]);
+		ft_node_unref(node);
+	}
+	ft_topology_unref(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -560,6 +600,7 @@ int main(void)
 	    cmocka_unit_test(test_victims__paper_scenario_numa),
 	    cmocka_unit_test(test_victims__pdb_avoided_when_another_set_exists),
 	    cmocka_unit_test(test_victims__exact_with_budgets),
+	    cmocka_unit_test(test_victims__exact_with_unknown_usage),
 	    cmocka_unit_test(test_victims__none_when_higher_priority_blocks),
 	    cmocka_unit_test(test_victims__requires_only_matching_units),
 	    cmocka_unit_test(test_victims__single_strategy_frees_instances),
