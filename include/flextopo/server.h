@@ -58,6 +58,9 @@ int ft_http_reply_text(ft_http_response_t *out, int status,
 /* Errors counted per kind since start (for metrics); 0 for unknown kinds. */
 unsigned long ft_http_error_count(const char *kind);
 
+/* The kinds counted ("other" last); *out is static. Returns how many. */
+size_t ft_http_error_kinds(const char *const **out);
+
 typedef struct ft_server ft_server_t;
 
 /*

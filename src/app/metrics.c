@@ -26,12 +26,6 @@ static const uint64_t bucket_ns[FT_METRICS_BUCKETS] = {
     5000000,   10000000,  25000000,   50000000,	  100000000,
     250000000, 500000000, 1000000000, 2500000000, 5000000000};
 
-/* The kinds ft_http_reply_error() counts (server.h). */
-static const char *const error_kinds[] = {
-    "bad_json",	   "too_large",		 "bad_content_type",
-    "not_found",   "method_not_allowed", "forbidden",
-    "bad_request", "internal",		 "other"};
-
 static const char *const mode_names[2] = {"guaranteed", "best-effort"};
 static const char *const outcome_names[FT_PREEMPT_OUTCOMES] = {
     "victims", "passed", "dropped"};
@@ -202,6 +196,9 @@ static uint64_t requests_of(ft_metrics_t *m, ft_verb_t verb)
 
 static void write_requests(ft_buf_t *b, ft_metrics_t *m)
 {
+	const char *const *kinds = NULL;
+	size_t n_kinds;
+
 	family(b, "requests_total", "counter",
 	       "Requests answered per extender verb.");
 	for (unsigned v = 0; v < FT_VERB_COUNT; v++)
@@ -214,10 +211,10 @@ static void write_requests(ft_buf_t *b, ft_metrics_t *m)
 		histogram_write(b, m, v);
 	family(b, "http_errors_total", "counter",
 	       "HTTP error replies by kind, over both listeners.");
-	for (size_t k = 0; k < sizeof(error_kinds) / sizeof(error_kinds[0]);
-	     k++)
-		sample_uint(b, "http_errors_total", "kind", error_kinds[k],
-			    ft_http_error_count(error_kinds[k]));
+	n_kinds = ft_http_error_kinds(&kinds);
+	for (size_t k = 0; k < n_kinds; k++)
+		sample_uint(b, "http_errors_total", "kind", kinds[k],
+			    ft_http_error_count(kinds[k]));
 }
 
 static void write_preemption(ft_buf_t *b, ft_metrics_t *m)

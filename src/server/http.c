@@ -106,7 +106,13 @@ static const char *const error_kinds[] = {
     "bad_request", "internal",		 "other",
 };
 
-#define ERROR_KINDS	 (sizeof(error_kinds) / sizeof(error_kinds[0]))
+#define ERROR_KINDS (sizeof(error_kinds) / sizeof(error_kinds[0]))
+
+size_t ft_http_error_kinds(const char *const **out)
+{
+	*out = error_kinds;
+	return ERROR_KINDS;
+}
 #define ERROR_KIND_OTHER (ERROR_KINDS - 1)
 
 static atomic_ulong error_counts[ERROR_KINDS];
