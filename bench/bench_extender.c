@@ -43,6 +43,7 @@
  * is ever asserted. Out of memory, or any other failure, ends the run for
  * that size with a message.
  */
+#include <flextopo/file.h>
 #include <flextopo/app.h>
 #include <flextopo/error.h>
 #include <flextopo/place.h>
@@ -66,6 +67,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "bench_util.h"
 
 #ifndef FT_SOURCE_DIR
 #define FT_SOURCE_DIR "."
@@ -281,16 +284,6 @@ static long live_rss_kib(void)
 	return status_kib("VmRSS");
 }
 
-/* splitmix64 (Steele, Lea and Flood, 2014): enough to shuffle reproducibly. */
-static uint64_t rng_next(uint64_t *state)
-{
-	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
 static unsigned rng_below(uint64_t *state, unsigned n)
 {
 	return n ? (unsigned)(rng_next(state) % n) : 0;
@@ -331,27 +324,6 @@ static int cmp_double(const void *a, const void *b)
 static void node_name(char *buf, size_t size, unsigned i)
 {
 	snprintf(buf, size, "bench-%s-%05u", kinds[i % KINDS].label, i);
-}
-
-static char *read_text(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	char *text = NULL;
-	long len;
-
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) >= 0 &&
-	    fseek(f, 0, SEEK_SET) == 0 && (text = malloc((size_t)len + 1))) {
-		if (fread(text, 1, (size_t)len, f) == (size_t)len) {
-			text[len] = '\0';
-		} else {
-			free(text);
-			text = NULL;
-		}
-	}
-	fclose(f);
-	return text;
 }
 
 static const char *str_of(const cJSON *obj, const char *key)
@@ -441,8 +413,8 @@ static int generator_init(generator_t *g, result_t *r, const bench_options_t *o,
 		char *text;
 		snprintf(path, sizeof(path), "%s/api/examples/%s",
 			 o->source_dir, kinds[k].file);
-		if (!(text = read_text(path)))
-			return fail(r, "%s: %s", path, strerror(errno));
+		if (ft_file_read(&text, NULL, path, (size_t)1 << 24) < 0)
+			return fail(r, "%s", ft_error_last());
 		g->templates[k] = cJSON_Parse(text);
 		free(text);
 		if (!g->templates[k])
@@ -456,25 +428,6 @@ static void generator_dispose(generator_t *g)
 	for (unsigned k = 0; k < KINDS; k++)
 		cJSON_Delete(g->templates[k]);
 	memset(g, 0, sizeof(*g));
-}
-
-/* Append `suffix` to every "uuid" string under `obj`. */
-static void suffix_uuids(cJSON *obj, const char *suffix)
-{
-	cJSON *item;
-	char buf[256];
-
-	cJSON_ArrayForEach(item, obj)
-	{
-		if (cJSON_IsString(item) && item->string &&
-		    strcmp(item->string, "uuid") == 0) {
-			snprintf(buf, sizeof(buf), "%s%s", item->valuestring,
-				 suffix);
-			cJSON_SetValuestring(item, buf);
-		} else if (cJSON_IsObject(item) || cJSON_IsArray(item)) {
-			suffix_uuids(item, suffix);
-		}
-	}
 }
 
 static void facts_gpu(node_facts_t *f, const cJSON *gpu, unsigned numa)

@@ -16,6 +16,7 @@
  * The counts are checked (placed + unplaced = pods, holdings = placed); no
  * figure is asserted.
  */
+#include <flextopo/file.h>
 #include <flextopo/app.h>
 #include <flextopo/error.h>
 
@@ -29,6 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "bench_util.h"
 
 #ifndef FT_SOURCE_DIR
 #define FT_SOURCE_DIR "."
@@ -109,37 +112,6 @@ typedef struct cluster {
 	unsigned n;
 } cluster_t;
 
-/* splitmix64: a reproducible stream. */
-static uint64_t rng_next(uint64_t *state)
-{
-	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-static char *read_text(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	char *text = NULL;
-	long len;
-
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) >= 0 &&
-	    fseek(f, 0, SEEK_SET) == 0 && (text = malloc((size_t)len + 1))) {
-		if (fread(text, 1, (size_t)len, f) == (size_t)len) {
-			text[len] = '\0';
-		} else {
-			free(text);
-			text = NULL;
-		}
-	}
-	fclose(f);
-	return text;
-}
-
 static int cluster_init(cluster_t *c, const options_t *o)
 {
 	char path[4096];
@@ -151,9 +123,8 @@ static int cluster_init(cluster_t *c, const options_t *o)
 			 o->source_dir, all_kinds[k].file);
 		if (all_kinds[k].optional && access(path, R_OK) != 0)
 			continue;
-		if (!(text = read_text(path))) {
-			fprintf(stderr, "policy-table: %s: %s\n", path,
-				strerror(errno));
+		if (ft_file_read(&text, NULL, path, (size_t)1 << 24) < 0) {
+			fprintf(stderr, "policy-table: %s\n", ft_error_last());
 			return -1;
 		}
 		c->templates[c->n_kinds] = cJSON_Parse(text);
@@ -178,25 +149,6 @@ static void cluster_dispose(cluster_t *c)
 	for (unsigned k = 0; k < c->n_kinds; k++)
 		cJSON_Delete(c->templates[k]);
 	free(c->names);
-}
-
-/* Append `suffix` to every "uuid" string under `obj`. */
-static void suffix_uuids(cJSON *obj, const char *suffix)
-{
-	cJSON *item;
-	char buf[256];
-
-	cJSON_ArrayForEach(item, obj)
-	{
-		if (cJSON_IsString(item) && item->string &&
-		    strcmp(item->string, "uuid") == 0) {
-			snprintf(buf, sizeof(buf), "%s%s", item->valuestring,
-				 suffix);
-			cJSON_SetValuestring(item, buf);
-		} else if (cJSON_IsObject(item) || cJSON_IsArray(item)) {
-			suffix_uuids(item, suffix);
-		}
-	}
 }
 
 static cJSON *node_object(const cluster_t *c, unsigned i,

@@ -1,0 +1,42 @@
+/* Helpers shared by the benchmark programs (flextopo-bench,
+ * flextopo-policy-table). */
+#ifndef FLEXTOPO_BENCH_UTIL_H
+#define FLEXTOPO_BENCH_UTIL_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+/* splitmix64 (Steele, Lea and Flood, 2014): a reproducible stream. */
+static inline uint64_t rng_next(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* Append `suffix` to every "uuid" string under `obj` (unique devices per node).
+ */
+static inline void suffix_uuids(cJSON *obj, const char *suffix)
+{
+	cJSON *item;
+	char buf[256];
+
+	cJSON_ArrayForEach(item, obj)
+	{
+		if (cJSON_IsString(item) && item->string &&
+		    strcmp(item->string, "uuid") == 0) {
+			snprintf(buf, sizeof(buf), "%s%s", item->valuestring,
+				 suffix);
+			cJSON_SetValuestring(item, buf);
+		} else if (cJSON_IsObject(item) || cJSON_IsArray(item)) {
+			suffix_uuids(item, suffix);
+		}
+	}
+}
+
+#endif
