@@ -186,6 +186,16 @@ int ft_node_build(ft_node_t **out, const char *name, ft_topology_t *topology,
 ft_node_t *ft_node_ref(ft_node_t *node);
 void ft_node_unref(ft_node_t *node);
 
+/*
+ * `node` as it would be with holding `h` charged too, in `out`: a value copy
+ * that borrows node's name, topology and holdings (it takes no reference;
+ * never ft_node_unref it, and it lives no longer than `node`). For weighing
+ * a placement before it is made (frag.h). Only the usage fields of `h` are
+ * read.
+ */
+void ft_node_preview(ft_node_t *out, const ft_node_t *node,
+		     const ft_holding_t *h);
+
 /* The holding of pod `uid`, or NULL. */
 const ft_holding_t *ft_node_find_holding(const ft_node_t *node,
 					 const char *uid);

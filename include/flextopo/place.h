@@ -105,6 +105,25 @@ typedef struct ft_units {
 void ft_place_units(ft_units_t *out, const ft_topology_t *t,
 		    const ft_demand_t *d);
 
+#define FT_MILLI_GPU 1000u /* a whole GPU's capacity in milli-GPU */
+
+/* The units of a node a demand could take now (fragmentation, frag.h). */
+typedef struct ft_usable {
+	uint32_t milli;	 /* their capacity, milli-GPU (frag.h units) */
+	uint16_t gpus;	 /* whole GPUs, or for a demand of ranks shared GPUs */
+	uint64_t mig[2]; /* MIG instances */
+} ft_usable_t;
+
+/*
+ * The units `d` could take on `node` now: those meeting its capabilities,
+ * free, and inside a domain of its level (in guaranteed mode; else the
+ * node) where `d` fits now. A shared GPU counts with all its free replicas
+ * when one rank fits on it. All zero when `d` does not fit the node now or
+ * the node has no topology.
+ */
+void ft_place_usable(ft_usable_t *out, const ft_node_t *node,
+		     const ft_demand_t *d);
+
 /* The level a demand is placed at: its own, with CPU-only demands at numa or
  * looser. */
 ft_level_t ft_place_effective_level(const ft_demand_t *d);

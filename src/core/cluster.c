@@ -404,6 +404,19 @@ cleanup:
 	return rc;
 }
 
+void ft_node_preview(ft_node_t *out, const ft_node_t *node,
+		     const ft_holding_t *h)
+{
+	size_t skip = offsetof(ft_node_t, name);
+
+	/* Everything but the reference count, which other threads change. */
+	memcpy((char *)out + skip, (const char *)node + skip,
+	       sizeof(*out) - skip);
+	atomic_init(&out->refcount, 0);
+	charge(out, h);
+	derive_free(out);
+}
+
 const ft_holding_t *ft_node_find_holding(const ft_node_t *node, const char *uid)
 {
 	for (unsigned i = 0; i < node->n_holdings; i++)

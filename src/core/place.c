@@ -1044,3 +1044,62 @@ int ft_place_choose(ft_placement_t *out, const ft_node_t *node,
 	return ft_error_set(FT_ENOTFOUND, "node %s: %s", node->name,
 			    v.reason[0] ? v.reason : "no placement");
 }
+
+/* Shared GPUs of `gpus` where one rank fits now, with their free capacity. */
+static uint32_t usable_replicas(const ask_t *a, uint16_t *gpus)
+{
+	const ft_demand_t *d = &a->u.demand;
+	uint32_t milli = 0;
+	uint16_t kept = 0;
+
+	for (unsigned m = *gpus & a->u.gpus; d->ranks && m; m &= m - 1) {
+		unsigned g = (unsigned)__builtin_ctz(m);
+		unsigned f = free_replicas(a, g, false);
+		if (!f || f < rank_replicas(d, a->t, g))
+			continue;
+		kept |= (uint16_t)(1u << g);
+		milli += f * FT_MILLI_GPU / a->t->gpus[g].replicas;
+	}
+	*gpus = kept;
+	return milli;
+}
+
+void ft_place_usable(ft_usable_t *out, const ft_node_t *node,
+		     const ft_demand_t *d)
+{
+	const ft_demand_t *ad;
+	uint16_t domains = 0;
+	ft_level_t level;
+	ask_t a;
+
+	memset(out, 0, sizeof(*out));
+	if (!node->topology)
+		return;
+	ask_init(&a, node, d, FT_POLICY_PACKED);
+	ad = &a.u.demand;
+	level = ad->has_affinity && ad->mode == FT_MODE_GUARANTEED
+		    ? ft_place_effective_level(ad)
+		    : FT_LEVEL_NODE;
+	if (!node_room_fits(&a))
+		return;
+	for (unsigned i = a.t->level_first[level];
+	     i < a.t->level_first[level + 1]; i++)
+		if (room_fits(domain_room(&a, &a.t->domains[i], false), ad))
+			domains |= a.t->domains[i].gpus;
+	if (ad->gpus) {
+		out->gpus = domains & ft_node_free_gpus(node) & a.u.gpus;
+		out->milli =
+		    FT_MILLI_GPU * (uint32_t)__builtin_popcount(out->gpus);
+	}
+	if (ad->ranks) {
+		uint16_t shared = domains;
+		out->milli += usable_replicas(&a, &shared);
+		out->gpus |= shared;
+	}
+	for (unsigned i = 0; ad->mig_count && i < a.t->n_mig; i++)
+		if (mig_free(&a, i, domains, false)) {
+			set_bit(out->mig, i);
+			out->milli +=
+			    a.t->mig[i].size * FT_MILLI_GPU / FT_MIG_SLICES;
+		}
+}

@@ -164,3 +164,23 @@ ft_node_t *ft_test_node(const char *name, ft_topology_t *t,
 			   n));
 	return node;
 }
+
+ft_topology_t *ft_test_topology_mig(void)
+{
+	ft_topology_t *t = NULL;
+	ft_cpuset_t cpus;
+
+	ft_cpuset_parse(&cpus, "0-15");
+	must(ft_topology_new(&t));
+	must(ft_topology_add_socket(t, 0));
+	must(ft_topology_add_numa(t, 0, 0, &cpus, 65536));
+	must(ft_topology_add_gpu(t, 0, FT_NONE, 0, "H-0", "H100", 81920));
+	must(ft_topology_add_gpu(t, 0, FT_NONE, 1, "H-1", "H100", 81920));
+	must(ft_topology_add_gpu(t, 0, FT_NONE, 2, "H-2", "H100", 81920));
+	must(ft_topology_add_mig(t, 0, "3g.40gb", 0, 4, "MIG-0a"));
+	must(ft_topology_add_mig(t, 0, "3g.40gb", 4, 4, "MIG-0b"));
+	must(ft_topology_add_mig(t, 1, "3g.40gb", 0, 4, "MIG-1a"));
+	must(ft_topology_add_mig(t, 1, "1g.10gb", 4, 1, "MIG-1b"));
+	must(ft_topology_finish(t));
+	return t;
+}

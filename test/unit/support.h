@@ -29,6 +29,12 @@ char *ft_test_read_file(const char *path, size_t *len);
 ft_topology_t *ft_test_topology_4090(const char *prefix);
 ft_topology_t *ft_test_topology_a100(const char *prefix);
 ft_topology_t *ft_test_topology_pairs4(const char *prefix);
+/*
+ * 3 GPUs "H100" (81920 MiB) on one NUMA node of CPUs 0-15, no NVLink. GPU 0:
+ * 3g.40gb at 0 and 4 (MIG-0a, MIG-0b); GPU 1: 3g.40gb at 0 (MIG-1a) and
+ * 1g.10gb at 4 (MIG-1b), slices 5-7 uncovered; GPU 2 whole (uuids "H-<i>").
+ */
+ft_topology_t *ft_test_topology_mig(void);
 
 /*
  * A pod for node builds. `gpus` lists uuids (NULL-terminated, may be NULL);

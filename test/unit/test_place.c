@@ -291,36 +291,9 @@ static void test_place__no_topology(void **state)
 	ft_node_unref(node);
 }
 
-static ft_topology_t *mig_topology(void)
-{
-	ft_topology_t *t = NULL;
-	ft_cpuset_t cpus;
-
-	ft_cpuset_parse(&cpus, "0-15");
-	assert_int_equal(ft_topology_new(&t), 0);
-	assert_int_equal(ft_topology_add_socket(t, 0), 0);
-	assert_int_equal(ft_topology_add_numa(t, 0, 0, &cpus, 65536), 0);
-	assert_int_equal(
-	    ft_topology_add_gpu(t, 0, FT_NONE, 0, "H-0", "H100", 81920), 0);
-	assert_int_equal(
-	    ft_topology_add_gpu(t, 0, FT_NONE, 1, "H-1", "H100", 81920), 1);
-	assert_int_equal(
-	    ft_topology_add_gpu(t, 0, FT_NONE, 2, "H-2", "H100", 81920), 2);
-	assert_int_equal(ft_topology_add_mig(t, 0, "3g.40gb", 0, 4, "MIG-0a"),
-			 0);
-	assert_int_equal(ft_topology_add_mig(t, 0, "3g.40gb", 4, 4, "MIG-0b"),
-			 1);
-	assert_int_equal(ft_topology_add_mig(t, 1, "3g.40gb", 0, 4, "MIG-1a"),
-			 2);
-	assert_int_equal(ft_topology_add_mig(t, 1, "1g.10gb", 4, 1, "MIG-1b"),
-			 3);
-	assert_int_equal(ft_topology_finish(t), 0);
-	return t;
-}
-
 static void test_place__mig_instances(void **state)
 {
-	ft_topology_t *t = mig_topology();
+	ft_topology_t *t = ft_test_topology_mig();
 	ft_pod_t pod, *list[2] = {&pod, NULL};
 	ft_demand_t d = demand(0, 0, -1, FT_MODE_GUARANTEED);
 	ft_placement_t p;

@@ -1,0 +1,125 @@
+/*
+ * GPU fragmentation of a node, after Weng et al., "Beware of Fragmentation:
+ * Scheduling GPU-Sharing Workloads with Fragmentation Gradient Descent"
+ * (USENIX ATC '23), and its use in scoring.
+ *
+ * FGD's measure. The fragmentation of node n for a pod class m, F_n(m), is
+ * the free GPU capacity of n that m cannot use: all of it when m does not fit
+ * n at all, else the free capacity of the units m could not take. The
+ * node's fragmentation is its expectation over the recent workload mix,
+ * F_n = sum over classes m of p(m) x F_n(m), and FGD places a pod where
+ * F_n grows least. flextopo adds topology to "could take": a unit is usable
+ * by m only when it meets m's capabilities and lies in a domain of m's
+ * affinity level where m fits now (ft_place_usable). So a GPU without a free
+ * NVLink peer is a fragment for pods asking for an NVLink pair, and a 1-GPU
+ * pod that takes one GPU of the last free pair raises F_n while one that
+ * takes an unpaired GPU lowers it (NVIDIA/k8s-device-plugin #1193).
+ *
+ * Units: capacity is in milli-GPU: a whole GPU is 1000, a MIG memory slice
+ * 1000 / 8 = 125 (FT_MIG_SLICES, NVIDIA MIG user guide), a replica of a
+ * GPU shared into r replicas 1000 / r (rounded down).
+ *
+ * The workload mix (ft_mix_t) is a window of the last `window` pods placed,
+ * grouped into at most FT_MIX_CLASSES classes by what they ask of GPUs
+ * (ft_mix_add). Pods asking for no GPU, MIG instance or replica are not part
+ * of it: they cannot use GPU capacity, so they would count every free GPU as
+ * fragment on every node alike.
+ *
+ * All of it is pure: no I/O, no allocation.
+ */
+#ifndef FLEXTOPO_FRAG_H
+#define FLEXTOPO_FRAG_H
+
+#include <stdint.h>
+
+#include "cluster.h"
+#include "config.h"
+#include "place.h"
+
+#define FT_MIX_CLASSES	  16
+#define FT_MIX_WINDOW_MAX 4096 /* pods a mix remembers, at most */
+
+typedef struct ft_mix {
+	unsigned window;    /* pods remembered; 0 turns the mix off */
+	unsigned n_classes; /* classes in use (some may count 0) */
+	ft_demand_t classes[FT_MIX_CLASSES]; /* ft_mix_class_of() keys */
+	uint32_t counts[FT_MIX_CLASSES];     /* pods of each in the window */
+	uint32_t total;			     /* sum of counts */
+	unsigned head;			     /* next ring slot */
+	uint8_t ring[FT_MIX_WINDOW_MAX];     /* class of each pod; 0xff: none */
+} ft_mix_t;
+
+/* An empty mix of `window` pods (clamped to FT_MIX_WINDOW_MAX). */
+void ft_mix_init(ft_mix_t *mix, unsigned window);
+
+/*
+ * The class key of a demand: what it asks of GPU units (whole GPUs, fraction,
+ * MIG profile and count), its affinity and mode, its capabilities, and its
+ * pinned CPUs and their memory. Millicores without pinning, the policy and
+ * the node's reading of the demand (ranks) are left out. False for a demand
+ * that asks no GPU unit.
+ */
+bool ft_mix_class_of(ft_demand_t *out, const ft_demand_t *d);
+
+/*
+ * Count a placed pod. The oldest pod leaves a full window. A new class when
+ * all FT_MIX_CLASSES are in use replaces the one with the fewest pods, whose
+ * pods leave the window. A demand asking no GPU unit, or a mix with window
+ * 0, is ignored.
+ */
+void ft_mix_add(ft_mix_t *mix, const ft_demand_t *d);
+
+/* GPU capacity of a node and how it is broken up. */
+typedef struct ft_frag {
+	uint32_t free_milli; /* free GPU capacity: free whole GPUs, free MIG
+				instances and uncovered MIG slices, free
+				replicas */
+	uint32_t fragmentation_milli; /* FGD's F_n under the mix (0 with an
+					 empty mix) */
+	uint16_t whole_gpus_free;     /* ft_node_free_gpus() */
+	uint8_t largest_block[FT_LEVEL_COUNT]; /* most free whole GPUs in one
+						  domain of each level */
+	uint16_t mig_slices_free;     /* memory slices of free instances and
+					 slices no instance covers */
+	uint16_t mig_slices_stranded; /* of those: slices no instance covers,
+					 plus those of free instances no class
+					 of the mix could take now */
+	uint16_t replicas_free;	      /* free replicas of shared GPUs */
+} ft_frag_t;
+
+/* Measure `node` under `mix` (may be NULL or empty). A node without
+ * topology measures all zero. */
+void ft_frag_measure(ft_frag_t *out, const ft_node_t *node,
+		     const ft_mix_t *mix);
+
+/* F_n(m) of `node` for the class demand `m`, milli-GPU. */
+uint32_t ft_frag_of(const ft_node_t *node, const ft_demand_t *m);
+
+/*
+ * How F_n under `mix` changes when `d` is placed on `node` as
+ * ft_place_choose() would place it under `policy`: F after minus F before,
+ * milli-GPU (negative when the pod takes capacity that was fragment).
+ * FT_ENOTFOUND when there is no placement; FT_EINVAL without topology.
+ */
+int ft_frag_delta(int64_t *out, const ft_node_t *node, const ft_demand_t *d,
+		  ft_policy_t policy, const ft_mix_t *mix);
+
+/*
+ * Points taken off ft_place_score() for the fragmentation a placement adds:
+ * 3 when it raises F_n by half a GPU or more, 2 by a quarter, 1 by one MIG
+ * slice (125), else 0. Half a GPU outweighs the 2 points of the policy, so
+ * at one affinity level a node whose placement strands capacity the recent
+ * pods would use ranks below one whose placement does not. 0 with an empty
+ * mix, for a demand that asks no GPU unit, or when there is no placement.
+ */
+int ft_frag_penalty(const ft_node_t *node, const ft_demand_t *d,
+		    ft_policy_t policy, const ft_mix_t *mix);
+
+/*
+ * ft_place_score() less ft_frag_penalty(), not below 0: the score the
+ * prioritize verb gives. Equal to ft_place_score() with an empty mix.
+ */
+int ft_place_score_mix(const ft_node_t *node, const ft_demand_t *d,
+		       ft_policy_t policy, const ft_mix_t *mix);
+
+#endif

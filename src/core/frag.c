@@ -1,0 +1,281 @@
+/*
+ * FGD fragmentation (frag.h): the recent workload mix, the measure per node
+ * and the score penalty. The usable units of a class come from
+ * ft_place_usable(), so a unit counts as usable exactly when placement could
+ * give it to the class.
+ */
+#include <flextopo/error.h>
+#include <flextopo/frag.h>
+
+#include <string.h>
+
+#define NO_CLASS 0xff
+
+void ft_mix_init(ft_mix_t *mix, unsigned window)
+{
+	memset(mix, 0, sizeof(*mix));
+	mix->window = window > FT_MIX_WINDOW_MAX ? FT_MIX_WINDOW_MAX : window;
+	memset(mix->ring, NO_CLASS, sizeof(mix->ring));
+}
+
+bool ft_mix_class_of(ft_demand_t *out, const ft_demand_t *d)
+{
+	memset(out, 0, sizeof(*out));
+	if (!d->gpus && !d->mig_count)
+		return false;
+	out->gpus = d->gpus;
+	out->gpu_fraction_milli = d->gpu_fraction_milli;
+	memcpy(out->mig_profile, d->mig_profile, sizeof(out->mig_profile));
+	out->mig_count = d->mig_count;
+	out->exclusive_cpus = d->exclusive_cpus;
+	out->memory_mib = d->exclusive_cpus ? d->memory_mib : 0;
+	out->has_affinity = d->has_affinity;
+	out->level = d->has_affinity ? d->level : FT_LEVEL_NODE;
+	out->mode = d->has_affinity ? d->mode : FT_MODE_GUARANTEED;
+	out->has_caps = d->has_caps;
+	if (d->has_caps)
+		out->caps = d->caps;
+	return true;
+}
+
+/* The class equal to `key`, or -1. Keys are zeroed before they are filled,
+ * so padding compares equal. */
+static int find_class(const ft_mix_t *mix, const ft_demand_t *key)
+{
+	for (unsigned c = 0; c < mix->n_classes; c++)
+		if (memcmp(&mix->classes[c], key, sizeof(*key)) == 0)
+			return (int)c;
+	return -1;
+}
+
+static void forget_class(ft_mix_t *mix, unsigned c)
+{
+	for (unsigned i = 0; i < mix->window; i++)
+		if (mix->ring[i] == c)
+			mix->ring[i] = NO_CLASS;
+	mix->total -= mix->counts[c];
+	mix->counts[c] = 0;
+}
+
+/* A slot for a new class: a free one, else the class with the fewest pods. */
+static unsigned new_class(ft_mix_t *mix, const ft_demand_t *key)
+{
+	unsigned c = 0;
+
+	if (mix->n_classes < FT_MIX_CLASSES) {
+		c = mix->n_classes++;
+	} else {
+		for (unsigned i = 1; i < FT_MIX_CLASSES; i++)
+			if (mix->counts[i] < mix->counts[c])
+				c = i;
+		forget_class(mix, c);
+	}
+	mix->classes[c] = *key;
+	return c;
+}
+
+void ft_mix_add(ft_mix_t *mix, const ft_demand_t *d)
+{
+	ft_demand_t key;
+	uint8_t *slot;
+	int c;
+
+	if (!mix->window || !ft_mix_class_of(&key, d))
+		return;
+	if ((c = find_class(mix, &key)) < 0)
+		c = (int)new_class(mix, &key);
+	slot = &mix->ring[mix->head];
+	if (*slot != NO_CLASS) {
+		mix->counts[*slot]--;
+		mix->total--;
+	}
+	*slot = (uint8_t)c;
+	mix->counts[c]++;
+	mix->total++;
+	mix->head = (mix->head + 1) % mix->window;
+}
+
+/* Free slices of MIG-enabled GPU `g`: of free instances and uncovered. */
+static unsigned free_slices(const ft_node_t *node, unsigned g,
+			    unsigned *uncovered)
+{
+	const ft_topology_t *t = node->topology;
+	unsigned covered = 0, free = 0;
+
+	for (unsigned i = 0; i < t->n_mig; i++) {
+		if (t->mig[i].gpu != g)
+			continue;
+		covered += t->mig[i].size;
+		if (!ft_node_mig_used(node, i))
+			free += t->mig[i].size;
+	}
+	*uncovered = covered < FT_MIG_SLICES ? FT_MIG_SLICES - covered : 0;
+	return free + *uncovered;
+}
+
+static unsigned shared_free(const ft_node_t *node, unsigned g)
+{
+	unsigned r = node->topology->gpus[g].replicas;
+
+	if (node->gpus_used & (1u << g))
+		return 0;
+	return node->replicas_used[g] < r ? r - node->replicas_used[g] : 0;
+}
+
+/* Free capacity; fills the per-kind counts of `out` when not NULL. */
+static uint32_t free_milli(const ft_node_t *node, ft_frag_t *out)
+{
+	const ft_topology_t *t = node->topology;
+	uint16_t whole = ft_node_free_gpus(node);
+	uint32_t milli = 0;
+
+	for (unsigned g = 0; g < t->n_gpus; g++) {
+		const ft_gpu_t *gpu = &t->gpus[g];
+		unsigned uncovered = 0, n;
+		if (gpu->mig_enabled) {
+			n = free_slices(node, g, &uncovered);
+			milli += n * FT_MILLI_GPU / FT_MIG_SLICES;
+			if (out) {
+				out->mig_slices_free += (uint16_t)n;
+				out->mig_slices_stranded += (uint16_t)uncovered;
+			}
+		} else if (gpu->replicas) {
+			n = shared_free(node, g);
+			milli += n * FT_MILLI_GPU / gpu->replicas;
+			if (out)
+				out->replicas_free += (uint16_t)n;
+		} else if (whole & (1u << g)) {
+			milli += FT_MILLI_GPU;
+		}
+	}
+	return milli;
+}
+
+uint32_t ft_frag_of(const ft_node_t *node, const ft_demand_t *m)
+{
+	ft_usable_t u;
+	uint32_t free;
+
+	if (!node->topology)
+		return 0;
+	free = free_milli(node, NULL);
+	ft_place_usable(&u, node, m);
+	return u.milli < free ? free - u.milli : 0;
+}
+
+/* F_n under `mix`, and (when not NULL) the instances some class could take. */
+static uint32_t expected(const ft_node_t *node, const ft_mix_t *mix,
+			 uint64_t *mig_usable)
+{
+	uint64_t sum = 0;
+	uint32_t free;
+
+	if (!mix || !mix->total || !node->topology)
+		return 0;
+	free = free_milli(node, NULL);
+	for (unsigned c = 0; c < mix->n_classes; c++) {
+		ft_usable_t u;
+		if (!mix->counts[c])
+			continue;
+		ft_place_usable(&u, node, &mix->classes[c]);
+		sum += (uint64_t)mix->counts[c] *
+		       (u.milli < free ? free - u.milli : 0);
+		if (mig_usable) {
+			mig_usable[0] |= u.mig[0];
+			mig_usable[1] |= u.mig[1];
+		}
+	}
+	return (uint32_t)((sum + mix->total / 2) / mix->total);
+}
+
+/* Slices of free instances that no class of the mix could take now. */
+static unsigned unwanted_slices(const ft_node_t *node, const uint64_t *usable)
+{
+	const ft_topology_t *t = node->topology;
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < t->n_mig; i++)
+		if (!ft_node_mig_used(node, i) &&
+		    !((usable[i / 64] >> (i % 64)) & 1))
+			n += t->mig[i].size;
+	return n;
+}
+
+static void largest_blocks(ft_frag_t *out, const ft_node_t *node)
+{
+	const ft_topology_t *t = node->topology;
+	uint16_t free = ft_node_free_gpus(node);
+
+	for (unsigned i = 0; i < t->n_domains; i++) {
+		const ft_domain_t *dom = &t->domains[i];
+		unsigned n = (unsigned)__builtin_popcount(dom->gpus & free);
+		if (n > out->largest_block[dom->level])
+			out->largest_block[dom->level] = (uint8_t)n;
+	}
+}
+
+void ft_frag_measure(ft_frag_t *out, const ft_node_t *node, const ft_mix_t *mix)
+{
+	uint64_t usable[2] = {0, 0};
+
+	memset(out, 0, sizeof(*out));
+	if (!node->topology)
+		return;
+	out->free_milli = free_milli(node, out);
+	out->whole_gpus_free =
+	    (uint16_t)__builtin_popcount(ft_node_free_gpus(node));
+	largest_blocks(out, node);
+	out->fragmentation_milli = expected(node, mix, usable);
+	if (mix && mix->total)
+		out->mig_slices_stranded +=
+		    (uint16_t)unwanted_slices(node, usable);
+}
+
+int ft_frag_delta(int64_t *out, const ft_node_t *node, const ft_demand_t *d,
+		  ft_policy_t policy, const ft_mix_t *mix)
+{
+	ft_placement_t p;
+	ft_holding_t h;
+	ft_node_t after;
+	int rc;
+
+	*out = 0;
+	if ((rc = ft_place_choose(&p, node, d, policy)) < 0)
+		return rc;
+	memset(&h, 0, sizeof(h));
+	h.gpus = p.gpus;
+	memcpy(h.mig, p.mig, sizeof(h.mig));
+	memcpy(h.replicas, p.replicas, sizeof(h.replicas));
+	h.cpus = p.cpus;
+	h.numa_nodes = p.numa_nodes;
+	h.memory_mib = p.memory_mib;
+	ft_node_preview(&after, node, &h);
+	*out = (int64_t)expected(&after, mix, NULL) -
+	       (int64_t)expected(node, mix, NULL);
+	return 0;
+}
+
+int ft_frag_penalty(const ft_node_t *node, const ft_demand_t *d,
+		    ft_policy_t policy, const ft_mix_t *mix)
+{
+	int64_t delta = 0;
+	int points = 0;
+
+	if (mix && mix->total && (d->gpus || d->mig_count) &&
+	    ft_frag_delta(&delta, node, d, policy, mix) == 0)
+		points = delta >= FT_MILLI_GPU / 2		 ? 3
+			 : delta >= FT_MILLI_GPU / 4		 ? 2
+			 : delta >= FT_MILLI_GPU / FT_MIG_SLICES ? 1
+								 : 0;
+	return points;
+}
+
+int ft_place_score_mix(const ft_node_t *node, const ft_demand_t *d,
+		       ft_policy_t policy, const ft_mix_t *mix)
+{
+	int score = ft_place_score(node, d, policy);
+
+	if (score > 0)
+		score -= ft_frag_penalty(node, d, policy, mix);
+	return score < 0 ? 0 : score;
+}

@@ -1,0 +1,355 @@
+/* FGD fragmentation: the workload mix, the measure and the score penalty. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <flextopo/error.h>
+#include <flextopo/frag.h>
+
+#include "support.h"
+
+static ft_demand_t gpus_demand(uint32_t gpus, int level)
+{
+	ft_demand_t d;
+
+	memset(&d, 0, sizeof(d));
+	d.gpus = gpus;
+	d.has_affinity = level >= 0;
+	d.level = level >= 0 ? (ft_level_t)level : FT_LEVEL_NODE;
+	d.mode = FT_MODE_GUARANTEED;
+	return d;
+}
+
+static ft_demand_t mig_demand(const char *profile)
+{
+	ft_demand_t d = gpus_demand(0, -1);
+
+	snprintf(d.mig_profile, sizeof(d.mig_profile), "%s", profile);
+	d.mig_count = 1;
+	return d;
+}
+
+static ft_demand_t fraction_demand(uint32_t ranks, uint32_t milli)
+{
+	ft_demand_t d = gpus_demand(ranks, ranks > 1 ? FT_LEVEL_NVLINK : -1);
+
+	d.gpu_fraction_milli = milli;
+	return d;
+}
+
+/* A mix of `n` pods of `a` and `m` of `b`. */
+static void mix_of(ft_mix_t *mix, const ft_demand_t *a, unsigned n,
+		   const ft_demand_t *b, unsigned m)
+{
+	ft_mix_init(mix, 64);
+	for (unsigned i = 0; i < n; i++)
+		ft_mix_add(mix, a);
+	for (unsigned i = 0; b && i < m; i++)
+		ft_mix_add(mix, b);
+}
+
+/* Pod `uid` holding the whole GPUs of `t` listed by index (-1 ends). */
+static void gpu_pod(ft_pod_t *out, const char *uid, const int *held)
+{
+	char uuids[FT_GPU_MAX][32];
+	const char *list[FT_GPU_MAX + 1];
+	unsigned n = 0;
+
+	for (; held[n] >= 0; n++) {
+		snprintf(uuids[n], sizeof(uuids[n]), "P-%d", held[n]);
+		list[n] = uuids[n];
+	}
+	list[n] = NULL;
+	ft_test_pod(out, uid, 0, list, NULL, 0);
+}
+
+/* A pairs4 node (NVLink pairs 0-1 and 2-3) whose listed GPUs are held. */
+static ft_node_t *pairs_node(const char *name, const int *held)
+{
+	ft_topology_t *t = ft_test_topology_pairs4("P");
+	ft_pod_t pod, *list[2] = {&pod, NULL};
+	ft_node_t *node;
+
+	gpu_pod(&pod, "held", held);
+	node = ft_test_node(name, t, held[0] >= 0 ? list : NULL);
+	ft_pod_dispose(&pod);
+	ft_topology_unref(t);
+	return node;
+}
+
+/* Pods counted, the oldest leaving a full window, CPU-only pods ignored. */
+static void test_frag__mix_window(void **state)
+{
+	ft_demand_t one = gpus_demand(1, -1), pair = gpus_demand(2, 0);
+	ft_demand_t cpu = gpus_demand(0, -1);
+	ft_mix_t mix;
+
+	(void)state;
+	ft_mix_init(&mix, 4);
+	ft_mix_add(&mix, &cpu);
+	assert_int_equal(mix.total, 0);
+	ft_mix_add(&mix, &one);
+	ft_mix_add(&mix, &one);
+	ft_mix_add(&mix, &pair);
+	assert_int_equal(mix.n_classes, 2);
+	assert_int_equal(mix.counts[0], 2);
+	assert_int_equal(mix.counts[1], 1);
+	ft_mix_add(&mix, &pair);
+	ft_mix_add(&mix, &pair); /* the first `one` leaves */
+	ft_mix_add(&mix, &pair); /* the second leaves */
+	assert_int_equal(mix.total, 4);
+	assert_int_equal(mix.counts[0], 0);
+	assert_int_equal(mix.counts[1], 4);
+	one.cpu_millis = 500; /* millicores do not make a class */
+	one.has_policy = true;
+	ft_mix_add(&mix, &one);
+	assert_int_equal(mix.n_classes, 2);
+	assert_int_equal(mix.counts[0], 1);
+	ft_mix_init(&mix, 0);
+	ft_mix_add(&mix, &one);
+	assert_int_equal(mix.total, 0);
+}
+
+/* A full class table gives the rarest class's slot to a new one. */
+static void test_frag__mix_replaces_rarest_class(void **state)
+{
+	ft_mix_t mix;
+
+	(void)state;
+	ft_mix_init(&mix, 256);
+	for (unsigned c = 0; c < FT_MIX_CLASSES; c++) {
+		ft_demand_t d = gpus_demand(c + 1, -1);
+		for (unsigned i = 0; i < (c == 5 ? 1 : 3); i++)
+			ft_mix_add(&mix, &d);
+	}
+	assert_int_equal(mix.total, 3 * FT_MIX_CLASSES - 2);
+	ft_demand_t fresh = gpus_demand(99, -1);
+	ft_mix_add(&mix, &fresh);
+	assert_int_equal(mix.n_classes, FT_MIX_CLASSES);
+	assert_int_equal(mix.classes[5].gpus, 99);
+	assert_int_equal(mix.counts[5], 1);
+	assert_int_equal(mix.total, 3 * FT_MIX_CLASSES - 2);
+	for (unsigned i = 0; i < mix.window; i++)
+		assert_true(mix.ring[i] != 5 || i == 3 * FT_MIX_CLASSES - 2);
+}
+
+/*
+ * F_n(m) with topology: for pods asking for an NVLink pair, a free GPU whose
+ * peer is held is a fragment; a pod that does not fit at all sees every free
+ * GPU as fragment.
+ */
+static void test_frag__of_class(void **state)
+{
+	const int held2[] = {2, -1};
+	ft_node_t *node = pairs_node("n", held2);
+	ft_demand_t pair = gpus_demand(2, FT_LEVEL_NVLINK);
+	ft_demand_t one = gpus_demand(1, -1), four = gpus_demand(4, -1);
+	ft_demand_t loose = gpus_demand(2, FT_LEVEL_NVLINK);
+
+	(void)state;
+	assert_int_equal(ft_frag_of(node, &one), 0);
+	assert_int_equal(ft_frag_of(node, &pair), 1000); /* GPU 3 */
+	assert_int_equal(ft_frag_of(node, &four), 3000);
+	loose.mode = FT_MODE_BEST_EFFORT; /* may take any two */
+	assert_int_equal(ft_frag_of(node, &loose), 0);
+	ft_node_unref(node);
+}
+
+/*
+ * NVIDIA/k8s-device-plugin #1193 across nodes: with NVLink-pair pods in the
+ * recent mix, a 1-GPU pod scores lower on the node where it would break the
+ * last free pair than on the node whose free GPU has no free peer, under
+ * either policy; without a mix the scores are the plain ones.
+ */
+static void test_frag__single_gpu_spares_last_pair(void **state)
+{
+	const int pair_left[] = {2, 3, -1}, lone_left[] = {0, 1, 2, -1};
+	ft_node_t *a = pairs_node("a", pair_left),
+		  *b = pairs_node("b", lone_left);
+	ft_demand_t one = gpus_demand(1, -1), pair = gpus_demand(2, 0);
+	int64_t da = 0, db = 0;
+	ft_mix_t mix;
+
+	(void)state;
+	mix_of(&mix, &pair, 1, &one, 1);
+	assert_int_equal(ft_frag_delta(&da, a, &one, FT_POLICY_PACKED, &mix),
+			 0);
+	assert_int_equal(ft_frag_delta(&db, b, &one, FT_POLICY_PACKED, &mix),
+			 0);
+	assert_int_equal(da, 500);  /* half the mix loses GPU 1 */
+	assert_int_equal(db, -500); /* GPU 3 was a fragment for pairs */
+	assert_int_equal(ft_frag_penalty(a, &one, FT_POLICY_PACKED, &mix), 3);
+	assert_int_equal(ft_frag_penalty(b, &one, FT_POLICY_PACKED, &mix), 0);
+	for (int p = FT_POLICY_PACKED; p <= FT_POLICY_DISTRIBUTED; p++)
+		assert_true(ft_place_score_mix(a, &one, (ft_policy_t)p, &mix) <
+			    ft_place_score_mix(b, &one, (ft_policy_t)p, &mix));
+	ft_mix_init(&mix, 64);
+	assert_int_equal(ft_place_score_mix(a, &one, FT_POLICY_PACKED, &mix),
+			 ft_place_score(a, &one, FT_POLICY_PACKED));
+	assert_int_equal(ft_frag_penalty(a, &one, FT_POLICY_PACKED, NULL), 0);
+	ft_node_unref(a);
+	ft_node_unref(b);
+}
+
+/* Free capacity, whole GPUs, and the largest free block per level. */
+static void test_frag__measure_blocks(void **state)
+{
+	const int held[] = {1, -1};
+	ft_node_t *node = pairs_node("n", held);
+	ft_demand_t pair = gpus_demand(2, FT_LEVEL_NVLINK);
+	ft_frag_t f;
+	ft_mix_t mix;
+
+	(void)state;
+	mix_of(&mix, &pair, 3, NULL, 0);
+	ft_frag_measure(&f, node, &mix);
+	assert_int_equal(f.free_milli, 3000);
+	assert_int_equal(f.whole_gpus_free, 3);
+	assert_int_equal(f.largest_block[FT_LEVEL_NVLINK], 2);
+	assert_int_equal(f.largest_block[FT_LEVEL_PCIE_SWITCH], 2);
+	assert_int_equal(f.largest_block[FT_LEVEL_NUMA], 2);
+	assert_int_equal(f.largest_block[FT_LEVEL_SOCKET], 3);
+	assert_int_equal(f.largest_block[FT_LEVEL_NODE], 3);
+	assert_int_equal(f.fragmentation_milli, 1000); /* GPU 0 */
+	ft_frag_measure(&f, node, NULL);
+	assert_int_equal(f.fragmentation_milli, 0);
+	ft_node_unref(node);
+}
+
+/*
+ * MIG slices: free instance slices count 125 each; slices no instance covers
+ * are always stranded, and so are free instances of profiles the mix does not
+ * ask for. Taking the 1g.10gb instance changes nothing for 3g.40gb pods.
+ */
+static void test_frag__mig_stranded(void **state)
+{
+	ft_topology_t *t = ft_test_topology_mig();
+	ft_node_t *node = ft_test_node("m", t, NULL);
+	ft_demand_t small = mig_demand("1g.10gb"), big = mig_demand("3g.40gb");
+	ft_frag_t f;
+	ft_mix_t mix;
+	int64_t delta = 1;
+
+	(void)state;
+	ft_frag_measure(&f, node, NULL);
+	assert_int_equal(f.mig_slices_free, 16);
+	assert_int_equal(f.mig_slices_stranded, 3);
+	assert_int_equal(f.free_milli, 16 * 125 + 1000);
+	mix_of(&mix, &small, 4, NULL, 0);
+	ft_frag_measure(&f, node, &mix);
+	assert_int_equal(f.mig_slices_stranded, 3 + 12);
+	/* All but the 1g.10gb slice is fragment for 1g pods. */
+	assert_int_equal(f.fragmentation_milli, 16 * 125 + 1000 - 125);
+	mix_of(&mix, &big, 4, NULL, 0);
+	assert_int_equal(
+	    ft_frag_delta(&delta, node, &small, FT_POLICY_PACKED, &mix), 0);
+	assert_int_equal(delta, -125);
+	ft_node_unref(node);
+	ft_topology_unref(t);
+}
+
+/* pairs4 with every GPU shared into `replicas`; GPU `g` has `used` held. */
+static ft_node_t *shared_node(unsigned replicas, unsigned g, unsigned used)
+{
+	ft_topology_t *t = ft_test_topology_pairs4("S");
+	ft_pod_t pod, *list[2] = {&pod, NULL};
+	ft_node_t *node;
+
+	for (unsigned i = 0; i < t->n_gpus; i++)
+		assert_int_equal(ft_topology_share_gpu(t, i, replicas), 0);
+	assert_int_equal(ft_topology_finish(t), 0);
+	ft_test_pod(&pod, "r", 0, NULL, NULL, 0);
+	pod.allocation.replica_gpus[0] = strdup(t->gpus[g].uuid);
+	pod.allocation.replica_counts[0] = (uint8_t)used;
+	pod.allocation.n_replicas = 1;
+	pod.has_allocation = true;
+	node = ft_test_node("s", t, used ? list : NULL);
+	ft_pod_dispose(&pod);
+	ft_topology_unref(t);
+	return node;
+}
+
+/*
+ * FGD's own case: GPUs shared 10 ways, 0.8-GPU pods in the mix. A 0.3 pod
+ * on a fresh GPU leaves 7 replicas that a 0.8 pod cannot use, and 5 on the
+ * GPU that already has 2 used: both strand half a GPU or more.
+ */
+static void test_frag__shared_fraction(void **state)
+{
+	ft_node_t *fresh = shared_node(10, 0, 0), *busy = shared_node(10, 0, 2);
+	ft_demand_t big = fraction_demand(1, 800),
+		    small = fraction_demand(1, 300);
+	int64_t delta = 0;
+	ft_frag_t f;
+	ft_mix_t mix;
+
+	(void)state;
+	mix_of(&mix, &big, 2, NULL, 0);
+	ft_frag_measure(&f, busy, &mix);
+	assert_int_equal(f.replicas_free, 38);
+	assert_int_equal(f.free_milli, 3800);
+	assert_int_equal(f.fragmentation_milli, 0);
+	assert_int_equal(
+	    ft_frag_delta(&delta, fresh, &small, FT_POLICY_PACKED, &mix), 0);
+	assert_int_equal(delta, 700);
+	assert_int_equal(
+	    ft_frag_delta(&delta, busy, &small, FT_POLICY_PACKED, &mix), 0);
+	assert_int_equal(delta, 500); /* GPU 0: 8 - 3 = 5 left */
+	assert_int_equal(ft_frag_penalty(busy, &small, FT_POLICY_PACKED, &mix),
+			 3);
+	ft_node_unref(fresh);
+	ft_node_unref(busy);
+}
+
+/* No topology, no GPU asked, no placement: no penalty and no measure. */
+static void test_frag__edges(void **state)
+{
+	ft_node_t *bare = ft_test_node("x", NULL, NULL);
+	const int all[] = {0, 1, 2, 3, -1};
+	ft_node_t *full = pairs_node("f", all);
+	ft_demand_t one = gpus_demand(1, -1), cpu = gpus_demand(0, 0);
+	int64_t delta = 7;
+	ft_frag_t f;
+	ft_mix_t mix;
+
+	(void)state;
+	mix_of(&mix, &one, 2, NULL, 0);
+	ft_frag_measure(&f, bare, &mix);
+	assert_int_equal(f.free_milli, 0);
+	assert_int_equal(ft_frag_of(bare, &one), 0);
+	assert_int_equal(
+	    ft_frag_delta(&delta, bare, &one, FT_POLICY_PACKED, &mix),
+	    FT_EINVAL);
+	assert_int_equal(
+	    ft_frag_delta(&delta, full, &one, FT_POLICY_PACKED, &mix),
+	    FT_ENOTFOUND);
+	assert_int_equal(delta, 0);
+	assert_int_equal(ft_frag_penalty(full, &one, FT_POLICY_PACKED, &mix),
+			 0);
+	assert_int_equal(ft_frag_penalty(full, &cpu, FT_POLICY_PACKED, &mix),
+			 0);
+	ft_node_unref(bare);
+	ft_node_unref(full);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_frag__mix_window),
+	    cmocka_unit_test(test_frag__mix_replaces_rarest_class),
+	    cmocka_unit_test(test_frag__of_class),
+	    cmocka_unit_test(test_frag__single_gpu_spares_last_pair),
+	    cmocka_unit_test(test_frag__measure_blocks),
+	    cmocka_unit_test(test_frag__mig_stranded),
+	    cmocka_unit_test(test_frag__shared_fraction),
+	    cmocka_unit_test(test_frag__edges),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
