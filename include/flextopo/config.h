@@ -55,6 +55,8 @@ typedef struct ft_config {
 	unsigned watch_backoff_initial_ms; /* default 800 (client-go's) */
 	unsigned watch_backoff_max_ms;	   /* default 30000 */
 	unsigned decision_log_size; /* decisions kept for debug; default 1024 */
+	unsigned fragmentation_window; /* pods in the workload mix (frag.h);
+					  0 = off; default 256 */
 } ft_config_t;
 
 /* Fill `out` with the defaults; strings are heap copies. FT_ENOMEM. */

@@ -21,6 +21,7 @@
 
 #include "cluster.h"
 #include "codec.h"
+#include "frag.h"
 #include "victims.h"
 
 typedef struct ft_state ft_state_t;
@@ -109,6 +110,16 @@ typedef struct ft_state_stats {
 } ft_state_stats_t;
 
 void ft_state_stats(ft_state_t *state, ft_state_stats_t *out);
+
+/*
+ * The workload mix of fragmentation (frag.h): each pod is counted once, when
+ * it is first placed on a node (bound as the watch shows, or assumed by our
+ * bind), relists included, so after a start the mix is the running
+ * workload. Setting the window empties the mix; the state starts with
+ * window 0 (off). ft_state_mix() copies it under the state's lock.
+ */
+void ft_state_set_mix_window(ft_state_t *state, unsigned window);
+void ft_state_mix(ft_state_t *state, ft_mix_t *out);
 
 /*
  * When the current snapshot was published (or the state created), in

@@ -34,7 +34,10 @@ int ft_app_init(ft_app_t *app)
 				   app->cfg.decision_log_size)) < 0 ||
 	    (rc = ft_metrics_new(&app->metrics)) < 0)
 		return rc;
-	return ft_state_new(&app->state, &app->opts);
+	if ((rc = ft_state_new(&app->state, &app->opts)) < 0)
+		return rc;
+	ft_state_set_mix_window(app->state, app->cfg.fragmentation_window);
+	return 0;
 }
 
 void ft_app_dispose(ft_app_t *app)

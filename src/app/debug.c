@@ -415,11 +415,13 @@ static void explain_node(ft_explain_node_t *e, const ft_node_t *node,
 	const ft_demand_t *d = &pod->demand;
 	ft_policy_t policy = app->cfg.policy;
 	ft_pdb_view_t pdb;
+	ft_mix_t mix;
 
 	memset(e, 0, sizeof(*e));
 	e->node = node;
 	ft_place_filter(&e->verdict, node, d);
-	e->score = ft_place_score(node, d, policy);
+	ft_state_mix(app->state, &mix);
+	e->score = ft_place_score_mix(node, d, policy, &mix);
 	if (!ft_demand_wants_devices(d)) {
 		snprintf(e->choose_error, sizeof(e->choose_error),
 			 "the pod asks for no GPUs, MIG instances or pinned "

@@ -182,18 +182,20 @@ void ft_app_prioritize(ft_http_response_t *out, const ft_http_request_t *req,
 	ft_decision_t dec;
 	ft_pod_t pod;
 	char *body = NULL;
+	ft_mix_t mix;
 
 	if (decode_request(out, &args, &pod, app, req) < 0)
 		return;
 	ft_decision_init(&dec, FT_VERB_PRIORITIZE, pod.ns, pod.name, pod.uid,
 			 pod.priority);
 	snap = ft_state_snapshot(app->state);
+	ft_state_mix(app->state, &mix);
 	scores = calloc(args.n_nodes ? args.n_nodes : 1, sizeof(*scores));
 	for (unsigned i = 0; scores && i < args.n_nodes; i++) {
 		node_ref_t n;
 		node_lookup(&n, app, snap, &args, i);
-		scores[i] = n.node ? ft_place_score(n.node, &pod.demand,
-						    app->cfg.policy)
+		scores[i] = n.node ? ft_place_score_mix(n.node, &pod.demand,
+							app->cfg.policy, &mix)
 				   : 0;
 		ft_decision_add_score(&dec, args.node_names[i], scores[i]);
 		ft_node_unref(n.owned);

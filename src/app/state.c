@@ -9,6 +9,7 @@
  * shares every other node with the previous one.
  */
 #include <flextopo/error.h>
+#include <flextopo/frag.h>
 #include <flextopo/log.h>
 #include <flextopo/place.h>
 #include <flextopo/state.h>
@@ -29,6 +30,7 @@ typedef struct pod_rec {
 	bool assumed;
 	bool bind_in_flight; /* assumed, Binding not yet answered */
 	bool observed_only;  /* seen in a filter request, not the watch */
+	bool in_mix;	     /* counted in the workload mix */
 	char *assumed_node;
 	ft_allocation_t assumed_allocation;
 	char *linked_node; /* node whose list holds this pod */
@@ -70,6 +72,7 @@ struct ft_state {
 	uint64_t next_mark;
 	unsigned observed; /* records with observed_only set */
 	bool dirty;	   /* some node record is dirty */
+	ft_mix_t mix;	   /* pods as they were first placed on a node */
 	/* CLOCK_MONOTONIC nanoseconds of the last snapshot swap. */
 	atomic_ullong published_ns;
 };
@@ -99,6 +102,7 @@ int ft_state_new(ft_state_t **out, const ft_codec_options_t *opts)
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_mutex_init(&s->snap_mu, NULL);
 	atomic_init(&s->published_ns, monotonic_ns());
+	ft_mix_init(&s->mix, 0);
 	if ((rc = ft_snapshot_new(&s->snapshot, NULL, 0, 0)) < 0) {
 		ft_state_free(s);
 		return rc;
@@ -236,6 +240,10 @@ static void link_pod(ft_state_t *state, pod_rec_t *r)
 	DL_APPEND(n->pods, r);
 	n->dirty = true;
 	state->dirty = true;
+	if (!r->in_mix) {
+		ft_mix_add(&state->mix, &r->pod.demand);
+		r->in_mix = true;
+	}
 }
 
 static void drop_assumed(pod_rec_t *r)
@@ -921,4 +929,18 @@ void ft_state_stats(ft_state_t *state, ft_state_stats_t *out)
 uint64_t ft_state_published_ns(ft_state_t *state)
 {
 	return atomic_load(&state->published_ns);
+}
+
+void ft_state_set_mix_window(ft_state_t *state, unsigned window)
+{
+	pthread_mutex_lock(&state->mu);
+	ft_mix_init(&state->mix, window);
+	pthread_mutex_unlock(&state->mu);
+}
+
+void ft_state_mix(ft_state_t *state, ft_mix_t *out)
+{
+	pthread_mutex_lock(&state->mu);
+	*out = state->mix;
+	pthread_mutex_unlock(&state->mu);
 }

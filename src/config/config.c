@@ -121,7 +121,8 @@ static const key_spec_t schema[] = {
 	   "guaranteed or best-effort."),
     CHOICE("policy", KEY_ENUM, policy, "packed", policies,
 	   "Placement policy: packed fills busy nodes first, "
-	   "distributed spreads."),
+	   "distributed spreads; a pod's flextopo.io/allocation-policy "
+	   "annotation overrides it for that pod."),
     NUMBER("maxRequestBytes", KEY_SIZE, max_request_bytes, "64Mi", 1024,
 	   1073741824,
 	   "Cap on a request body in bytes, 1Ki to 1Gi; Ki, Mi and Gi "
@@ -143,6 +144,11 @@ static const key_spec_t schema[] = {
     NUMBER("decisionLogSize", KEY_UNSIGNED, decision_log_size, "1024", 1,
 	   1048576,
 	   "Scheduling decisions kept for the debug API (1 to 1048576)."),
+    NUMBER("fragmentationWindow", KEY_UNSIGNED, fragmentation_window, "256", 0,
+	   4096,
+	   "Recent pods whose GPU requests make the workload mix that "
+	   "fragmentation (FGD) is measured against, 0 to 4096; 0 turns "
+	   "the fragmentation penalty in scoring off."),
 };
 
 #define SCHEMA_SIZE (sizeof(schema) / sizeof(schema[0]))

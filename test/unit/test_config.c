@@ -44,6 +44,7 @@ static const char *const all_keys[] = {
     "watchBackoffInitialMs",
     "watchBackoffMaxMs",
     "decisionLogSize",
+    "fragmentationWindow",
 };
 
 #define N_KEYS (sizeof(all_keys) / sizeof(all_keys[0]))
@@ -433,6 +434,11 @@ static void test_config__unsigned_keys(void **state)
 	assert_int_equal(cfg.api_timeout_ms, 1);
 	assert_int_equal(cfg.decision_log_size, 1048576);
 	assert_int_equal(cfg.watch_backoff_initial_ms, 3600000);
+	assert_int_equal(cfg.fragmentation_window, 256); /* the default */
+	assert_int_equal(load(&cfg, "fragmentationWindow: 0\n"), 0);
+	assert_int_equal(cfg.fragmentation_window, 0);
+	assert_int_equal(load(&cfg, "fragmentationWindow: 4096\n"), 0);
+	assert_int_equal(cfg.fragmentation_window, 4096);
 	/* A quoted number is the same number. */
 	assert_int_equal(load(&cfg, "threads: \"0\"\n"), 0);
 	assert_int_equal(cfg.threads, 0);
@@ -449,6 +455,7 @@ static void test_config__unsigned_keys(void **state)
 	assert_set("threads", "4294967297", FT_EINVAL);
 	assert_set("apiTimeoutMs", "0", FT_EINVAL);
 	assert_set("decisionLogSize", "0", FT_EINVAL);
+	assert_set("fragmentationWindow", "4097", FT_EINVAL);
 	assert_load_fails("threads: many\n",
 			  "t.yaml:1: threads: expected an integer from 0 to "
 			  "256, got \"many\"");
@@ -523,7 +530,7 @@ static void test_config__error_unknown_key(void **state)
 	    "logLevel, gpuResource, migResourcePrefix, "
 	    "defaultAffinityMode, policy, maxRequestBytes, threads, "
 	    "apiTimeoutMs, watchBackoffInitialMs, watchBackoffMaxMs, "
-	    "decisionLogSize)");
+	    "decisionLogSize, fragmentationWindow)");
 	/* Keys are case-sensitive camelCase. */
 	assert_set("LogLevel", "info", FT_EINVAL);
 	assert_non_null(strstr(ft_error_last(), "unknown key \"LogLevel\""));
@@ -567,7 +574,8 @@ static void test_config__error_non_scalars(void **state)
 			  "snapshot, logLevel, gpuResource, migResourcePrefix, "
 			  "defaultAffinityMode, policy, maxRequestBytes, "
 			  "threads, apiTimeoutMs, watchBackoffInitialMs, "
-			  "watchBackoffMaxMs, decisionLogSize)");
+			  "watchBackoffMaxMs, decisionLogSize, "
+			  "fragmentationWindow)");
 	assert_load_fails("threads: &t 4\napiTimeoutMs: *t\n",
 			  "t.yaml:2: apiTimeoutMs: expected an integer from 1 "
 			  "to 3600000, got an alias");
@@ -713,7 +721,8 @@ static void test_config__set_overrides(void **state)
 			 "snapshot, logLevel, gpuResource, migResourcePrefix, "
 			 "defaultAffinityMode, policy, maxRequestBytes, "
 			 "threads, apiTimeoutMs, watchBackoffInitialMs, "
-			 "watchBackoffMaxMs, decisionLogSize)");
+			 "watchBackoffMaxMs, decisionLogSize, "
+			 "fragmentationWindow)");
 }
 
 static void test_config__tls_keys(void **state)
