@@ -815,10 +815,54 @@ static void test_state__observe_pod(void **state)
 	ft_state_free(s);
 }
 
+/*
+ * The workload mix counts each pod once, when it is first placed: bound by
+ * the watch or assumed by bind; updates, relinks and pods without GPUs add
+ * nothing, and a window of 0 counts nothing.
+ */
+static void test_state__workload_mix(void **state)
+{
+	ft_state_t *s = state_new();
+	pod_spec_t one = {.uid = "m1", .node = "n1", .gpus = 1};
+	pod_spec_t two = {.uid = "m2", .gpus = 2};
+	pod_spec_t cpu = {.uid = "m3", .node = "n1"};
+	pod_spec_t pending = {.uid = "m4", .gpus = 1};
+	char *ann = NULL;
+	ft_mix_t mix;
+	ft_pod_t pod;
+
+	(void)state;
+	ft_state_set_mix_window(s, 16);
+	apply_node(s, "n1");
+	apply_pod(s, &one);
+	apply_pod(s, &one); /* an update */
+	apply_pod(s, &cpu);
+	apply_pod(s, &pending);
+	decode_pod(&pod, &two);
+	assert_int_equal(ft_state_assume(s, &pod, "n1", FT_POLICY_PACKED, &ann),
+			 0);
+	two.node = "n1";
+	apply_pod(s, &two); /* the watch confirms the bind */
+	ft_state_mix(s, &mix);
+	assert_int_equal(mix.window, 16);
+	assert_int_equal(mix.total, 2);
+	assert_int_equal(mix.n_classes, 2);
+	assert_int_equal(mix.classes[0].gpus, 1);
+	assert_int_equal(mix.classes[1].gpus, 2);
+	ft_state_set_mix_window(s, 0);
+	apply_pod(s, &(pod_spec_t){.uid = "m5", .node = "n1", .gpus = 1});
+	ft_state_mix(s, &mix);
+	assert_int_equal(mix.total, 0);
+	free(ann);
+	ft_pod_dispose(&pod);
+	ft_state_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_state__empty),
+	    cmocka_unit_test(test_state__workload_mix),
 	    cmocka_unit_test(test_state__apply_nodes_and_pods),
 	    cmocka_unit_test(test_state__pod_before_its_node),
 	    cmocka_unit_test(test_state__generations_and_sharing),
