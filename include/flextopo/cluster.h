@@ -152,6 +152,16 @@ typedef struct ft_holding {
 	bool assumed;	       /* from a bind the watch has not shown yet */
 } ft_holding_t;
 
+#define FT_FRAG_CACHE 16 /* FT_MIX_CLASSES (frag.h) */
+
+/* One class's usable units on a node (ft_usable_t of place.h, frag.h). */
+typedef struct ft_frag_cache_entry {
+	uint32_t generation; /* of the mix class it is for; 0: empty */
+	uint32_t milli;
+	uint16_t gpus;
+	uint64_t mig[2];
+} ft_frag_cache_entry_t;
+
 typedef struct ft_node {
 	atomic_int refcount;
 	char *name;
@@ -171,6 +181,15 @@ typedef struct ft_node {
 	uint32_t unknown_replicas;
 	uint32_t unknown_cpus;
 	unsigned conflicts; /* holdings that claimed an already-held unit */
+	/*
+	 * Not part of the node's value: what each class of the workload mix
+	 * could use here (frag.h), filled lazily so that it is worked out
+	 * once per node and class. frag_busy guards it as a try-lock; a
+	 * thread that finds it held works without the cache. Kept last:
+	 * ft_node_preview() copies the fields before it.
+	 */
+	atomic_flag frag_busy;
+	ft_frag_cache_entry_t frag_cache[FT_FRAG_CACHE];
 } ft_node_t;
 
 /*

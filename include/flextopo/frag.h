@@ -42,11 +42,15 @@
 typedef struct ft_mix {
 	unsigned window;    /* pods remembered; 0 turns the mix off */
 	unsigned n_classes; /* classes in use (some may count 0) */
-	ft_demand_t classes[FT_MIX_CLASSES]; /* ft_mix_class_of() keys */
-	uint32_t counts[FT_MIX_CLASSES];     /* pods of each in the window */
-	uint32_t total;			     /* sum of counts */
-	unsigned head;			     /* next ring slot */
-	uint8_t ring[FT_MIX_WINDOW_MAX];     /* class of each pod; 0xff: none */
+	ft_demand_t classes[FT_MIX_CLASSES];  /* ft_mix_class_of() keys */
+	uint32_t counts[FT_MIX_CLASSES];      /* pods of each in the window */
+	uint32_t generations[FT_MIX_CLASSES]; /* unique in the process and
+						 never 0, set whenever a slot
+						 gets a class: the key of the
+						 node cache */
+	uint32_t total;			      /* sum of counts */
+	unsigned head;			      /* next ring slot */
+	uint8_t ring[FT_MIX_WINDOW_MAX]; /* class of each pod; 0xff: none */
 } ft_mix_t;
 
 /* An empty mix of `window` pods (clamped to FT_MIX_WINDOW_MAX). */

@@ -357,6 +357,7 @@ static int node_alloc(ft_node_t **out, const char *name,
 	if (!node)
 		return ft_error_set(FT_ENOMEM, "node %s: out of memory", name);
 	atomic_init(&node->refcount, 1);
+	atomic_flag_clear(&node->frag_busy);
 	node->topology = ft_topology_ref(topology);
 	node->name = strdup(name);
 	node->topology_error = topology_error ? strdup(topology_error) : NULL;
@@ -408,11 +409,14 @@ void ft_node_preview(ft_node_t *out, const ft_node_t *node,
 		     const ft_holding_t *h)
 {
 	size_t skip = offsetof(ft_node_t, name);
+	size_t end = offsetof(ft_node_t, frag_busy);
 
-	/* Everything but the reference count, which other threads change. */
-	memcpy((char *)out + skip, (const char *)node + skip,
-	       sizeof(*out) - skip);
+	/* The value only: not the reference count or the fragmentation
+	 * cache, which other threads change. */
+	memcpy((char *)out + skip, (const char *)node + skip, end - skip);
 	atomic_init(&out->refcount, 0);
+	atomic_flag_clear(&out->frag_busy);
+	memset(out->frag_cache, 0, sizeof(out->frag_cache));
 	charge(out, h);
 	derive_free(out);
 }

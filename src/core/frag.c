@@ -7,9 +7,17 @@
 #include <flextopo/error.h>
 #include <flextopo/frag.h>
 
+#include <stdatomic.h>
 #include <string.h>
 
 #define NO_CLASS 0xff
+
+_Static_assert(FT_FRAG_CACHE == FT_MIX_CLASSES,
+	       "one node cache entry per mix class");
+
+/* Class generations are unique across every mix of the process, so that a
+ * node's cache never mistakes one mix's class for another's. */
+static atomic_uint generations;
 
 void ft_mix_init(ft_mix_t *mix, unsigned window)
 {
@@ -71,6 +79,9 @@ static unsigned new_class(ft_mix_t *mix, const ft_demand_t *key)
 		forget_class(mix, c);
 	}
 	mix->classes[c] = *key;
+	do
+		mix->generations[c] = atomic_fetch_add(&generations, 1) + 1;
+	while (!mix->generations[c]);
 	return c;
 }
 
@@ -163,6 +174,45 @@ uint32_t ft_frag_of(const ft_node_t *node, const ft_demand_t *m)
 	return u.milli < free ? free - u.milli : 0;
 }
 
+/*
+ * ft_place_usable() of class `c` on `node`, through the node's cache. The
+ * cache is not part of the node's value, hence the cast; a thread that
+ * finds it in use works it out alone.
+ */
+static void usable_cached(ft_usable_t *out, const ft_node_t *node,
+			  const ft_mix_t *mix, unsigned c)
+{
+	ft_node_t *n = (ft_node_t *)node;
+	ft_frag_cache_entry_t *e = &n->frag_cache[c];
+	bool locked = !atomic_flag_test_and_set_explicit(&n->frag_busy,
+							 memory_order_acquire);
+
+	if (locked && e->generation == mix->generations[c]) {
+		out->milli = e->milli;
+		out->gpus = e->gpus;
+		memcpy(out->mig, e->mig, sizeof(out->mig));
+	} else {
+		ft_place_usable(out, node, &mix->classes[c]);
+	}
+	if (locked) {
+		e->generation = mix->generations[c];
+		e->milli = out->milli;
+		e->gpus = out->gpus;
+		memcpy(e->mig, out->mig, sizeof(e->mig));
+		atomic_flag_clear_explicit(&n->frag_busy, memory_order_release);
+	}
+}
+
+static uint32_t less(uint32_t a, uint32_t b)
+{
+	return b < a ? a - b : 0;
+}
+
+static uint32_t weighted(const ft_mix_t *mix, uint64_t sum)
+{
+	return (uint32_t)((sum + mix->total / 2) / mix->total);
+}
+
 /* F_n under `mix`, and (when not NULL) the instances some class could take. */
 static uint32_t expected(const ft_node_t *node, const ft_mix_t *mix,
 			 uint64_t *mig_usable)
@@ -177,15 +227,14 @@ static uint32_t expected(const ft_node_t *node, const ft_mix_t *mix,
 		ft_usable_t u;
 		if (!mix->counts[c])
 			continue;
-		ft_place_usable(&u, node, &mix->classes[c]);
-		sum += (uint64_t)mix->counts[c] *
-		       (u.milli < free ? free - u.milli : 0);
+		usable_cached(&u, node, mix, c);
+		sum += (uint64_t)mix->counts[c] * less(free, u.milli);
 		if (mig_usable) {
 			mig_usable[0] |= u.mig[0];
 			mig_usable[1] |= u.mig[1];
 		}
 	}
-	return (uint32_t)((sum + mix->total / 2) / mix->total);
+	return weighted(mix, sum);
 }
 
 /* Slices of free instances that no class of the mix could take now. */
@@ -231,27 +280,80 @@ void ft_frag_measure(ft_frag_t *out, const ft_node_t *node, const ft_mix_t *mix)
 		    (uint16_t)unwanted_slices(node, usable);
 }
 
+static uint16_t replica_gpus(const ft_placement_t *p)
+{
+	uint16_t gpus = 0;
+
+	for (unsigned g = 0; g < FT_GPU_MAX; g++)
+		if (p->replicas[g])
+			gpus |= (uint16_t)(1u << g);
+	return gpus;
+}
+
+/*
+ * Whether placing `p` leaves what class `m` could use as it was (`u`): a
+ * class that fits nowhere fits nowhere after; one whose usable units the
+ * placement does not take, whose pinned CPUs it does not compete for, on a
+ * node without usage of unknown placement (which makes node-wide room
+ * count), keeps them. Otherwise the caller works it out again.
+ */
+static bool unchanged(const ft_usable_t *u, const ft_placement_t *p,
+		      const ft_demand_t *m, const ft_node_t *node)
+{
+	if (!u->milli)
+		return true;
+	return !((p->gpus | replica_gpus(p)) & u->gpus) &&
+	       !(p->mig[0] & u->mig[0]) && !(p->mig[1] & u->mig[1]) &&
+	       (!m->exclusive_cpus || ft_cpuset_empty(&p->cpus)) &&
+	       !node->unknown_gpus && !node->unknown_replicas &&
+	       !node->unknown_cpus;
+}
+
+static void preview(ft_node_t *after, const ft_node_t *node,
+		    const ft_placement_t *p)
+{
+	ft_holding_t h;
+
+	memset(&h, 0, sizeof(h));
+	h.gpus = p->gpus;
+	memcpy(h.mig, p->mig, sizeof(h.mig));
+	memcpy(h.replicas, p->replicas, sizeof(h.replicas));
+	h.cpus = p->cpus;
+	h.numa_nodes = p->numa_nodes;
+	h.memory_mib = p->memory_mib;
+	ft_node_preview(after, node, &h);
+}
+
 int ft_frag_delta(int64_t *out, const ft_node_t *node, const ft_demand_t *d,
 		  ft_policy_t policy, const ft_mix_t *mix)
 {
+	uint64_t before = 0, after = 0;
+	uint32_t free_before, free_after;
 	ft_placement_t p;
-	ft_holding_t h;
-	ft_node_t after;
+	ft_node_t next;
 	int rc;
 
 	*out = 0;
-	if ((rc = ft_place_choose(&p, node, d, policy)) < 0)
+	if ((rc = ft_place_choose(&p, node, d, policy)) < 0 || !mix ||
+	    !mix->total)
 		return rc;
-	memset(&h, 0, sizeof(h));
-	h.gpus = p.gpus;
-	memcpy(h.mig, p.mig, sizeof(h.mig));
-	memcpy(h.replicas, p.replicas, sizeof(h.replicas));
-	h.cpus = p.cpus;
-	h.numa_nodes = p.numa_nodes;
-	h.memory_mib = p.memory_mib;
-	ft_node_preview(&after, node, &h);
-	*out = (int64_t)expected(&after, mix, NULL) -
-	       (int64_t)expected(node, mix, NULL);
+	preview(&next, node, &p);
+	free_before = free_milli(node, NULL);
+	free_after = free_milli(&next, NULL);
+	for (unsigned c = 0; c < mix->n_classes; c++) {
+		const ft_demand_t *m = &mix->classes[c];
+		ft_usable_t u, v;
+		if (!mix->counts[c])
+			continue;
+		usable_cached(&u, node, mix, c);
+		if (unchanged(&u, &p, m, node))
+			v = u;
+		else
+			ft_place_usable(&v, &next, m);
+		before += (uint64_t)mix->counts[c] * less(free_before, u.milli);
+		after += (uint64_t)mix->counts[c] * less(free_after, v.milli);
+	}
+	*out = (int64_t)weighted(mix, after) - (int64_t)weighted(mix, before);
 	return 0;
 }
 

@@ -222,7 +222,8 @@ static uint32_t unknown_mig(const ft_node_t *node, const ft_demand_t *d)
 	uint32_t n = 0;
 
 	for (unsigned i = 0; d->mig_count && i < node->n_holdings; i++)
-		if (strcmp(node->holdings[i].unknown_mig_profile,
+		if (node->holdings[i].unknown_mig &&
+		    strcmp(node->holdings[i].unknown_mig_profile,
 			   d->mig_profile) == 0)
 			n += node->holdings[i].unknown_mig;
 	return n;

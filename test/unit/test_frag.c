@@ -9,6 +9,7 @@
 
 #include <cmocka.h>
 
+#include <flextopo/codec.h>
 #include <flextopo/error.h>
 #include <flextopo/frag.h>
 
@@ -338,6 +339,151 @@ static void test_frag__edges(void **state)
 	ft_node_unref(full);
 }
 
+static unsigned rnd(unsigned *seed, unsigned n)
+{
+	*seed = *seed * 1103515245u + 12345u;
+	return (*seed >> 16) % n;
+}
+
+/* Pod shapes the property test draws mixes and pods from. */
+static ft_demand_t palette(unsigned k)
+{
+	ft_demand_t d;
+
+	switch (k) {
+	case 0:
+		return gpus_demand(1, -1);
+	case 1:
+		return gpus_demand(2, FT_LEVEL_NVLINK);
+	case 2:
+		return gpus_demand(4, FT_LEVEL_NVLINK);
+	case 3:
+		d = gpus_demand(2, FT_LEVEL_NUMA);
+		d.exclusive_cpus = 4;
+		d.memory_mib = 1024;
+		return d;
+	case 4:
+		return mig_demand("1g.10gb");
+	case 5:
+		return mig_demand("3g.40gb");
+	default:
+		d = gpus_demand(1, FT_LEVEL_PCIE_SWITCH);
+		d.mode = FT_MODE_BEST_EFFORT;
+		return d;
+	}
+}
+
+/* A random node: the A100 box or the MIG box, some units held. */
+static ft_node_t *random_node(unsigned *seed, ft_topology_t *t, ft_pod_t *pods,
+			      unsigned *n)
+{
+	ft_pod_t *list[FT_GPU_MAX + FT_MIG_MAX + 1];
+
+	*n = 0;
+	for (unsigned g = 0; g < t->n_gpus; g++)
+		if (!t->gpus[g].mig_enabled && !rnd(seed, 3)) {
+			const char *one[2] = {t->gpus[g].uuid, NULL};
+			char uid[16];
+			snprintf(uid, sizeof(uid), "g%u", g);
+			ft_test_pod(&pods[*n], uid, 0, one, NULL, 0);
+			(*n)++;
+		}
+	for (unsigned i = 0; i < t->n_mig; i++)
+		if (!rnd(seed, 3)) {
+			char uid[16];
+			snprintf(uid, sizeof(uid), "m%u", i);
+			ft_test_pod(&pods[*n], uid, 0, NULL, NULL, 0);
+			pods[*n].allocation.mig_uuids[0] =
+			    strdup(t->mig[i].uuid);
+			pods[*n].allocation.n_mig = 1;
+			pods[*n].has_allocation = true;
+			(*n)++;
+		}
+	for (unsigned i = 0; i < *n; i++)
+		list[i] = &pods[i];
+	list[*n] = NULL;
+	return ft_test_node("r", t, list);
+}
+
+/* F under `mix` from ft_frag_of alone: no cache, no shortcut. */
+static int64_t reference(const ft_node_t *node, const ft_mix_t *mix)
+{
+	uint64_t sum = 0;
+
+	for (unsigned c = 0; c < mix->n_classes; c++)
+		sum += (uint64_t)mix->counts[c] *
+		       ft_frag_of(node, &mix->classes[c]);
+	return (int64_t)((sum + mix->total / 2) / mix->total);
+}
+
+/*
+ * ft_frag_delta, with its node cache and its shortcut for classes the
+ * placement leaves alone, equals the change of ft_frag_of computed from
+ * scratch on the node rebuilt with the pod bound, on random nodes, mixes
+ * and pods; asked twice (the second time from the cache) it answers the
+ * same.
+ */
+static void test_frag__delta_matches_reference(void **state)
+{
+	ft_topology_t *boxes[2] = {ft_test_topology_a100("P"),
+				   ft_test_topology_mig()};
+	unsigned seed = 7, checked = 0;
+
+	(void)state;
+	for (unsigned iter = 0; iter < 400; iter++) {
+		ft_topology_t *t = boxes[iter % 2];
+		ft_pod_t pods[FT_GPU_MAX + FT_MIG_MAX + 1];
+		ft_pod_t *list[FT_GPU_MAX + FT_MIG_MAX + 2];
+		ft_demand_t d = palette(rnd(&seed, 7));
+		ft_node_t *node, *after;
+		int64_t delta = 0, again = 0;
+		ft_placement_t p;
+		unsigned n;
+		ft_mix_t mix;
+
+		node = random_node(&seed, t, pods, &n);
+		ft_mix_init(&mix, 32);
+		for (unsigned k = 0, m = 1 + rnd(&seed, 6); k < m; k++) {
+			ft_demand_t c = palette(rnd(&seed, 7));
+			ft_mix_add(&mix, &c);
+		}
+		if (ft_place_choose(&p, node, &d, FT_POLICY_PACKED) < 0) {
+			assert_int_equal(ft_frag_delta(&delta, node, &d,
+						       FT_POLICY_PACKED, &mix),
+					 FT_ENOTFOUND);
+		} else {
+			assert_int_equal(ft_frag_delta(&delta, node, &d,
+						       FT_POLICY_PACKED, &mix),
+					 0);
+			assert_int_equal(ft_frag_delta(&again, node, &d,
+						       FT_POLICY_PACKED, &mix),
+					 0);
+			assert_int_equal(again, delta);
+			ft_test_pod(&pods[n], "new", 0, NULL, NULL, 0);
+			assert_int_equal(
+			    ft_codec_allocation_from_placement(
+				&pods[n].allocation, &p, node, d.mode),
+			    0);
+			pods[n].has_allocation = true;
+			for (unsigned i = 0; i <= n; i++)
+				list[i] = &pods[i];
+			list[n + 1] = NULL;
+			after = ft_test_node("r", t, list);
+			assert_int_equal(delta, reference(after, &mix) -
+						    reference(node, &mix));
+			ft_node_unref(after);
+			ft_pod_dispose(&pods[n]);
+			checked++;
+		}
+		for (unsigned i = 0; i < n; i++)
+			ft_pod_dispose(&pods[i]);
+		ft_node_unref(node);
+	}
+	assert_true(checked > 200);
+	ft_topology_unref(boxes[0]);
+	ft_topology_unref(boxes[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -349,6 +495,7 @@ int main(void)
 	    cmocka_unit_test(test_frag__mig_stranded),
 	    cmocka_unit_test(test_frag__shared_fraction),
 	    cmocka_unit_test(test_frag__edges),
+	    cmocka_unit_test(test_frag__delta_matches_reference),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
