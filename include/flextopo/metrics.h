@@ -29,6 +29,12 @@
  *   informer_restarts_total{resource}       counter
  *   decision_log_records, decision_log_capacity, decision_log_bytes gauges
  *   decisions_total                         counter
+ *   gpu_capacity_free, gpu_fragmentation    gauges, GPUs over all nodes:
+ *                                           free capacity and the part of
+ *                                           it the workload mix could not
+ *                                           use (FGD, frag.h)
+ *   gpus_whole_free, mig_slices_stranded,   gauges over all nodes
+ *   workload_mix_pods                       gauge: pods in the mix
  *   build_info{version,commit}              gauge, always 1
  */
 #ifndef FLEXTOPO_METRICS_H
@@ -98,6 +104,12 @@ typedef struct ft_metrics_gauges {
 	unsigned decisions_capacity; /* decisionLogSize */
 	size_t decisions_bytes;	     /* ft_decisions_footprint() */
 	uint64_t decisions_total;
+	/* Sums of ft_frag_measure() over the nodes (frag.h). */
+	uint64_t gpu_free_milli;
+	uint64_t gpu_fragmentation_milli;
+	unsigned long gpus_whole_free;
+	unsigned long mig_slices_stranded;
+	unsigned mix_pods; /* pods in the workload mix */
 } ft_metrics_gauges_t;
 
 /* The exposition text (heap, caller frees). FT_ENOMEM. */

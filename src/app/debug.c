@@ -12,6 +12,7 @@
 #include <flextopo/debug.h>
 #include <flextopo/debugview.h>
 #include <flextopo/error.h>
+#include <flextopo/frag.h>
 #include <flextopo/log.h>
 #include <flextopo/place.h>
 #include <flextopo/victims.h>
@@ -143,6 +144,27 @@ static double cache_age(ft_app_t *app)
 	return now > at ? (double)(now - at) / 1e9 : 0.0;
 }
 
+/* Fragmentation figures summed over the nodes of the current snapshot. */
+static void gpu_gauges(ft_metrics_gauges_t *g, ft_app_t *app)
+{
+	ft_snapshot_t *snap = ft_state_snapshot(app->state);
+	ft_mix_t *mix = malloc(sizeof(*mix));
+
+	if (mix)
+		ft_state_mix(app->state, mix);
+	for (unsigned i = 0; i < snap->n_nodes; i++) {
+		ft_frag_t f;
+		ft_frag_measure(&f, snap->nodes[i], mix);
+		g->gpu_free_milli += f.free_milli;
+		g->gpu_fragmentation_milli += f.fragmentation_milli;
+		g->gpus_whole_free += f.whole_gpus_free;
+		g->mig_slices_stranded += f.mig_slices_stranded;
+	}
+	g->mix_pods = mix ? mix->total : 0;
+	free(mix);
+	ft_snapshot_unref(snap);
+}
+
 void ft_app_metrics(ft_http_response_t *out, const ft_http_request_t *req,
 		    void *payload)
 {
@@ -169,6 +191,7 @@ void ft_app_metrics(ft_http_response_t *out, const ft_http_request_t *req,
 	g.decisions_bytes =
 	    app->decisions ? ft_decisions_footprint(g.decisions_capacity) : 0;
 	g.decisions_total = ft_decisions_total(app->decisions);
+	gpu_gauges(&g, app);
 	rc = ft_metrics_render(&body, app->metrics, &g);
 	reply_body(out, rc, body, FT_METRICS_CONTENT_TYPE);
 }

@@ -303,6 +303,28 @@ static void write_decisions(ft_buf_t *b, const ft_metrics_gauges_t *g)
 	sample_uint(b, "decisions_total", NULL, NULL, g->decisions_total);
 }
 
+static void write_gpus(ft_buf_t *b, const ft_metrics_gauges_t *g)
+{
+	family(b, "gpu_capacity_free", "gauge",
+	       "Free GPU capacity over all nodes, in GPUs: whole GPUs, MIG "
+	       "slices (1/8 each) and shared replicas (1/replicas each).");
+	sample_double(b, "gpu_capacity_free", (double)g->gpu_free_milli / 1e3);
+	family(b, "gpu_fragmentation", "gauge",
+	       "Free GPU capacity that the pods of the workload mix could not "
+	       "use, summed over nodes, in GPUs (FGD, USENIX ATC '23).");
+	sample_double(b, "gpu_fragmentation",
+		      (double)g->gpu_fragmentation_milli / 1e3);
+	gauge(b, "gpus_whole_free", "Whole GPUs free over all nodes.",
+	      g->gpus_whole_free);
+	gauge(b, "mig_slices_stranded",
+	      "Free MIG memory slices no instance covers or no pod of the "
+	      "workload mix could take, over all nodes.",
+	      g->mig_slices_stranded);
+	gauge(b, "workload_mix_pods",
+	      "Recent pods making the workload mix (fragmentationWindow).",
+	      g->mix_pods);
+}
+
 static void write_build(ft_buf_t *b, const ft_metrics_gauges_t *g)
 {
 	family(b, "build_info", "gauge",
@@ -330,5 +352,6 @@ int ft_metrics_render(char **out, ft_metrics_t *m, const ft_metrics_gauges_t *g)
 	write_binds(&b, m);
 	write_cache(&b, g);
 	write_decisions(&b, g);
+	write_gpus(&b, g);
 	return ft_buf_detach(out, &b);
 }

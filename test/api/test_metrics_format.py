@@ -36,6 +36,11 @@ FAMILIES = {
     "flextopo_decision_log_capacity": "gauge",
     "flextopo_decision_log_bytes": "gauge",
     "flextopo_decisions": "counter",
+    "flextopo_gpu_capacity_free": "gauge",
+    "flextopo_gpu_fragmentation": "gauge",
+    "flextopo_gpus_whole_free": "gauge",
+    "flextopo_mig_slices_stranded": "gauge",
+    "flextopo_workload_mix_pods": "gauge",
 }
 VERBS = {"filter", "prioritize", "preempt", "bind"}
 

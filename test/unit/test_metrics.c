@@ -35,6 +35,11 @@ static const ft_metrics_gauges_t gauges = {
     .decisions_capacity = 1024,
     .decisions_bytes = 6054016,
     .decisions_total = 9,
+    .gpu_free_milli = 12375,
+    .gpu_fragmentation_milli = 2500,
+    .gpus_whole_free = 9,
+    .mig_slices_stranded = 3,
+    .mix_pods = 40,
 };
 
 static char *render(ft_metrics_t *m)
@@ -230,6 +235,11 @@ static void test_metrics__format_of_an_idle_process(void **state)
 	assert_true(sample(text, "flextopo_informer_restarts_total{resource="
 				 "\"pods\"}") == 4);
 	assert_true(sample(text, "flextopo_decision_log_bytes") == 6054016);
+	assert_true(sample(text, "flextopo_gpu_capacity_free") == 12.375);
+	assert_true(sample(text, "flextopo_gpu_fragmentation") == 2.5);
+	assert_true(sample(text, "flextopo_gpus_whole_free") == 9);
+	assert_true(sample(text, "flextopo_mig_slices_stranded") == 3);
+	assert_true(sample(text, "flextopo_workload_mix_pods") == 40);
 	assert_true(sample(text, "flextopo_requests_total{verb=\"bind\"}") ==
 		    0);
 	free(text);
