@@ -3,11 +3,10 @@
  * GPUs and PCIe switches (machine.c, pci.c); NVML, when given, names the
  * GPUs and counts their NVLinks and MIG instances (nvml_query.c); hwloc's
  * own NVML data and PCI order fill what is still missing; the device
- * plugin's sharing configuration, when given, marks shared GPUs
- * (sharing.c). This file runs
- * those steps and builds the model of topology.h from what they found, in
- * the canonical order described in discover.h, then lets
- * ft_topology_finish() check it.
+ * plugin's sharing configuration, when given, marks the shared GPUs
+ * (sharing.c). This file runs those steps and builds the model of
+ * topology.h from what they found, in the canonical order described in
+ * discover.h, then lets ft_topology_finish() check it.
  */
 #include "probe.h"
 
