@@ -7,6 +7,9 @@
  *   flextopo-discover --input box.xml        from an hwloc XML export instead
  *   flextopo-discover --node $(NODE_NAME)    PATCH /api/v1/nodes/NAME with
  *                                            the in-cluster service account
+ *   flextopo-discover --sharing-config F     with the replicas of GPUs that
+ *                                            the NVIDIA device plugin's
+ *                                            config file F shares
  *
  * Warnings (what discovery had to guess or leave out) go to stderr, one line
  * each; the annotation goes to stdout. Exit status 0, 1 on errors, 2 on
@@ -15,6 +18,7 @@
 #include <flextopo/discover.h>
 #include <flextopo/error.h>
 #include <flextopo/kube.h>
+#include <flextopo/sharing.h>
 #include <flextopo/topology.h>
 
 #include <getopt.h>
@@ -34,6 +38,7 @@ typedef struct args {
 	const char *node;
 	const char *kubeconfig;
 	const char *prefix;
+	const char *sharing_config;
 	bool in_cluster;
 	bool print;
 	bool no_nvml;
@@ -44,6 +49,7 @@ static void usage(FILE *to)
 	fprintf(
 	    to,
 	    "usage: " PROGRAM " [--input FILE] [--print] [--no-nvml]\n"
+	    "                         [--sharing-config FILE]\n"
 	    "                         [--node NAME [--kubeconfig FILE | "
 	    "--in-cluster]]\n"
 	    "                         [--annotation-prefix PREFIX]\n"
@@ -57,6 +63,13 @@ static void usage(FILE *to)
 	    "  --print           print the annotation (the default without "
 	    "--node)\n"
 	    "  --no-nvml         do not load libnvidia-ml.so.1\n"
+	    "  --sharing-config FILE  the NVIDIA device plugin's config file "
+	    "(its\n"
+	    "                    --config-file); the GPUs its "
+	    "sharing.timeSlicing or\n"
+	    "                    sharing.mps resources cover get their "
+	    "replicas, and\n"
+	    "                    a renamed resource becomes sharedResource\n"
 	    "  --annotation-prefix PREFIX  annotation PREFIX/topology "
 	    "(default " DEFAULT_PREFIX ")\n");
 }
@@ -72,6 +85,7 @@ static int parse_args(args_t *a, int argc, char **argv)
 	    {"print", no_argument, NULL, 'p'},
 	    {"no-nvml", no_argument, NULL, 'N'},
 	    {"annotation-prefix", required_argument, NULL, 'a'},
+	    {"sharing-config", required_argument, NULL, 's'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0}};
 	int c;
@@ -100,6 +114,9 @@ static int parse_args(args_t *a, int argc, char **argv)
 			break;
 		case 'a':
 			a->prefix = optarg;
+			break;
+		case 's':
+			a->sharing_config = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -144,17 +161,25 @@ static ft_nvml_t *load_nvml(const args_t *a, char *why, size_t size)
 static int discover(ft_topology_t **out, const args_t *a)
 {
 	char why[512];
-	ft_nvml_t *nvml = load_nvml(a, why, sizeof(why));
+	ft_sharing_t sharing = {0};
+	ft_nvml_t *nvml = NULL;
 	ft_discover_options_t opts = {
-	    .xml_path = a->input, .nvml = nvml, .warn = warn};
-	int rc = ft_discover_topology(out, &opts);
+	    .xml_path = a->input, .sharing = &sharing, .warn = warn};
+	int rc;
 
+	/* A bad file stops before the hardware is looked at. */
+	if (a->sharing_config &&
+	    (rc = ft_codec_sharing_load(&sharing, a->sharing_config)) < 0)
+		return rc;
+	opts.nvml = nvml = load_nvml(a, why, sizeof(why));
+	rc = ft_discover_topology(out, &opts);
 	if (rc == 0 && (*out)->n_gpus > 0 && why[0])
 		fprintf(stderr,
 			PROGRAM ": warning: no NVML (%s): GPU indexes and "
 				"uuids come from hwloc or PCI order\n",
 			why);
 	ft_discover_nvml_free(nvml);
+	ft_sharing_dispose(&sharing);
 	return rc;
 }
 

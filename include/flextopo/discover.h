@@ -47,6 +47,12 @@
  *                from its name ("NVIDIA H100 80GB HBM3 MIG 3g.40gb" ->
  *                "3g.40gb") and the placement of its GPU instance
  *                (nvmlGpuInstanceGetInfo). One entry per GPU instance.
+ *   sharing      The NVIDIA device plugin's configuration file when given
+ *                (sharing.h): the GPUs that its timeSlicing or mps
+ *                resources of nvidia.com/gpu cover get their replicas;
+ *                a renamed resource (renameByDefault, rename) gives
+ *                sharedResource. Discovery cannot see the plugin's
+ *                setting on the machine itself.
  *
  * Model positions come out canonical: sockets by id, their NUMA nodes by id,
  * then per NUMA node its PCIe switches (ids 0.. in that order) with their
@@ -59,6 +65,7 @@
 
 #include <stddef.h>
 
+#include "sharing.h"
 #include "topology.h"
 
 /*
@@ -172,6 +179,15 @@ typedef struct ft_discover_options {
 	 * NVML cannot open is left out, as the device plugin would.
 	 */
 	const ft_nvml_t *nvml;
+	/*
+	 * The device plugin's sharing configuration to apply, or NULL;
+	 * borrowed. Which GPUs a resource covers, and what is refused, is
+	 * described at the top of src/discover/sharing.c: a device the node
+	 * lacks, a MIG-enabled GPU named, a GPU named twice, two names for
+	 * the replicas. Warnings tell what was left out (MIG instances) and
+	 * which fields released plugins ignore (devices, rename).
+	 */
+	const ft_sharing_t *sharing;
 	/* Told, one line each, what discovery guessed or left out; may be
 	 * NULL. */
 	void (*warn)(const char *message, void *payload);
@@ -183,7 +199,9 @@ typedef struct ft_discover_options {
  * refcount 1. FT_EIO when the XML file cannot be read or hwloc fails
  * (message "file X: ..." or "hwloc: ..."), FT_EINVAL when the machine is
  * outside the model's limits (more than 16 GPUs or NUMA nodes, a CPU id
- * of 512 or more), FT_ENOMEM.
+ * of 512 or more) or when the sharing configuration does not fit the node
+ * ("file:line: sharing.timeSlicing.resources[0].devices[1]: no GPU with
+ * index 9 on this node"), FT_ENOMEM.
  */
 int ft_discover_topology(ft_topology_t **out,
 			 const ft_discover_options_t *opts);

@@ -14,7 +14,9 @@
  * are parked in a graveyard until then, so an anchor never points at freed
  * memory. Nesting is capped too because the conversion recurses once per
  * level. Anchors and the members of wide mappings are found through hash
- * tables, so no input makes the conversion quadratic.
+ * tables, so no input makes the conversion quadratic. The optional line
+ * table is one more hash table, keyed by node address, filled as each node
+ * is built from its event.
  */
 #include <flextopo/error.h>
 #include <flextopo/file.h>
@@ -47,8 +49,20 @@ typedef struct anchor {
 	char *scalar; /* text of a scalar node (for alias keys); else NULL */
 } anchor_t;
 
+typedef struct line_slot {
+	const cJSON *node; /* NULL: an empty slot */
+	unsigned line;
+} line_slot_t;
+
+struct ft_yaml_lines {
+	line_slot_t *slots; /* cap slots (a power of 2), at most half full */
+	size_t cap;
+	size_t count;
+};
+
 typedef struct converter {
 	yaml_parser_t parser;
+	ft_yaml_lines_t *lines; /* NULL when the caller did not ask */
 	const char *name;
 	const char *text;
 	size_t len;
@@ -381,6 +395,81 @@ static int expand_alias(cJSON **out, converter_t *conv, const yaml_event_t *ev)
 	return 0;
 }
 
+/* Lines */
+
+/* Heap addresses share their low (alignment) bits; mix the rest down. */
+static size_t hash_node(const cJSON *node)
+{
+	uint64_t h = (uint64_t)(uintptr_t)node;
+
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	return (size_t)h;
+}
+
+static line_slot_t *line_slot(line_slot_t *slots, size_t cap, const cJSON *node)
+{
+	size_t i = hash_node(node) & (cap - 1);
+
+	while (slots[i].node && slots[i].node != node)
+		i = (i + 1) & (cap - 1);
+	return &slots[i];
+}
+
+static int grow_lines(converter_t *conv)
+{
+	ft_yaml_lines_t *l = conv->lines;
+	size_t cap = l->cap ? l->cap * 2 : 64;
+	line_slot_t *slots = NULL;
+
+	if ((l->count + 1) * 2 <= l->cap)
+		return 0;
+	if (!(slots = calloc(cap, sizeof(*slots))))
+		return ft_error_set(FT_ENOMEM, "%s: out of memory", conv->name);
+	for (size_t i = 0; i < l->cap; i++)
+		if (l->slots[i].node)
+			*line_slot(slots, cap, l->slots[i].node) = l->slots[i];
+	free(l->slots);
+	l->slots = slots;
+	l->cap = cap;
+	return 0;
+}
+
+/* Alias copies are left out: their text is elsewhere. */
+static int remember_line(converter_t *conv, const cJSON *node,
+			 const yaml_event_t *ev)
+{
+	line_slot_t *slot = NULL;
+
+	if (!conv->lines || ev->type == YAML_ALIAS_EVENT)
+		return 0;
+	if (grow_lines(conv) < 0)
+		return FT_ENOMEM;
+	slot = line_slot(conv->lines->slots, conv->lines->cap, node);
+	if (!slot->node) {
+		slot->node = node;
+		conv->lines->count++;
+	}
+	slot->line = (unsigned)ev->start_mark.line + 1;
+	return 0;
+}
+
+unsigned ft_yaml_line(const ft_yaml_lines_t *lines, const cJSON *node)
+{
+	if (!lines || !lines->cap || !node)
+		return 0;
+	return line_slot(lines->slots, lines->cap, node)->line;
+}
+
+void ft_yaml_lines_free(ft_yaml_lines_t *lines)
+{
+	if (!lines)
+		return;
+	free(lines->slots);
+	free(lines);
+}
+
 /* Nodes */
 
 static int convert_scalar(cJSON **out, converter_t *conv,
@@ -647,7 +736,8 @@ static int convert_node(cJSON **out, converter_t *conv, yaml_event_t *ev)
 	cJSON *node = NULL;
 	int error = 0;
 
-	if ((error = convert_unanchored(&node, conv, ev)) < 0)
+	if ((error = convert_unanchored(&node, conv, ev)) < 0 ||
+	    (error = remember_line(conv, node, ev)) < 0)
 		goto cleanup;
 	if (ev->type == YAML_SCALAR_EVENT)
 		scalar = (const char *)ev->data.scalar.value;
@@ -723,7 +813,8 @@ static void converter_dispose(converter_t *conv)
 	yaml_parser_delete(&conv->parser);
 }
 
-int ft_yaml_to_json(cJSON **out, const char *text, size_t len, const char *name)
+int ft_yaml_to_json_lines(cJSON **out, ft_yaml_lines_t **lines,
+			  const char *text, size_t len, const char *name)
 {
 	converter_t conv;
 	cJSON *root = NULL;
@@ -734,10 +825,16 @@ int ft_yaml_to_json(cJSON **out, const char *text, size_t len, const char *name)
 	conv.text = text;
 	conv.len = len;
 	*out = NULL;
+	if (lines)
+		*lines = NULL;
 	/* Created first: adding to it cannot fail, so burying never fails. */
 	conv.graveyard = cJSON_CreateArray();
-	if (!conv.graveyard || !yaml_parser_initialize(&conv.parser)) {
+	if (lines)
+		conv.lines = calloc(1, sizeof(*conv.lines));
+	if (!conv.graveyard || (lines && !conv.lines) ||
+	    !yaml_parser_initialize(&conv.parser)) {
 		cJSON_Delete(conv.graveyard);
+		ft_yaml_lines_free(conv.lines);
 		return ft_error_set(FT_ENOMEM, "%s: out of memory", conv.name);
 	}
 	yaml_parser_set_input_string(&conv.parser,
@@ -747,11 +844,21 @@ int ft_yaml_to_json(cJSON **out, const char *text, size_t len, const char *name)
 		goto cleanup;
 	*out = root;
 	root = NULL;
+	if (lines) {
+		*lines = conv.lines;
+		conv.lines = NULL;
+	}
 
 cleanup:
 	cJSON_Delete(root);
+	ft_yaml_lines_free(conv.lines);
 	converter_dispose(&conv);
 	return error;
+}
+
+int ft_yaml_to_json(cJSON **out, const char *text, size_t len, const char *name)
+{
+	return ft_yaml_to_json_lines(out, NULL, text, len, name);
 }
 
 /* Files */

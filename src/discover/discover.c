@@ -2,10 +2,11 @@
  * Node discovery for flextopo-discover: hwloc finds the sockets, NUMA nodes,
  * GPUs and PCIe switches (machine.c, pci.c); NVML, when given, names the
  * GPUs and counts their NVLinks and MIG instances (nvml_query.c); hwloc's
- * own NVML data and PCI order fill what is still missing. This file runs
- * those steps and builds the model of topology.h from what they found, in
- * the canonical order described in discover.h, then lets
- * ft_topology_finish() check it.
+ * own NVML data and PCI order fill what is still missing; the device
+ * plugin's sharing configuration, when given, marks the shared GPUs
+ * (sharing.c). This file runs those steps and builds the model of
+ * topology.h from what they found, in the canonical order described in
+ * discover.h, then lets ft_topology_finish() check it.
  */
 #include "probe.h"
 
@@ -211,7 +212,8 @@ static int build(probe_t *p, ft_topology_t *t)
 
 	order_gpus(&o, p);
 	if ((rc = add_gpus(&o, t)) < 0 || (rc = add_nvlinks(&o, t)) < 0 ||
-	    (rc = add_mig(&o, t)) < 0)
+	    (rc = add_mig(&o, t)) < 0 ||
+	    (rc = probe_share(p, t, p->opts->sharing)) < 0)
 		return rc;
 	return ft_topology_finish(t);
 }

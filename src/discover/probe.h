@@ -79,4 +79,9 @@ bool probe_address_is_foreign(const probe_t *p, unsigned domain, unsigned bus,
 /* nvml_query.c: identity, NVLinks and MIG from NVML. */
 int probe_nvml(probe_t *p, const ft_nvml_t *nvml);
 
+/* sharing.c: replicas and sharedResource from the device plugin's sharing
+ * configuration, on the built model before it is finished; NULL or an
+ * empty configuration changes nothing. */
+int probe_share(const probe_t *p, ft_topology_t *t, const ft_sharing_t *s);
+
 #endif

@@ -2,9 +2,12 @@
  * Node discovery (flextopo-discover): hand-written hwloc XML machines under
  * test/fixtures/hwloc/ (their generator, make-fixtures.py, describes each)
  * read into the model and checked fact by fact; a fake NVML behind the
- * ft_nvml_t table for GPU identity, NVLink counts and MIG; the annotation
- * encoder checked by round trips through ft_codec_topology_parse() on every
- * api/examples file and every discovered machine.
+ * ft_nvml_t table for GPU identity, NVLink counts and MIG; the device
+ * plugin's sharing configurations of test/fixtures/sharing/ applied to
+ * those machines, checked against golden annotations beside them, and the
+ * configurations a node cannot take; the annotation encoder checked by
+ * round trips through ft_codec_topology_parse() on every api/examples file
+ * and every discovered machine.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,13 +24,15 @@
 #include <flextopo/cpuset.h>
 #include <flextopo/discover.h>
 #include <flextopo/error.h>
+#include <flextopo/sharing.h>
 #include <flextopo/topology.h>
 
 #include "support.h"
 
-#define HWLOC_DIR FT_FIXTURES_DIR "/hwloc/"
-#define EXAMPLES  FT_SOURCE_DIR "/api/examples/"
-#define MIB	  (1024ull * 1024ull)
+#define HWLOC_DIR   FT_FIXTURES_DIR "/hwloc/"
+#define SHARING_DIR FT_FIXTURES_DIR "/sharing/"
+#define EXAMPLES    FT_SOURCE_DIR "/api/examples/"
+#define MIB	    (1024ull * 1024ull)
 
 /* Warnings */
 
@@ -328,19 +333,29 @@ static struct ft_nvml_device *fake_add_mig(unsigned gpu, unsigned instance,
 
 /* Helpers */
 
-static ft_topology_t *discover(const char *fixture, const ft_nvml_t *nvml,
-			       warnings_t *w)
+/* Discover the hwloc fixture, with NVML and sharing when not NULL. */
+static int discover_shared(ft_topology_t **out, const char *fixture,
+			   const ft_nvml_t *nvml, const ft_sharing_t *sharing,
+			   warnings_t *w)
 {
 	char path[512];
-	ft_discover_options_t opts = {
-	    .xml_path = path, .nvml = nvml, .warn = collect, .payload = w};
-	ft_topology_t *t = NULL;
-	int rc;
+	ft_discover_options_t opts = {.xml_path = path,
+				      .nvml = nvml,
+				      .sharing = sharing,
+				      .warn = collect,
+				      .payload = w};
 
 	memset(w, 0, sizeof(*w));
 	snprintf(path, sizeof(path), "%s%s", HWLOC_DIR, fixture);
-	rc = ft_discover_topology(&t, &opts);
-	if (rc < 0)
+	return ft_discover_topology(out, &opts);
+}
+
+static ft_topology_t *discover(const char *fixture, const ft_nvml_t *nvml,
+			       warnings_t *w)
+{
+	ft_topology_t *t = NULL;
+
+	if (discover_shared(&t, fixture, nvml, NULL, w) < 0)
 		fail_msg("discover %s: %s", fixture, ft_error_last());
 	return t;
 }
@@ -400,6 +415,7 @@ static void assert_same_model(const ft_topology_t *a, const ft_topology_t *b)
 		assert_memory_equal(x->nvlink_links, y->nvlink_links,
 				    sizeof(x->nvlink_links));
 		assert_int_equal(x->mig_enabled, y->mig_enabled);
+		assert_int_equal(x->replicas, y->replicas);
 	}
 	for (unsigned i = 0; i < a->n_mig; i++) {
 		assert_string_equal(a->mig[i].profile, b->mig[i].profile);
@@ -414,6 +430,10 @@ static void assert_same_model(const ft_topology_t *a, const ft_topology_t *b)
 	assert_memory_equal(a->level_first, b->level_first,
 			    sizeof(a->level_first));
 	assert_int_equal(a->whole_gpus, b->whole_gpus);
+	assert_int_equal(a->shared_gpus, b->shared_gpus);
+	assert_true(a->shared_resource == b->shared_resource ||
+		    (a->shared_resource && b->shared_resource &&
+		     !strcmp(a->shared_resource, b->shared_resource)));
 	assert_int_equal(a->reserved_gpus, b->reserved_gpus);
 	assert_true(ft_cpuset_equal(&a->reserved_cpus, &b->reserved_cpus));
 	assert_int_equal(a->mig_strategy, b->mig_strategy);
@@ -874,6 +894,225 @@ static void test_discover__nvml_library(void **state)
 	ft_discover_nvml_free(NULL);
 }
 
+/* Shared GPUs: the device plugin's sharing configuration */
+
+/* Two MIG-enabled GPUs on the fake 8x machine: 1 with an instance, 2 not
+ * yet partitioned. */
+static void fake_mig_on_1_and_2(void)
+{
+	fake_reset(rtx4090_buses, 8, "NVIDIA H100 80GB HBM3", 81559);
+	for (unsigned i = 1; i <= 2; i++) {
+		fake.gpus[i].mig_capable = true;
+		fake.gpus[i].mig_current = fake.gpus[i].mig_pending = 1;
+	}
+	fake_add_mig(1, 1, "7g.80gb", 0, 8);
+}
+
+/*
+ * The annotation of `fixture` with test/fixtures/sharing/`config` is the
+ * golden file `golden` there (compact JSON, one line); the model round
+ * trips; there are `n_warnings` warnings, `warning` (when not NULL) among
+ * them.
+ */
+static void assert_golden(const char *fixture, const ft_nvml_t *nvml,
+			  const char *config, const char *golden,
+			  unsigned n_warnings, const char *warning)
+{
+	char path[512], *text = NULL, *want = NULL;
+	ft_topology_t *t = NULL;
+	ft_sharing_t s;
+	warnings_t w;
+	size_t len = 0;
+
+	snprintf(path, sizeof(path), "%s%s", SHARING_DIR, config);
+	if (ft_codec_sharing_load(&s, path) < 0 ||
+	    discover_shared(&t, fixture, nvml, &s, &w) < 0)
+		fail_msg("%s with %s: %s", fixture, config, ft_error_last());
+	assert_int_equal(ft_codec_topology_encode(&text, t), 0);
+	snprintf(path, sizeof(path), "%s%s", SHARING_DIR, golden);
+	want = ft_test_read_file(path, &len);
+	assert_non_null(want);
+	while (len > 0 && want[len - 1] == '\n')
+		want[--len] = '\0';
+	if (strcmp(text, want))
+		fail_msg("%s with %s:\n%s\nis not %s", fixture, config, text,
+			 golden);
+	if (w.count != n_warnings || (warning && !strstr(w.text, warning)))
+		fail_msg("%u warnings, not %u with \"%s\":\n%s", w.count,
+			 n_warnings, warning ? warning : "", w.text);
+	assert_round_trip(t);
+	free(text);
+	free(want);
+	ft_sharing_dispose(&s);
+	ft_topology_unref(t);
+}
+
+static void test_discover__sharing_whole(void **state)
+{
+	assert_golden("a100-4x-nvswitch.xml", NULL, "time-slicing.yaml",
+		      "time-slicing.a100-4x.json", 0, NULL);
+	assert_golden("a100-4x-nvswitch.xml", NULL, "renamed.yaml",
+		      "renamed.a100-4x.json", 0, NULL);
+}
+
+static void test_discover__sharing_subsets(void **state)
+{
+	/* Indexes 0, 2, 5; the plugin's own releases would share all. */
+	assert_golden("v100-8x-nvlink.xml", NULL, "by-index.yaml",
+		      "by-index.v100-8x.json", 1,
+		      "by-index.yaml:9: sharing.timeSlicing.resources[0]."
+		      "devices: released NVIDIA device plugins (v0.20 and "
+		      "earlier) ignore this field and share every GPU; the "
+		      "annotation follows this file\n");
+	/* UUIDs from NVML: indexes 1 and 7; the MIG entry is left out. */
+	fake_reset(rtx4090_buses, 8, "NVIDIA GeForce RTX 4090", 24564);
+	assert_golden("rtx4090-8x.xml", &fake_nvml, "by-uuid.yaml",
+		      "by-uuid.rtx4090-8x.json", 2,
+		      "by-uuid.yaml:10: sharing.timeSlicing.resources[0]."
+		      "devices[1]: a MIG device: replicas of MIG instances "
+		      "are not in the annotation; left out\n");
+	/* MPS, a count of 2 (GPUs 0 and 1), renamed. */
+	assert_golden("v100-8x-nvlink.xml", NULL, "mps.yaml",
+		      "mps.v100-8x.json", 2,
+		      "mps.yaml:8: sharing.mps.resources[0].rename: released "
+		      "NVIDIA device plugins (v0.20 and earlier) ignore this "
+		      "field and keep the default name; the annotation "
+		      "follows this file\n");
+}
+
+/* "all" passes over MIG-enabled GPUs 1 and 2: under the mixed strategy
+ * they are no nvidia.com/gpu devices. */
+static void test_discover__sharing_passes_over_mig(void **state)
+{
+	fake_mig_on_1_and_2();
+	assert_golden("rtx4090-8x.xml", &fake_nvml, "time-slicing.yaml",
+		      "time-slicing.mig-mixed.json", 2,
+		      "time-slicing.yaml:11: sharing.timeSlicing.resources[0]: "
+		      "GPU 1 is MIG-enabled, no nvidia.com/gpu device: left "
+		      "unshared\n");
+}
+
+/* A node without GPUs takes any configuration and shares nothing. */
+static void test_discover__sharing_without_gpus(void **state)
+{
+	ft_topology_t *t = NULL;
+	ft_sharing_t s;
+	warnings_t w;
+
+	assert_int_equal(ft_codec_sharing_load(&s, SHARING_DIR "renamed.yaml"),
+			 0);
+	assert_int_equal(discover_shared(&t, "no-gpu.xml", NULL, &s, &w), 0);
+	assert_int_equal(w.count, 0);
+	assert_int_equal(t->shared_gpus, 0);
+	assert_null(t->shared_resource);
+	ft_topology_unref(t);
+	ft_sharing_dispose(&s);
+}
+
+/* `yaml` (as s.yaml) cannot be applied to `fixture`: exactly `message`. */
+static void assert_refused(const char *fixture, const ft_nvml_t *nvml,
+			   const char *yaml, const char *message)
+{
+	ft_topology_t *t = NULL;
+	ft_sharing_t s;
+	warnings_t w;
+
+	if (ft_codec_sharing_decode(&s, yaml, strlen(yaml), "s.yaml") < 0)
+		fail_msg("%s: %s", yaml, ft_error_last());
+	assert_int_equal(discover_shared(&t, fixture, nvml, &s, &w), FT_EINVAL);
+	assert_null(t);
+	assert_string_equal(ft_error_last(), message);
+	ft_sharing_dispose(&s);
+}
+
+#define TIME_SLICED(entries)                                                   \
+	"sharing:\n  timeSlicing:\n    resources:\n" entries
+#define GPU_ENTRY(replicas)                                                    \
+	"    - name: nvidia.com/gpu\n      replicas: " #replicas "\n"
+#define A100_UUID(i) "GPU-a100a100-0000-4000-8000-00000000000" #i
+
+static void test_discover__sharing_refused(void **state)
+{
+	static const char a100[] = "a100-4x-nvswitch.xml";
+
+	assert_refused(a100, NULL,
+		       TIME_SLICED(GPU_ENTRY(2) "      devices: [1, 9]\n"),
+		       "s.yaml:6: sharing.timeSlicing.resources[0].devices[1]: "
+		       "no GPU with index 9 on this node");
+	assert_refused(a100, NULL,
+		       TIME_SLICED(GPU_ENTRY(2) "      devices: [GPU-nope]\n"),
+		       "s.yaml:6: sharing.timeSlicing.resources[0].devices[0]: "
+		       "no GPU with UUID GPU-nope on this node");
+	assert_refused(
+	    a100, NULL,
+	    TIME_SLICED(GPU_ENTRY(2) "      devices: [0, " A100_UUID(0) "]\n"),
+	    "s.yaml:6: sharing.timeSlicing.resources[0].devices[1]: GPU 0 "
+	    "(" A100_UUID(0) ") is named twice");
+	assert_refused(
+	    a100, NULL,
+	    TIME_SLICED(GPU_ENTRY(2) "      devices: [" A100_UUID(
+		3) "]\n" GPU_ENTRY(3)),
+	    "s.yaml:7: sharing.timeSlicing.resources[1].devices: GPU 3 "
+	    "(" A100_UUID(3) ") is shared by resources[0] already");
+	assert_refused(a100, NULL,
+		       TIME_SLICED(GPU_ENTRY(2) "      devices: 5\n"),
+		       "s.yaml:6: sharing.timeSlicing.resources[0].devices: 5 "
+		       "GPUs asked for, this node has 4 that are not "
+		       "MIG-enabled");
+	assert_refused(
+	    a100, NULL,
+	    TIME_SLICED(GPU_ENTRY(2) "      devices: [0]\n" GPU_ENTRY(
+		2) "      devices: [1]\n      rename: x.io/gpu\n"),
+	    "s.yaml:7: sharing.timeSlicing.resources[1]: its "
+	    "replicas go by x.io/gpu, those of resources[0] by "
+	    "nvidia.com/gpu; the annotation has one sharedResource");
+}
+
+static void test_discover__sharing_refused_on_mig(void **state)
+{
+	fake_mig_on_1_and_2();
+	assert_refused(
+	    "rtx4090-8x.xml", &fake_nvml,
+	    TIME_SLICED(GPU_ENTRY(4) "      devices: [0, \"2\"]\n"),
+	    "s.yaml:6: sharing.timeSlicing.resources[0].devices[1]: GPU 2 "
+	    "(GPU-f4ce0043-0000-4000-8000-000000000002) is MIG-enabled; a "
+	    "MIG-enabled GPU cannot take replicas");
+	/* Every GPU MIG-enabled: "all" would mean the MIG instances. */
+	for (unsigned i = 0; i < 8; i++) {
+		fake.gpus[i].mig_capable = true;
+		fake.gpus[i].mig_current = fake.gpus[i].mig_pending = 1;
+	}
+	assert_refused("rtx4090-8x.xml", &fake_nvml, TIME_SLICED(GPU_ENTRY(4)),
+		       "s.yaml:4: sharing.timeSlicing.resources[0]: every GPU "
+		       "of this node is MIG-enabled; a MIG-enabled GPU cannot "
+		       "take replicas");
+}
+
+/* Replicas of MIG resources have no place in the annotation. */
+static void test_discover__sharing_mig_resource_left_out(void **state)
+{
+	static const char yaml[] =
+	    TIME_SLICED("    - name: nvidia.com/mig-1g.10gb\n"
+			"      replicas: 2\n");
+	ft_topology_t *t = NULL;
+	ft_sharing_t s;
+	warnings_t w;
+
+	assert_int_equal(
+	    ft_codec_sharing_decode(&s, yaml, strlen(yaml), "s.yaml"), 0);
+	fake_mig_on_1_and_2();
+	assert_int_equal(
+	    discover_shared(&t, "rtx4090-8x.xml", &fake_nvml, &s, &w), 0);
+	assert_int_equal(t->shared_gpus, 0);
+	assert_int_equal(w.count, 1);
+	assert_string_equal(w.text, "s.yaml:4: sharing.timeSlicing."
+				    "resources[0].name: replicas of MIG "
+				    "instances are not in the annotation; "
+				    "left out\n");
+	ft_topology_unref(t);
+	ft_sharing_dispose(&s);
+}
+
 /* The encoder */
 
 static void round_trip_example(const char *name)
@@ -979,6 +1218,13 @@ int main(void)
 	    cmocka_unit_test(test_discover__nvml_unknown_gpu_left_out),
 	    cmocka_unit_test(test_discover__nvml_init_fails),
 	    cmocka_unit_test(test_discover__nvml_library),
+	    cmocka_unit_test(test_discover__sharing_whole),
+	    cmocka_unit_test(test_discover__sharing_subsets),
+	    cmocka_unit_test(test_discover__sharing_passes_over_mig),
+	    cmocka_unit_test(test_discover__sharing_without_gpus),
+	    cmocka_unit_test(test_discover__sharing_refused),
+	    cmocka_unit_test(test_discover__sharing_refused_on_mig),
+	    cmocka_unit_test(test_discover__sharing_mig_resource_left_out),
 	    cmocka_unit_test(test_discover__encode_examples),
 	    cmocka_unit_test(test_discover__encode_mig_strategy),
 	    cmocka_unit_test(test_discover__encode_shape),

@@ -579,6 +579,47 @@ static void test_yamljson__file_errors(void **state)
 			       "line 4)"));
 }
 
+/* The line table: where each node starts; alias copies have none. */
+static void test_yamljson__lines(void **state)
+{
+	static const char yaml[] = "# comment\n"
+				   "a: 1\n"
+				   "b:\n"
+				   "  - x: &name one\n"
+				   "    y: [2, 3]\n"
+				   "  - *name\n"
+				   "c: {d: true}\n";
+	ft_yaml_lines_t *lines = NULL;
+	cJSON *json = NULL;
+	const cJSON *b = NULL;
+
+	(void)state;
+	assert_int_equal(
+	    ft_yaml_to_json_lines(&json, &lines, yaml, strlen(yaml), "t.yaml"),
+	    0);
+	b = dig(json, "b", NULL);
+	assert_int_equal(ft_yaml_line(lines, json), 2);
+	assert_int_equal(ft_yaml_line(lines, dig(json, "a", NULL)), 2);
+	assert_int_equal(ft_yaml_line(lines, b), 4);
+	assert_int_equal(ft_yaml_line(lines, dig(b, "#0", NULL)), 4);
+	assert_int_equal(ft_yaml_line(lines, dig(b, "#0", "x", NULL)), 4);
+	assert_int_equal(ft_yaml_line(lines, dig(b, "#0", "y", "#1", NULL)), 5);
+	assert_int_equal(ft_yaml_line(lines, dig(b, "#1", NULL)), 0);
+	assert_int_equal(ft_yaml_line(lines, dig(json, "c", "d", NULL)), 7);
+	assert_int_equal(ft_yaml_line(NULL, json), 0);
+	assert_int_equal(ft_yaml_line(lines, NULL), 0);
+	ft_yaml_lines_free(lines);
+	cJSON_Delete(json);
+	/* No table on error. */
+	lines = NULL;
+	assert_int_equal(
+	    ft_yaml_to_json_lines(&json, &lines, "a: [", 4, "t.yaml"),
+	    FT_EINVAL);
+	assert_null(json);
+	assert_null(lines);
+	ft_yaml_lines_free(NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -603,6 +644,7 @@ int main(void)
 	    cmocka_unit_test(test_yamljson__syntax_errors),
 	    cmocka_unit_test(test_yamljson__kubectl_list),
 	    cmocka_unit_test(test_yamljson__file_errors),
+	    cmocka_unit_test(test_yamljson__lines),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
