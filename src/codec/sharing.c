@@ -87,7 +87,7 @@ static int read_bool(bool *out, const reader_t *rd, const cJSON *obj,
 	if (!v)
 		return 0;
 	if (!cJSON_IsBool(v)) {
-		snprintf(path, sizeof(path), "%s.%s", parent, key);
+		snprintf(path, sizeof(path), "%.96s.%.32s", parent, key);
 		return fail(rd, v, path, "must be true or false");
 	}
 	*out = cJSON_IsTrue(v);
@@ -101,7 +101,7 @@ static int read_string(char **out, const reader_t *rd, const cJSON *obj,
 	const cJSON *v = member(obj, key);
 	char path[PATH_LEN];
 
-	snprintf(path, sizeof(path), "%s.%s", parent, key);
+	snprintf(path, sizeof(path), "%.96s.%.32s", parent, key);
 	if (!v && required)
 		return fail(rd, obj, path, "missing");
 	if (!v)
@@ -193,7 +193,7 @@ static int decode_device_list(const reader_t *rd, ft_sharing_resource_t *r,
 	r->select = FT_SHARING_LIST;
 	cJSON_ArrayForEach(v, list)
 	{
-		snprintf(item_path, sizeof(item_path), "%s[%u]", path,
+		snprintf(item_path, sizeof(item_path), "%.96s[%u]", path,
 			 r->n_devices);
 		if ((rc = decode_device(rd, &r->devices[r->n_devices++], v,
 					item_path)) < 0)
@@ -209,7 +209,7 @@ static int decode_devices(const reader_t *rd, ft_sharing_resource_t *r,
 	const cJSON *v = member(obj, "devices");
 	char path[PATH_LEN];
 
-	snprintf(path, sizeof(path), "%s.devices", parent);
+	snprintf(path, sizeof(path), "%.96s.devices", parent);
 	r->select = FT_SHARING_ALL;
 	r->devices_line = ft_yaml_line(rd->lines, v);
 	if (!v || (cJSON_IsString(v) && !strcmp(v->valuestring, "all")))
@@ -235,7 +235,7 @@ static int check_name(const reader_t *rd, const cJSON *obj, const char *parent,
 	if (!strcmp(name, GPU_RESOURCE) ||
 	    has_prefix(name, MIG_RESOURCE_PREFIX))
 		return 0;
-	snprintf(path, sizeof(path), "%s.name", parent);
+	snprintf(path, sizeof(path), "%.96s.name", parent);
 	return fail(rd, member(obj, "name"), path,
 		    "\"%s\": the device plugin shares " GPU_RESOURCE
 		    " and " MIG_RESOURCE_PREFIX "<profile> only",
@@ -248,7 +248,7 @@ static int decode_replicas(const reader_t *rd, ft_sharing_resource_t *r,
 	const cJSON *v = member(obj, "replicas");
 	char path[PATH_LEN];
 
-	snprintf(path, sizeof(path), "%s.replicas", parent);
+	snprintf(path, sizeof(path), "%.96s.replicas", parent);
 	if (!v)
 		return fail(rd, obj, path, "missing");
 	if (!is_int_in(v, 2, FT_REPLICAS_MAX))
@@ -284,7 +284,7 @@ static int decode_resources(const reader_t *rd, const cJSON *section,
 	char path[PATH_LEN];
 	int n, rc;
 
-	snprintf(path, sizeof(path), "%s.resources", parent);
+	snprintf(path, sizeof(path), "%.96s.resources", parent);
 	if (!list)
 		return fail(rd, section, path, "missing");
 	if (!cJSON_IsArray(list) || (n = cJSON_GetArraySize(list)) == 0)
@@ -294,7 +294,7 @@ static int decode_resources(const reader_t *rd, const cJSON *section,
 		return out_of_memory(rd);
 	cJSON_ArrayForEach(v, list)
 	{
-		snprintf(path, sizeof(path), "%s.resources[%u]", parent,
+		snprintf(path, sizeof(path), "%.96s.resources[%u]", parent,
 			 s->n_resources);
 		if ((rc = decode_resource(rd, &s->resources[s->n_resources++],
 					  v, path)) < 0)
