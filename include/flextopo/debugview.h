@@ -76,6 +76,11 @@ typedef struct ft_explain_node {
 	char choose_error[192]; /* why not, when the verdict fit but not */
 	bool searched;		/* ft_victims_search() ran: `victims` */
 	ft_victim_set_t victims;
+	bool listed; /* ft_place_check_units() ran: `units`, written as
+			"units" (the pod asks capabilities of its GPUs or
+			MIG instances, MIG instances, or shared-GPU ranks) */
+	unsigned n_units;
+	ft_unit_check_t units[FT_UNITS_MAX];
 } ft_explain_node_t;
 
 /*
@@ -86,7 +91,14 @@ typedef struct ft_explain_node {
 int ft_codec_explain_pod_decode(ft_pod_t *out, const char *body, size_t len,
 				const ft_codec_options_t *opts);
 
-/* {"pod":...,"generation":G,"nodes":[...]} */
+/*
+ * {"pod":...,"generation":G,"nodes":[...]}. A node with `listed` gets
+ * "units": per unit its kind ("gpu", "mig", "shared"), GPU index, uuid (the
+ * instance's for MIG), MIG profile, replicas and replicasFree (shared),
+ * free, matches, and "failures": per failed capability its name, the
+ * asked and actual values (MiB, precision names, "nvlink"/"pcie", GPUs)
+ * and the reason filter gives (ft_place_unit_fault).
+ */
 int ft_codec_debug_explain(char **out, const ft_pod_t *pod, uint64_t generation,
 			   const ft_explain_node_t *nodes, unsigned n);
 

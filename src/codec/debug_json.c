@@ -9,6 +9,7 @@
  */
 #include <flextopo/debugview.h>
 #include <flextopo/error.h>
+#include <flextopo/mig.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -721,7 +722,82 @@ static const char *fit_name(ft_fit_t fit)
 				 : "unresolvable";
 }
 
-static cJSON *explain_node_json(const ft_explain_node_t *e)
+/* Precision names of ft_precision_t bits, lowest first. */
+static cJSON *precision_names(uint64_t bits)
+{
+	cJSON *arr = cJSON_CreateArray();
+
+	for (uint64_t b = 1; b && b <= bits; b <<= 1)
+		if (bits & b)
+			push(arr, cJSON_CreateString(
+				      ft_precision_name((unsigned)b)));
+	return arr;
+}
+
+/* An asked or actual value of capability `cap` (ft_unit_fault_t). */
+static cJSON *cap_value(ft_cap_t cap, uint64_t v)
+{
+	if (cap == FT_CAP_PRECISION)
+		return precision_names(v);
+	if (cap == FT_CAP_INTERCONNECT)
+		return cJSON_CreateString(v == FT_INTERCONNECT_NVLINK ? "nvlink"
+								      : "pcie");
+	return cJSON_CreateNumber((double)v);
+}
+
+static cJSON *fault_json(const ft_topology_t *t, const ft_caps_t *c,
+			 const ft_unit_check_t *u, ft_cap_t cap)
+{
+	cJSON *o = cJSON_CreateObject();
+	ft_unit_fault_t f;
+
+	ft_place_unit_fault(&f, t, c, u, cap);
+	put_str(o, "capability", ft_cap_name(cap));
+	put(o, "asked", cap_value(cap, f.asked));
+	put(o, "actual", cap_value(cap, f.actual));
+	put_str(o, "reason", f.reason);
+	return o;
+}
+
+static cJSON *unit_json(const ft_topology_t *t, const ft_caps_t *c,
+			const ft_unit_check_t *u)
+{
+	static const char *const kinds[] = {"gpu", "mig", "shared"};
+	const ft_mig_instance_t *m =
+	    u->kind == FT_UNIT_MIG ? &t->mig[u->position] : NULL;
+	const ft_gpu_t *g = &t->gpus[m ? m->gpu : u->position];
+	cJSON *o = cJSON_CreateObject();
+	cJSON *failures;
+
+	put_str(o, "kind", kinds[u->kind]);
+	put_num(o, "gpu", g->index);
+	put_str(o, "uuid", m ? m->uuid : g->uuid);
+	if (m)
+		put_str(o, "profile", m->profile);
+	if (u->kind == FT_UNIT_SHARED) {
+		put_num(o, "replicas", g->replicas);
+		put_num(o, "replicasFree", u->replicas_free);
+	}
+	put_bool(o, "free", u->free);
+	put_bool(o, "matches", !u->faults);
+	failures = put(o, "failures", cJSON_CreateArray());
+	for (unsigned k = 0; k < FT_CAP_COUNT; k++)
+		if (u->faults & (1u << k))
+			push(failures, fault_json(t, c, u, (ft_cap_t)k));
+	return o;
+}
+
+static cJSON *units_json(const ft_explain_node_t *e, const ft_caps_t *c)
+{
+	cJSON *arr = cJSON_CreateArray();
+
+	for (unsigned i = 0; i < e->n_units; i++)
+		push(arr, unit_json(e->node->topology, c, &e->units[i]));
+	return arr;
+}
+
+static cJSON *explain_node_json(const ft_explain_node_t *e,
+				const ft_caps_t *caps)
 {
 	cJSON *o = cJSON_CreateObject();
 
@@ -738,6 +814,8 @@ static cJSON *explain_node_json(const ft_explain_node_t *e)
 	put(o, "preemption",
 	    e->searched ? victims_json(e->node, &e->victims)
 			: cJSON_CreateNull());
+	if (e->listed)
+		put(o, "units", units_json(e, caps));
 	return o;
 }
 
@@ -755,7 +833,7 @@ int ft_codec_debug_explain(char **out, const ft_pod_t *pod, uint64_t generation,
 	put_num(root, "generation", (double)generation);
 	arr = put(root, "nodes", cJSON_CreateArray());
 	for (unsigned i = 0; i < n; i++)
-		push(arr, explain_node_json(&nodes[i]));
+		push(arr, explain_node_json(&nodes[i], &pod->demand.caps));
 	if (!arr) {
 		cJSON_Delete(root);
 		root = NULL;

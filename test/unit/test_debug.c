@@ -27,8 +27,10 @@
 
 #include "support.h"
 
-#define CLUSTER FT_FIXTURES_DIR "/cluster/small.yaml"
-#define UID_B2	"00000000-0000-4000-8000-0000000000b2"
+#define CLUSTER	       FT_FIXTURES_DIR "/cluster/small.yaml"
+#define MIG_CLUSTER    FT_FIXTURES_DIR "/cluster/mig.yaml"
+#define SHARED_CLUSTER FT_FIXTURES_DIR "/cluster/shared.yaml"
+#define UID_B2	       "00000000-0000-4000-8000-0000000000b2"
 
 typedef struct {
 	ft_app_t app;
@@ -45,7 +47,8 @@ typedef struct {
 
 /* ---- fixture ---- */
 
-static int setup(void **state)
+/* An application serving the cluster of `path` on both listeners. */
+static int setup_cluster(void **state, const char *path)
 {
 	fixture_t *fx = calloc(1, sizeof(*fx));
 	ft_server_options_t opts = {
@@ -57,8 +60,8 @@ static int setup(void **state)
 	assert_int_equal(
 	    ft_config_set(&fx->app.cfg, "debugListen", "127.0.0.1:0"), 0);
 	assert_int_equal(ft_app_init(&fx->app), 0);
-	if (ft_app_load_snapshot(&fx->app, CLUSTER) < 0)
-		fail_msg("%s: %s", CLUSTER, ft_error_last());
+	if (ft_app_load_snapshot(&fx->app, path) < 0)
+		fail_msg("%s: %s", path, ft_error_last());
 	assert_int_equal(ft_server_new(&fx->app.server, &opts), 0);
 	assert_int_equal(ft_app_routes(&fx->app, fx->app.server), 0);
 	assert_int_equal(ft_server_start(fx->app.server), 0);
@@ -68,6 +71,16 @@ static int setup(void **state)
 	fx->debug_port = ft_server_port(fx->app.debug_server);
 	*state = fx;
 	return 0;
+}
+
+static int setup(void **state)
+{
+	return setup_cluster(state, CLUSTER);
+}
+
+static int setup_mig(void **state)
+{
+	return setup_cluster(state, MIG_CLUSTER);
 }
 
 static int teardown(void **state)
@@ -429,6 +442,133 @@ static void test_debug__explain_options_and_errors(void **state)
 	    400));
 }
 
+/* `item` printed compactly must be `expected`. */
+static void expect_json(const cJSON *item, const char *expected)
+{
+	char *text = cJSON_PrintUnformatted(item);
+
+	assert_non_null(text);
+	assert_string_equal(text, expected);
+	free(text);
+}
+
+/* A pod spec of `resources` (JSON members) with `annotations`. */
+static char *explain_body(const char *annotations, const char *resources)
+{
+	char *body = NULL;
+
+	assert_true(asprintf(&body,
+			     "{\"metadata\":{\"name\":\"units\",\"namespace\":"
+			     "\"t\",\"annotations\":{%s}},\"spec\":{"
+			     "\"containers\":[{\"name\":\"m\",\"resources\":{"
+			     "\"requests\":{%s},\"limits\":{%s}}}]}}",
+			     annotations, resources, resources) > 0);
+	return body;
+}
+
+static cJSON *explain_units(fixture_t *fx, const char *annotations,
+			    const char *resources)
+{
+	char *body = explain_body(annotations, resources);
+	cJSON *root =
+	    json_call(fx->debug_port, "POST", "/debug/explain", body, 200);
+
+	free(body);
+	return root;
+}
+
+#define REQUIRES_40GI_FP8                                                      \
+	"\"flextopo.io/requires\":\"{\\\"memoryPerGpu\\\":\\\"40Gi\\\","       \
+	"\\\"precision\\\":[\\\"fp8\\\"]}\""
+
+/*
+ * mig.yaml with memoryPerGpu 40Gi and fp8 on one nvidia.com/gpu: the whole
+ * H100s of the mixed node match, the 1g.10gb instances of a single-strategy
+ * node lack memory, the RTX 4090s lack memory and fp8.
+ */
+static void test_debug__explain_units_requires(void **state)
+{
+	fixture_t *fx = *state;
+	cJSON *root =
+	    explain_units(fx, REQUIRES_40GI_FP8, "\"nvidia.com/gpu\":\"1\"");
+	const cJSON *nodes = at(root, "nodes"), *units, *unit;
+
+	units = at(find(nodes, "node", "h100-mixed"), "units");
+	expect_json(units,
+		    "[{\"kind\":\"gpu\",\"gpu\":2,\"uuid\":\"GPU-mixed-2\","
+		    "\"free\":true,\"matches\":true,\"failures\":[]},"
+		    "{\"kind\":\"gpu\",\"gpu\":3,\"uuid\":\"GPU-mixed-3\","
+		    "\"free\":true,\"matches\":true,\"failures\":[]}]");
+	units = at(find(nodes, "node", "h100-single-1g"), "units");
+	assert_int_equal(cJSON_GetArraySize(units), 14);
+	cJSON_ArrayForEach(unit, units)
+	{
+		assert_string_equal(str(unit, "profile"), "1g.10gb");
+		assert_false(cJSON_IsTrue(at(unit, "matches")));
+		expect_json(at(unit, "failures"),
+			    "[{\"capability\":\"memoryPerGpu\",\"asked\":40960,"
+			    "\"actual\":10240,\"reason\":\"memoryPerGpu 40Gi: "
+			    "10240 MiB\"}]");
+	}
+	unit = cJSON_GetArrayItem(units, 13);
+	assert_string_equal(str(unit, "uuid"), "MIG-s1g-1-6");
+	assert_int_equal(num(unit, "gpu"), 1);
+	units = at(find(nodes, "node", "h100-single-3g"), "units");
+	assert_int_equal(cJSON_GetArraySize(units), 4);
+	cJSON_ArrayForEach(unit, units)
+	    assert_true(cJSON_IsTrue(at(unit, "matches")));
+	units = at(find(nodes, "node", "rtx4090-box"), "units");
+	assert_int_equal(cJSON_GetArraySize(units), 8);
+	expect_json(
+	    cJSON_GetArrayItem(units, 7),
+	    "{\"kind\":\"gpu\",\"gpu\":7,\"uuid\":\"GPU-8f9a4164-3544-78ff-"
+	    "e57f-5c5ca08bfeb7\",\"free\":true,\"matches\":false,\"failures\":"
+	    "[{\"capability\":\"memoryPerGpu\",\"asked\":40960,\"actual\":"
+	    "24564,\"reason\":\"memoryPerGpu 40Gi: 24564 MiB\"},"
+	    "{\"capability\":\"precision\",\"asked\":[\"fp8\"],\"actual\":[],"
+	    "\"reason\":\"precision fp8: not supported by NVIDIA GeForce RTX "
+	    "4090 (not in the MIG catalog)\"}]}");
+	cJSON_Delete(root);
+}
+
+/*
+ * MIG instances are listed for a MIG demand even without requires (the
+ * held one not free); whole GPUs without requires are not listed.
+ */
+static void test_debug__explain_units_mig(void **state)
+{
+	fixture_t *fx = *state;
+	cJSON *root =
+	    explain_units(fx,
+			  "\"flextopo.io/requires\":\"{\\\"interconnect\\\":"
+			  "\\\"nvlink\\\"}\"",
+			  "\"nvidia.com/mig-1g.10gb\":\"1\"");
+	const cJSON *nodes = at(root, "nodes"), *units;
+
+	units = at(find(nodes, "node", "h100-mixed"), "units");
+	assert_int_equal(cJSON_GetArraySize(units), 4);
+	expect_json(
+	    cJSON_GetArrayItem(units, 0),
+	    "{\"kind\":\"mig\",\"gpu\":1,\"uuid\":\"MIG-mixed-1-0\","
+	    "\"profile\":\"1g.10gb\",\"free\":false,\"matches\":false,"
+	    "\"failures\":[{\"capability\":\"interconnect\",\"asked\":"
+	    "\"nvlink\",\"actual\":\"pcie\",\"reason\":\"interconnect nvlink: "
+	    "MIG instances share no NVLink\"}]}");
+	assert_true(cJSON_IsTrue(at(cJSON_GetArrayItem(units, 3), "free")));
+	/* No instance of the profile: an empty list says so. */
+	expect_json(at(find(nodes, "node", "rtx4090-box"), "units"), "[]");
+	cJSON_Delete(root);
+	root = explain_units(fx, "", "\"nvidia.com/mig-3g.40gb\":\"1\"");
+	units = at(find(at(root, "nodes"), "node", "h100-mixed"), "units");
+	assert_int_equal(cJSON_GetArraySize(units), 3);
+	assert_true(cJSON_IsTrue(at(cJSON_GetArrayItem(units, 2), "matches")));
+	cJSON_Delete(root);
+	root = explain_units(fx, "", "\"nvidia.com/gpu\":\"1\"");
+	assert_null(cJSON_GetObjectItemCaseSensitive(
+	    find(at(root, "nodes"), "node", "h100-mixed"), "units"));
+	cJSON_Delete(root);
+}
+
 /* ---- decisions and pods ---- */
 
 static char *fixture_text(const char *rel)
@@ -635,6 +775,10 @@ int main(void)
 					    setup, teardown),
 	    cmocka_unit_test_setup_teardown(
 		test_debug__explain_options_and_errors, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_debug__explain_units_requires,
+					    setup_mig, teardown),
+	    cmocka_unit_test_setup_teardown(test_debug__explain_units_mig,
+					    setup_mig, teardown),
 	    cmocka_unit_test_setup_teardown(test_debug__decisions_of_the_verbs,
 					    setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_debug__pod_view, setup,
