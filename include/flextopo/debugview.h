@@ -31,7 +31,9 @@ int ft_codec_debug_nodes(char **out, const ft_snapshot_t *snap);
 /*
  * GET /debug/nodes/{name}: the node's FlexTopo tree (sockets, NUMA nodes,
  * PCIe switches, GPUs, MIG instances, NVLinks, affinity domains) with the pod
- * holding each unit, and the list of what each pod holds.
+ * holding each unit, and the list of what each pod holds. A shared GPU also
+ * has "replicas", "replicasUsed" and "replicasHeldBy" (each pod with the
+ * "count" it holds).
  */
 int ft_codec_debug_node(char **out, const ft_node_t *node);
 
@@ -40,11 +42,12 @@ int ft_codec_debug_node(char **out, const ft_node_t *node);
  * (no scripts, no external references). Sockets hold NUMA nodes; a NUMA node
  * shows its cores as a grid and its PCIe switches with their GPUs; NVLinks
  * are lines between GPUs (thicker for more links); MIG-enabled GPUs show
- * their 8 memory slices with each instance drawn over its slices. A held
- * unit is filled with its pod's colour: the hue tells pods apart, the depth
- * gives its priority (higher priority is darker), and a legend
- * lists each pod with its priority. Deterministic: the same node gives the
- * same bytes.
+ * their 8 memory slices with each instance drawn over its slices; shared
+ * GPUs show a bar of their replicas, each pod's share in its colour, under
+ * "7/10 replicas". A held unit is filled with its pod's colour: the hue
+ * tells pods apart, the depth gives its priority (higher priority is
+ * darker), and a legend lists each pod with its priority. Deterministic:
+ * the same node gives the same bytes.
  */
 int ft_codec_node_svg(char **out, const ft_node_t *node);
 

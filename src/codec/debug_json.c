@@ -324,6 +324,19 @@ static const ft_holding_t *mig_holder(const ft_node_t *node, unsigned m)
 	return NULL;
 }
 
+/* The pods holding replicas of shared GPU `g`, each with its count. */
+static cJSON *replica_holders(const ft_node_t *node, unsigned g)
+{
+	cJSON *arr = cJSON_CreateArray();
+
+	for (unsigned i = 0; i < node->n_holdings; i++) {
+		const ft_holding_t *h = &node->holdings[i];
+		if (h->replicas[g])
+			put_num(push(arr, pod_ref(h)), "count", h->replicas[g]);
+	}
+	return arr;
+}
+
 static cJSON *gpu_json(const ft_node_t *node, unsigned g)
 {
 	const ft_topology_t *t = node->topology;
@@ -338,6 +351,11 @@ static cJSON *gpu_json(const ft_node_t *node, unsigned g)
 	put_bool(o, "migEnabled", gpu->mig_enabled);
 	put_bool(o, "reserved", (t->reserved_gpus >> g) & 1);
 	put(o, "heldBy", pod_ref(gpu_holder(node, g)));
+	if (gpu->replicas) {
+		put_num(o, "replicas", gpu->replicas);
+		put_num(o, "replicasUsed", node->replicas_used[g]);
+		put(o, "replicasHeldBy", replica_holders(node, g));
+	}
 	mig = put(o, "mig", cJSON_CreateArray());
 	for (unsigned i = 0; i < t->n_mig; i++) {
 		cJSON *m;

@@ -83,6 +83,11 @@ static int setup_mig(void **state)
 	return setup_cluster(state, MIG_CLUSTER);
 }
 
+static int setup_shared(void **state)
+{
+	return setup_cluster(state, SHARED_CLUSTER);
+}
+
 static int teardown(void **state)
 {
 	fixture_t *fx = *state;
@@ -219,6 +224,16 @@ static unsigned count(const char *text, const char *needle)
 	return n;
 }
 
+/* `item` printed compactly must be `expected`. */
+static void expect_json(const cJSON *item, const char *expected)
+{
+	char *text = cJSON_PrintUnformatted(item);
+
+	assert_non_null(text);
+	assert_string_equal(text, expected);
+	free(text);
+}
+
 /* ---- nodes ---- */
 
 static void test_debug__nodes(void **state)
@@ -265,6 +280,9 @@ static void test_debug__node_tree(void **state)
 	assert_string_equal(str(numa, "freeCpus"), "8-63");
 	gpus = at(cJSON_GetArrayItem(at(numa, "pcieSwitches"), 0), "gpus");
 	holder = at(cJSON_GetArrayItem(gpus, 0), "heldBy");
+	/* A GPU that is not shared has no replica keys. */
+	assert_null(cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetArrayItem(gpus, 0), "replicasHeldBy"));
 	assert_string_equal(str(holder, "name"), "holder-a");
 	assert_int_equal(num(holder, "priority"), 100);
 	holder = find(at(root, "holdings"), "name", "holder-a");
@@ -330,6 +348,68 @@ static void test_debug__node_svg(void **state)
 	r = http(fx->debug_port, "GET", "/debug/nodes/bare-0?format=svg", NULL);
 	assert_int_equal(r.status, 200);
 	assert_non_null(strstr(r.body, "no topology"));
+	free(r.body);
+}
+
+/* The GPU of nvidia-smi index `index` under a PCIe switch of a node's tree. */
+static const cJSON *tree_gpu(const cJSON *node, int index)
+{
+	const cJSON *so, *numa, *sw, *gpu;
+
+	cJSON_ArrayForEach(so, at(node, "sockets"))
+	{
+		cJSON_ArrayForEach(numa, at(so, "numaNodes"))
+		{
+			cJSON_ArrayForEach(sw, at(numa, "pcieSwitches"))
+			{
+				cJSON_ArrayForEach(gpu, at(sw, "gpus"))
+				{
+					if (num(gpu, "index") == index)
+						return gpu;
+				}
+			}
+		}
+	}
+	fail_msg("no GPU %d", index);
+	return NULL;
+}
+
+/*
+ * shared.yaml: holder-2x08 holds 8 of the 10 replicas of GPUs 2 and 3; the
+ * tree says so per GPU and the picture draws 8/10 on them, 0/10 on 0 and 1.
+ */
+static void test_debug__node_shared_replicas(void **state)
+{
+	fixture_t *fx = *state;
+	cJSON *root = json_call(fx->debug_port, "GET",
+				"/debug/nodes/h100-shared", NULL, 200);
+	const cJSON *gpu = tree_gpu(root, 2);
+	reply_t r;
+
+	assert_int_equal(num(gpu, "replicas"), 10);
+	assert_int_equal(num(gpu, "replicasUsed"), 8);
+	assert_true(cJSON_IsNull(at(gpu, "heldBy")));
+	expect_json(at(gpu, "replicasHeldBy"),
+		    "[{\"namespace\":\"serve\",\"name\":\"holder-2x08\","
+		    "\"uid\":\"00000000-0000-4000-8000-0000000002a0\","
+		    "\"priority\":0,\"assumed\":false,\"count\":8}]");
+	gpu = tree_gpu(root, 0);
+	assert_int_equal(num(gpu, "replicasUsed"), 0);
+	expect_json(at(gpu, "replicasHeldBy"), "[]");
+	cJSON_Delete(root);
+
+	r = http(fx->debug_port, "GET", "/debug/nodes/h100-shared?format=svg",
+		 NULL);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(count(r.body, "class=\"replica-bar\""), 4);
+	assert_int_equal(count(r.body, "class=\"replicas\""), 2);
+	assert_int_equal(count(r.body, ">8/10 replicas</text>"), 2);
+	assert_int_equal(count(r.body, ">0/10 replicas</text>"), 2);
+	assert_int_equal(count(r.body, "<title>8 of 10 replicas held by "
+				       "serve/holder-2x08 (priority 0)"),
+			 2);
+	assert_non_null(strstr(r.body, "81559 MiB, shared"));
+	assert_non_null(strstr(r.body, "CPUs, 16 replicas"));
 	free(r.body);
 }
 
@@ -440,16 +520,6 @@ static void test_debug__explain_options_and_errors(void **state)
 	    "{\"metadata\":{\"name\":\"x\",\"annotations\":{\"flextopo.io/"
 	    "affinity\":\"rack\"}},\"spec\":{\"containers\":[]}}",
 	    400));
-}
-
-/* `item` printed compactly must be `expected`. */
-static void expect_json(const cJSON *item, const char *expected)
-{
-	char *text = cJSON_PrintUnformatted(item);
-
-	assert_non_null(text);
-	assert_string_equal(text, expected);
-	free(text);
 }
 
 /* A pod spec of `resources` (JSON members) with `annotations`. */
@@ -770,6 +840,8 @@ int main(void)
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_debug__node_svg, setup,
 					    teardown),
+	    cmocka_unit_test_setup_teardown(test_debug__node_shared_replicas,
+					    setup_shared, teardown),
 	    cmocka_unit_test(test_debug__svg_escapes_names),
 	    cmocka_unit_test_setup_teardown(test_debug__explain_changes_nothing,
 					    setup, teardown),
