@@ -130,7 +130,34 @@ static cJSON *mig_list(const ft_topology_t *t, const uint64_t *mig)
 	return arr;
 }
 
-/* A placement on `node` as the allocation annotation names things. */
+/* Replicas taken per shared GPU: [{"gpu":index,"count":n}]. */
+static cJSON *replica_list(const ft_topology_t *t, const uint8_t *replicas)
+{
+	cJSON *arr = cJSON_CreateArray();
+
+	for (unsigned g = 0; t && g < t->n_gpus; g++) {
+		cJSON *r;
+		if (!replicas[g])
+			continue;
+		r = push(arr, cJSON_CreateObject());
+		put_num(r, "gpu", t->gpus[g].index);
+		put_num(r, "count", replicas[g]);
+	}
+	return arr;
+}
+
+static bool any_replicas(const uint8_t *replicas)
+{
+	for (unsigned g = 0; g < FT_GPU_MAX; g++)
+		if (replicas[g])
+			return true;
+	return false;
+}
+
+/*
+ * A placement on `node` as the allocation annotation names things;
+ * "replicas" only when it takes some, as in the annotation.
+ */
 static cJSON *placement_json(const ft_node_t *node, const ft_placement_t *p)
 {
 	const ft_topology_t *t = node->topology;
@@ -141,6 +168,8 @@ static cJSON *placement_json(const ft_node_t *node, const ft_placement_t *p)
 	put(o, "levels", levels_array(p->levels));
 	put(o, "gpus", gpu_indexes(t, p->gpus));
 	put(o, "mig", mig_list(t, p->mig));
+	if (any_replicas(p->replicas))
+		put(o, "replicas", replica_list(t, p->replicas));
 	put(o, "cpus", cpulist(&p->cpus));
 	put(o, "numaNodes", numa_ids(t, p->numa_nodes));
 	put_num(o, "memoryMiB", (double)p->memory_mib);

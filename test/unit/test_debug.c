@@ -639,6 +639,38 @@ static void test_debug__explain_units_mig(void **state)
 	cJSON_Delete(root);
 }
 
+/*
+ * shared.yaml: 2 ranks of 0.8 GPU with nvlink affinity. GPUs 2 and 3 have
+ * 2 replicas left, too few for a rank; the placement takes 8 replicas of
+ * GPUs 0 and 1.
+ */
+static void test_debug__explain_units_shared(void **state)
+{
+	fixture_t *fx = *state;
+	cJSON *root = explain_units(fx,
+				    "\"flextopo.io/affinity\":\"nvlink\","
+				    "\"flextopo.io/gpu-fraction\":\"0.8\"",
+				    "\"nvidia.com/gpu.shared\":\"2\"");
+	const cJSON *node = find(at(root, "nodes"), "node", "h100-shared");
+
+	assert_string_equal(str(node, "verdict"), "fit");
+	expect_json(at(at(node, "placement"), "replicas"),
+		    "[{\"gpu\":0,\"count\":8},{\"gpu\":1,\"count\":8}]");
+	expect_json(
+	    at(node, "units"),
+	    "[{\"kind\":\"shared\",\"gpu\":0,\"uuid\":\"GPU-shared-0\","
+	    "\"replicas\":10,\"replicasFree\":10,\"free\":true,\"matches\":"
+	    "true,\"failures\":[]},{\"kind\":\"shared\",\"gpu\":1,\"uuid\":"
+	    "\"GPU-shared-1\",\"replicas\":10,\"replicasFree\":10,\"free\":"
+	    "true,\"matches\":true,\"failures\":[]},{\"kind\":\"shared\","
+	    "\"gpu\":2,\"uuid\":\"GPU-shared-2\",\"replicas\":10,"
+	    "\"replicasFree\":2,\"free\":false,\"matches\":true,"
+	    "\"failures\":[]},{\"kind\":\"shared\",\"gpu\":3,\"uuid\":"
+	    "\"GPU-shared-3\",\"replicas\":10,\"replicasFree\":2,\"free\":"
+	    "false,\"matches\":true,\"failures\":[]}]");
+	cJSON_Delete(root);
+}
+
 /* ---- decisions and pods ---- */
 
 static char *fixture_text(const char *rel)
@@ -851,6 +883,8 @@ int main(void)
 					    setup_mig, teardown),
 	    cmocka_unit_test_setup_teardown(test_debug__explain_units_mig,
 					    setup_mig, teardown),
+	    cmocka_unit_test_setup_teardown(test_debug__explain_units_shared,
+					    setup_shared, teardown),
 	    cmocka_unit_test_setup_teardown(test_debug__decisions_of_the_verbs,
 					    setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_debug__pod_view, setup,
