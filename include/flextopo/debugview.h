@@ -31,7 +31,9 @@ int ft_codec_debug_nodes(char **out, const ft_snapshot_t *snap);
 /*
  * GET /debug/nodes/{name}: the node's FlexTopo tree (sockets, NUMA nodes,
  * PCIe switches, GPUs, MIG instances, NVLinks, affinity domains) with the pod
- * holding each unit, and the list of what each pod holds.
+ * holding each unit, and the list of what each pod holds. A shared GPU also
+ * has "replicas", "replicasUsed" and "replicasHeldBy" (each pod with the
+ * "count" it holds).
  */
 int ft_codec_debug_node(char **out, const ft_node_t *node);
 
@@ -40,11 +42,12 @@ int ft_codec_debug_node(char **out, const ft_node_t *node);
  * (no scripts, no external references). Sockets hold NUMA nodes; a NUMA node
  * shows its cores as a grid and its PCIe switches with their GPUs; NVLinks
  * are lines between GPUs (thicker for more links); MIG-enabled GPUs show
- * their 8 memory slices with each instance drawn over its slices. A held
- * unit is filled with its pod's colour: the hue tells pods apart, the depth
- * gives its priority (higher priority is darker), and a legend
- * lists each pod with its priority. Deterministic: the same node gives the
- * same bytes.
+ * their 8 memory slices with each instance drawn over its slices; shared
+ * GPUs show a bar of their replicas, each pod's share in its colour, under
+ * "7/10 replicas". A held unit is filled with its pod's colour: the hue
+ * tells pods apart, the depth gives its priority (higher priority is
+ * darker), and a legend lists each pod with its priority. Deterministic:
+ * the same node gives the same bytes.
  */
 int ft_codec_node_svg(char **out, const ft_node_t *node);
 
@@ -76,6 +79,11 @@ typedef struct ft_explain_node {
 	char choose_error[192]; /* why not, when the verdict fit but not */
 	bool searched;		/* ft_victims_search() ran: `victims` */
 	ft_victim_set_t victims;
+	bool listed; /* ft_place_check_units() ran: `units`, written as
+			"units" (the pod asks capabilities of its GPUs or
+			MIG instances, MIG instances, or shared-GPU ranks) */
+	unsigned n_units;
+	ft_unit_check_t units[FT_UNITS_MAX];
 } ft_explain_node_t;
 
 /*
@@ -86,7 +94,14 @@ typedef struct ft_explain_node {
 int ft_codec_explain_pod_decode(ft_pod_t *out, const char *body, size_t len,
 				const ft_codec_options_t *opts);
 
-/* {"pod":...,"generation":G,"nodes":[...]} */
+/*
+ * {"pod":...,"generation":G,"nodes":[...]}. A node with `listed` gets
+ * "units": per unit its kind ("gpu", "mig", "shared"), GPU index, uuid (the
+ * instance's for MIG), MIG profile, replicas and replicasFree (shared),
+ * free, matches, and "failures": per failed capability its name, the
+ * asked and actual values (MiB, precision names, "nvlink"/"pcie", GPUs)
+ * and the reason filter gives (ft_place_unit_fault).
+ */
 int ft_codec_debug_explain(char **out, const ft_pod_t *pod, uint64_t generation,
 			   const ft_explain_node_t *nodes, unsigned n);
 

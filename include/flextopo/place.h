@@ -28,6 +28,8 @@
  * Filter refuses a node where too few units meet them with a reason that
  * says why the others fail ("requires: 0 of 8 GPUs match (memoryPerGpu 40Gi:
  * 24564 MiB; ...)"), unresolvable since usage cannot change it.
+ * ft_place_check_units() lists the units one by one with the capabilities
+ * each fails, by the same test, for the debug view.
  *
  * Shared GPUs. On a node whose topology marks GPUs shared into replicas
  * (time-slicing or MPS), a demand for R GPUs is read as R ranks
@@ -123,6 +125,76 @@ typedef struct ft_usable {
  */
 void ft_place_usable(ft_usable_t *out, const ft_node_t *node,
 		     const ft_demand_t *d);
+
+/* The capabilities of flextopo.io/requires, in the order reasons list them. */
+typedef enum {
+	FT_CAP_MEMORY = 0,	 /* memoryPerGpu */
+	FT_CAP_PRECISION = 1,	 /* precision */
+	FT_CAP_INTERCONNECT = 2, /* interconnect (only nvlink can fail) */
+	FT_CAP_DOMAIN = 3,	 /* nvlinkDomainSize */
+	FT_CAP_COUNT = 4,
+} ft_cap_t;
+
+/* "memoryPerGpu", "precision", "interconnect", "nvlinkDomainSize". */
+const char *ft_cap_name(ft_cap_t cap);
+
+/* The kinds of allocation unit a demand is served in. */
+typedef enum {
+	FT_UNIT_GPU = 0,    /* a whole GPU */
+	FT_UNIT_MIG = 1,    /* a MIG instance of the demand's profile */
+	FT_UNIT_SHARED = 2, /* a shared GPU, serving ranks in replicas */
+} ft_unit_kind_t;
+
+#define FT_UNITS_MAX (FT_GPU_MAX + FT_MIG_MAX)
+
+/*
+ * One unit of a node as a demand sees it (ft_place_check_units). The unit
+ * matches when `faults` is 0.
+ */
+typedef struct ft_unit_check {
+	uint8_t kind;	  /* ft_unit_kind_t */
+	uint8_t position; /* GPU position; for FT_UNIT_MIG the instance's */
+	uint8_t faults;	  /* bit 1 << ft_cap_t per capability it fails */
+	uint8_t replicas_free; /* FT_UNIT_SHARED: replicas not held (0 when
+				  a pod holds the GPU whole); else 0 */
+	bool free; /* usable now: a whole GPU free (ft_node_free_gpus), an
+		      instance not held, a shared GPU with room for one
+		      rank of the demand */
+} ft_unit_check_t;
+
+/*
+ * Every unit of `node` of the kinds that may serve `d`, read as
+ * ft_place_units() reads it: whole GPUs for GPUs asked, shared GPUs for
+ * ranks, instances of the asked profile for MIG instances (GPUs first, then
+ * instances, each in position order), whether it meets the capabilities
+ * (by the same test filter, score, choose and victims apply) and whether
+ * it is free now. Usage of unknown placement is node-wide and marks no
+ * unit. `out` has room for FT_UNITS_MAX; returns the count, 0 without a
+ * topology or when `d` asks no GPU, replica or MIG instance.
+ */
+unsigned ft_place_check_units(ft_unit_check_t *out, const ft_node_t *node,
+			      const ft_demand_t *d);
+
+/*
+ * Why unit `u` of topology `t` fails capability `cap` of `c`: the value
+ * asked and the unit's own, and the words filter uses for it ("memoryPerGpu
+ * 40Gi: 10240 MiB"). Values by capability: memory in MiB; precision as
+ * ft_precision_t bits (asked: all asked; actual: the product's, 0 when the
+ * MIG catalog does not know it); interconnect as ft_interconnect_t (actual
+ * nvlink when the unit's NVLink domain holds another GPU, else pcie);
+ * nvlinkDomainSize in GPUs. `u` comes from ft_place_check_units() on a node
+ * of `t`; `cap` is one it fails.
+ */
+typedef struct ft_unit_fault {
+	ft_cap_t cap;
+	uint64_t asked;
+	uint64_t actual;
+	char reason[128];
+} ft_unit_fault_t;
+
+void ft_place_unit_fault(ft_unit_fault_t *out, const ft_topology_t *t,
+			 const ft_caps_t *c, const ft_unit_check_t *u,
+			 ft_cap_t cap);
 
 /* The level a demand is placed at: its own, with CPU-only demands at numa or
  * looser. */

@@ -432,6 +432,20 @@ void ft_app_debug_decisions(ft_http_response_t *out,
 
 /* ---- explain ---- */
 
+/*
+ * Units are listed where matching them is the question: the pod asks
+ * capabilities of its GPUs, MIG instances, or ranks of shared GPUs.
+ */
+static bool lists_units(const ft_node_t *node, const ft_demand_t *d)
+{
+	ft_demand_t a;
+
+	if (!node->topology)
+		return false;
+	ft_place_adapt(&a, node->topology, d);
+	return a.mig_count || a.ranks || (a.gpus && a.has_caps);
+}
+
 static void explain_node(ft_explain_node_t *e, const ft_node_t *node,
 			 const ft_pod_t *pod, ft_app_t *app)
 {
@@ -445,6 +459,9 @@ static void explain_node(ft_explain_node_t *e, const ft_node_t *node,
 	ft_place_filter(&e->verdict, node, d);
 	ft_state_mix(app->state, &mix);
 	e->score = ft_place_score_mix(node, d, policy, &mix);
+	e->listed = lists_units(node, d);
+	if (e->listed)
+		e->n_units = ft_place_check_units(e->units, node, d);
 	if (!ft_demand_wants_devices(d)) {
 		snprintf(e->choose_error, sizeof(e->choose_error),
 			 "the pod asks for no GPUs, MIG instances or pinned "

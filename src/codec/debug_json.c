@@ -9,6 +9,7 @@
  */
 #include <flextopo/debugview.h>
 #include <flextopo/error.h>
+#include <flextopo/mig.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,7 +130,34 @@ static cJSON *mig_list(const ft_topology_t *t, const uint64_t *mig)
 	return arr;
 }
 
-/* A placement on `node` as the allocation annotation names things. */
+/* Replicas taken per shared GPU: [{"gpu":index,"count":n}]. */
+static cJSON *replica_list(const ft_topology_t *t, const uint8_t *replicas)
+{
+	cJSON *arr = cJSON_CreateArray();
+
+	for (unsigned g = 0; t && g < t->n_gpus; g++) {
+		cJSON *r;
+		if (!replicas[g])
+			continue;
+		r = push(arr, cJSON_CreateObject());
+		put_num(r, "gpu", t->gpus[g].index);
+		put_num(r, "count", replicas[g]);
+	}
+	return arr;
+}
+
+static bool any_replicas(const uint8_t *replicas)
+{
+	for (unsigned g = 0; g < FT_GPU_MAX; g++)
+		if (replicas[g])
+			return true;
+	return false;
+}
+
+/*
+ * A placement on `node` as the allocation annotation names things;
+ * "replicas" only when it takes some, as in the annotation.
+ */
 static cJSON *placement_json(const ft_node_t *node, const ft_placement_t *p)
 {
 	const ft_topology_t *t = node->topology;
@@ -140,6 +168,8 @@ static cJSON *placement_json(const ft_node_t *node, const ft_placement_t *p)
 	put(o, "levels", levels_array(p->levels));
 	put(o, "gpus", gpu_indexes(t, p->gpus));
 	put(o, "mig", mig_list(t, p->mig));
+	if (any_replicas(p->replicas))
+		put(o, "replicas", replica_list(t, p->replicas));
 	put(o, "cpus", cpulist(&p->cpus));
 	put(o, "numaNodes", numa_ids(t, p->numa_nodes));
 	put_num(o, "memoryMiB", (double)p->memory_mib);
@@ -323,6 +353,19 @@ static const ft_holding_t *mig_holder(const ft_node_t *node, unsigned m)
 	return NULL;
 }
 
+/* The pods holding replicas of shared GPU `g`, each with its count. */
+static cJSON *replica_holders(const ft_node_t *node, unsigned g)
+{
+	cJSON *arr = cJSON_CreateArray();
+
+	for (unsigned i = 0; i < node->n_holdings; i++) {
+		const ft_holding_t *h = &node->holdings[i];
+		if (h->replicas[g])
+			put_num(push(arr, pod_ref(h)), "count", h->replicas[g]);
+	}
+	return arr;
+}
+
 static cJSON *gpu_json(const ft_node_t *node, unsigned g)
 {
 	const ft_topology_t *t = node->topology;
@@ -337,6 +380,11 @@ static cJSON *gpu_json(const ft_node_t *node, unsigned g)
 	put_bool(o, "migEnabled", gpu->mig_enabled);
 	put_bool(o, "reserved", (t->reserved_gpus >> g) & 1);
 	put(o, "heldBy", pod_ref(gpu_holder(node, g)));
+	if (gpu->replicas) {
+		put_num(o, "replicas", gpu->replicas);
+		put_num(o, "replicasUsed", node->replicas_used[g]);
+		put(o, "replicasHeldBy", replica_holders(node, g));
+	}
 	mig = put(o, "mig", cJSON_CreateArray());
 	for (unsigned i = 0; i < t->n_mig; i++) {
 		cJSON *m;
@@ -721,7 +769,82 @@ static const char *fit_name(ft_fit_t fit)
 				 : "unresolvable";
 }
 
-static cJSON *explain_node_json(const ft_explain_node_t *e)
+/* Precision names of ft_precision_t bits, lowest first. */
+static cJSON *precision_names(uint64_t bits)
+{
+	cJSON *arr = cJSON_CreateArray();
+
+	for (uint64_t b = 1; b && b <= bits; b <<= 1)
+		if (bits & b)
+			push(arr, cJSON_CreateString(
+				      ft_precision_name((unsigned)b)));
+	return arr;
+}
+
+/* An asked or actual value of capability `cap` (ft_unit_fault_t). */
+static cJSON *cap_value(ft_cap_t cap, uint64_t v)
+{
+	if (cap == FT_CAP_PRECISION)
+		return precision_names(v);
+	if (cap == FT_CAP_INTERCONNECT)
+		return cJSON_CreateString(v == FT_INTERCONNECT_NVLINK ? "nvlink"
+								      : "pcie");
+	return cJSON_CreateNumber((double)v);
+}
+
+static cJSON *fault_json(const ft_topology_t *t, const ft_caps_t *c,
+			 const ft_unit_check_t *u, ft_cap_t cap)
+{
+	cJSON *o = cJSON_CreateObject();
+	ft_unit_fault_t f;
+
+	ft_place_unit_fault(&f, t, c, u, cap);
+	put_str(o, "capability", ft_cap_name(cap));
+	put(o, "asked", cap_value(cap, f.asked));
+	put(o, "actual", cap_value(cap, f.actual));
+	put_str(o, "reason", f.reason);
+	return o;
+}
+
+static cJSON *unit_json(const ft_topology_t *t, const ft_caps_t *c,
+			const ft_unit_check_t *u)
+{
+	static const char *const kinds[] = {"gpu", "mig", "shared"};
+	const ft_mig_instance_t *m =
+	    u->kind == FT_UNIT_MIG ? &t->mig[u->position] : NULL;
+	const ft_gpu_t *g = &t->gpus[m ? m->gpu : u->position];
+	cJSON *o = cJSON_CreateObject();
+	cJSON *failures;
+
+	put_str(o, "kind", kinds[u->kind]);
+	put_num(o, "gpu", g->index);
+	put_str(o, "uuid", m ? m->uuid : g->uuid);
+	if (m)
+		put_str(o, "profile", m->profile);
+	if (u->kind == FT_UNIT_SHARED) {
+		put_num(o, "replicas", g->replicas);
+		put_num(o, "replicasFree", u->replicas_free);
+	}
+	put_bool(o, "free", u->free);
+	put_bool(o, "matches", !u->faults);
+	failures = put(o, "failures", cJSON_CreateArray());
+	for (unsigned k = 0; k < FT_CAP_COUNT; k++)
+		if (u->faults & (1u << k))
+			push(failures, fault_json(t, c, u, (ft_cap_t)k));
+	return o;
+}
+
+static cJSON *units_json(const ft_explain_node_t *e, const ft_caps_t *c)
+{
+	cJSON *arr = cJSON_CreateArray();
+
+	for (unsigned i = 0; i < e->n_units; i++)
+		push(arr, unit_json(e->node->topology, c, &e->units[i]));
+	return arr;
+}
+
+static cJSON *explain_node_json(const ft_explain_node_t *e,
+				const ft_caps_t *caps)
 {
 	cJSON *o = cJSON_CreateObject();
 
@@ -738,6 +861,8 @@ static cJSON *explain_node_json(const ft_explain_node_t *e)
 	put(o, "preemption",
 	    e->searched ? victims_json(e->node, &e->victims)
 			: cJSON_CreateNull());
+	if (e->listed)
+		put(o, "units", units_json(e, caps));
 	return o;
 }
 
@@ -755,7 +880,7 @@ int ft_codec_debug_explain(char **out, const ft_pod_t *pod, uint64_t generation,
 	put_num(root, "generation", (double)generation);
 	arr = put(root, "nodes", cJSON_CreateArray());
 	for (unsigned i = 0; i < n; i++)
-		push(arr, explain_node_json(&nodes[i]));
+		push(arr, explain_node_json(&nodes[i], &pod->demand.caps));
 	if (!arr) {
 		cJSON_Delete(root);
 		root = NULL;

@@ -5,8 +5,10 @@
  * The layout nests the hardware the way the model does: sockets side by
  * side, NUMA nodes stacked inside a socket, and inside a NUMA node its cores
  * as a grid followed by its PCIe switches, each holding its GPUs. GPUs on a
- * root port sit in a dashed "root port" box. NVLinks are drawn last, as arcs
- * between GPU centres, so that links between GPUs in one row stay apart.
+ * root port sit in a dashed "root port" box. A shared GPU carries a bar of
+ * its replicas, so that a time-sliced GPU in partial use shows as such.
+ * NVLinks are drawn last, as arcs between GPU centres, so that links between
+ * GPUs in one row stay apart.
  *
  * Colours: a held unit takes its pod's colour. Hues are spread by the golden
  * angle over the pods in UID order, so neighbours differ and a pod keeps its
@@ -39,6 +41,8 @@
 #define GPU_H	  88
 #define SLICE_W	  13
 #define SLICE_H	  18
+#define REPLICA_Y 66 /* the replica bar of a shared GPU, from its top */
+#define REPLICA_H 12
 #define LEGEND_H  18
 #define ROW_MAX	  1160 /* NUMA nodes of a socket wrap past this width */
 #define BUS_GAP	  34   /* between NVLink group bars */
@@ -390,6 +394,42 @@ static void draw_mig_slices(svg_t *s, unsigned g, int x, int y)
 	}
 }
 
+/*
+ * A shared GPU's replicas as a bar: each pod's replicas in its colour, in
+ * holding order, the free rest white; "7/10 replicas" above it.
+ */
+static void draw_replicas(svg_t *s, unsigned g, int x, int y)
+{
+	const ft_node_t *node = s->node;
+	unsigned n = s->t->gpus[g].replicas, at = 0;
+	double unit = (GPU_W - 16.0) / n;
+	char line[64];
+
+	snprintf(line, sizeof(line), "%u/%u replicas", node->replicas_used[g],
+		 n);
+	label(s, x + 8, y + 60, 9, "normal", line);
+	out(s,
+	    "<rect class=\"replica-bar\" x=\"%d\" y=\"%d\" width=\"%d\" "
+	    "height=\"%d\" fill=\"" FREE_FILL "\" stroke=\"" STROKE
+	    "\" stroke-width=\"0.5\"/>\n",
+	    x + 8, y + REPLICA_Y, GPU_W - 16, REPLICA_H);
+	for (unsigned i = 0; i < node->n_holdings && at < n; i++) {
+		unsigned count = node->holdings[i].replicas[g];
+		if (!count)
+			continue;
+		count = count < n - at ? count : n - at;
+		out(s,
+		    "<rect class=\"replicas\" x=\"%.1f\" y=\"%d\" "
+		    "width=\"%.1f\" height=\"%d\" fill=\"%s\" stroke=\"" STROKE
+		    "\" stroke-width=\"0.5\"><title>%u of %u replicas",
+		    x + 8 + at * unit, y + REPLICA_Y, count * unit, REPLICA_H,
+		    s->colour[i], node->holdings[i].replicas[g], n);
+		holder_title(s, (int)i);
+		out(s, "</title></rect>\n");
+		at += count;
+	}
+}
+
 /* "NVIDIA A100-SXM4-80GB" -> "A100-SXM4-80GB". */
 static const char *short_model(const char *model)
 {
@@ -424,10 +464,14 @@ static void draw_gpu(svg_t *s, unsigned g, int x, int y)
 	label(s, x + 8, y + 33, 9, "normal", short_model(gpu->model));
 	snprintf(line, sizeof(line), "%llu MiB%s",
 		 (unsigned long long)gpu->memory_mib,
-		 gpu->mig_enabled ? ", MIG" : "");
+		 gpu->mig_enabled ? ", MIG"
+		 : gpu->replicas  ? ", shared"
+				  : "");
 	label(s, x + 8, y + 46, 9, "normal", line);
 	if (gpu->mig_enabled)
 		draw_mig_slices(s, g, x, y);
+	if (gpu->replicas)
+		draw_replicas(s, g, x, y);
 	s->gpu_x[g] = x + GPU_W / 2.0;
 	s->gpu_y[g] = y + GPU_H / 2.0;
 }
@@ -658,6 +702,13 @@ static void draw_legend(svg_t *s, int y)
 	label(s, MARGIN + 196, y, 11, "normal", "NVLink");
 	for (unsigned i = 0; i < node->n_holdings; i++) {
 		const ft_holding_t *h = &node->holdings[i];
+		char replicas[32] = "";
+		unsigned n = 0;
+		for (unsigned g = 0; g < FT_GPU_MAX; g++)
+			n += h->replicas[g];
+		if (n)
+			snprintf(replicas, sizeof(replicas), ", %u replicas",
+				 n);
 		y += LEGEND_H;
 		swatch(s, MARGIN, y, s->colour[i]);
 		out(s,
@@ -668,11 +719,11 @@ static void draw_legend(svg_t *s, int y)
 		text(s, "/");
 		text(s, h->name);
 		snprintf(line, sizeof(line),
-			 ": priority %d, %d GPUs, %d MIG, %u CPUs%s%s",
+			 ": priority %d, %d GPUs, %d MIG, %u CPUs%s%s%s",
 			 (int)h->priority, __builtin_popcount(h->gpus),
 			 __builtin_popcountll(h->mig[0]) +
 			     __builtin_popcountll(h->mig[1]),
-			 ft_cpuset_count(&h->cpus),
+			 ft_cpuset_count(&h->cpus), replicas,
 			 h->level < FT_LEVEL_COUNT ? ", level " : "",
 			 h->level < FT_LEVEL_COUNT ? ft_level_name(h->level)
 						   : "");
@@ -680,11 +731,14 @@ static void draw_legend(svg_t *s, int y)
 		text(s, h->assumed ? " (assumed)" : "");
 		out(s, "</text>\n");
 	}
-	if (node->unknown_gpus || node->unknown_cpus) {
+	if (node->unknown_gpus || node->unknown_cpus ||
+	    node->unknown_replicas) {
 		y += LEGEND_H;
 		snprintf(line, sizeof(line),
-			 "held at unknown places: %u GPUs, %u CPUs",
-			 node->unknown_gpus, node->unknown_cpus);
+			 "held at unknown places: %u GPUs, %u CPUs, %u "
+			 "replicas",
+			 node->unknown_gpus, node->unknown_cpus,
+			 node->unknown_replicas);
 		label(s, MARGIN, y, 11, "normal", line);
 	}
 	extend(s, MARGIN + 520, y + MARGIN);

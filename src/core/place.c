@@ -82,7 +82,13 @@ void ft_place_adapt(ft_demand_t *out, const ft_topology_t *t,
 	out->gpus = 0;
 }
 
-enum { CAP_MEMORY, CAP_PRECISION, CAP_INTERCONNECT, CAP_DOMAIN, CAP_COUNT };
+const char *ft_cap_name(ft_cap_t cap)
+{
+	static const char *const names[FT_CAP_COUNT] = {
+	    "memoryPerGpu", "precision", "interconnect", "nvlinkDomainSize"};
+
+	return cap < FT_CAP_COUNT ? names[cap] : "?";
+}
 
 /* GPUs in the NVLink domain of a unit: MIG slices share no NVLink. */
 static unsigned unit_domain(const ft_topology_t *t, bool mig, unsigned i)
@@ -90,29 +96,82 @@ static unsigned unit_domain(const ft_topology_t *t, bool mig, unsigned i)
 	return mig ? 1 : ft_topology_nvlink_domain_size(t, i);
 }
 
+/* What capability `k` asks of a unit (ft_unit_fault_t); 0: nothing. */
+static uint64_t cap_asked(const ft_caps_t *c, unsigned k)
+{
+	if (k == FT_CAP_MEMORY)
+		return c->memory_mib;
+	if (k == FT_CAP_PRECISION)
+		return c->precisions;
+	if (k == FT_CAP_INTERCONNECT)
+		return c->interconnect == FT_INTERCONNECT_NVLINK
+			   ? FT_INTERCONNECT_NVLINK
+			   : 0;
+	return c->nvlink_domain > 1 ? c->nvlink_domain : 0;
+}
+
+/*
+ * What unit `i` (a whole GPU, or with `mig` an instance) has of capability
+ * `k`, in the units of cap_asked(). Interconnect is read from the NVLink
+ * domain, so that a GPU whose peers are all MIG-enabled counts as unlinked.
+ */
+static uint64_t unit_has(const ft_topology_t *t, bool mig, unsigned i,
+			 unsigned k)
+{
+	const ft_gpu_t *g = &t->gpus[mig ? t->mig[i].gpu : i];
+
+	if (k == FT_CAP_MEMORY)
+		return mig ? t->mig[i].memory_mib : g->memory_mib;
+	if (k == FT_CAP_PRECISION)
+		return g->precisions;
+	if (k == FT_CAP_INTERCONNECT)
+		return unit_domain(t, mig, i) > 1 ? FT_INTERCONNECT_NVLINK
+						  : FT_INTERCONNECT_PCIE;
+	return unit_domain(t, mig, i);
+}
+
+/* Precisions are a set to include; the rest are amounts to reach. */
+static bool cap_met(unsigned k, uint64_t asked, uint64_t has)
+{
+	return k == FT_CAP_PRECISION ? (has & asked) == asked : has >= asked;
+}
+
 /*
  * Which capabilities unit `i` (a whole GPU, or with `mig` an instance)
- * fails, as bits of CAP_*. The NVLink domain is looked up only when asked.
+ * fails, as bits 1 << ft_cap_t: the one test of a match. The NVLink domain
+ * is looked up only when asked.
  */
 static unsigned unit_faults(const ft_topology_t *t, const ft_caps_t *c,
 			    bool mig, unsigned i)
 {
-	unsigned gpu = mig ? t->mig[i].gpu : i;
-	uint64_t mib = mig ? t->mig[i].memory_mib : t->gpus[i].memory_mib;
-	bool linked =
-	    c->interconnect == FT_INTERCONNECT_NVLINK || c->nvlink_domain > 1;
-	unsigned domain = linked ? unit_domain(t, mig, i) : 1;
 	unsigned faults = 0;
 
-	if (mib < c->memory_mib)
-		faults |= 1u << CAP_MEMORY;
-	if ((t->gpus[gpu].precisions & c->precisions) != c->precisions)
-		faults |= 1u << CAP_PRECISION;
-	if (c->interconnect == FT_INTERCONNECT_NVLINK && domain < 2)
-		faults |= 1u << CAP_INTERCONNECT;
-	if (domain < c->nvlink_domain)
-		faults |= 1u << CAP_DOMAIN;
+	for (unsigned k = 0; k < FT_CAP_COUNT; k++) {
+		uint64_t asked = cap_asked(c, k);
+		if (asked && !cap_met(k, asked, unit_has(t, mig, i, k)))
+			faults |= 1u << k;
+	}
 	return faults;
+}
+
+/* The GPUs that may serve `d` (adapted): shared ones for ranks, else those
+ * that are not MIG-enabled. */
+static uint16_t kind_gpus(const ft_topology_t *t, const ft_demand_t *d)
+{
+	return d->ranks ? t->shared_gpus : t->whole_gpus;
+}
+
+/*
+ * Is unit `i` (a GPU, or with `mig` an instance) of a kind that may serve
+ * `d` (adapted): an instance of its profile, or one of kind_gpus().
+ */
+static bool of_kind(const ft_topology_t *t, const ft_demand_t *d, bool mig,
+		    unsigned i)
+{
+	if (mig)
+		return d->mig_count &&
+		       strcmp(t->mig[i].profile, d->mig_profile) == 0;
+	return (kind_gpus(t, d) >> i) & 1;
 }
 
 void ft_place_units(ft_units_t *out, const ft_topology_t *t,
@@ -121,13 +180,13 @@ void ft_place_units(ft_units_t *out, const ft_topology_t *t,
 	const ft_demand_t *a = &out->demand;
 
 	ft_place_adapt(&out->demand, t, d);
-	out->gpus = a->ranks ? t->shared_gpus : t->whole_gpus;
+	out->gpus = kind_gpus(t, a);
 	out->mig[0] = out->mig[1] = 0;
 	for (unsigned g = 0; a->has_caps && g < t->n_gpus; g++)
 		if (unit_faults(t, &a->caps, false, g))
 			out->gpus &= (uint16_t) ~(1u << g);
 	for (unsigned i = 0; a->mig_count && i < t->n_mig; i++)
-		if (strcmp(t->mig[i].profile, a->mig_profile) == 0 &&
+		if (of_kind(t, a, true, i) &&
 		    (!a->has_caps || !unit_faults(t, &a->caps, true, i)))
 			set_bit(out->mig, i);
 }
@@ -421,9 +480,9 @@ static void describe_shortfall(char *buf, size_t size, const ask_t *a,
 typedef struct {
 	bool mig;	/* MIG instances of the demand's profile, else GPUs */
 	unsigned total; /* units of the kind */
-	unsigned matching;   /* of them, those meeting the capabilities */
-	unsigned need;	     /* units the demand asks */
-	int unit[CAP_COUNT]; /* per capability, the first unit failing it */
+	unsigned matching;	/* of them, those meeting the capabilities */
+	unsigned need;		/* units the demand asks */
+	int unit[FT_CAP_COUNT]; /* per capability, the first unit failing it */
 } caps_count_t;
 
 static void count_caps(caps_count_t *out, const ask_t *a, bool mig)
@@ -434,18 +493,16 @@ static void count_caps(caps_count_t *out, const ask_t *a, bool mig)
 	memset(out, 0, sizeof(*out));
 	out->mig = mig;
 	out->need = mig ? a->u.demand.mig_count : a->u.demand.gpus;
-	for (unsigned k = 0; k < CAP_COUNT; k++)
+	for (unsigned k = 0; k < FT_CAP_COUNT; k++)
 		out->unit[k] = -1;
 	for (unsigned i = 0; i < n; i++) {
 		unsigned faults;
-		if (mig ? strcmp(t->mig[i].profile, a->u.demand.mig_profile) !=
-			      0
-			: !(t->whole_gpus & (1u << i)))
+		if (!of_kind(t, &a->u.demand, mig, i))
 			continue;
 		out->total++;
 		faults = unit_faults(t, &a->u.demand.caps, mig, i);
 		out->matching += !faults;
-		for (unsigned k = 0; k < CAP_COUNT; k++)
+		for (unsigned k = 0; k < FT_CAP_COUNT; k++)
 			if ((faults & (1u << k)) && out->unit[k] < 0)
 				out->unit[k] = (int)i;
 	}
@@ -470,35 +527,36 @@ static const char *gpu_model(const ft_gpu_t *g)
 	return g->model && g->model[0] ? g->model : "this GPU";
 }
 
-/* Why unit `i` fails capability `k`. */
-static void describe_fault(text_t *out, const ask_t *a, bool mig, unsigned k,
-			   unsigned i)
+/*
+ * Why unit `i` fails capability `k`: it has `has` where `asked` was asked
+ * (cap_asked(), unit_has()).
+ */
+static void describe_fault(text_t *out, const ft_topology_t *t, bool mig,
+			   unsigned i, unsigned k, uint64_t asked, uint64_t has)
 {
-	const ft_topology_t *t = a->t;
-	const ft_caps_t *c = &a->u.demand.caps;
 	const ft_gpu_t *g = &t->gpus[mig ? t->mig[i].gpu : i];
 
-	if (k == CAP_MEMORY) {
-		put_s(out, "memoryPerGpu ");
-		put_quantity(out, c->memory_mib);
+	put_s(out, ft_cap_name((ft_cap_t)k));
+	if (k == FT_CAP_MEMORY) {
+		put_s(out, " ");
+		put_quantity(out, asked);
 		put_s(out, ": ");
-		put_u(out, mig ? t->mig[i].memory_mib : g->memory_mib);
+		put_u(out, has);
 		put_s(out, " MiB");
-	} else if (k == CAP_PRECISION) {
-		put_s(out, "precision ");
-		put_s(out, ft_precision_name(c->precisions & ~g->precisions));
+	} else if (k == FT_CAP_PRECISION) {
+		put_s(out, " ");
+		put_s(out, ft_precision_name((unsigned)(asked & ~has)));
 		put_s(out, ": not supported by ");
 		put_s(out, gpu_model(g));
-		put_s(out, g->precisions ? "" : " (not in the MIG catalog)");
-	} else if (k == CAP_INTERCONNECT) {
-		put_s(out, mig ? "interconnect nvlink: MIG instances share no "
-				 "NVLink"
-			       : "interconnect nvlink: no NVLink peers");
+		put_s(out, has ? "" : " (not in the MIG catalog)");
+	} else if (k == FT_CAP_INTERCONNECT) {
+		put_s(out, mig ? " nvlink: MIG instances share no NVLink"
+			       : " nvlink: no NVLink peers");
 	} else {
-		put_s(out, "nvlinkDomainSize ");
-		put_u(out, c->nvlink_domain);
+		put_s(out, " ");
+		put_u(out, asked);
 		put_s(out, ": NVLink domain of ");
-		put_u(out, unit_domain(t, mig, i));
+		put_u(out, has);
 		put_s(out, mig ? " (a MIG instance)" : " GPUs");
 	}
 }
@@ -507,6 +565,7 @@ static void describe_fault(text_t *out, const ask_t *a, bool mig, unsigned k,
 static void describe_caps(char *buf, size_t size, const ask_t *a,
 			  const caps_count_t *c)
 {
+	const ft_caps_t *caps = &a->u.demand.caps;
 	text_t out = {buf, size};
 	const char *sep = " (";
 
@@ -521,14 +580,30 @@ static void describe_caps(char *buf, size_t size, const ask_t *a,
 	} else {
 		put_s(&out, " GPUs match");
 	}
-	for (unsigned k = 0; k < CAP_COUNT; k++) {
+	for (unsigned k = 0; k < FT_CAP_COUNT; k++) {
+		unsigned i = (unsigned)c->unit[k];
 		if (c->unit[k] < 0)
 			continue;
 		put_s(&out, sep);
-		describe_fault(&out, a, c->mig, k, (unsigned)c->unit[k]);
+		describe_fault(&out, a->t, c->mig, i, k, cap_asked(caps, k),
+			       unit_has(a->t, c->mig, i, k));
 		sep = "; ";
 	}
 	put_s(&out, ")");
+}
+
+void ft_place_unit_fault(ft_unit_fault_t *out, const ft_topology_t *t,
+			 const ft_caps_t *c, const ft_unit_check_t *u,
+			 ft_cap_t cap)
+{
+	bool mig = u->kind == FT_UNIT_MIG;
+	text_t text = {out->reason, sizeof(out->reason)};
+
+	out->cap = cap;
+	out->asked = cap_asked(c, cap);
+	out->actual = unit_has(t, mig, u->position, cap);
+	describe_fault(&text, t, mig, u->position, cap, out->asked,
+		       out->actual);
 }
 
 /* Affinity and capabilities cannot be checked without a topology. */
@@ -584,6 +659,47 @@ void ft_place_filter(ft_verdict_t *out, const ft_node_t *node,
 	filter_ask(out, &a,
 		   strict ? ft_place_effective_level(&a.u.demand)
 			  : FT_LEVEL_NODE);
+}
+
+/* Unit `i` of kind `kind` checked against the asked capabilities. */
+static ft_unit_check_t check_unit(const ask_t *a, ft_unit_kind_t kind,
+				  unsigned i)
+{
+	const ft_demand_t *d = &a->u.demand;
+	bool mig = kind == FT_UNIT_MIG;
+	ft_unit_check_t u = {(uint8_t)kind, (uint8_t)i, 0, 0, false};
+
+	if (d->has_caps)
+		u.faults = (uint8_t)unit_faults(a->t, &d->caps, mig, i);
+	if (kind == FT_UNIT_SHARED) {
+		u.replicas_free = (uint8_t)free_replicas(a, i, false);
+		u.free = u.replicas_free >= rank_replicas(d, a->t, i);
+	} else {
+		u.free = mig ? !ft_node_mig_used(a->node, i)
+			     : (ft_node_free_gpus(a->node) >> i) & 1;
+	}
+	return u;
+}
+
+unsigned ft_place_check_units(ft_unit_check_t *out, const ft_node_t *node,
+			      const ft_demand_t *d)
+{
+	unsigned n = 0;
+	ask_t a;
+
+	if (!node->topology)
+		return 0;
+	ask_init(&a, node, d, FT_POLICY_PACKED);
+	for (unsigned g = 0;
+	     (a.u.demand.gpus || a.u.demand.ranks) && g < a.t->n_gpus; g++)
+		if (of_kind(a.t, &a.u.demand, false, g))
+			out[n++] = check_unit(
+			    &a, a.u.demand.ranks ? FT_UNIT_SHARED : FT_UNIT_GPU,
+			    g);
+	for (unsigned i = 0; i < a.t->n_mig; i++)
+		if (of_kind(a.t, &a.u.demand, true, i))
+			out[n++] = check_unit(&a, FT_UNIT_MIG, i);
+	return n;
 }
 
 /* Replicas of the shared GPUs that may serve the demand: total and held. */

@@ -96,8 +96,9 @@ def decode_png(data):
 
 
 def held_fill(svg_text):
-    """The fill of the first core, GPU or MIG instance a pod holds."""
-    fills = [m for m in re.findall(r'class="(?:core|gpu|mig)"[^>]*fill="#([0-9a-f]{6})"', svg_text)
+    """The fill of the first core, GPU, MIG instance or shared-GPU replicas a pod holds."""
+    fills = [m for m in re.findall(r'class="(?:core|gpu|mig|replicas)"[^>]*fill="#([0-9a-f]{6})"',
+                                   svg_text)
              if m not in ("ffffff", "9e9e9e", "eceff1")]
     if not fills:
         raise SystemExit("the SVG shows no held unit")

@@ -27,8 +27,10 @@
 
 #include "support.h"
 
-#define CLUSTER FT_FIXTURES_DIR "/cluster/small.yaml"
-#define UID_B2	"00000000-0000-4000-8000-0000000000b2"
+#define CLUSTER	       FT_FIXTURES_DIR "/cluster/small.yaml"
+#define MIG_CLUSTER    FT_FIXTURES_DIR "/cluster/mig.yaml"
+#define SHARED_CLUSTER FT_FIXTURES_DIR "/cluster/shared.yaml"
+#define UID_B2	       "00000000-0000-4000-8000-0000000000b2"
 
 typedef struct {
 	ft_app_t app;
@@ -45,7 +47,8 @@ typedef struct {
 
 /* ---- fixture ---- */
 
-static int setup(void **state)
+/* An application serving the cluster of `path` on both listeners. */
+static int setup_cluster(void **state, const char *path)
 {
 	fixture_t *fx = calloc(1, sizeof(*fx));
 	ft_server_options_t opts = {
@@ -57,8 +60,8 @@ static int setup(void **state)
 	assert_int_equal(
 	    ft_config_set(&fx->app.cfg, "debugListen", "127.0.0.1:0"), 0);
 	assert_int_equal(ft_app_init(&fx->app), 0);
-	if (ft_app_load_snapshot(&fx->app, CLUSTER) < 0)
-		fail_msg("%s: %s", CLUSTER, ft_error_last());
+	if (ft_app_load_snapshot(&fx->app, path) < 0)
+		fail_msg("%s: %s", path, ft_error_last());
 	assert_int_equal(ft_server_new(&fx->app.server, &opts), 0);
 	assert_int_equal(ft_app_routes(&fx->app, fx->app.server), 0);
 	assert_int_equal(ft_server_start(fx->app.server), 0);
@@ -68,6 +71,21 @@ static int setup(void **state)
 	fx->debug_port = ft_server_port(fx->app.debug_server);
 	*state = fx;
 	return 0;
+}
+
+static int setup(void **state)
+{
+	return setup_cluster(state, CLUSTER);
+}
+
+static int setup_mig(void **state)
+{
+	return setup_cluster(state, MIG_CLUSTER);
+}
+
+static int setup_shared(void **state)
+{
+	return setup_cluster(state, SHARED_CLUSTER);
 }
 
 static int teardown(void **state)
@@ -206,6 +224,16 @@ static unsigned count(const char *text, const char *needle)
 	return n;
 }
 
+/* `item` printed compactly must be `expected`. */
+static void expect_json(const cJSON *item, const char *expected)
+{
+	char *text = cJSON_PrintUnformatted(item);
+
+	assert_non_null(text);
+	assert_string_equal(text, expected);
+	free(text);
+}
+
 /* ---- nodes ---- */
 
 static void test_debug__nodes(void **state)
@@ -252,6 +280,9 @@ static void test_debug__node_tree(void **state)
 	assert_string_equal(str(numa, "freeCpus"), "8-63");
 	gpus = at(cJSON_GetArrayItem(at(numa, "pcieSwitches"), 0), "gpus");
 	holder = at(cJSON_GetArrayItem(gpus, 0), "heldBy");
+	/* A GPU that is not shared has no replica keys. */
+	assert_null(cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetArrayItem(gpus, 0), "replicasHeldBy"));
 	assert_string_equal(str(holder, "name"), "holder-a");
 	assert_int_equal(num(holder, "priority"), 100);
 	holder = find(at(root, "holdings"), "name", "holder-a");
@@ -317,6 +348,68 @@ static void test_debug__node_svg(void **state)
 	r = http(fx->debug_port, "GET", "/debug/nodes/bare-0?format=svg", NULL);
 	assert_int_equal(r.status, 200);
 	assert_non_null(strstr(r.body, "no topology"));
+	free(r.body);
+}
+
+/* The GPU of nvidia-smi index `index` under a PCIe switch of a node's tree. */
+static const cJSON *tree_gpu(const cJSON *node, int index)
+{
+	const cJSON *so, *numa, *sw, *gpu;
+
+	cJSON_ArrayForEach(so, at(node, "sockets"))
+	{
+		cJSON_ArrayForEach(numa, at(so, "numaNodes"))
+		{
+			cJSON_ArrayForEach(sw, at(numa, "pcieSwitches"))
+			{
+				cJSON_ArrayForEach(gpu, at(sw, "gpus"))
+				{
+					if (num(gpu, "index") == index)
+						return gpu;
+				}
+			}
+		}
+	}
+	fail_msg("no GPU %d", index);
+	return NULL;
+}
+
+/*
+ * shared.yaml: holder-2x08 holds 8 of the 10 replicas of GPUs 2 and 3; the
+ * tree says so per GPU and the picture draws 8/10 on them, 0/10 on 0 and 1.
+ */
+static void test_debug__node_shared_replicas(void **state)
+{
+	fixture_t *fx = *state;
+	cJSON *root = json_call(fx->debug_port, "GET",
+				"/debug/nodes/h100-shared", NULL, 200);
+	const cJSON *gpu = tree_gpu(root, 2);
+	reply_t r;
+
+	assert_int_equal(num(gpu, "replicas"), 10);
+	assert_int_equal(num(gpu, "replicasUsed"), 8);
+	assert_true(cJSON_IsNull(at(gpu, "heldBy")));
+	expect_json(at(gpu, "replicasHeldBy"),
+		    "[{\"namespace\":\"serve\",\"name\":\"holder-2x08\","
+		    "\"uid\":\"00000000-0000-4000-8000-0000000002a0\","
+		    "\"priority\":0,\"assumed\":false,\"count\":8}]");
+	gpu = tree_gpu(root, 0);
+	assert_int_equal(num(gpu, "replicasUsed"), 0);
+	expect_json(at(gpu, "replicasHeldBy"), "[]");
+	cJSON_Delete(root);
+
+	r = http(fx->debug_port, "GET", "/debug/nodes/h100-shared?format=svg",
+		 NULL);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(count(r.body, "class=\"replica-bar\""), 4);
+	assert_int_equal(count(r.body, "class=\"replicas\""), 2);
+	assert_int_equal(count(r.body, ">8/10 replicas</text>"), 2);
+	assert_int_equal(count(r.body, ">0/10 replicas</text>"), 2);
+	assert_int_equal(count(r.body, "<title>8 of 10 replicas held by "
+				       "serve/holder-2x08 (priority 0)"),
+			 2);
+	assert_non_null(strstr(r.body, "81559 MiB, shared"));
+	assert_non_null(strstr(r.body, "CPUs, 16 replicas"));
 	free(r.body);
 }
 
@@ -427,6 +520,155 @@ static void test_debug__explain_options_and_errors(void **state)
 	    "{\"metadata\":{\"name\":\"x\",\"annotations\":{\"flextopo.io/"
 	    "affinity\":\"rack\"}},\"spec\":{\"containers\":[]}}",
 	    400));
+}
+
+/* A pod spec of `resources` (JSON members) with `annotations`. */
+static char *explain_body(const char *annotations, const char *resources)
+{
+	char *body = NULL;
+
+	assert_true(asprintf(&body,
+			     "{\"metadata\":{\"name\":\"units\",\"namespace\":"
+			     "\"t\",\"annotations\":{%s}},\"spec\":{"
+			     "\"containers\":[{\"name\":\"m\",\"resources\":{"
+			     "\"requests\":{%s},\"limits\":{%s}}}]}}",
+			     annotations, resources, resources) > 0);
+	return body;
+}
+
+static cJSON *explain_units(fixture_t *fx, const char *annotations,
+			    const char *resources)
+{
+	char *body = explain_body(annotations, resources);
+	cJSON *root =
+	    json_call(fx->debug_port, "POST", "/debug/explain", body, 200);
+
+	free(body);
+	return root;
+}
+
+#define REQUIRES_40GI_FP8                                                      \
+	"\"flextopo.io/requires\":\"{\\\"memoryPerGpu\\\":\\\"40Gi\\\","       \
+	"\\\"precision\\\":[\\\"fp8\\\"]}\""
+
+/*
+ * mig.yaml with memoryPerGpu 40Gi and fp8 on one nvidia.com/gpu: the whole
+ * H100s of the mixed node match, the 1g.10gb instances of a single-strategy
+ * node lack memory, the RTX 4090s lack memory and fp8.
+ */
+static void test_debug__explain_units_requires(void **state)
+{
+	fixture_t *fx = *state;
+	cJSON *root =
+	    explain_units(fx, REQUIRES_40GI_FP8, "\"nvidia.com/gpu\":\"1\"");
+	const cJSON *nodes = at(root, "nodes"), *units, *unit;
+
+	units = at(find(nodes, "node", "h100-mixed"), "units");
+	expect_json(units,
+		    "[{\"kind\":\"gpu\",\"gpu\":2,\"uuid\":\"GPU-mixed-2\","
+		    "\"free\":true,\"matches\":true,\"failures\":[]},"
+		    "{\"kind\":\"gpu\",\"gpu\":3,\"uuid\":\"GPU-mixed-3\","
+		    "\"free\":true,\"matches\":true,\"failures\":[]}]");
+	units = at(find(nodes, "node", "h100-single-1g"), "units");
+	assert_int_equal(cJSON_GetArraySize(units), 14);
+	cJSON_ArrayForEach(unit, units)
+	{
+		assert_string_equal(str(unit, "profile"), "1g.10gb");
+		assert_false(cJSON_IsTrue(at(unit, "matches")));
+		expect_json(at(unit, "failures"),
+			    "[{\"capability\":\"memoryPerGpu\",\"asked\":40960,"
+			    "\"actual\":10240,\"reason\":\"memoryPerGpu 40Gi: "
+			    "10240 MiB\"}]");
+	}
+	unit = cJSON_GetArrayItem(units, 13);
+	assert_string_equal(str(unit, "uuid"), "MIG-s1g-1-6");
+	assert_int_equal(num(unit, "gpu"), 1);
+	units = at(find(nodes, "node", "h100-single-3g"), "units");
+	assert_int_equal(cJSON_GetArraySize(units), 4);
+	cJSON_ArrayForEach(unit, units)
+	    assert_true(cJSON_IsTrue(at(unit, "matches")));
+	units = at(find(nodes, "node", "rtx4090-box"), "units");
+	assert_int_equal(cJSON_GetArraySize(units), 8);
+	expect_json(
+	    cJSON_GetArrayItem(units, 7),
+	    "{\"kind\":\"gpu\",\"gpu\":7,\"uuid\":\"GPU-8f9a4164-3544-78ff-"
+	    "e57f-5c5ca08bfeb7\",\"free\":true,\"matches\":false,\"failures\":"
+	    "[{\"capability\":\"memoryPerGpu\",\"asked\":40960,\"actual\":"
+	    "24564,\"reason\":\"memoryPerGpu 40Gi: 24564 MiB\"},"
+	    "{\"capability\":\"precision\",\"asked\":[\"fp8\"],\"actual\":[],"
+	    "\"reason\":\"precision fp8: not supported by NVIDIA GeForce RTX "
+	    "4090 (not in the MIG catalog)\"}]}");
+	cJSON_Delete(root);
+}
+
+/*
+ * MIG instances are listed for a MIG demand even without requires (the
+ * held one not free); whole GPUs without requires are not listed.
+ */
+static void test_debug__explain_units_mig(void **state)
+{
+	fixture_t *fx = *state;
+	cJSON *root =
+	    explain_units(fx,
+			  "\"flextopo.io/requires\":\"{\\\"interconnect\\\":"
+			  "\\\"nvlink\\\"}\"",
+			  "\"nvidia.com/mig-1g.10gb\":\"1\"");
+	const cJSON *nodes = at(root, "nodes"), *units;
+
+	units = at(find(nodes, "node", "h100-mixed"), "units");
+	assert_int_equal(cJSON_GetArraySize(units), 4);
+	expect_json(
+	    cJSON_GetArrayItem(units, 0),
+	    "{\"kind\":\"mig\",\"gpu\":1,\"uuid\":\"MIG-mixed-1-0\","
+	    "\"profile\":\"1g.10gb\",\"free\":false,\"matches\":false,"
+	    "\"failures\":[{\"capability\":\"interconnect\",\"asked\":"
+	    "\"nvlink\",\"actual\":\"pcie\",\"reason\":\"interconnect nvlink: "
+	    "MIG instances share no NVLink\"}]}");
+	assert_true(cJSON_IsTrue(at(cJSON_GetArrayItem(units, 3), "free")));
+	/* No instance of the profile: an empty list says so. */
+	expect_json(at(find(nodes, "node", "rtx4090-box"), "units"), "[]");
+	cJSON_Delete(root);
+	root = explain_units(fx, "", "\"nvidia.com/mig-3g.40gb\":\"1\"");
+	units = at(find(at(root, "nodes"), "node", "h100-mixed"), "units");
+	assert_int_equal(cJSON_GetArraySize(units), 3);
+	assert_true(cJSON_IsTrue(at(cJSON_GetArrayItem(units, 2), "matches")));
+	cJSON_Delete(root);
+	root = explain_units(fx, "", "\"nvidia.com/gpu\":\"1\"");
+	assert_null(cJSON_GetObjectItemCaseSensitive(
+	    find(at(root, "nodes"), "node", "h100-mixed"), "units"));
+	cJSON_Delete(root);
+}
+
+/*
+ * shared.yaml: 2 ranks of 0.8 GPU with nvlink affinity. GPUs 2 and 3 have
+ * 2 replicas left, too few for a rank; the placement takes 8 replicas of
+ * GPUs 0 and 1.
+ */
+static void test_debug__explain_units_shared(void **state)
+{
+	fixture_t *fx = *state;
+	cJSON *root = explain_units(fx,
+				    "\"flextopo.io/affinity\":\"nvlink\","
+				    "\"flextopo.io/gpu-fraction\":\"0.8\"",
+				    "\"nvidia.com/gpu.shared\":\"2\"");
+	const cJSON *node = find(at(root, "nodes"), "node", "h100-shared");
+
+	assert_string_equal(str(node, "verdict"), "fit");
+	expect_json(at(at(node, "placement"), "replicas"),
+		    "[{\"gpu\":0,\"count\":8},{\"gpu\":1,\"count\":8}]");
+	expect_json(
+	    at(node, "units"),
+	    "[{\"kind\":\"shared\",\"gpu\":0,\"uuid\":\"GPU-shared-0\","
+	    "\"replicas\":10,\"replicasFree\":10,\"free\":true,\"matches\":"
+	    "true,\"failures\":[]},{\"kind\":\"shared\",\"gpu\":1,\"uuid\":"
+	    "\"GPU-shared-1\",\"replicas\":10,\"replicasFree\":10,\"free\":"
+	    "true,\"matches\":true,\"failures\":[]},{\"kind\":\"shared\","
+	    "\"gpu\":2,\"uuid\":\"GPU-shared-2\",\"replicas\":10,"
+	    "\"replicasFree\":2,\"free\":false,\"matches\":true,"
+	    "\"failures\":[]},{\"kind\":\"shared\",\"gpu\":3,\"uuid\":"
+	    "\"GPU-shared-3\",\"replicas\":10,\"replicasFree\":2,\"free\":"
+	    "false,\"matches\":true,\"failures\":[]}]");
+	cJSON_Delete(root);
 }
 
 /* ---- decisions and pods ---- */
@@ -630,11 +872,19 @@ int main(void)
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_debug__node_svg, setup,
 					    teardown),
+	    cmocka_unit_test_setup_teardown(test_debug__node_shared_replicas,
+					    setup_shared, teardown),
 	    cmocka_unit_test(test_debug__svg_escapes_names),
 	    cmocka_unit_test_setup_teardown(test_debug__explain_changes_nothing,
 					    setup, teardown),
 	    cmocka_unit_test_setup_teardown(
 		test_debug__explain_options_and_errors, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_debug__explain_units_requires,
+					    setup_mig, teardown),
+	    cmocka_unit_test_setup_teardown(test_debug__explain_units_mig,
+					    setup_mig, teardown),
+	    cmocka_unit_test_setup_teardown(test_debug__explain_units_shared,
+					    setup_shared, teardown),
 	    cmocka_unit_test_setup_teardown(test_debug__decisions_of_the_verbs,
 					    setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_debug__pod_view, setup,

@@ -1018,6 +1018,37 @@ static void check_placement(const ft_node_t *node, const ft_demand_t *d,
 }
 
 /*
+ * The units listed one by one agree with the masks filter and choose count
+ * (ft_place_units) and with the node's usage.
+ */
+static void check_units_agree(const ft_node_t *node, const ft_demand_t *d)
+{
+	ft_unit_check_t u[FT_UNITS_MAX];
+	unsigned n = ft_place_check_units(u, node, d);
+	uint64_t mig[2] = {0, 0};
+	uint16_t gpus = 0;
+	ft_units_t units;
+
+	ft_place_units(&units, node->topology, d);
+	for (unsigned i = 0; i < n; i++) {
+		unsigned pos = u[i].position;
+		assert_int_not_equal(u[i].kind, FT_UNIT_SHARED);
+		if (u[i].kind == FT_UNIT_MIG) {
+			mig[pos / 64] |= (uint64_t)!u[i].faults << (pos % 64);
+			assert_int_equal(u[i].free,
+					 !ft_node_mig_used(node, pos));
+		} else {
+			gpus |= (uint16_t)(!u[i].faults << pos);
+			assert_int_equal(u[i].free,
+					 (ft_node_free_gpus(node) >> pos) & 1);
+		}
+	}
+	assert_int_equal(gpus, units.demand.gpus ? units.gpus : 0);
+	assert_int_equal(mig[0], units.mig[0]);
+	assert_int_equal(mig[1], units.mig[1]);
+}
+
+/*
  * Property: with capabilities, pod policies, MIG and single-strategy nodes
  * in the mix, choose succeeds exactly when filter says FIT, and a chosen
  * placement uses only free units that meet the capabilities.
@@ -1047,6 +1078,7 @@ static void test_place__choose_agrees_with_filter_with_requires(void **state)
 			ft_verdict_t v;
 			ft_placement_t p;
 			int rc;
+			check_units_agree(node, &d);
 			ft_place_filter(&v, node, &d);
 			rc = ft_place_choose(&p, node, &d,
 					     rand_r(&seed) % 2
@@ -1245,6 +1277,199 @@ static void test_place__shared_whole_exclusion(void **state)
 	ft_topology_unref(t);
 }
 
+/* ---- units checked one by one (the debug view's explain) ------------ */
+
+/*
+ * A listing as words "<kind><position>[/<free replicas>]:<free|held>:
+ * <failed capabilities joined by +, or ok>", separated by spaces.
+ */
+static void units_text(char *buf, size_t size, const ft_unit_check_t *u,
+		       unsigned n)
+{
+	static const char *const kinds[] = {"gpu", "mig", "shared"};
+	size_t len = 0;
+
+	buf[0] = '\0';
+	for (unsigned i = 0; i < n && len < size; i++) {
+		const char *sep = "";
+		len += (size_t)snprintf(buf + len, size - len, "%s%s%u",
+					i ? " " : "", kinds[u[i].kind],
+					u[i].position);
+		if (u[i].kind == FT_UNIT_SHARED && len < size)
+			len += (size_t)snprintf(buf + len, size - len, "/%u",
+						u[i].replicas_free);
+		if (len < size)
+			len += (size_t)snprintf(buf + len, size - len, ":%s:%s",
+						u[i].free ? "free" : "held",
+						u[i].faults ? "" : "ok");
+		for (unsigned k = 0; k < FT_CAP_COUNT && len < size; k++)
+			if (u[i].faults & (1u << k)) {
+				len += (size_t)snprintf(
+				    buf + len, size - len, "%s%s", sep,
+				    ft_cap_name((ft_cap_t)k));
+				sep = "+";
+			}
+	}
+}
+
+static void expect_units(const ft_node_t *node, const ft_demand_t *d,
+			 const char *expected)
+{
+	ft_unit_check_t u[FT_UNITS_MAX];
+	char text[2048];
+
+	units_text(text, sizeof(text), u, ft_place_check_units(u, node, d));
+	assert_string_equal(text, expected);
+}
+
+static void expect_fault(const ft_topology_t *t, const ft_caps_t *c,
+			 const ft_unit_check_t *u, ft_cap_t cap, uint64_t asked,
+			 uint64_t actual, const char *reason)
+{
+	ft_unit_fault_t f;
+
+	assert_true(u->faults & (1u << cap));
+	ft_place_unit_fault(&f, t, c, u, cap);
+	assert_int_equal(f.cap, cap);
+	assert_int_equal(f.asked, asked);
+	assert_int_equal(f.actual, actual);
+	assert_string_equal(f.reason, reason);
+}
+
+/*
+ * A mixed H100 box: GPU 0 two 3g.40gb, GPU 1 seven 1g.10gb (the first
+ * held), GPUs 2 (held) and 3 whole, NVLinked as a domain of two.
+ */
+static void test_place__check_units_on_mixed_node(void **state)
+{
+	const char *const layouts[4] = {"3g.40gb@0 3g.40gb@4", SEVEN_1G, NULL,
+					NULL};
+	const char *const held_mig[] = {"MIG-1-0", NULL};
+	const char *const held_gpu[] = {"G-2", NULL};
+	ft_topology_t *t = h100_box(layouts, 4, -1);
+	ft_pod_t pods[2], *list[3] = {&pods[0], &pods[1], NULL};
+	ft_unit_check_t u[FT_UNITS_MAX];
+	ft_demand_t d = with_caps(demand(1, 0, -1, FT_MODE_GUARANTEED),
+				  caps(40960, FT_PRECISION_FP8, 0, 4));
+	ft_node_t *node, *bare = ft_test_node("bare", NULL, NULL);
+
+	mig_pod(&pods[0], "mig-user", 0, held_mig);
+	ft_test_pod(&pods[1], "gpu-user", 0, held_gpu, NULL, 0);
+	node = ft_test_node("n", t, list);
+	expect_units(node, &d,
+		     "gpu2:held:nvlinkDomainSize gpu3:free:nvlinkDomainSize");
+	assert_int_equal(ft_place_check_units(u, node, &d), 2);
+	expect_fault(t, &d.caps, &u[1], FT_CAP_DOMAIN, 4, 2,
+		     "nvlinkDomainSize 4: NVLink domain of 2 GPUs");
+	d = with_caps(mig_demand("1g.10gb", 1),
+		      caps(20480, 0, FT_INTERCONNECT_NVLINK, 0));
+	expect_units(node, &d,
+		     "mig2:held:memoryPerGpu+interconnect "
+		     "mig3:free:memoryPerGpu+interconnect "
+		     "mig4:free:memoryPerGpu+interconnect "
+		     "mig5:free:memoryPerGpu+interconnect "
+		     "mig6:free:memoryPerGpu+interconnect "
+		     "mig7:free:memoryPerGpu+interconnect "
+		     "mig8:free:memoryPerGpu+interconnect");
+	assert_int_equal(ft_place_check_units(u, node, &d), 7);
+	expect_fault(t, &d.caps, &u[0], FT_CAP_MEMORY, 20480, 10240,
+		     "memoryPerGpu 20Gi: 10240 MiB");
+	expect_fault(t, &d.caps, &u[0], FT_CAP_INTERCONNECT,
+		     FT_INTERCONNECT_NVLINK, FT_INTERCONNECT_PCIE,
+		     "interconnect nvlink: MIG instances share no NVLink");
+	/* Whole GPUs and instances of one profile in one demand. */
+	d = with_caps(mig_demand("3g.40gb", 1),
+		      caps(40960, FT_PRECISION_FP8, 0, 0));
+	d.gpus = 1;
+	expect_units(node, &d,
+		     "gpu2:held:ok gpu3:free:ok mig0:free:ok mig1:free:ok");
+	/* Nothing to list for CPUs alone, or without a topology. */
+	d = demand(0, 4, FT_LEVEL_NUMA, FT_MODE_GUARANTEED);
+	expect_units(node, &d, "");
+	d = with_caps(demand(1, 0, -1, FT_MODE_GUARANTEED),
+		      caps(40960, 0, 0, 0));
+	expect_units(bare, &d, "");
+	for (unsigned i = 0; i < 2; i++)
+		ft_pod_dispose(&pods[i]);
+	ft_node_unref(node);
+	ft_node_unref(bare);
+	ft_topology_unref(t);
+}
+
+/* Precisions: an A100 lacks fp8; an RTX 4090 is not in the catalog. */
+static void test_place__check_units_precision(void **state)
+{
+	ft_topology_t *t = mixed_products(), *r = ft_test_topology_4090("R");
+	ft_node_t *node = ft_test_node("n", t, NULL), *rnode;
+	ft_demand_t d = with_caps(demand(1, 0, -1, FT_MODE_GUARANTEED),
+				  caps(40960, FT_PRECISION_FP8, 0, 0));
+	ft_unit_check_t u[FT_UNITS_MAX];
+
+	ft_mig_catalog_apply(&catalog, r);
+	rnode = ft_test_node("r", r, NULL);
+	expect_units(node, &d,
+		     "gpu0:free:ok gpu1:free:ok gpu2:free:precision "
+		     "gpu3:free:precision");
+	assert_int_equal(ft_place_check_units(u, node, &d), 4);
+	assert_true(t->gpus[2].precisions != 0);
+	expect_fault(t, &d.caps, &u[2], FT_CAP_PRECISION, FT_PRECISION_FP8,
+		     t->gpus[2].precisions,
+		     "precision fp8: not supported by NVIDIA A100-SXM4-40GB");
+	assert_int_equal(ft_place_check_units(u, rnode, &d), 8);
+	assert_int_equal(u[7].faults,
+			 (1u << FT_CAP_MEMORY) | (1u << FT_CAP_PRECISION));
+	expect_fault(r, &d.caps, &u[7], FT_CAP_MEMORY, 40960, 24564,
+		     "memoryPerGpu 40Gi: 24564 MiB");
+	expect_fault(r, &d.caps, &u[7], FT_CAP_PRECISION, FT_PRECISION_FP8, 0,
+		     "precision fp8: not supported by NVIDIA GeForce RTX 4090 "
+		     "(not in the MIG catalog)");
+	ft_node_unref(node);
+	ft_node_unref(rnode);
+	ft_topology_unref(t);
+	ft_topology_unref(r);
+}
+
+/*
+ * Shared GPUs: GPU 0 held whole serves no replica; 8 of 10 replicas held
+ * on GPUs 2 and 3 leave room for a 0.2 rank, not for a 0.8 one.
+ */
+static void test_place__check_units_shared(void **state)
+{
+	ft_topology_t *t = shared_pairs4(10);
+	const char *whole[] = {"S-0", NULL};
+	ft_pod_t pods[2], *list[3] = {&pods[0], &pods[1], NULL};
+	ft_demand_t d = shared_demand(2, 800, FT_LEVEL_NVLINK);
+	ft_node_t *node;
+
+	ft_test_pod(&pods[0], "whole", 0, whole, NULL, 0);
+	ft_test_pod(&pods[1], "ranks", 0, NULL, NULL, 0);
+	pods[1].has_allocation = true;
+	for (unsigned i = 0; i < 2; i++) {
+		pods[1].allocation.replica_gpus[i] = strdup(i ? "S-3" : "S-2");
+		pods[1].allocation.replica_counts[i] = 8;
+	}
+	pods[1].allocation.n_replicas = 2;
+	node = ft_test_node("n", t, list);
+	expect_units(node, &d,
+		     "shared0/0:held:ok shared1/10:free:ok shared2/2:held:ok "
+		     "shared3/2:held:ok");
+	d = shared_demand(1, 200, -1);
+	expect_units(node, &d,
+		     "shared0/0:held:ok shared1/10:free:ok shared2/2:free:ok "
+		     "shared3/2:free:ok");
+	d = with_caps(shared_demand(1, 0, -1),
+		      caps(0, 0, FT_INTERCONNECT_NVLINK, 4));
+	expect_units(node, &d,
+		     "shared0/0:held:nvlinkDomainSize "
+		     "shared1/10:free:nvlinkDomainSize "
+		     "shared2/2:free:nvlinkDomainSize "
+		     "shared3/2:free:nvlinkDomainSize");
+	for (unsigned i = 0; i < 2; i++)
+		ft_pod_dispose(&pods[i]);
+	ft_node_unref(node);
+	ft_topology_unref(t);
+}
+
 static int setup(void **state)
 {
 	return ft_codec_mig_catalog_builtin(&catalog);
@@ -1291,6 +1516,9 @@ int main(void)
 	    cmocka_unit_test(test_place__shared_ranks_on_nvlink_pair),
 	    cmocka_unit_test(test_place__shared_pairs_fill_up),
 	    cmocka_unit_test(test_place__shared_whole_exclusion),
+	    cmocka_unit_test(test_place__check_units_on_mixed_node),
+	    cmocka_unit_test(test_place__check_units_precision),
+	    cmocka_unit_test(test_place__check_units_shared),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
