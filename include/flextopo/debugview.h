@@ -18,15 +18,20 @@
 #include "cluster.h"
 #include "codec.h"
 #include "decisions.h"
+#include "frag.h"
 #include "place.h"
 #include "victims.h"
 
 /*
- * GET /debug/nodes: {"generation":G,"nodes":[row...]}, one row per node:
- * GPUs, MIG instances, CPUs and memory total/used/free, per affinity level
- * the largest free block in one domain, and the annotation error.
+ * GET /debug/nodes: {"generation":G,"workloadMix":{...},"nodes":[row...]},
+ * one row per node: GPUs, MIG instances, CPUs and memory total/used/free,
+ * per affinity level the largest free block in one domain, the annotation
+ * error, and "fragmentation" (ft_frag_measure() under `mix`, frag.h:
+ * capacities in GPUs, slices and replicas in units). workloadMix lists the
+ * classes of `mix` with their pods. `mix` may be NULL (no mix).
  */
-int ft_codec_debug_nodes(char **out, const ft_snapshot_t *snap);
+int ft_codec_debug_nodes(char **out, const ft_snapshot_t *snap,
+			 const ft_mix_t *mix);
 
 /*
  * GET /debug/nodes/{name}: the node's FlexTopo tree (sockets, NUMA nodes,
@@ -35,7 +40,7 @@ int ft_codec_debug_nodes(char **out, const ft_snapshot_t *snap);
  * has "replicas", "replicasUsed" and "replicasHeldBy" (each pod with the
  * "count" it holds).
  */
-int ft_codec_debug_node(char **out, const ft_node_t *node);
+int ft_codec_debug_node(char **out, const ft_node_t *node, const ft_mix_t *mix);
 
 /*
  * GET /debug/nodes/{name}?format=svg: a self-contained SVG 1.1 document
@@ -79,6 +84,9 @@ typedef struct ft_explain_node {
 	char choose_error[192]; /* why not, when the verdict fit but not */
 	bool searched;		/* ft_victims_search() ran: `victims` */
 	ft_victim_set_t victims;
+	bool weighed;		  /* ft_frag_delta() ran: `frag_delta_milli` */
+	int64_t frag_delta_milli; /* change of the node's fragmentation */
+	int frag_penalty;	  /* ft_frag_penalty(): points off `score` */
 	bool listed; /* ft_place_check_units() ran: `units`, written as
 			"units" (the pod asks capabilities of its GPUs or
 			MIG instances, MIG instances, or shared-GPU ranks) */

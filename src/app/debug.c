@@ -203,10 +203,15 @@ void ft_app_debug_nodes(ft_http_response_t *out, const ft_http_request_t *req,
 {
 	ft_app_t *app = payload;
 	ft_snapshot_t *snap = ft_state_snapshot(app->state);
+	ft_mix_t *mix = malloc(sizeof(*mix));
 	char *body = NULL;
-	int rc = ft_codec_debug_nodes(&body, snap);
+	int rc;
 
+	if (mix)
+		ft_state_mix(app->state, mix);
+	rc = ft_codec_debug_nodes(&body, snap, mix);
 	reply_body(out, rc, body, "application/json");
+	free(mix);
 	ft_snapshot_unref(snap);
 }
 
@@ -255,8 +260,15 @@ void ft_app_debug_node(ft_http_response_t *out, const ft_http_request_t *req,
 				    name ? name : "(empty name)");
 		goto cleanup;
 	}
-	rc = format ? ft_codec_node_svg(&body, node)
-		    : ft_codec_debug_node(&body, node);
+	if (format) {
+		rc = ft_codec_node_svg(&body, node);
+	} else {
+		ft_mix_t *mix = malloc(sizeof(*mix));
+		if (mix)
+			ft_state_mix(app->state, mix);
+		rc = ft_codec_debug_node(&body, node, mix);
+		free(mix);
+	}
 	reply_body(out, rc, body,
 		   format ? SVG_CONTENT_TYPE : "application/json");
 cleanup:
@@ -459,6 +471,10 @@ static void explain_node(ft_explain_node_t *e, const ft_node_t *node,
 	ft_place_filter(&e->verdict, node, d);
 	ft_state_mix(app->state, &mix);
 	e->score = ft_place_score_mix(node, d, policy, &mix);
+	e->frag_penalty = ft_frag_penalty(node, d, policy, &mix);
+	e->weighed =
+	    mix.total && (d->gpus || d->mig_count) &&
+	    ft_frag_delta(&e->frag_delta_milli, node, d, policy, &mix) == 0;
 	e->listed = lists_units(node, d);
 	if (e->listed)
 		e->n_units = ft_place_check_units(e->units, node, d);

@@ -290,7 +290,26 @@ static unsigned assumed_count(const ft_node_t *node)
 	return n;
 }
 
-static cJSON *node_row(const ft_node_t *node)
+static cJSON *frag_json(const ft_node_t *node, const ft_mix_t *mix)
+{
+	cJSON *o = cJSON_CreateObject(), *blocks;
+	ft_frag_t f;
+
+	ft_frag_measure(&f, node, mix);
+	put_num(o, "freeGpus", f.free_milli / 1e3);
+	put_num(o, "fragmentedGpus", f.fragmentation_milli / 1e3);
+	put_num(o, "wholeGpusFree", f.whole_gpus_free);
+	blocks = put(o, "largestFreeBlock", cJSON_CreateObject());
+	for (unsigned l = 0; blocks && l < FT_LEVEL_COUNT; l++)
+		put_num(blocks, ft_level_name((ft_level_t)l),
+			f.largest_block[l]);
+	put_num(o, "migSlicesFree", f.mig_slices_free);
+	put_num(o, "migSlicesStranded", f.mig_slices_stranded);
+	put_num(o, "replicasFree", f.replicas_free);
+	return o;
+}
+
+static cJSON *node_row(const ft_node_t *node, const ft_mix_t *mix)
 {
 	cJSON *row = cJSON_CreateObject();
 
@@ -300,19 +319,43 @@ static cJSON *node_row(const ft_node_t *node)
 	put_num(row, "pods", node->n_holdings);
 	put_num(row, "assumedPods", assumed_count(node));
 	put_num(row, "conflicts", node->conflicts);
-	if (node->topology)
+	if (node->topology) {
 		put_usage(row, node);
+		put(row, "fragmentation", frag_json(node, mix));
+	}
 	return row;
 }
 
-int ft_codec_debug_nodes(char **out, const ft_snapshot_t *snap)
+static cJSON *demand_json(const ft_demand_t *d);
+
+static cJSON *mix_json(const ft_mix_t *mix)
+{
+	cJSON *o = cJSON_CreateObject(), *classes;
+
+	put_num(o, "window", mix ? mix->window : 0);
+	put_num(o, "pods", mix ? mix->total : 0);
+	classes = put(o, "classes", cJSON_CreateArray());
+	for (unsigned c = 0; mix && classes && c < mix->n_classes; c++) {
+		cJSON *k;
+		if (!mix->counts[c])
+			continue;
+		k = push(classes, cJSON_CreateObject());
+		put(k, "demand", demand_json(&mix->classes[c]));
+		put_num(k, "pods", mix->counts[c]);
+	}
+	return o;
+}
+
+int ft_codec_debug_nodes(char **out, const ft_snapshot_t *snap,
+			 const ft_mix_t *mix)
 {
 	cJSON *root = cJSON_CreateObject();
 	cJSON *nodes = cJSON_CreateArray();
 
 	put_num(root, "generation", (double)snap->generation);
+	put(root, "workloadMix", mix_json(mix));
 	for (unsigned i = 0; i < snap->n_nodes; i++)
-		push(nodes, node_row(snap->nodes[i]));
+		push(nodes, node_row(snap->nodes[i], mix));
 	if (!put(root, "nodes", nodes)) {
 		cJSON_Delete(root);
 		root = NULL;
@@ -501,9 +544,9 @@ static cJSON *holding_json(const ft_node_t *node, const ft_holding_t *h)
 	return o;
 }
 
-int ft_codec_debug_node(char **out, const ft_node_t *node)
+int ft_codec_debug_node(char **out, const ft_node_t *node, const ft_mix_t *mix)
 {
-	cJSON *root = node_row(node);
+	cJSON *root = node_row(node, mix);
 	cJSON *pods;
 
 	put(root, "sockets", sockets_json(node));
@@ -666,6 +709,8 @@ static cJSON *demand_json(const ft_demand_t *d)
 	cJSON *o = cJSON_CreateObject();
 
 	put_num(o, "gpus", d->gpus);
+	if (d->gpu_fraction_milli)
+		put_num(o, "gpuFraction", d->gpu_fraction_milli / 1e3);
 	put_str(o, "migProfile", d->mig_profile[0] ? d->mig_profile : NULL);
 	put_num(o, "migCount", d->mig_count);
 	put_num(o, "cpuMillis", d->cpu_millis);
@@ -853,6 +898,11 @@ static cJSON *explain_node_json(const ft_explain_node_t *e,
 	put_str(o, "reason", e->verdict.reason[0] ? e->verdict.reason : NULL);
 	put(o, "level", level_or_null(e->verdict.level));
 	put_num(o, "score", e->score);
+	if (e->weighed) {
+		cJSON *f = put(o, "fragmentation", cJSON_CreateObject());
+		put_num(f, "deltaGpus", (double)e->frag_delta_milli / 1e3);
+		put_num(f, "penalty", e->frag_penalty);
+	}
 	put(o, "placement",
 	    e->placed ? placement_json(e->node, &e->placement)
 		      : cJSON_CreateNull());

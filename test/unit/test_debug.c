@@ -266,6 +266,36 @@ static void test_debug__nodes(void **state)
 	cJSON_Delete(root);
 }
 
+/*
+ * Fragmentation per node under the workload mix of small.yaml's bound pods
+ * (1 GPU x2, 1 GPU with 2 pinned CPUs, 3 GPUs with 8): on pairs-free every
+ * class still fits; on h100-0 no class asks MIG, so every free slice is
+ * stranded and a fragment.
+ */
+static void test_debug__nodes_fragmentation(void **state)
+{
+	fixture_t *fx = *state;
+	cJSON *root =
+	    json_call(fx->debug_port, "GET", "/debug/nodes", NULL, 200);
+	const cJSON *mix = at(root, "workloadMix"), *row, *f;
+
+	assert_int_equal(num(mix, "window"), 256);
+	assert_int_equal(num(mix, "pods"), 4);
+	assert_int_equal(cJSON_GetArraySize(at(mix, "classes")), 3);
+	row = find(at(root, "nodes"), "name", "pairs-free");
+	f = at(row, "fragmentation");
+	expect_json(f, "{\"freeGpus\":3,\"fragmentedGpus\":0,"
+		       "\"wholeGpusFree\":3,\"largestFreeBlock\":{"
+		       "\"nvlink\":2,\"pcie-switch\":2,\"numa\":2,"
+		       "\"socket\":3,\"node\":3},\"migSlicesFree\":0,"
+		       "\"migSlicesStranded\":0,\"replicasFree\":0}");
+	f = at(find(at(root, "nodes"), "name", "h100-0"), "fragmentation");
+	assert_true(num(f, "migSlicesFree") > 0);
+	assert_int_equal(num(f, "migSlicesStranded"), num(f, "migSlicesFree"));
+	assert_true(num(f, "fragmentedGpus") >= num(f, "migSlicesFree") / 8);
+	cJSON_Delete(root);
+}
+
 static void test_debug__node_tree(void **state)
 {
 	fixture_t *fx = *state;
@@ -605,6 +635,27 @@ static void test_debug__explain_units_requires(void **state)
  * MIG instances are listed for a MIG demand even without requires (the
  * held one not free); whole GPUs without requires are not listed.
  */
+/*
+ * A 1-GPU pod: on pairs-free it would leave too few GPUs for the 3-GPU pods
+ * of the mix (a quarter of the mix loses 2 GPUs: +0.5), so 3 points come
+ * off; on a100-0 seven GPUs stay, nothing changes.
+ */
+static void test_debug__explain_fragmentation(void **state)
+{
+	fixture_t *fx = *state;
+	cJSON *root =
+	    explain_units(fx, "", "\"cpu\":\"1\",\"nvidia.com/gpu\":\"1\"");
+	const cJSON *nodes = at(root, "nodes");
+
+	expect_json(at(find(nodes, "node", "pairs-free"), "fragmentation"),
+		    "{\"deltaGpus\":0.5,\"penalty\":3}");
+	expect_json(at(find(nodes, "node", "a100-0"), "fragmentation"),
+		    "{\"deltaGpus\":0,\"penalty\":0}");
+	assert_null(cJSON_GetObjectItem(find(nodes, "node", "bare-0"),
+					"fragmentation"));
+	cJSON_Delete(root);
+}
+
 static void test_debug__explain_units_mig(void **state)
 {
 	fixture_t *fx = *state;
@@ -832,6 +883,9 @@ static void test_debug__metrics_on_both_listeners(void **state)
 	assert_true(metric(d.body, "flextopo_decision_log_bytes") ==
 		    (double)ft_decisions_footprint(1024));
 	assert_true(metric(d.body, "flextopo_cache_age_seconds") >= 0);
+	/* small.yaml's 4 bound GPU pods and the one bound here. */
+	assert_true(metric(d.body, "flextopo_workload_mix_pods") == 5);
+	assert_true(metric(d.body, "flextopo_gpu_capacity_free") > 0);
 	free(m.body);
 	free(d.body);
 }
@@ -866,6 +920,10 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_debug__nodes, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_debug__nodes_fragmentation,
+					    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_debug__explain_fragmentation,
+					    setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_debug__node_tree, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_debug__node_errors, setup,
