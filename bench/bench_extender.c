@@ -249,14 +249,6 @@ static int fail(result_t *r, const char *fmt, ...)
 
 /* ---- small helpers ---- */
 
-static double now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
 /* A field of /proc/self/status in KiB ("VmRSS", "VmHWM"), or -1. */
 static long status_kib(const char *key)
 {

@@ -1,24 +1,37 @@
 /*
- * flextopo-policy-table: packed vs distributed on one synthetic cluster
- * (issue 4, "Done when"; bench/README.md).
+ * flextopo-policy-table: packed vs distributed, each with and without the
+ * FGD fragmentation penalty, on one synthetic cluster (issue 4, "Done when";
+ * bench/README.md).
  *
- * For each policy it builds an empty cluster of N nodes cycling through the
- * reference servers of api/examples/ (8x RTX 4090, 8x A100 NVSwitch, 8x H100
- * with MIG on three GPUs, and 4x H100 shared 10 ways when that example
- * exists), every uuid suffixed with the node index, loads it into a real
- * ft_app_t (snapshot mode, config "policy" set), then feeds the same fixed
- * pod sequence through the route handlers as kube-scheduler would: filter
- * over all node names, prioritize over the survivors, the highest score
- * (ties: the lowest name), bind (confirmed in memory in snapshot mode).
- * It prints, side by side, pods placed and not placed per shape, and at the
- * end whole GPUs left free per node kind, nodes with a free NVLink pair or
- * a free NVLink group of 4, MIG instances and shared replicas left free.
- * The counts are checked (placed + unplaced = pods, holdings = placed); no
+ * For each of four runs (packed+FGD, packed, distributed+FGD, distributed)
+ * it builds an empty cluster of N nodes cycling through the reference
+ * servers of api/examples/ (8x RTX 4090, 8x A100 NVSwitch, 8x H100 with MIG
+ * on three GPUs, and 4x H100 shared 10 ways when that example exists),
+ * every uuid suffixed with the node index, loads it into a real ft_app_t
+ * (snapshot mode, config "policy" set, "fragmentationWindow" left at its
+ * default or set to 0), then feeds the same fixed pod sequence through the
+ * route handlers as kube-scheduler would: filter over all node names,
+ * prioritize over the survivors, the highest score (ties: the lowest name),
+ * bind (confirmed in memory in snapshot mode).
+ *
+ * It prints, side by side, pods placed and not placed per shape; at the end
+ * whole GPUs left free per node kind, nodes with a free NVLink pair or a
+ * free NVLink group of 4, MIG instances and shared replicas left free; the
+ * cluster's FGD fragmentation and stranded MIG slices (frag.h) under the mix
+ * of the last pods placed; and the headroom: for each of a few big shapes,
+ * how many more pods of that shape alone fit the final state. Each headroom
+ * probe starts from a copy of the final state, rebuilt by binding every pod
+ * of the sequence to the node the run chose, in order (bind is
+ * deterministic for a given state), and checked equal to it.
+ *
+ * The counts are checked (placed + unplaced = pods, holdings = placed, the
+ * scorer's mix = the pods placed, the copies equal the final state); no
  * figure is asserted.
  */
 #include <flextopo/file.h>
 #include <flextopo/app.h>
 #include <flextopo/error.h>
+#include <flextopo/frag.h>
 
 #include <cjson/cJSON.h>
 
@@ -38,8 +51,9 @@
 #endif
 
 #define KINDS_MAX    4
-#define POLICIES     2
+#define RUNS	     4
 #define NAME_LEN     40
+#define CELL_LEN     24
 #define GROUP_NVLINK 4
 
 typedef struct kind {
@@ -85,7 +99,28 @@ static const shape_t shapes[SHAPES] = {
     {"shared-0.5gpu", 10, 1, true, "0.5", NULL, "1", "4Gi", NULL, NULL, false},
 };
 
-static const char *const policies[POLICIES] = {"packed", "distributed"};
+/* Not in the sequence: a shared pod that needs 8 of a GPU's 10 replicas,
+ * so it fits only GPUs that the 0.5 pods left (nearly) whole. */
+static const shape_t shared_08 = {
+    "shared-0.8gpu", 0, 1, true, "0.8", NULL, "1", "4Gi", NULL, NULL, false};
+
+/* The headroom probes: the shapes that fragmentation can lock out. */
+#define PROBES 5
+static const shape_t *const probes[PROBES] = {
+    &shapes[1], &shapes[2], &shapes[3], &shapes[5], &shared_08};
+
+typedef struct run_config {
+	const char *label; /* column heading */
+	const char *policy;
+	bool fgd; /* false: fragmentationWindow 0 */
+} run_config_t;
+
+static const run_config_t runs[RUNS] = {
+    {"packed+FGD", "packed", true},
+    {"packed", "packed", false},
+    {"distributed+FGD", "distributed", true},
+    {"distributed", "distributed", false},
+};
 
 typedef struct options {
 	unsigned nodes, pods;
@@ -93,15 +128,34 @@ typedef struct options {
 	const char *source_dir;
 } options_t;
 
+/* Figures per node kind at the end of the sequence. */
+enum {
+	FIG_NODES,
+	FIG_GPUS, /* whole GPUs: not MIG-enabled, not shared */
+	FIG_GPUS_FREE,
+	FIG_PAIR_FREE,	/* nodes with a free NVLink pair */
+	FIG_GROUP_FREE, /* nodes with GROUP_NVLINK free GPUs in one domain */
+	FIG_MIG,	/* MIG instances */
+	FIG_MIG_FREE,
+	FIG_REPLICAS, /* replicas of shared GPUs */
+	FIG_REPLICAS_FREE,
+	FIGURES
+};
+
+/* Sums over the nodes of a state: ft_frag_measure() under one mix. */
+typedef struct measure {
+	unsigned holdings;
+	uint64_t free_milli, fragmentation_milli;
+	unsigned mig_slices_free, mig_slices_stranded;
+} measure_t;
+
 typedef struct tally {
 	unsigned asked[SHAPES], placed[SHAPES], unplaced[SHAPES];
-	unsigned bind_failed;
-	unsigned holdings;
-	unsigned nodes[KINDS_MAX];
-	unsigned gpus[KINDS_MAX], gpus_free[KINDS_MAX];
-	unsigned pair_free[KINDS_MAX], group_free[KINDS_MAX];
-	unsigned mig[KINDS_MAX], mig_free[KINDS_MAX];
-	unsigned replicas[KINDS_MAX], replicas_free[KINDS_MAX];
+	unsigned bind_failed; /* in the sequence and the probes */
+	unsigned fig[FIGURES][KINDS_MAX];
+	measure_t end;			      /* at the end of the sequence */
+	unsigned headroom[PROBES][KINDS_MAX]; /* probe pods placed, per kind */
+	double sequence_s, probes_s;
 } tally_t;
 
 typedef struct cluster {
@@ -111,6 +165,17 @@ typedef struct cluster {
 	char (*names)[NAME_LEN];
 	unsigned n;
 } cluster_t;
+
+/* What the runs share, and their scratch. */
+typedef struct bench {
+	options_t o;
+	cluster_t c;
+	unsigned *sequence; /* shape of each pod, drawn from the seed */
+	unsigned window;    /* fragmentationWindow's default: the mix of the
+			       FGD runs and the one every run is measured by */
+	int32_t *node_of;   /* node of each pod in the run, -1 if none */
+	ft_mix_t mix;	    /* the last `window` pods the run placed */
+} bench_t;
 
 static int cluster_init(cluster_t *c, const options_t *o)
 {
@@ -175,12 +240,14 @@ static cJSON *node_object(const cluster_t *c, unsigned i,
 	return node;
 }
 
-static int app_start(ft_app_t *app, const cluster_t *c, const char *policy)
+static int app_start(ft_app_t *app, const cluster_t *c, const run_config_t *run)
 {
 	memset(app, 0, sizeof(*app));
 	if (ft_config_init(&app->cfg) < 0 ||
 	    ft_config_set(&app->cfg, "logLevel", "error") < 0 ||
-	    ft_config_set(&app->cfg, "policy", policy) < 0 ||
+	    ft_config_set(&app->cfg, "policy", run->policy) < 0 ||
+	    (!run->fgd &&
+	     ft_config_set(&app->cfg, "fragmentationWindow", "0") < 0) ||
 	    ft_app_init(app) < 0) {
 		fprintf(stderr, "policy-table: app: %s\n", ft_error_last());
 		return -1;
@@ -297,22 +364,48 @@ static cJSON *args_with(const cJSON *pod, cJSON *names)
 	return root;
 }
 
-/* The node kube-scheduler would pick, into `out`; false when none. */
-static bool schedule(ft_app_t *app, const cluster_t *c, const cJSON *pod,
-		     char *out, size_t size)
+static const char *pod_string(const cJSON *pod, const char *what)
+{
+	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(pod, "metadata");
+
+	return cJSON_GetObjectItemCaseSensitive(meta, what)->valuestring;
+}
+
+/* The names of `names` that pass filter for `pod` (NULL on error). */
+static cJSON *filter(ft_app_t *app, const cJSON *pod, cJSON *names)
+{
+	cJSON *reply =
+	    call(app, ft_app_filter, "/filter", args_with(pod, names));
+	cJSON *passed =
+	    cJSON_DetachItemFromObjectCaseSensitive(reply, "NodeNames");
+
+	cJSON_Delete(reply);
+	return passed;
+}
+
+static int node_index(const cluster_t *c, const char *name)
+{
+	for (unsigned i = 0; i < c->n; i++)
+		if (strcmp(c->names[i], name) == 0)
+			return (int)i;
+	return -1;
+}
+
+/* The node kube-scheduler would pick, as an index into c->names; -1 when
+ * none. */
+static int schedule(ft_app_t *app, const cluster_t *c, const cJSON *pod)
 {
 	cJSON *names = cJSON_CreateArray(), *reply, *passed, *host;
 	const char *best = NULL;
 	double best_score = -1;
+	int index;
 
 	for (unsigned i = 0; i < c->n; i++)
 		cJSON_AddItemToArray(names, cJSON_CreateString(c->names[i]));
-	reply = call(app, ft_app_filter, "/filter", args_with(pod, names));
-	passed = cJSON_DetachItemFromObjectCaseSensitive(reply, "NodeNames");
-	cJSON_Delete(reply);
+	passed = filter(app, pod, names);
 	if (!cJSON_IsArray(passed) || cJSON_GetArraySize(passed) == 0) {
 		cJSON_Delete(passed);
-		return false;
+		return -1;
 	}
 	reply =
 	    call(app, ft_app_prioritize, "/prioritize", args_with(pod, passed));
@@ -330,26 +423,20 @@ static bool schedule(ft_app_t *app, const cluster_t *c, const cJSON *pod,
 			best_score = s->valuedouble;
 		}
 	}
-	if (best)
-		snprintf(out, size, "%s", best);
+	index = best ? node_index(c, best) : -1;
 	cJSON_Delete(reply);
-	return best != NULL;
+	return index;
 }
 
 static bool bind_to(ft_app_t *app, const cJSON *pod, const char *node)
 {
-	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(pod, "metadata");
 	cJSON *root = cJSON_CreateObject(), *reply;
 	const cJSON *err;
 	bool ok;
 
-	cJSON_AddStringToObject(
-	    root, "PodName",
-	    cJSON_GetObjectItemCaseSensitive(meta, "name")->valuestring);
+	cJSON_AddStringToObject(root, "PodName", pod_string(pod, "name"));
 	cJSON_AddStringToObject(root, "PodNamespace", "default");
-	cJSON_AddStringToObject(
-	    root, "PodUID",
-	    cJSON_GetObjectItemCaseSensitive(meta, "uid")->valuestring);
+	cJSON_AddStringToObject(root, "PodUID", pod_string(pod, "uid"));
 	cJSON_AddStringToObject(root, "Node", node);
 	reply = call(app, ft_app_bind, "/bind", root);
 	err = cJSON_GetObjectItemCaseSensitive(reply, "Error");
@@ -359,6 +446,20 @@ static bool bind_to(ft_app_t *app, const cJSON *pod, const char *node)
 			cJSON_IsString(err) ? err->valuestring : "no reply");
 	cJSON_Delete(reply);
 	return ok;
+}
+
+/* Schedule and bind `pod`: its node's index, or -1 when filter passes no
+ * node or bind refuses (counted in *bind_failed). */
+static int place(ft_app_t *app, const cluster_t *c, const cJSON *pod,
+		 unsigned *bind_failed)
+{
+	int node = schedule(app, c, pod);
+
+	if (node >= 0 && !bind_to(app, pod, c->names[node])) {
+		(*bind_failed)++;
+		node = -1;
+	}
+	return node;
 }
 
 static unsigned pick_shape(uint64_t *rng)
@@ -376,93 +477,250 @@ static unsigned pick_shape(uint64_t *rng)
 	return 0;
 }
 
-static unsigned kind_of(const cluster_t *c, const char *name)
+/* Whole GPUs, NVLink pairs and groups of `node`, for kind `k`. */
+static void count_gpus(tally_t *t, unsigned k, const ft_node_t *node)
 {
-	for (unsigned i = 0; i < c->n; i++)
-		if (strcmp(c->names[i], name) == 0)
-			return i % c->n_kinds;
-	return 0;
+	const ft_topology_t *topo = node->topology;
+	uint16_t free_gpus = ft_node_free_gpus(node) & ~topo->shared_gpus;
+	bool pair = false, group = false;
+
+	t->fig[FIG_GPUS][k] +=
+	    (unsigned)__builtin_popcount(topo->whole_gpus & ~topo->shared_gpus);
+	t->fig[FIG_GPUS_FREE][k] += (unsigned)__builtin_popcount(free_gpus);
+	for (unsigned g = 0; g < topo->n_gpus; g++)
+		if ((free_gpus >> g & 1) &&
+		    (topo->gpus[g].nvlink_peers & free_gpus & ~(1u << g)))
+			pair = true;
+	for (unsigned d = topo->level_first[FT_LEVEL_NVLINK];
+	     d < topo->level_first[FT_LEVEL_NVLINK + 1]; d++)
+		if (__builtin_popcount(topo->domains[d].gpus & free_gpus) >=
+		    GROUP_NVLINK)
+			group = true;
+	t->fig[FIG_PAIR_FREE][k] += pair;
+	t->fig[FIG_GROUP_FREE][k] += group;
 }
 
-/* Whole GPUs, NVLink pairs and groups, MIG and replicas left free. */
+/* MIG instances and shared replicas of `node`, for kind `k`. */
+static void count_units(tally_t *t, unsigned k, const ft_node_t *node)
+{
+	const ft_topology_t *topo = node->topology;
+
+	for (unsigned g = 0; g < topo->n_gpus; g++) {
+		if (!(topo->shared_gpus >> g & 1))
+			continue;
+		t->fig[FIG_REPLICAS][k] += topo->gpus[g].replicas;
+		t->fig[FIG_REPLICAS_FREE][k] +=
+		    topo->gpus[g].replicas - node->replicas_used[g];
+	}
+	t->fig[FIG_MIG][k] += topo->n_mig;
+	for (unsigned m = 0; m < topo->n_mig; m++)
+		t->fig[FIG_MIG_FREE][k] += !ft_node_mig_used(node, m);
+}
+
 static void count_free(tally_t *t, ft_app_t *app, const cluster_t *c)
 {
 	ft_snapshot_t *snap = ft_state_snapshot(app->state);
 
-	for (unsigned i = 0; snap && i < snap->n_nodes; i++) {
+	for (unsigned i = 0; i < snap->n_nodes; i++) {
 		const ft_node_t *node = snap->nodes[i];
-		const ft_topology_t *topo = node->topology;
-		unsigned k = kind_of(c, node->name);
-		uint16_t free_gpus = ft_node_free_gpus(node);
-		bool pair = false, group = false;
-
-		t->holdings += node->n_holdings;
-		t->nodes[k]++;
-		if (!topo)
+		int index = node_index(c, node->name);
+		unsigned k = index < 0 ? 0 : (unsigned)index % c->n_kinds;
+		t->fig[FIG_NODES][k]++;
+		if (!node->topology)
 			continue;
-		t->gpus[k] += (unsigned)__builtin_popcount(topo->whole_gpus &
-							   ~topo->shared_gpus);
-		t->gpus_free[k] += (unsigned)__builtin_popcount(
-		    free_gpus & ~topo->shared_gpus);
-		for (unsigned g = 0; g < topo->n_gpus; g++) {
-			if ((free_gpus >> g & 1) &&
-			    (topo->gpus[g].nvlink_peers & free_gpus &
-			     ~topo->shared_gpus & ~(1u << g)) &&
-			    !(topo->shared_gpus >> g & 1))
-				pair = true;
-			if (topo->shared_gpus >> g & 1) {
-				t->replicas[k] += topo->gpus[g].replicas;
-				t->replicas_free[k] += topo->gpus[g].replicas -
-						       node->replicas_used[g];
-			}
-		}
-		for (unsigned d = topo->level_first[FT_LEVEL_NVLINK];
-		     d < topo->level_first[FT_LEVEL_NVLINK + 1]; d++)
-			if (__builtin_popcount(
-				topo->domains[d].gpus & free_gpus &
-				~topo->shared_gpus) >= GROUP_NVLINK)
-				group = true;
-		t->pair_free[k] += pair;
-		t->group_free[k] += group;
-		t->mig[k] += topo->n_mig;
-		for (unsigned m = 0; m < topo->n_mig; m++)
-			t->mig_free[k] += !ft_node_mig_used(node, m);
+		count_gpus(t, k, node);
+		count_units(t, k, node);
 	}
-	if (snap)
-		ft_snapshot_unref(snap);
+	ft_snapshot_unref(snap);
 }
 
-static int run_policy(tally_t *t, const cluster_t *c, const options_t *o,
-		      const char *policy)
+static void measure(measure_t *out, ft_app_t *app, const ft_mix_t *mix)
 {
-	ft_app_t app;
-	uint64_t rng = o->seed;
-	char node[NAME_LEN];
+	ft_snapshot_t *snap = ft_state_snapshot(app->state);
 
-	memset(t, 0, sizeof(*t));
-	if (app_start(&app, c, policy) < 0)
+	memset(out, 0, sizeof(*out));
+	for (unsigned i = 0; i < snap->n_nodes; i++) {
+		ft_frag_t f;
+		ft_frag_measure(&f, snap->nodes[i], mix);
+		out->holdings += snap->nodes[i]->n_holdings;
+		out->free_milli += f.free_milli;
+		out->fragmentation_milli += f.fragmentation_milli;
+		out->mig_slices_free += f.mig_slices_free;
+		out->mig_slices_stranded += f.mig_slices_stranded;
+	}
+	ft_snapshot_unref(snap);
+}
+
+static bool measure_equal(const measure_t *a, const measure_t *b)
+{
+	return a->holdings == b->holdings && a->free_milli == b->free_milli &&
+	       a->fragmentation_milli == b->fragmentation_milli &&
+	       a->mig_slices_free == b->mig_slices_free &&
+	       a->mig_slices_stranded == b->mig_slices_stranded;
+}
+
+/* Count the placed `pod` in `mix` with the demand the state decoded. */
+static int mix_add_pod(ft_mix_t *mix, ft_app_t *app, const cJSON *pod)
+{
+	ft_pod_t p;
+
+	if (ft_state_find_pod(app->state, pod_string(pod, "uid"), &p) < 0) {
+		fprintf(stderr, "policy-table: placed pod %s: %s\n",
+			pod_string(pod, "name"), ft_error_last());
 		return -1;
-	for (unsigned id = 0; id < o->pods; id++) {
-		unsigned s = pick_shape(&rng);
+	}
+	ft_mix_add(mix, &p.demand);
+	ft_pod_dispose(&p);
+	return 0;
+}
+
+/* The ring and counts decide every figure of a mix; classes follow from
+ * the same pods added in the same order. */
+static bool mix_equal(const ft_mix_t *a, const ft_mix_t *b)
+{
+	return a->window == b->window && a->n_classes == b->n_classes &&
+	       a->total == b->total && a->head == b->head &&
+	       memcmp(a->counts, b->counts, sizeof(a->counts)) == 0 &&
+	       memcmp(a->ring, b->ring, sizeof(a->ring)) == 0;
+}
+
+/* A run's scorer must have counted exactly the pods it placed. */
+static int check_mix(ft_app_t *app, const bench_t *b, const run_config_t *run)
+{
+	static ft_mix_t scored;
+
+	ft_state_mix(app->state, &scored);
+	if (mix_equal(&scored, &b->mix))
+		return 0;
+	fprintf(stderr,
+		"policy-table: %s: the scorer's mix holds %u pods, %u placed "
+		"in the window\n",
+		run->label, scored.total, b->mix.total);
+	return -1;
+}
+
+/* The fixed sequence: fills b->node_of and b->mix, the tally's counts. */
+static int run_sequence(tally_t *t, bench_t *b, const run_config_t *run)
+{
+	double start = now_us();
+	ft_app_t app;
+	int rc = 0;
+
+	if (app_start(&app, &b->c, run) < 0)
+		return -1;
+	ft_mix_init(&b->mix, b->window);
+	for (unsigned id = 0; id < b->o.pods && rc == 0; id++) {
+		unsigned s = b->sequence[id];
 		cJSON *pod = pod_object(&shapes[s], id, &app.opts);
+		int node = place(&app, &b->c, pod, &t->bind_failed);
 		t->asked[s]++;
-		if (!schedule(&app, c, pod, node, sizeof(node)))
+		b->node_of[id] = node;
+		if (node < 0)
 			t->unplaced[s]++;
-		else if (!bind_to(&app, pod, node)) {
-			t->unplaced[s]++;
-			t->bind_failed++;
-		} else
+		else {
 			t->placed[s]++;
+			rc = mix_add_pod(&b->mix, &app, pod);
+		}
 		cJSON_Delete(pod);
 	}
-	count_free(t, &app, c);
+	count_free(t, &app, &b->c);
+	measure(&t->end, &app, &b->mix);
+	if (rc == 0 && run->fgd)
+		rc = check_mix(&app, b, run);
 	ft_app_dispose(&app);
-	return 0;
+	t->sequence_s = (now_us() - start) / 1e6;
+	return rc;
+}
+
+/* Bind every pod of the sequence to the node the run chose, in order;
+ * filter on that node alone first, so the state knows the pod. */
+static int replay(ft_app_t *app, const bench_t *b)
+{
+	int rc = 0;
+
+	for (unsigned id = 0; id < b->o.pods && rc == 0; id++) {
+		const char *node;
+		cJSON *pod, *names, *passed;
+		if (b->node_of[id] < 0)
+			continue;
+		node = b->c.names[b->node_of[id]];
+		pod = pod_object(&shapes[b->sequence[id]], id, &app->opts);
+		names = cJSON_CreateArray();
+		cJSON_AddItemToArray(names, cJSON_CreateString(node));
+		passed = filter(app, pod, names);
+		if (cJSON_GetArraySize(passed) != 1 ||
+		    !bind_to(app, pod, node)) {
+			fprintf(stderr,
+				"policy-table: replay: pod %u no longer fits "
+				"%s\n",
+				id, node);
+			rc = -1;
+		}
+		cJSON_Delete(passed);
+		cJSON_Delete(pod);
+	}
+	return rc;
+}
+
+/* Pods of shape `s` placed one after another until one is not, counted
+ * per node kind into `out`. */
+static int probe(unsigned *out, ft_app_t *app, const bench_t *b,
+		 const shape_t *s, unsigned *bind_failed)
+{
+	/* Every pod holds a GPU, a MIG instance or a replica at least. */
+	unsigned limit = b->c.n * FT_GPU_MAX * FT_REPLICAS_MAX, n = 0;
+	int node = 0;
+
+	while (node >= 0 && n <= limit) {
+		cJSON *pod = pod_object(s, b->o.pods + n, &app->opts);
+		node = place(app, &b->c, pod, bind_failed);
+		if (node >= 0) {
+			out[(unsigned)node % b->c.n_kinds]++;
+			n++;
+		}
+		cJSON_Delete(pod);
+	}
+	if (n <= limit)
+		return 0;
+	fprintf(stderr, "policy-table: probe %s: over %u pods placed\n",
+		s->name, limit);
+	return -1;
+}
+
+/* Each probe from its own copy of the final state of the sequence. */
+static int run_probes(tally_t *t, const bench_t *b, const run_config_t *run)
+{
+	double start = now_us();
+	int rc = 0;
+
+	for (unsigned p = 0; p < PROBES && rc == 0; p++) {
+		ft_app_t app;
+		measure_t copy;
+		if (app_start(&app, &b->c, run) < 0)
+			return -1;
+		if ((rc = replay(&app, b)) == 0) {
+			measure(&copy, &app, &b->mix);
+			if (!measure_equal(&copy, &t->end)) {
+				fprintf(stderr,
+					"policy-table: %s: the copy for "
+					"probe %s differs from the final "
+					"state\n",
+					run->label, probes[p]->name);
+				rc = -1;
+			}
+		}
+		if (rc == 0)
+			rc = probe(t->headroom[p], &app, b, probes[p],
+				   &t->bind_failed);
+		ft_app_dispose(&app);
+	}
+	t->probes_s = (now_us() - start) / 1e6;
+	return rc;
 }
 
 /* placed + unplaced = asked per shape, the asked sum to the pods, every
  * placed pod is a holding. */
-static int check(const tally_t *t, const options_t *o, const char *policy)
+static int check(const tally_t *t, const options_t *o, const char *label)
 {
 	unsigned asked = 0, placed = 0;
 	int rc = 0;
@@ -474,106 +732,180 @@ static int check(const tally_t *t, const options_t *o, const char *policy)
 			fprintf(stderr,
 				"policy-table: %s: %s: %u placed + %u "
 				"unplaced != %u\n",
-				policy, shapes[s].name, t->placed[s],
+				label, shapes[s].name, t->placed[s],
 				t->unplaced[s], t->asked[s]);
 			rc = -1;
 		}
 	}
-	if (asked != o->pods || placed != t->holdings) {
+	if (asked != o->pods || placed != t->end.holdings) {
 		fprintf(stderr,
 			"policy-table: %s: %u pods asked of %u, %u placed "
 			"but %u holdings\n",
-			policy, asked, o->pods, placed, t->holdings);
+			label, asked, o->pods, placed, t->end.holdings);
 		rc = -1;
 	}
 	return rc;
 }
 
-static void row(const char *label, const unsigned *a, const unsigned *b)
+static void print_row(const char *label, char cells[RUNS][CELL_LEN])
 {
-	char x[32], y[32];
-
-	snprintf(x, sizeof(x), "%u / %u", a[0], a[1]);
-	snprintf(y, sizeof(y), "%u / %u", b[0], b[1]);
-	printf("| %-40s | %14s | %14s |\n", label, x, y);
+	printf("| %-40s |", label);
+	for (unsigned r = 0; r < RUNS; r++)
+		printf(" %15s |", cells[r]);
+	printf("\n");
 }
 
-static void print_table(const tally_t *t, const cluster_t *c,
-			const options_t *o)
+static void row_ratio(const char *label, const unsigned *a, const unsigned *b)
 {
-	const tally_t *p = &t[0], *d = &t[1];
-	unsigned a[2], b[2], sum[4][2][2] = {{{0}}};
+	char cells[RUNS][CELL_LEN];
+
+	for (unsigned r = 0; r < RUNS; r++)
+		snprintf(cells[r], CELL_LEN, "%u / %u", a[r], b[r]);
+	print_row(label, cells);
+}
+
+/* A row per node kind with whole GPUs: figure `num` of figure `den`. */
+static void kind_rows(const tally_t *t, const cluster_t *c, const char *what,
+		      unsigned num, unsigned den)
+{
+	unsigned a[RUNS], b[RUNS];
 	char label[64];
 
-	printf("policy table: %u nodes (", c->n);
-	for (unsigned k = 0; k < c->n_kinds; k++)
-		printf("%s%u x %s", k ? ", " : "", p->nodes[k],
-		       all_kinds[c->kinds[k]].label);
-	printf("), %u pods, seed %llu\n\n", o->pods,
-	       (unsigned long long)o->seed);
-	printf("| %-40s | %14s | %14s |\n", "", "packed", "distributed");
-	printf("|%.42s|%.16s|%.16s|\n",
-	       "------------------------------------------",
-	       "---------------:", "---------------:");
+	for (unsigned k = 0; k < c->n_kinds; k++) {
+		if (!t[0].fig[FIG_GPUS][k])
+			continue;
+		for (unsigned r = 0; r < RUNS; r++) {
+			a[r] = t[r].fig[num][k];
+			b[r] = t[r].fig[den][k];
+		}
+		snprintf(label, sizeof(label), "%s: %s", what,
+			 all_kinds[c->kinds[k]].label);
+		row_ratio(label, a, b);
+	}
+}
+
+/* Figure `num` of figure `den`, summed over all node kinds. */
+static void sum_row(const tally_t *t, const cluster_t *c, const char *label,
+		    unsigned num, unsigned den)
+{
+	unsigned a[RUNS] = {0}, b[RUNS] = {0};
+
+	for (unsigned r = 0; r < RUNS; r++)
+		for (unsigned k = 0; k < c->n_kinds; k++) {
+			a[r] += t[r].fig[num][k];
+			b[r] += t[r].fig[den][k];
+		}
+	row_ratio(label, a, b);
+}
+
+static void print_header(const tally_t *t, const bench_t *b)
+{
+	printf("policy table: %u nodes (", b->c.n);
+	for (unsigned k = 0; k < b->c.n_kinds; k++)
+		printf("%s%u x %s", k ? ", " : "", t[0].fig[FIG_NODES][k],
+		       all_kinds[b->c.kinds[k]].label);
+	printf("), %u pods, seed %llu; +FGD: fragmentationWindow %u\n",
+	       b->o.pods, (unsigned long long)b->o.seed, b->window);
+	printf("seconds per run, sequence + headroom probes:");
+	for (unsigned r = 0; r < RUNS; r++)
+		printf("%s %s %.2f + %.2f", r ? "," : "", runs[r].label,
+		       t[r].sequence_s, t[r].probes_s);
+	printf("\n\n| %-40s |", "");
+	for (unsigned r = 0; r < RUNS; r++)
+		printf(" %15s |", runs[r].label);
+	printf("\n|------------------------------------------|");
+	for (unsigned r = 0; r < RUNS; r++)
+		printf("----------------:|");
+	printf("\n");
+}
+
+static void print_placed(const tally_t *t)
+{
+	unsigned a[RUNS], b[RUNS], sa[RUNS] = {0}, sb[RUNS] = {0};
+	char label[64];
+
 	for (unsigned s = 0; s < SHAPES; s++) {
+		for (unsigned r = 0; r < RUNS; r++) {
+			a[r] = t[r].placed[s];
+			b[r] = t[r].asked[s];
+			sa[r] += a[r];
+			sb[r] += b[r];
+		}
 		snprintf(label, sizeof(label), "placed / asked: %s",
 			 shapes[s].name);
-		a[0] = p->placed[s], a[1] = p->asked[s];
-		b[0] = d->placed[s], b[1] = d->asked[s];
-		row(label, a, b);
-		for (unsigned i = 0; i < 2; i++) {
-			sum[0][0][i] += a[i];
-			sum[0][1][i] += b[i];
+		row_ratio(label, a, b);
+	}
+	row_ratio("placed / asked: all", sa, sb);
+}
+
+/* Probe `p`'s pods per node kind that took any, then all. */
+static void headroom_rows(const tally_t *t, const cluster_t *c, unsigned p)
+{
+	char cells[RUNS][CELL_LEN], label[64];
+	unsigned all[RUNS] = {0};
+
+	for (unsigned k = 0; k < c->n_kinds; k++) {
+		bool any = false;
+		for (unsigned r = 0; r < RUNS; r++) {
+			snprintf(cells[r], CELL_LEN, "%u", t[r].headroom[p][k]);
+			all[r] += t[r].headroom[p][k];
+			any = any || t[r].headroom[p][k];
 		}
+		snprintf(label, sizeof(label), "headroom: %s: %s",
+			 probes[p]->name, all_kinds[c->kinds[k]].label);
+		if (any)
+			print_row(label, cells);
 	}
-	row("placed / asked: all", sum[0][0], sum[0][1]);
-	for (unsigned k = 0; k < c->n_kinds; k++) {
-		const char *l = all_kinds[c->kinds[k]].label;
-		if (!p->gpus[k])
+	for (unsigned r = 0; r < RUNS; r++)
+		snprintf(cells[r], CELL_LEN, "%u", all[r]);
+	snprintf(label, sizeof(label), "headroom: %s: all", probes[p]->name);
+	print_row(label, cells);
+}
+
+static void print_fragmentation(const tally_t *t)
+{
+	char cells[RUNS][CELL_LEN];
+	unsigned a[RUNS], b[RUNS];
+
+	for (unsigned r = 0; r < RUNS; r++)
+		snprintf(cells[r], CELL_LEN, "%.1f / %.1f",
+			 (double)t[r].end.fragmentation_milli / FT_MILLI_GPU,
+			 (double)t[r].end.free_milli / FT_MILLI_GPU);
+	print_row("FGD fragmentation / free, GPUs", cells);
+	for (unsigned r = 0; r < RUNS; r++) {
+		a[r] = t[r].end.mig_slices_stranded;
+		b[r] = t[r].end.mig_slices_free;
+	}
+	row_ratio("MIG slices stranded / free", a, b);
+}
+
+static void print_table(const tally_t *t, const bench_t *b)
+{
+	const cluster_t *c = &b->c;
+	bool refused = false;
+
+	print_header(t, b);
+	print_placed(t);
+	kind_rows(t, c, "whole GPUs free", FIG_GPUS_FREE, FIG_GPUS);
+	sum_row(t, c, "whole GPUs free: all", FIG_GPUS_FREE, FIG_GPUS);
+	kind_rows(t, c, "nodes with free NVLink pair", FIG_PAIR_FREE,
+		  FIG_NODES);
+	kind_rows(t, c, "nodes with free NVLink 4", FIG_GROUP_FREE, FIG_NODES);
+	sum_row(t, c, "MIG instances free", FIG_MIG_FREE, FIG_MIG);
+	sum_row(t, c, "shared replicas free", FIG_REPLICAS_FREE, FIG_REPLICAS);
+	print_fragmentation(t);
+	for (unsigned p = 0; p < PROBES; p++)
+		headroom_rows(t, c, p);
+	for (unsigned r = 0; r < RUNS; r++) {
+		if (!t[r].bind_failed)
 			continue;
-		snprintf(label, sizeof(label), "whole GPUs free: %s", l);
-		a[0] = p->gpus_free[k], a[1] = p->gpus[k];
-		b[0] = d->gpus_free[k], b[1] = d->gpus[k];
-		row(label, a, b);
-		for (unsigned i = 0; i < 2; i++) {
-			sum[1][0][i] += a[i];
-			sum[1][1][i] += b[i];
-		}
+		printf("%s %s %u",
+		       refused ? "," : "\nbinds refused:", runs[r].label,
+		       t[r].bind_failed);
+		refused = true;
 	}
-	row("whole GPUs free: all", sum[1][0], sum[1][1]);
-	for (unsigned k = 0; k < c->n_kinds; k++) {
-		if (!p->gpus[k])
-			continue;
-		snprintf(label, sizeof(label),
-			 "nodes with free NVLink pair: %s",
-			 all_kinds[c->kinds[k]].label);
-		a[0] = p->pair_free[k], a[1] = p->nodes[k];
-		b[0] = d->pair_free[k], b[1] = d->nodes[k];
-		row(label, a, b);
-	}
-	for (unsigned k = 0; k < c->n_kinds; k++) {
-		if (!p->gpus[k])
-			continue;
-		snprintf(label, sizeof(label), "nodes with free NVLink 4: %s",
-			 all_kinds[c->kinds[k]].label);
-		a[0] = p->group_free[k], a[1] = p->nodes[k];
-		b[0] = d->group_free[k], b[1] = d->nodes[k];
-		row(label, a, b);
-	}
-	for (unsigned k = 0; k < c->n_kinds; k++) {
-		for (unsigned i = 0; i < 2; i++) {
-			sum[2][i][0] += i ? d->mig_free[k] : p->mig_free[k];
-			sum[2][i][1] += i ? d->mig[k] : p->mig[k];
-			sum[3][i][0] +=
-			    i ? d->replicas_free[k] : p->replicas_free[k];
-			sum[3][i][1] += i ? d->replicas[k] : p->replicas[k];
-		}
-	}
-	row("MIG instances free", sum[2][0], sum[2][1]);
-	row("shared replicas free", sum[3][0], sum[3][1]);
-	if (p->bind_failed || d->bind_failed)
-		printf("\nbinds refused: packed %u, distributed %u\n",
-		       p->bind_failed, d->bind_failed);
+	if (refused)
+		printf("\n");
 }
 
 static int parse_unsigned(unsigned *out, const char *text, unsigned max)
@@ -653,25 +985,55 @@ static int parse_options(options_t *o, int argc, char **argv)
 	return 0;
 }
 
+/* The shapes of the pods, the scratch of the runs, the default window. */
+static int bench_init(bench_t *b)
+{
+	ft_config_t cfg;
+	uint64_t rng = b->o.seed;
+
+	if (ft_config_init(&cfg) < 0) {
+		fprintf(stderr, "policy-table: config: %s\n", ft_error_last());
+		return -1;
+	}
+	b->window = cfg.fragmentation_window;
+	ft_config_dispose(&cfg);
+	b->sequence = calloc(b->o.pods, sizeof(*b->sequence));
+	b->node_of = calloc(b->o.pods, sizeof(*b->node_of));
+	if (!b->sequence || !b->node_of) {
+		fprintf(stderr, "policy-table: out of memory\n");
+		return -1;
+	}
+	for (unsigned id = 0; id < b->o.pods; id++)
+		b->sequence[id] = pick_shape(&rng);
+	return cluster_init(&b->c, &b->o);
+}
+
+static void bench_dispose(bench_t *b)
+{
+	cluster_dispose(&b->c);
+	free(b->sequence);
+	free(b->node_of);
+}
+
 int main(int argc, char **argv)
 {
-	static tally_t t[POLICIES];
-	options_t o;
-	cluster_t c;
-	int rc = parse_options(&o, argc, argv);
+	static tally_t t[RUNS];
+	static bench_t b;
+	int rc = parse_options(&b.o, argc, argv);
 
 	if (rc != 0)
 		return rc > 0 ? 0 : 2;
-	if (cluster_init(&c, &o) < 0) {
-		cluster_dispose(&c);
+	if (bench_init(&b) < 0) {
+		bench_dispose(&b);
 		return 1;
 	}
-	for (unsigned p = 0; p < POLICIES && rc == 0; p++)
-		if (run_policy(&t[p], &c, &o, policies[p]) < 0 ||
-		    check(&t[p], &o, policies[p]) < 0)
+	for (unsigned r = 0; r < RUNS && rc == 0; r++)
+		if (run_sequence(&t[r], &b, &runs[r]) < 0 ||
+		    check(&t[r], &b.o, runs[r].label) < 0 ||
+		    run_probes(&t[r], &b, &runs[r]) < 0)
 			rc = 1;
 	if (rc == 0)
-		print_table(t, &c, &o);
-	cluster_dispose(&c);
+		print_table(t, &b);
+	bench_dispose(&b);
 	return rc;
 }
