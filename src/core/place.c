@@ -229,6 +229,13 @@ static unsigned free_replicas(const ask_t *a, unsigned g, bool ignore_usage)
 	return used < n ? n - used : 0;
 }
 
+/* One rank of the demand fits on shared GPU `g` now. */
+static bool rank_fits(const ask_t *a, unsigned g)
+{
+	return free_replicas(a, g, false) >=
+	       rank_replicas(&a->u.demand, a->t, g);
+}
+
 static uint32_t shared_room(const ask_t *a, uint16_t gpus, bool ignore_usage)
 {
 	const ft_demand_t *d = &a->u.demand;
@@ -673,7 +680,7 @@ static ft_unit_check_t check_unit(const ask_t *a, ft_unit_kind_t kind,
 		u.faults = (uint8_t)unit_faults(a->t, &d->caps, mig, i);
 	if (kind == FT_UNIT_SHARED) {
 		u.replicas_free = (uint8_t)free_replicas(a, i, false);
-		u.free = u.replicas_free >= rank_replicas(d, a->t, i);
+		u.free = rank_fits(a, i);
 	} else {
 		u.free = mig ? !ft_node_mig_used(a->node, i)
 			     : (ft_node_free_gpus(a->node) >> i) & 1;
@@ -1171,11 +1178,11 @@ static uint32_t usable_replicas(const ask_t *a, uint16_t *gpus)
 
 	for (unsigned m = *gpus & a->u.gpus; d->ranks && m; m &= m - 1) {
 		unsigned g = (unsigned)__builtin_ctz(m);
-		unsigned f = free_replicas(a, g, false);
-		if (!f || f < rank_replicas(d, a->t, g))
+		if (!rank_fits(a, g))
 			continue;
 		kept |= (uint16_t)(1u << g);
-		milli += f * FT_MILLI_GPU / a->t->gpus[g].replicas;
+		milli += free_replicas(a, g, false) * FT_MILLI_GPU /
+			 a->t->gpus[g].replicas;
 	}
 	*gpus = kept;
 	return milli;
