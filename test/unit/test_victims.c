@@ -52,10 +52,14 @@ static void pod(ft_pod_t *out, const char *uid, int32_t prio, int gpu_a,
 	ft_test_pod(out, uid, prio, gpus, cpus, 0);
 }
 
-/* Exhaustive: the cheapest feasible subset of lower-priority holdings. */
+/*
+ * Exhaustive: the cheapest subset of lower-priority holdings after which `d`
+ * fits at `level`, within `limit` (victims and PDB violations; NULL: none).
+ */
 static bool brute_force(ft_victim_cost_t *best, const ft_node_t *node,
 			const ft_demand_t *d, int32_t priority,
-			ft_level_t level)
+			ft_level_t level, const ft_pdb_view_t *pdb,
+			const ft_victim_cost_t *limit)
 {
 	uint16_t cand[32], idx[32];
 	unsigned n = 0;
@@ -72,12 +76,44 @@ static bool brute_force(ft_victim_cost_t *best, const ft_node_t *node,
 				idx[k++] = cand[i];
 		if (!ft_victims_feasible(node, d, level, idx, k))
 			continue;
-		ft_victims_cost(&c, node, idx, k, NULL);
+		ft_victims_cost(&c, node, idx, k, pdb);
+		if (limit && (c.count > limit->count ||
+			      c.pdb_violations > limit->pdb_violations))
+			continue;
 		if (!found || ft_victims_compare(&c, best) < 0)
 			*best = c;
 		found = true;
 	}
 	return found;
+}
+
+/*
+ * What the search must find, by brute force, and at which level: in
+ * guaranteed mode the cheapest set at the demand's level; in best-effort mode
+ * the cheapest set node-wide, unless a set reaching a tighter level (the
+ * tightest first) evicts no more pods and violates no more PDBs.
+ */
+static bool brute_force_search(ft_victim_cost_t *best, ft_level_t *level,
+			       const ft_node_t *node, const ft_demand_t *d,
+			       int32_t priority, const ft_pdb_view_t *pdb)
+{
+	ft_level_t want = ft_place_effective_level(d);
+	ft_victim_cost_t base;
+
+	*level = want;
+	if (d->has_affinity && d->mode == FT_MODE_GUARANTEED)
+		return brute_force(best, node, d, priority, want, pdb, NULL);
+	*level = FT_LEVEL_NODE;
+	if (!brute_force(&base, node, d, priority, FT_LEVEL_NODE, pdb, NULL))
+		return false;
+	*best = base;
+	for (unsigned l = want; d->has_affinity && l < FT_LEVEL_NODE; l++)
+		if (brute_force(best, node, d, priority, (ft_level_t)l, pdb,
+				&base)) {
+			*level = (ft_level_t)l;
+			break;
+		}
+	return true;
 }
 
 static void random_cpus(char *buf, size_t size, unsigned *seed, unsigned n_cpus)
@@ -121,20 +157,24 @@ static unsigned random_pods(ft_pod_t *pods, ft_topology_t *t, unsigned *seed,
 }
 
 static void check_against_brute_force(ft_node_t *node, const ft_demand_t *d,
-				      int32_t priority)
+				      int32_t priority,
+				      const ft_pdb_view_t *pdb)
 {
-	ft_level_t level = ft_place_effective_level(d);
+	ft_level_t level;
 	ft_victim_cost_t best;
 	ft_victim_set_t got;
-	bool exists = brute_force(&best, node, d, priority, level);
+	bool exists = brute_force_search(&best, &level, node, d, priority, pdb);
 
-	ft_victims_search(&got, node, d, priority, NULL);
+	ft_victims_search(&got, node, d, priority, pdb);
 	assert_int_equal(got.found, exists);
-	if (!exists)
+	if (!exists) {
+		assert_int_equal(got.n, 0);
 		return;
+	}
 	assert_true(got.exact);
 	assert_int_equal(ft_victims_compare(&got.cost, &best), 0);
 	assert_true(ft_victims_feasible(node, d, level, got.holdings, got.n));
+	assert_int_equal(got.level, level);
 	for (unsigned i = 0; i < got.n; i++) {
 		assert_true(node->holdings[got.holdings[i]].priority <
 			    priority);
@@ -168,8 +208,8 @@ static void test_victims__exact_on_random_nodes(void **state)
 		list[n] = NULL;
 		node = ft_test_node("n", t, list);
 		check_against_brute_force(
-		    node, &d,
-		    (int32_t)((unsigned)rand_r(&seed) % 4) * 100 + 50);
+		    node, &d, (int32_t)((unsigned)rand_r(&seed) % 4) * 100 + 50,
+		    NULL);
 		checked++;
 		for (unsigned i = 0; i < n; i++)
 			ft_pod_dispose(&pods[i]);
@@ -255,8 +295,8 @@ static void test_victims__exact_on_random_shared_nodes(void **state)
 		node = ft_test_node("n", t, list);
 		assert_int_equal(node->conflicts, 0);
 		check_against_brute_force(
-		    node, &d,
-		    (int32_t)((unsigned)rand_r(&seed) % 4) * 100 + 50);
+		    node, &d, (int32_t)((unsigned)rand_r(&seed) % 4) * 100 + 50,
+		    NULL);
 		for (unsigned i = 0; i < n; i++)
 			ft_pod_dispose(&pods[i]);
 		ft_node_unref(node);
@@ -361,6 +401,25 @@ static void test_victims__pdb_avoided_when_another_set_exists(void **state)
 	ft_topology_unref(t);
 }
 
+/*
+ * Two budgets over the first `n` holdings: one allowing 0 or 1 disruption,
+ * one allowing none; each holding matches one of them or neither.
+ */
+static void random_pdb(ft_pdb_view_t *out, unsigned n, unsigned *seed)
+{
+	memset(out, 0, sizeof(*out));
+	out->n_budgets = 2;
+	out->allowed[0] = (int32_t)((unsigned)rand_r(seed) % 2);
+	out->allowed[1] = 0;
+	for (unsigned i = 0; i < n; i++) {
+		unsigned k = (unsigned)rand_r(seed) % 3;
+		if (k < 2) {
+			out->n_of[i] = 1;
+			out->of[i][0] = (uint8_t)k;
+		}
+	}
+}
+
 /* Exactness holds with budgets too: random budgets against brute force. */
 static void test_victims__exact_with_budgets(void **state)
 {
@@ -376,49 +435,14 @@ static void test_victims__exact_with_budgets(void **state)
 		    (ft_level_t)((unsigned)rand_r(&seed) % FT_LEVEL_COUNT),
 		    FT_MODE_GUARANTEED);
 		ft_pdb_view_t pdb;
-		ft_victim_cost_t best;
-		ft_victim_set_t got;
 		ft_node_t *node;
-		uint16_t cand[16], idx[16];
-		unsigned nc = 0;
-		bool exists = false;
 
-		memset(&pdb, 0, sizeof(pdb));
-		pdb.n_budgets = 2;
-		pdb.allowed[0] = (int32_t)((unsigned)rand_r(&seed) % 2);
-		pdb.allowed[1] = 0;
-		for (unsigned i = 0; i < n; i++) {
-			unsigned k = (unsigned)rand_r(&seed) % 3;
-			if (k < 2) {
-				pdb.n_of[i] = 1;
-				pdb.of[i][0] = (uint8_t)k;
-			}
+		random_pdb(&pdb, n, &seed);
+		for (unsigned i = 0; i < n; i++)
 			list[i] = &pods[i];
-		}
 		list[n] = NULL;
 		node = ft_test_node("n", t, list);
-		for (unsigned i = 0; i < node->n_holdings; i++)
-			if (node->holdings[i].priority < 250)
-				cand[nc++] = (uint16_t)i;
-		for (uint32_t mask = 0; mask < (1u << nc); mask++) {
-			ft_victim_cost_t c;
-			unsigned k = 0;
-			for (unsigned i = 0; i < nc; i++)
-				if (mask & (1u << i))
-					idx[k++] = cand[i];
-			if (!ft_victims_feasible(
-				node, &d, ft_place_effective_level(&d), idx, k))
-				continue;
-			ft_victims_cost(&c, node, idx, k, &pdb);
-			if (!exists || ft_victims_compare(&c, &best) < 0)
-				best = c;
-			exists = true;
-		}
-		ft_victims_search(&got, node, &d, 250, &pdb);
-		assert_int_equal(got.found, exists);
-		if (exists)
-			assert_int_equal(ft_victims_compare(&got.cost, &best),
-					 0);
+		check_against_brute_force(node, &d, 250, &pdb);
 		for (unsigned i = 0; i < n; i++)
 			ft_pod_dispose(&pods[i]);
 		ft_node_unref(node);
@@ -584,7 +608,7 @@ static void test_victims__exact_with_unknown_usage(void **state)
 			list[i] = &pods[i];
 		list[n] = NULL;
 		node = ft_test_node("n", t, list);
-		check_against_brute_force(node, &d, 250);
+		check_against_brute_force(node, &d, 250, NULL);
 		for (unsigned i = 0; i < n; i++)
 			ft_pod_dispose(&pods[i]);
 		ft_node_unref(node);
