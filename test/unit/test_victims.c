@@ -14,6 +14,8 @@
 
 #include <cmocka.h>
 
+#include <flextopo/codec.h>
+#include <flextopo/mig.h>
 #include <flextopo/victims.h>
 
 #include "support.h"
@@ -616,6 +618,153 @@ static void test_victims__exact_with_unknown_usage(void **state)
 	ft_topology_unref(t);
 }
 
+/* ---- MIG ---------------------------------------------------------------- */
+
+static const char *const mig_models[2] = {"NVIDIA A100-SXM4-80GB",
+					  "NVIDIA H100 80GB HBM3"};
+
+/* One socket, NUMA 0 (CPUs 0-7) and NUMA 1 (CPUs 8-15), a PCIe switch each. */
+static ft_topology_t *two_numa_box(void)
+{
+	ft_topology_t *t = NULL;
+	ft_cpuset_t cpus;
+
+	assert_int_equal(ft_topology_new(&t), 0);
+	assert_int_equal(ft_topology_add_socket(t, 0), 0);
+	ft_cpuset_parse(&cpus, "0-7");
+	assert_int_equal(ft_topology_add_numa(t, 0, 0, &cpus, 65536), 0);
+	ft_cpuset_parse(&cpus, "8-15");
+	assert_int_equal(ft_topology_add_numa(t, 0, 1, &cpus, 65536), 1);
+	assert_int_equal(ft_topology_add_switch(t, 0, 0), 0);
+	assert_int_equal(ft_topology_add_switch(t, 1, 1), 1);
+	return t;
+}
+
+/* Finish `t`, check its MIG layouts against the catalog and apply it. */
+static ft_topology_t *finish_with_catalog(ft_topology_t *t,
+					  const ft_mig_catalog_t *c)
+{
+	assert_int_equal(ft_topology_finish(t), 0);
+	assert_int_equal(ft_mig_catalog_check(c, t), 0);
+	ft_mig_catalog_apply(c, t);
+	return t;
+}
+
+/* An instance of `profile` at memory slice `start` of GPU position `gpu`. */
+typedef struct {
+	unsigned gpu;
+	const char *profile;
+	unsigned start;
+} mig_at_t;
+
+/*
+ * two_numa_box() with two H100-80GB GPUs, "G-0" on NUMA 0 and "G-1" on
+ * NUMA 1, and the instances `at`, named "MIG-<gpu>-<start>".
+ */
+static ft_topology_t *h100_mig_box(const ft_mig_catalog_t *c,
+				   const mig_at_t *at, unsigned n)
+{
+	const ft_mig_gpu_t *h100 = ft_mig_catalog_find(c, mig_models[1]);
+	ft_topology_t *t = two_numa_box();
+	char uuid[32];
+
+	for (unsigned g = 0; g < 2; g++) {
+		snprintf(uuid, sizeof(uuid), "G-%u", g);
+		assert_int_equal(ft_topology_add_gpu(t, g, g, (int)g, uuid,
+						     mig_models[1], 81920),
+				 (int)g);
+	}
+	for (unsigned i = 0; i < n; i++) {
+		snprintf(uuid, sizeof(uuid), "MIG-%u-%u", at[i].gpu,
+			 at[i].start);
+		assert_true(
+		    ft_topology_add_mig(
+			t, at[i].gpu, at[i].profile, at[i].start,
+			ft_mig_gpu_profile(h100, at[i].profile)->memory_slices,
+			uuid) >= 0);
+	}
+	return finish_with_catalog(t, c);
+}
+
+/* A pod holding the MIG instance `uuid`, of `profile`. */
+static void mig_pod(ft_pod_t *out, const char *uid, int32_t priority,
+		    const char *uuid, const char *profile)
+{
+	ft_test_pod(out, uid, priority, NULL, NULL, 0);
+	out->allocation.mig_uuids[out->allocation.n_mig++] = strdup(uuid);
+	out->has_allocation = true;
+	snprintf(out->demand.mig_profile, sizeof(out->demand.mig_profile), "%s",
+		 profile);
+	out->demand.mig_count = 1;
+}
+
+static ft_demand_t mig_demand(const char *profile, uint32_t count,
+			      ft_level_t level)
+{
+	ft_demand_t d = demand(0, 0, level, FT_MODE_GUARANTEED);
+
+	snprintf(d.mig_profile, sizeof(d.mig_profile), "%s", profile);
+	d.mig_count = count;
+	return d;
+}
+
+static const char *victim(const ft_node_t *node, const ft_victim_set_t *set,
+			  unsigned i)
+{
+	return node->holdings[set->holdings[i]].uid;
+}
+
+/*
+ * A pod holding an instance of unknown placement (bound without flextopo, so
+ * without an allocation) gives it back when evicted: on this MIG-strategy
+ * single node (two H100s, two 3g.40gb each) it asked one nvidia.com/gpu, an
+ * instance, and it is the cheapest victim. Evicting it used to count as
+ * freeing nothing, so a costlier pod was chosen.
+ */
+static void test_victims__mig_unknown_placement_given_back(void **state)
+{
+	static const mig_at_t at[] = {{0, "3g.40gb", 0},
+				      {0, "3g.40gb", 4},
+				      {1, "3g.40gb", 0},
+				      {1, "3g.40gb", 4}};
+	ft_mig_catalog_t c;
+	ft_topology_t *t;
+	ft_pod_t pods[4], *list[5];
+	ft_demand_t d = demand(1, 0, FT_LEVEL_NODE, FT_MODE_GUARANTEED);
+	ft_victim_set_t got;
+	ft_node_t *node;
+
+	assert_int_equal(ft_codec_mig_catalog_builtin(&c), 0);
+	t = h100_mig_box(&c, at, 4);
+	assert_int_equal(t->mig_strategy, FT_MIG_STRATEGY_SINGLE);
+	mig_pod(&pods[0], "a", 100, "MIG-0-0", "3g.40gb");
+	mig_pod(&pods[1], "b", 200, "MIG-0-4", "3g.40gb");
+	mig_pod(&pods[2], "c", 300, "MIG-1-0", "3g.40gb");
+	ft_test_pod(&pods[3], "unplaced", 0, NULL, NULL, 1);
+	for (unsigned i = 0; i < 4; i++)
+		list[i] = &pods[i];
+	list[4] = NULL;
+	node = ft_test_node("n", t, list);
+	assert_false(ft_place_fits_level(node, &d, FT_LEVEL_NODE));
+
+	ft_victims_search(&got, node, &d, 1000, NULL);
+	assert_true(got.found);
+	assert_int_equal(got.n, 1);
+	assert_string_equal(victim(node, &got, 0), "unplaced");
+	assert_true(
+	    ft_victims_feasible(node, &d, FT_LEVEL_NODE, got.holdings, got.n));
+	/* The same asked as the profile itself. */
+	d = mig_demand("3g.40gb", 1, FT_LEVEL_NODE);
+	ft_victims_search(&got, node, &d, 1000, NULL);
+	assert_int_equal(got.n, 1);
+	assert_string_equal(victim(node, &got, 0), "unplaced");
+	for (unsigned i = 0; i < 4; i++)
+		ft_pod_dispose(&pods[i]);
+	ft_node_unref(node);
+	ft_topology_unref(t);
+	ft_mig_catalog_dispose(&c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -628,6 +777,7 @@ int main(void)
 	    cmocka_unit_test(test_victims__none_when_higher_priority_blocks),
 	    cmocka_unit_test(test_victims__requires_only_matching_units),
 	    cmocka_unit_test(test_victims__single_strategy_frees_instances),
+	    cmocka_unit_test(test_victims__mig_unknown_placement_given_back),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
