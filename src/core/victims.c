@@ -10,7 +10,8 @@
  * priority keys, the shifted sum grows), so a feasible set is never extended;
  * and a branch stops when evicting every candidate left would still not fit.
  * The best set over all domains is the answer. Eviction is simulated on a
- * copy of the node's usage counters; the node itself is never changed.
+ * copy of the node's usage counters (and of its MIG instances of unknown
+ * placement); the node itself is never changed.
  * The preemptor's demand is read as placement reads it (ft_place_units):
  * translated on MIG-strategy single nodes, and only the units that meet its
  * capabilities (flextopo.io/requires) make a holding a candidate. On a node
@@ -106,14 +107,49 @@ static void give_back_cpus(ft_node_t *v, const ft_topology_t *t,
 	}
 }
 
-/* A copy of `node`'s usage with the holdings in `idx` gone. */
-static void release(ft_node_t *v, const ft_node_t *node, const uint16_t *idx,
-		    unsigned n)
+/*
+ * A node with some holdings gone, for one demand. Placement counts the MIG
+ * instances of unknown placement of the demand's profile from the holdings
+ * themselves, not from a counter (place.c), so the copy has one holding:
+ * what the holdings left hold of that profile, without a known placement.
+ */
+typedef struct {
+	ft_node_t node;
+	ft_holding_t unknown_mig;
+} released_t;
+
+static void keep_unknown_mig(released_t *out, const ft_node_t *node,
+			     const char *profile, const uint16_t *idx,
+			     unsigned n)
+{
+	ft_holding_t *u = &out->unknown_mig;
+
+	memset(u, 0, sizeof(*u));
+	memcpy(u->unknown_mig_profile, profile, FT_PROFILE_MAX);
+	for (unsigned i = 0; i < node->n_holdings; i++)
+		if (strcmp(node->holdings[i].unknown_mig_profile, profile) == 0)
+			u->unknown_mig += node->holdings[i].unknown_mig;
+	for (unsigned i = 0; i < n; i++)
+		if (strcmp(node->holdings[idx[i]].unknown_mig_profile,
+			   profile) == 0)
+			u->unknown_mig -= node->holdings[idx[i]].unknown_mig;
+	out->node.holdings = u;
+	out->node.n_holdings = 1;
+}
+
+/*
+ * `node` with the holdings in `idx` gone, for a demand of MIG `profile`
+ * (adapted to the node: ft_place_adapt).
+ */
+static void release(released_t *out, const ft_node_t *node, const char *profile,
+		    const uint16_t *idx, unsigned n)
 {
 	const ft_topology_t *t = node->topology;
+	ft_node_t *v = &out->node;
 	ft_cpuset_t free_cpus;
 
 	*v = *node;
+	keep_unknown_mig(out, node, profile, idx, n);
 	for (unsigned i = 0; i < n; i++) {
 		const ft_holding_t *h = &node->holdings[idx[i]];
 		unsigned spread = (unsigned)__builtin_popcount(h->numa_nodes);
@@ -158,12 +194,14 @@ static void release(ft_node_t *v, const ft_node_t *node, const uint16_t *idx,
 bool ft_victims_feasible(const ft_node_t *node, const ft_demand_t *d,
 			 ft_level_t level, const uint16_t *idx, unsigned n)
 {
-	ft_node_t v;
+	released_t v;
+	ft_demand_t a;
 
 	if (!node->topology)
 		return false;
-	release(&v, node, idx, n);
-	return ft_place_fits_level(&v, d, level);
+	ft_place_adapt(&a, node->topology, d);
+	release(&v, node, a.mig_profile, idx, n);
+	return ft_place_fits_level(&v.node, d, level);
 }
 
 typedef struct {
@@ -187,12 +225,12 @@ typedef struct {
 
 static bool fits(search_t *s, const uint16_t *idx, unsigned n)
 {
-	ft_node_t v;
+	released_t v;
 
-	release(&v, s->node, idx, n);
+	release(&v, s->node, s->d->mig_profile, idx, n);
 	if (s->domain >= 0)
-		return ft_place_fits_domain(&v, s->d, (unsigned)s->domain);
-	return ft_place_fits_level(&v, s->d, s->level);
+		return ft_place_fits_domain(&v.node, s->d, (unsigned)s->domain);
+	return ft_place_fits_level(&v.node, s->d, s->level);
 }
 
 /* Would chosen + every candidate from `from` on be enough? */
@@ -373,15 +411,16 @@ static void dfs(search_t *s, unsigned i, ft_victim_cost_t cost)
 	const ft_holding_t *h;
 	ft_victim_cost_t with, lb;
 	unsigned short_k;
-	ft_node_t v;
+	released_t v;
 
 	if (++s->visits > VISIT_BUDGET) {
 		s->best->exact = false;
 		return;
 	}
-	release(&v, s->node, s->chosen, s->n_chosen);
-	short_k = short_kinds(&v, s->d, (unsigned)s->domain);
-	if (!short_k && ft_place_fits_domain(&v, s->d, (unsigned)s->domain)) {
+	release(&v, s->node, s->d->mig_profile, s->chosen, s->n_chosen);
+	short_k = short_kinds(&v.node, s->d, (unsigned)s->domain);
+	if (!short_k &&
+	    ft_place_fits_domain(&v.node, s->d, (unsigned)s->domain)) {
 		if (improves(s, &cost))
 			record(s, &cost);
 		return;
@@ -478,13 +517,13 @@ static void greedy(search_t *s)
 static void search_domain(search_t *s, int32_t priority, int domain)
 {
 	ft_victim_cost_t empty;
-	ft_node_t v;
+	released_t v;
 
 	s->domain = domain;
 	s->visits = 0;
-	release(&v, s->node, NULL, 0);
+	release(&v, s->node, s->d->mig_profile, NULL, 0);
 	collect(s, priority, &s->node->topology->domains[domain],
-		short_kinds(&v, s->d, (unsigned)domain));
+		short_kinds(&v.node, s->d, (unsigned)domain));
 	/* The heuristic's set bounds the exact search from the start. */
 	s->n_chosen = 0;
 	greedy(s);
@@ -523,10 +562,10 @@ static void finish(ft_victim_set_t *out, const ft_node_t *node,
 		   const ft_demand_t *d)
 {
 	ft_verdict_t v;
-	ft_node_t after;
+	released_t after;
 
-	release(&after, node, out->holdings, out->n);
-	ft_place_filter(&v, &after, d);
+	release(&after, node, d->mig_profile, out->holdings, out->n);
+	ft_place_filter(&v, &after.node, d);
 	out->level = v.level;
 	/* Victims by descending priority: kube-scheduler reads Pods[0]. */
 	for (unsigned i = 1; i < out->n; i++) {

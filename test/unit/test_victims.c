@@ -1,8 +1,10 @@
 /*
  * Victim search: exactness against an exhaustive search over every subset on
- * many random small nodes, the paper's scenario on an 8x RTX 4090 box, and
- * the preemptor's demand read as placement reads it (capabilities, MIG
- * strategy single).
+ * many random small nodes (whole GPUs, shared GPUs, MIG layouts the catalog
+ * allows), the paper's scenario on an 8x RTX 4090 box, and the preemptor's
+ * demand read as placement reads it (capabilities, MIG strategy single).
+ * On MIG nodes the simulated eviction is also checked against the node
+ * rebuilt without the evicted pods.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +16,8 @@
 
 #include <cmocka.h>
 
+#include <flextopo/codec.h>
+#include <flextopo/mig.h>
 #include <flextopo/victims.h>
 
 #include "support.h"
@@ -52,10 +56,14 @@ static void pod(ft_pod_t *out, const char *uid, int32_t prio, int gpu_a,
 	ft_test_pod(out, uid, prio, gpus, cpus, 0);
 }
 
-/* Exhaustive: the cheapest feasible subset of lower-priority holdings. */
+/*
+ * Exhaustive: the cheapest subset of lower-priority holdings after which `d`
+ * fits at `level`, within `limit` (victims and PDB violations; NULL: none).
+ */
 static bool brute_force(ft_victim_cost_t *best, const ft_node_t *node,
 			const ft_demand_t *d, int32_t priority,
-			ft_level_t level)
+			ft_level_t level, const ft_pdb_view_t *pdb,
+			const ft_victim_cost_t *limit)
 {
 	uint16_t cand[32], idx[32];
 	unsigned n = 0;
@@ -72,12 +80,44 @@ static bool brute_force(ft_victim_cost_t *best, const ft_node_t *node,
 				idx[k++] = cand[i];
 		if (!ft_victims_feasible(node, d, level, idx, k))
 			continue;
-		ft_victims_cost(&c, node, idx, k, NULL);
+		ft_victims_cost(&c, node, idx, k, pdb);
+		if (limit && (c.count > limit->count ||
+			      c.pdb_violations > limit->pdb_violations))
+			continue;
 		if (!found || ft_victims_compare(&c, best) < 0)
 			*best = c;
 		found = true;
 	}
 	return found;
+}
+
+/*
+ * What the search must find, by brute force, and at which level: in
+ * guaranteed mode the cheapest set at the demand's level; in best-effort mode
+ * the cheapest set node-wide, unless a set reaching a tighter level (the
+ * tightest first) evicts no more pods and violates no more PDBs.
+ */
+static bool brute_force_search(ft_victim_cost_t *best, ft_level_t *level,
+			       const ft_node_t *node, const ft_demand_t *d,
+			       int32_t priority, const ft_pdb_view_t *pdb)
+{
+	ft_level_t want = ft_place_effective_level(d);
+	ft_victim_cost_t base;
+
+	*level = want;
+	if (d->has_affinity && d->mode == FT_MODE_GUARANTEED)
+		return brute_force(best, node, d, priority, want, pdb, NULL);
+	*level = FT_LEVEL_NODE;
+	if (!brute_force(&base, node, d, priority, FT_LEVEL_NODE, pdb, NULL))
+		return false;
+	*best = base;
+	for (unsigned l = want; d->has_affinity && l < FT_LEVEL_NODE; l++)
+		if (brute_force(best, node, d, priority, (ft_level_t)l, pdb,
+				&base)) {
+			*level = (ft_level_t)l;
+			break;
+		}
+	return true;
 }
 
 static void random_cpus(char *buf, size_t size, unsigned *seed, unsigned n_cpus)
@@ -120,21 +160,31 @@ static unsigned random_pods(ft_pod_t *pods, ft_topology_t *t, unsigned *seed,
 	return n;
 }
 
-static void check_against_brute_force(ft_node_t *node, const ft_demand_t *d,
-				      int32_t priority)
+/*
+ * Check the search against brute force; `out`, when not NULL, gets the
+ * search's answer.
+ */
+static void check_against_brute_force(ft_victim_set_t *out, ft_node_t *node,
+				      const ft_demand_t *d, int32_t priority,
+				      const ft_pdb_view_t *pdb)
 {
-	ft_level_t level = ft_place_effective_level(d);
+	ft_level_t level;
 	ft_victim_cost_t best;
 	ft_victim_set_t got;
-	bool exists = brute_force(&best, node, d, priority, level);
+	bool exists = brute_force_search(&best, &level, node, d, priority, pdb);
 
-	ft_victims_search(&got, node, d, priority, NULL);
+	ft_victims_search(&got, node, d, priority, pdb);
+	if (out)
+		*out = got;
 	assert_int_equal(got.found, exists);
-	if (!exists)
+	if (!exists) {
+		assert_int_equal(got.n, 0);
 		return;
+	}
 	assert_true(got.exact);
 	assert_int_equal(ft_victims_compare(&got.cost, &best), 0);
 	assert_true(ft_victims_feasible(node, d, level, got.holdings, got.n));
+	assert_int_equal(got.level, level);
 	for (unsigned i = 0; i < got.n; i++) {
 		assert_true(node->holdings[got.holdings[i]].priority <
 			    priority);
@@ -168,8 +218,8 @@ static void test_victims__exact_on_random_nodes(void **state)
 		list[n] = NULL;
 		node = ft_test_node("n", t, list);
 		check_against_brute_force(
-		    node, &d,
-		    (int32_t)((unsigned)rand_r(&seed) % 4) * 100 + 50);
+		    NULL, node, &d,
+		    (int32_t)((unsigned)rand_r(&seed) % 4) * 100 + 50, NULL);
 		checked++;
 		for (unsigned i = 0; i < n; i++)
 			ft_pod_dispose(&pods[i]);
@@ -255,8 +305,8 @@ static void test_victims__exact_on_random_shared_nodes(void **state)
 		node = ft_test_node("n", t, list);
 		assert_int_equal(node->conflicts, 0);
 		check_against_brute_force(
-		    node, &d,
-		    (int32_t)((unsigned)rand_r(&seed) % 4) * 100 + 50);
+		    NULL, node, &d,
+		    (int32_t)((unsigned)rand_r(&seed) % 4) * 100 + 50, NULL);
 		for (unsigned i = 0; i < n; i++)
 			ft_pod_dispose(&pods[i]);
 		ft_node_unref(node);
@@ -361,6 +411,25 @@ static void test_victims__pdb_avoided_when_another_set_exists(void **state)
 	ft_topology_unref(t);
 }
 
+/*
+ * Two budgets over the first `n` holdings: one allowing 0 or 1 disruption,
+ * one allowing none; each holding matches one of them or neither.
+ */
+static void random_pdb(ft_pdb_view_t *out, unsigned n, unsigned *seed)
+{
+	memset(out, 0, sizeof(*out));
+	out->n_budgets = 2;
+	out->allowed[0] = (int32_t)((unsigned)rand_r(seed) % 2);
+	out->allowed[1] = 0;
+	for (unsigned i = 0; i < n; i++) {
+		unsigned k = (unsigned)rand_r(seed) % 3;
+		if (k < 2) {
+			out->n_of[i] = 1;
+			out->of[i][0] = (uint8_t)k;
+		}
+	}
+}
+
 /* Exactness holds with budgets too: random budgets against brute force. */
 static void test_victims__exact_with_budgets(void **state)
 {
@@ -376,49 +445,14 @@ static void test_victims__exact_with_budgets(void **state)
 		    (ft_level_t)((unsigned)rand_r(&seed) % FT_LEVEL_COUNT),
 		    FT_MODE_GUARANTEED);
 		ft_pdb_view_t pdb;
-		ft_victim_cost_t best;
-		ft_victim_set_t got;
 		ft_node_t *node;
-		uint16_t cand[16], idx[16];
-		unsigned nc = 0;
-		bool exists = false;
 
-		memset(&pdb, 0, sizeof(pdb));
-		pdb.n_budgets = 2;
-		pdb.allowed[0] = (int32_t)((unsigned)rand_r(&seed) % 2);
-		pdb.allowed[1] = 0;
-		for (unsigned i = 0; i < n; i++) {
-			unsigned k = (unsigned)rand_r(&seed) % 3;
-			if (k < 2) {
-				pdb.n_of[i] = 1;
-				pdb.of[i][0] = (uint8_t)k;
-			}
+		random_pdb(&pdb, n, &seed);
+		for (unsigned i = 0; i < n; i++)
 			list[i] = &pods[i];
-		}
 		list[n] = NULL;
 		node = ft_test_node("n", t, list);
-		for (unsigned i = 0; i < node->n_holdings; i++)
-			if (node->holdings[i].priority < 250)
-				cand[nc++] = (uint16_t)i;
-		for (uint32_t mask = 0; mask < (1u << nc); mask++) {
-			ft_victim_cost_t c;
-			unsigned k = 0;
-			for (unsigned i = 0; i < nc; i++)
-				if (mask & (1u << i))
-					idx[k++] = cand[i];
-			if (!ft_victims_feasible(
-				node, &d, ft_place_effective_level(&d), idx, k))
-				continue;
-			ft_victims_cost(&c, node, idx, k, &pdb);
-			if (!exists || ft_victims_compare(&c, &best) < 0)
-				best = c;
-			exists = true;
-		}
-		ft_victims_search(&got, node, &d, 250, &pdb);
-		assert_int_equal(got.found, exists);
-		if (exists)
-			assert_int_equal(ft_victims_compare(&got.cost, &best),
-					 0);
+		check_against_brute_force(NULL, node, &d, 250, &pdb);
 		for (unsigned i = 0; i < n; i++)
 			ft_pod_dispose(&pods[i]);
 		ft_node_unref(node);
@@ -584,7 +618,7 @@ static void test_victims__exact_with_unknown_usage(void **state)
 			list[i] = &pods[i];
 		list[n] = NULL;
 		node = ft_test_node("n", t, list);
-		check_against_brute_force(node, &d, 250);
+		check_against_brute_force(NULL, node, &d, 250, NULL);
 		for (unsigned i = 0; i < n; i++)
 			ft_pod_dispose(&pods[i]);
 		ft_node_unref(node);
@@ -592,11 +626,592 @@ static void test_victims__exact_with_unknown_usage(void **state)
 	ft_topology_unref(t);
 }
 
+/* ---- MIG ---------------------------------------------------------------- */
+
+static const char *const mig_models[2] = {"NVIDIA A100-SXM4-80GB",
+					  "NVIDIA H100 80GB HBM3"};
+
+/* Profiles both models offer (configs/mig-catalog.yaml), smallest first. */
+static const char *const mig_profiles[6] = {"1g.10gb", "1g.20gb", "2g.20gb",
+					    "3g.40gb", "4g.40gb", "7g.80gb"};
+
+/* One socket, NUMA 0 (CPUs 0-7) and NUMA 1 (CPUs 8-15), a PCIe switch each. */
+static ft_topology_t *two_numa_box(void)
+{
+	ft_topology_t *t = NULL;
+	ft_cpuset_t cpus;
+
+	assert_int_equal(ft_topology_new(&t), 0);
+	assert_int_equal(ft_topology_add_socket(t, 0), 0);
+	ft_cpuset_parse(&cpus, "0-7");
+	assert_int_equal(ft_topology_add_numa(t, 0, 0, &cpus, 65536), 0);
+	ft_cpuset_parse(&cpus, "8-15");
+	assert_int_equal(ft_topology_add_numa(t, 0, 1, &cpus, 65536), 1);
+	assert_int_equal(ft_topology_add_switch(t, 0, 0), 0);
+	assert_int_equal(ft_topology_add_switch(t, 1, 1), 1);
+	return t;
+}
+
+/* Finish `t`, check its MIG layouts against the catalog and apply it. */
+static ft_topology_t *finish_with_catalog(ft_topology_t *t,
+					  const ft_mig_catalog_t *c)
+{
+	assert_int_equal(ft_topology_finish(t), 0);
+	assert_int_equal(ft_mig_catalog_check(c, t), 0);
+	ft_mig_catalog_apply(c, t);
+	return t;
+}
+
+/* An instance of `profile` at memory slice `start` of GPU position `gpu`. */
+typedef struct {
+	unsigned gpu;
+	const char *profile;
+	unsigned start;
+} mig_at_t;
+
+/*
+ * two_numa_box() with two H100-80GB GPUs, "G-0" on NUMA 0 and "G-1" on
+ * NUMA 1, and the instances `at`, named "MIG-<gpu>-<start>".
+ */
+static ft_topology_t *h100_mig_box(const ft_mig_catalog_t *c,
+				   const mig_at_t *at, unsigned n)
+{
+	const ft_mig_gpu_t *h100 = ft_mig_catalog_find(c, mig_models[1]);
+	ft_topology_t *t = two_numa_box();
+	char uuid[32];
+
+	for (unsigned g = 0; g < 2; g++) {
+		snprintf(uuid, sizeof(uuid), "G-%u", g);
+		assert_int_equal(ft_topology_add_gpu(t, g, g, (int)g, uuid,
+						     mig_models[1], 81920),
+				 (int)g);
+	}
+	for (unsigned i = 0; i < n; i++) {
+		snprintf(uuid, sizeof(uuid), "MIG-%u-%u", at[i].gpu,
+			 at[i].start);
+		assert_true(
+		    ft_topology_add_mig(
+			t, at[i].gpu, at[i].profile, at[i].start,
+			ft_mig_gpu_profile(h100, at[i].profile)->memory_slices,
+			uuid) >= 0);
+	}
+	return finish_with_catalog(t, c);
+}
+
+/*
+ * A pod of a hand-written MIG node: it holds instance `uuid` of `profile`,
+ * or with `uuid` NULL has no allocation and asked one nvidia.com/gpu.
+ */
+typedef struct {
+	const char *uid;
+	int32_t priority;
+	const char *uuid;
+	const char *profile;
+} held_t;
+
+/* h100_mig_box(at) with the pods `held`, and what the test must free. */
+typedef struct {
+	ft_mig_catalog_t catalog;
+	ft_topology_t *t;
+	ft_pod_t pods[8];
+	unsigned n;
+	ft_node_t *node;
+} mig_node_t;
+
+static void mig_node_init(mig_node_t *out, const mig_at_t *at, unsigned n_at,
+			  const held_t *held, unsigned n)
+{
+	ft_pod_t *list[9];
+
+	assert_true(n <= 8);
+	assert_int_equal(ft_codec_mig_catalog_builtin(&out->catalog), 0);
+	out->t = h100_mig_box(&out->catalog, at, n_at);
+	out->n = n;
+	for (unsigned i = 0; i < n; i++) {
+		ft_pod_t *pod = &out->pods[i];
+		ft_test_pod(pod, held[i].uid, held[i].priority, NULL, NULL,
+			    !held[i].uuid);
+		list[i] = pod;
+		if (!held[i].uuid)
+			continue;
+		pod->allocation.mig_uuids[pod->allocation.n_mig++] =
+		    strdup(held[i].uuid);
+		pod->has_allocation = true;
+		snprintf(pod->demand.mig_profile,
+			 sizeof(pod->demand.mig_profile), "%s",
+			 held[i].profile);
+		pod->demand.mig_count = 1;
+	}
+	list[n] = NULL;
+	out->node = ft_test_node("n", out->t, list);
+}
+
+static void mig_node_dispose(mig_node_t *m)
+{
+	for (unsigned i = 0; i < m->n; i++)
+		ft_pod_dispose(&m->pods[i]);
+	ft_node_unref(m->node);
+	ft_topology_unref(m->t);
+	ft_mig_catalog_dispose(&m->catalog);
+}
+
+static ft_demand_t mig_demand(const char *profile, uint32_t count,
+			      ft_level_t level)
+{
+	ft_demand_t d = demand(0, 0, level, FT_MODE_GUARANTEED);
+
+	snprintf(d.mig_profile, sizeof(d.mig_profile), "%s", profile);
+	d.mig_count = count;
+	return d;
+}
+
+static const char *victim(const ft_node_t *node, const ft_victim_set_t *set,
+			  unsigned i)
+{
+	return node->holdings[set->holdings[i]].uid;
+}
+
+/*
+ * MIG layouts are fixed (preemption does not repartition a GPU), so evicting
+ * holders of other profiles frees no 3g.40gb however cheap they are: the
+ * cheapest set frees instances of the profile asked, and with nvlink
+ * affinity two of them on one GPU.
+ */
+static void test_victims__mig_frees_the_profile_asked(void **state)
+{
+	static const mig_at_t at[] = {{0, "3g.40gb", 0},
+				      {0, "2g.20gb", 4},
+				      {0, "1g.10gb", 6},
+				      {1, "3g.40gb", 0},
+				      {1, "3g.40gb", 4}};
+	static const held_t held[] = {{"small", 0, "MIG-0-6", "1g.10gb"},
+				      {"medium", 10, "MIG-0-4", "2g.20gb"},
+				      {"big-0", 150, "MIG-0-0", "3g.40gb"},
+				      {"big-1", 200, "MIG-1-0", "3g.40gb"},
+				      {"big-2", 100, "MIG-1-4", "3g.40gb"}};
+	ft_demand_t d = mig_demand("3g.40gb", 1, FT_LEVEL_NODE);
+	ft_victim_set_t got;
+	mig_node_t m;
+
+	mig_node_init(&m, at, 5, held, 5);
+	ft_victims_search(&got, m.node, &d, 1000, NULL);
+	assert_true(got.found && got.exact);
+	assert_int_equal(got.n, 1);
+	assert_string_equal(victim(m.node, &got, 0), "big-2");
+	/* Two anywhere: the two cheapest 3g.40gb holders. */
+	d.mig_count = 2;
+	ft_victims_search(&got, m.node, &d, 1000, NULL);
+	assert_int_equal(got.n, 2);
+	assert_string_equal(victim(m.node, &got, 0), "big-0");
+	assert_string_equal(victim(m.node, &got, 1), "big-2");
+	/* Two in one NVLink domain: a MIG GPU is one, so both of GPU 1. */
+	d.level = FT_LEVEL_NVLINK;
+	ft_victims_search(&got, m.node, &d, 1000, NULL);
+	assert_int_equal(got.n, 2);
+	assert_string_equal(victim(m.node, &got, 0), "big-1");
+	assert_string_equal(victim(m.node, &got, 1), "big-2");
+	assert_int_equal(got.level, FT_LEVEL_NVLINK);
+	/* The small profile frees its own holder. */
+	d = mig_demand("1g.10gb", 1, FT_LEVEL_NODE);
+	ft_victims_search(&got, m.node, &d, 1000, NULL);
+	assert_int_equal(got.n, 1);
+	assert_string_equal(victim(m.node, &got, 0), "small");
+	mig_node_dispose(&m);
+}
+
+/*
+ * The only 3g.40gb is held by a pod of higher priority than the preemptor;
+ * the lower-priority pods hold 1g.10gb instances. No set helps: the search
+ * finds none, while filter says the node is short of a free 3g.40gb now
+ * (unfit, not unresolvable: the instance exists).
+ */
+static void
+test_victims__mig_none_when_only_other_profiles_are_lower(void **state)
+{
+	static const mig_at_t at[] = {{0, "3g.40gb", 0},
+				      {0, "1g.10gb", 4},
+				      {0, "1g.10gb", 5},
+				      {0, "1g.10gb", 6}};
+	static const held_t held[] = {{"serving", 2000, "MIG-0-0", "3g.40gb"},
+				      {"batch-4", 0, "MIG-0-4", "1g.10gb"},
+				      {"batch-5", 0, "MIG-0-5", "1g.10gb"},
+				      {"batch-6", 0, "MIG-0-6", "1g.10gb"}};
+	ft_demand_t d = mig_demand("3g.40gb", 1, FT_LEVEL_NODE);
+	ft_victim_set_t got;
+	ft_verdict_t v;
+	mig_node_t m;
+
+	mig_node_init(&m, at, 4, held, 4);
+	ft_victims_search(&got, m.node, &d, 1000, NULL);
+	assert_false(got.found);
+	assert_int_equal(got.n, 0);
+	assert_int_equal(got.level, FT_LEVEL_COUNT);
+	d.mode = FT_MODE_BEST_EFFORT;
+	ft_victims_search(&got, m.node, &d, 1000, NULL);
+	assert_false(got.found);
+	assert_int_equal(got.n, 0);
+	ft_place_filter(&v, m.node, &d);
+	assert_int_equal(v.fit, FT_UNFIT);
+	assert_string_equal(v.reason,
+			    "node: at most 0 free GPUs (MIG) with 16 free CPUs "
+			    "in one node, need 0 GPUs and 1 3g.40gb MIG "
+			    "instances with 0 CPUs");
+	/* Above the holder's priority the same search evicts it alone. */
+	ft_victims_search(&got, m.node, &d, 3000, NULL);
+	assert_true(got.found);
+	assert_int_equal(got.n, 1);
+	assert_string_equal(victim(m.node, &got, 0), "serving");
+	mig_node_dispose(&m);
+}
+
+/*
+ * A pod holding an instance of unknown placement (bound without flextopo, so
+ * without an allocation) gives it back when evicted: on this MIG-strategy
+ * single node (two H100s, two 3g.40gb each) it asked one nvidia.com/gpu, an
+ * instance, and it is the cheapest victim. Evicting it used to count as
+ * freeing nothing, so a costlier pod was chosen.
+ */
+static void test_victims__mig_unknown_placement_given_back(void **state)
+{
+	static const mig_at_t at[] = {{0, "3g.40gb", 0},
+				      {0, "3g.40gb", 4},
+				      {1, "3g.40gb", 0},
+				      {1, "3g.40gb", 4}};
+	static const held_t held[] = {{"a", 100, "MIG-0-0", "3g.40gb"},
+				      {"b", 200, "MIG-0-4", "3g.40gb"},
+				      {"c", 300, "MIG-1-0", "3g.40gb"},
+				      {"unplaced", 0, NULL, NULL}};
+	ft_demand_t d = demand(1, 0, FT_LEVEL_NODE, FT_MODE_GUARANTEED);
+	ft_victim_set_t got;
+	mig_node_t m;
+
+	mig_node_init(&m, at, 4, held, 4);
+	assert_int_equal(m.t->mig_strategy, FT_MIG_STRATEGY_SINGLE);
+	assert_false(ft_place_fits_level(m.node, &d, FT_LEVEL_NODE));
+	ft_victims_search(&got, m.node, &d, 1000, NULL);
+	assert_true(got.found);
+	assert_int_equal(got.n, 1);
+	assert_string_equal(victim(m.node, &got, 0), "unplaced");
+	assert_true(ft_victims_feasible(m.node, &d, FT_LEVEL_NODE, got.holdings,
+					got.n));
+	/* The same asked as the profile itself. */
+	d = mig_demand("3g.40gb", 1, FT_LEVEL_NODE);
+	ft_victims_search(&got, m.node, &d, 1000, NULL);
+	assert_int_equal(got.n, 1);
+	assert_string_equal(victim(m.node, &got, 0), "unplaced");
+	mig_node_dispose(&m);
+}
+
+/* Start slot number `k` (modulo their count) among those set in `starts`. */
+static unsigned nth_start(uint8_t starts, unsigned k)
+{
+	k %= (unsigned)__builtin_popcount(starts);
+	while (k--)
+		starts &= (uint8_t)(starts - 1);
+	return (unsigned)__builtin_ctz(starts);
+}
+
+/*
+ * Random instances on MIG GPU position `g`, as its catalog entry allows:
+ * known profiles at valid start slots, memory slices disjoint, at most 7
+ * compute slices and each profile's instance limit; half of the tries take
+ * one profile, so that a GPU often has several instances of it. `only`, when
+ * not NULL, is the one profile used (a MIG-strategy single node).
+ */
+static void random_layout(ft_topology_t *t, unsigned g, const ft_mig_gpu_t *cat,
+			  const char *only, unsigned *seed)
+{
+	unsigned counts[FT_MIG_PROFILES_MAX] = {0}, compute = 0, slices = 0;
+	const ft_mig_profile_t *most =
+	    only ? ft_mig_gpu_profile(cat, only)
+		 : &cat->profiles[(unsigned)rand_r(seed) % cat->n_profiles];
+	char uuid[32];
+
+	for (int tries = 0; tries < 12; tries++) {
+		const ft_mig_profile_t *p =
+		    only || (unsigned)rand_r(seed) % 2
+			? most
+			: &cat->profiles[(unsigned)rand_r(seed) %
+					 cat->n_profiles];
+		unsigned at = (unsigned)(p - cat->profiles);
+		unsigned start = nth_start(p->starts, (unsigned)rand_r(seed));
+		unsigned span = ((1u << p->memory_slices) - 1) << start;
+		if ((span & slices) || span > 0xff ||
+		    compute + p->compute_slices > 7 ||
+		    counts[at] >= p->max_instances)
+			continue;
+		slices |= span;
+		compute += p->compute_slices;
+		counts[at]++;
+		snprintf(uuid, sizeof(uuid), "MIG-%u-%u", g, start);
+		assert_true(ft_topology_add_mig(t, g, p->name, start,
+						p->memory_slices, uuid) >= 0);
+	}
+}
+
+/*
+ * two_numa_box() with 1-4 MIG-enabled A100-80GB or H100-80GB GPUs with
+ * random layouts and, unless `single`, 0-2 whole GPUs (NVLink-bridged when
+ * two), alternating NUMA nodes; "G-<position>" are their uuids. `single`:
+ * every instance of one profile, so the node is MIG strategy single.
+ */
+static ft_topology_t *random_mig_topology(const ft_mig_catalog_t *c,
+					  bool single, unsigned *seed)
+{
+	unsigned n_mig = 1 + (unsigned)rand_r(seed) % 4;
+	unsigned n_whole = single ? 0 : (unsigned)rand_r(seed) % 3;
+	const char *only =
+	    single ? mig_profiles[(unsigned)rand_r(seed) % 6] : NULL;
+	ft_topology_t *t = two_numa_box();
+	char uuid[16];
+
+	for (unsigned g = 0; g < n_mig + n_whole; g++) {
+		const char *model = mig_models[(unsigned)rand_r(seed) % 2];
+		snprintf(uuid, sizeof(uuid), "G-%u", g);
+		assert_int_equal(ft_topology_add_gpu(t, g % 2, g % 2, (int)g,
+						     uuid, model, 81920),
+				 (int)g);
+		if (g < n_mig)
+			random_layout(t, g, ft_mig_catalog_find(c, model), only,
+				      seed);
+	}
+	if (n_whole == 2)
+		assert_int_equal(
+		    ft_topology_add_nvlink(t, (int)n_mig, (int)n_mig + 1, 4),
+		    0);
+	return finish_with_catalog(t, c);
+}
+
+/* Units already given to the random pods of one node. */
+typedef struct {
+	uint64_t mig[2];
+	uint16_t gpus;
+	ft_cpuset_t cpus;
+} taken_t;
+
+/* Up to `n` free instances of one profile, as pod `out`'s allocation. */
+static void take_instances(ft_pod_t *out, const ft_topology_t *t,
+			   taken_t *taken, unsigned n, unsigned *seed)
+{
+	const char *profile = NULL;
+
+	for (int tries = 0; tries < 8 && out->allocation.n_mig < n; tries++) {
+		unsigned i = (unsigned)rand_r(seed) % t->n_mig;
+		if ((taken->mig[i / 64] >> (i % 64) & 1) ||
+		    (profile && strcmp(profile, t->mig[i].profile) != 0))
+			continue;
+		taken->mig[i / 64] |= UINT64_C(1) << (i % 64);
+		profile = t->mig[i].profile;
+		out->allocation.mig_uuids[out->allocation.n_mig++] =
+		    strdup(t->mig[i].uuid);
+	}
+	if (profile)
+		snprintf(out->demand.mig_profile,
+			 sizeof(out->demand.mig_profile), "%s", profile);
+	out->demand.mig_count = out->allocation.n_mig;
+}
+
+/* Pinned CPUs not yet taken, as pod `out`'s allocation. */
+static void take_cpus(ft_pod_t *out, taken_t *taken, unsigned *seed)
+{
+	char list[32];
+	ft_cpuset_t set;
+
+	random_cpus(list, sizeof(list), seed, 16);
+	ft_cpuset_parse(&set, list);
+	if (ft_cpuset_intersects(&set, &taken->cpus))
+		return;
+	ft_cpuset_or(&taken->cpus, &taken->cpus, &set);
+	out->allocation.cpus = set;
+	out->demand.exclusive_cpus = ft_cpuset_count(&set);
+}
+
+/*
+ * One random pod on a MIG node: 1 or 2 instances of one profile, a whole
+ * GPU, pinned CPUs alone, or an instance of unknown placement (no
+ * allocation: on a MIG-strategy single node asked as nvidia.com/gpu); the
+ * first two sometimes with pinned CPUs. Units never overlap.
+ */
+static void random_mig_pod(ft_pod_t *out, const char *uid,
+			   const ft_topology_t *t, taken_t *taken,
+			   unsigned *seed)
+{
+	unsigned kind = (unsigned)rand_r(seed) % 6;
+	uint16_t whole = t->whole_gpus & (uint16_t)~taken->gpus;
+
+	ft_test_pod(out, uid, (int32_t)((unsigned)rand_r(seed) % 4) * 100, NULL,
+		    NULL, 0);
+	out->start_time = (int64_t)((unsigned)rand_r(seed) % 5);
+	if (kind < 3 && t->n_mig) {
+		take_instances(out, t, taken, 1 + (kind == 2), seed);
+	} else if (kind == 3 && whole) {
+		unsigned g = (unsigned)__builtin_ctz(whole);
+		taken->gpus |= (uint16_t)(1u << g);
+		out->allocation.gpu_uuids[out->allocation.n_gpus++] =
+		    strdup(t->gpus[g].uuid);
+		out->demand.gpus = 1;
+	} else if (kind == 4 && t->n_mig) {
+		const char *single = ft_topology_single_profile(t);
+		out->demand.gpus = single != NULL;
+		out->demand.mig_count = single == NULL;
+		snprintf(
+		    out->demand.mig_profile, sizeof(out->demand.mig_profile),
+		    "%s",
+		    single ? ""
+			   : t->mig[(unsigned)rand_r(seed) % t->n_mig].profile);
+		return;
+	}
+	if (kind == 5 || (unsigned)rand_r(seed) % 2)
+		take_cpus(out, taken, seed);
+	out->has_allocation = out->allocation.n_mig || out->allocation.n_gpus ||
+			      !ft_cpuset_empty(&out->allocation.cpus);
+}
+
+/*
+ * A random preemptor on a MIG node: 1 or 2 instances of some profile (half
+ * the time one the node has), sometimes with a whole GPU; on a MIG-strategy
+ * single node, half the time 1 or 2 GPUs, which mean instances there. Some
+ * also pin CPUs or require memory and a precision (fp8: H100 only).
+ */
+static ft_demand_t random_mig_demand(const ft_topology_t *t, unsigned *seed)
+{
+	static const unsigned precisions[] = {0, FT_PRECISION_FP8,
+					      FT_PRECISION_BF16};
+	ft_demand_t d = demand(
+	    0, (unsigned)rand_r(seed) % 3 ? 0 : 1 + (unsigned)rand_r(seed) % 4,
+	    (ft_level_t)((unsigned)rand_r(seed) % FT_LEVEL_COUNT),
+	    (unsigned)rand_r(seed) % 2 ? FT_MODE_GUARANTEED
+				       : FT_MODE_BEST_EFFORT);
+
+	d.has_affinity = (unsigned)rand_r(seed) % 4 != 0;
+	if (ft_topology_single_profile(t) && (unsigned)rand_r(seed) % 2) {
+		d.gpus = 1 + (unsigned)rand_r(seed) % 2;
+	} else {
+		snprintf(d.mig_profile, sizeof(d.mig_profile), "%s",
+			 (unsigned)rand_r(seed) % 5
+			     ? t->mig[(unsigned)rand_r(seed) % t->n_mig].profile
+			     : mig_profiles[(unsigned)rand_r(seed) % 6]);
+		d.mig_count = 1 + (unsigned)rand_r(seed) % 2;
+		d.gpus = t->whole_gpus && (unsigned)rand_r(seed) % 3 == 0;
+	}
+	if ((unsigned)rand_r(seed) % 4 == 0) {
+		d.has_caps = true;
+		d.caps.memory_mib = ((unsigned)rand_r(seed) % 3) * 20480;
+		d.caps.precisions = precisions[(unsigned)rand_r(seed) % 3];
+	}
+	return d;
+}
+
+/* Does `d` fit at `level` on a node built afresh from `pods` less `gone`? */
+static bool fits_rebuilt(ft_topology_t *t, ft_pod_t *pods, unsigned n,
+			 const uint16_t *gone, unsigned n_gone,
+			 const ft_demand_t *d, ft_level_t level)
+{
+	ft_pod_t *list[17];
+	unsigned k = 0;
+	ft_node_t *node;
+	bool fits;
+
+	for (unsigned i = 0; i < n; i++) {
+		bool evicted = false;
+		for (unsigned j = 0; j < n_gone; j++)
+			evicted |= gone[j] == i;
+		if (!evicted)
+			list[k++] = &pods[i];
+	}
+	list[k] = NULL;
+	node = ft_test_node("n", t, list);
+	fits = ft_place_fits_level(node, d, level);
+	ft_node_unref(node);
+	return fits;
+}
+
+/*
+ * The simulated eviction against the real thing: for a random subset of
+ * lower-priority holdings, ft_victims_feasible() must agree with a node
+ * rebuilt without those pods, at the level the demand asks and node-wide.
+ */
+static void check_eviction_rebuilt(ft_topology_t *t, ft_pod_t *pods, unsigned n,
+				   const ft_node_t *node, const ft_demand_t *d,
+				   int32_t priority, unsigned *seed)
+{
+	ft_level_t levels[2] = {ft_place_effective_level(d), FT_LEVEL_NODE};
+	uint16_t gone[16];
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < node->n_holdings; i++)
+		if (node->holdings[i].priority < priority &&
+		    (unsigned)rand_r(seed) % 2)
+			gone[k++] = (uint16_t)i;
+	for (unsigned l = 0; l < 2; l++)
+		assert_int_equal(
+		    ft_victims_feasible(node, d, levels[l], gone, k),
+		    fits_rebuilt(t, pods, n, gone, k, d, levels[l]));
+}
+
+/*
+ * Exactness on MIG nodes: random valid layouts (1-4 MIG GPUs, with whole
+ * GPUs on mixed nodes; some nodes MIG strategy single), random holders of
+ * instances, whole GPUs, CPUs and instances of unknown placement, random
+ * budgets, and random preemptors asking instances (or GPUs meaning
+ * instances), with affinities, both modes and capabilities.
+ */
+static void test_victims__exact_on_random_mig_nodes(void **state)
+{
+	ft_mig_catalog_t catalog;
+	unsigned seed = 31337, single_nodes = 0, evicting = 0;
+
+	assert_int_equal(ft_codec_mig_catalog_builtin(&catalog), 0);
+	for (int round = 0; round < 4000; round++) {
+		ft_topology_t *t = random_mig_topology(
+		    &catalog, (unsigned)rand_r(&seed) % 4 == 0, &seed);
+		unsigned n = 3 + (unsigned)rand_r(&seed) % 8;
+		int32_t priority =
+		    (int32_t)((unsigned)rand_r(&seed) % 4) * 100 + 50;
+		ft_pod_t pods[10], *list[11];
+		ft_demand_t d = random_mig_demand(t, &seed);
+		ft_pdb_view_t pdb;
+		ft_victim_set_t got;
+		taken_t taken;
+		ft_node_t *node;
+
+		memset(&taken, 0, sizeof(taken));
+		for (unsigned i = 0; i < n; i++) {
+			char uid[16];
+			snprintf(uid, sizeof(uid), "m%u", i);
+			random_mig_pod(&pods[i], uid, t, &taken, &seed);
+			list[i] = &pods[i];
+		}
+		list[n] = NULL;
+		node = ft_test_node("n", t, list);
+		assert_int_equal(node->conflicts, 0);
+		random_pdb(&pdb, n, &seed);
+		check_against_brute_force(&got, node, &d, priority,
+					  (unsigned)rand_r(&seed) % 2 ? &pdb
+								      : NULL);
+		/* The pods really gone, the preemptor fits where it said. */
+		assert_true(!got.found || fits_rebuilt(t, pods, n, got.holdings,
+						       got.n, &d, got.level));
+		evicting += got.found && got.n;
+		check_eviction_rebuilt(t, pods, n, node, &d, priority, &seed);
+		single_nodes += ft_topology_single_profile(t) != NULL;
+		for (unsigned i = 0; i < n; i++)
+			ft_pod_dispose(&pods[i]);
+		ft_node_unref(node);
+		ft_topology_unref(t);
+	}
+	/* The random cases are not all trivial. */
+	assert_true(evicting > 600);
+	assert_true(single_nodes > 600);
+	ft_mig_catalog_dispose(&catalog);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_victims__exact_on_random_nodes),
 	    cmocka_unit_test(test_victims__exact_on_random_shared_nodes),
+	    cmocka_unit_test(test_victims__exact_on_random_mig_nodes),
 	    cmocka_unit_test(test_victims__paper_scenario_numa),
 	    cmocka_unit_test(test_victims__pdb_avoided_when_another_set_exists),
 	    cmocka_unit_test(test_victims__exact_with_budgets),
@@ -604,6 +1219,10 @@ int main(void)
 	    cmocka_unit_test(test_victims__none_when_higher_priority_blocks),
 	    cmocka_unit_test(test_victims__requires_only_matching_units),
 	    cmocka_unit_test(test_victims__single_strategy_frees_instances),
+	    cmocka_unit_test(test_victims__mig_frees_the_profile_asked),
+	    cmocka_unit_test(
+		test_victims__mig_none_when_only_other_profiles_are_lower),
+	    cmocka_unit_test(test_victims__mig_unknown_placement_given_back),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
