@@ -185,6 +185,7 @@ typedef struct bench_options {
 	long victim_iterations;	 /* < 0: MICRO_ITERATIONS; 0: skip */
 	bool packed;		 /* fill nodes as plan_packed does */
 	bool tiered;		 /* device holders above CPU-only pods */
+	const char *frag_window; /* fragmentationWindow, or NULL: default */
 } bench_options_t;
 
 /* ---- results, in memory shared with the child that measures ---- */
@@ -894,6 +895,9 @@ static int app_setup(run_t *run)
 {
 	if (ft_config_init(&run->app.cfg) < 0 ||
 	    ft_config_set(&run->app.cfg, "logLevel", "warn") < 0 ||
+	    (run->o->frag_window &&
+	     ft_config_set(&run->app.cfg, "fragmentationWindow",
+			   run->o->frag_window) < 0) ||
 	    ft_app_init(&run->app) < 0)
 		return fail(run->r, "app: %s", ft_error_last());
 	return generator_init(&run->gen, run->r, run->o, &run->app.opts);
@@ -2354,6 +2358,8 @@ static void print_header(const bench_options_t *o)
 		printf(", nodes: %s%s%s", o->packed ? "packed" : "",
 		       o->packed && o->tiered ? ", " : "",
 		       o->tiered ? "tiered priorities" : "");
+	printf(", fragmentationWindow %s",
+	       o->frag_window ? o->frag_window : "256 (default)");
 	printf("\n\n");
 }
 
@@ -2633,7 +2639,8 @@ static void usage(FILE *to)
 	    "                      [--seed S] [--threads T] [--fixed-uids] "
 	    "[--via-file]\n"
 	    "                      [--packed] [--tiered] "
-	    "[--preempt-iterations K]\n"
+	    "[--fragmentation-window N]\n"
+	    "                      [--preempt-iterations K]\n"
 	    "                      [--victim-iterations K]\n"
 	    "                      [--source-dir DIR]\n"
 	    "  --nodes N[,N...]  cluster sizes, repeatable (default "
@@ -2656,6 +2663,11 @@ static void usage(FILE *to)
 	    "                    does, instead of about half\n"
 	    "  --tiered          pods holding GPUs or MIG instances get "
 	    "priority %d more\n"
+	    "  --fragmentation-window N\n"
+	    "                    the config's fragmentationWindow (default "
+	    "256; 0 turns\n"
+	    "                    the fragmentation penalty of prioritize "
+	    "off)\n"
 	    "  --preempt-iterations K\n"
 	    "                    timed preempt requests per size (default "
 	    "%u up to 1000\n"
@@ -2766,6 +2778,9 @@ static int parse_option(bench_options_t *o, int c, bool *sized)
 	case 'T':
 		o->tiered = true;
 		return 0;
+	case 'F':
+		o->frag_window = optarg;
+		return 0;
 	default:
 		return -1;
 	}
@@ -2787,6 +2802,7 @@ static int parse_options(bench_options_t *o, int argc, char **argv)
 	    {"victim-iterations", required_argument, NULL, 'V'},
 	    {"packed", no_argument, NULL, 'P'},
 	    {"tiered", no_argument, NULL, 'T'},
+	    {"fragmentation-window", required_argument, NULL, 'F'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0}};
 	bool sized = false;

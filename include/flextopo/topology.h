@@ -109,6 +109,9 @@ typedef struct ft_mig_instance {
 	uint64_t memory_mib; /* the profile's memory: nominal from the name
 				("3g.40gb": 40 x 1024), replaced by the MIG
 				catalog's figure when it knows the product */
+	uint8_t profile_id;  /* position of the first instance of the same
+				profile (derived by finish): instances of one
+				profile compare equal without strcmp */
 } ft_mig_instance_t;
 
 /*
@@ -128,6 +131,7 @@ typedef struct ft_domain {
 	uint8_t owner; /* socket/NUMA/switch position; clique number */
 	uint16_t gpus;
 	uint16_t numa_nodes;
+	uint64_t mig[2]; /* MIG instance positions on its GPUs (derived) */
 } ft_domain_t;
 
 typedef struct ft_topology {

@@ -237,6 +237,8 @@ static uint16_t replica_gpus(const uint8_t *replicas)
 
 uint16_t ft_node_replica_gpus(const ft_node_t *node)
 {
+	if (!node->topology || !node->topology->shared_gpus)
+		return 0;
 	return replica_gpus(node->replicas_used);
 }
 

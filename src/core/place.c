@@ -174,19 +174,32 @@ static bool of_kind(const ft_topology_t *t, const ft_demand_t *d, bool mig,
 	return (kind_gpus(t, d) >> i) & 1;
 }
 
+/* The first instance of the demand's profile; n_mig when none or none
+ * asked. Profiles are compared by name once per profile, not per instance. */
+static unsigned first_of_profile(const ft_topology_t *t, const ft_demand_t *d)
+{
+	for (unsigned i = 0; d->mig_count && i < t->n_mig; i++)
+		if (t->mig[i].profile_id == i &&
+		    strcmp(t->mig[i].profile, d->mig_profile) == 0)
+			return i;
+	return t->n_mig;
+}
+
 void ft_place_units(ft_units_t *out, const ft_topology_t *t,
 		    const ft_demand_t *d)
 {
 	const ft_demand_t *a = &out->demand;
+	unsigned first;
 
 	ft_place_adapt(&out->demand, t, d);
+	first = first_of_profile(t, a);
 	out->gpus = kind_gpus(t, a);
 	out->mig[0] = out->mig[1] = 0;
 	for (unsigned g = 0; a->has_caps && g < t->n_gpus; g++)
 		if (unit_faults(t, &a->caps, false, g))
 			out->gpus &= (uint16_t) ~(1u << g);
-	for (unsigned i = 0; a->mig_count && i < t->n_mig; i++)
-		if (of_kind(t, a, true, i) &&
+	for (unsigned i = first; i < t->n_mig; i++)
+		if (t->mig[i].profile_id == first &&
 		    (!a->has_caps || !unit_faults(t, &a->caps, true, i)))
 			set_bit(out->mig, i);
 }
@@ -263,8 +276,10 @@ static room_t domain_room(const ask_t *a, const ft_domain_t *dom,
 		gpus &= (uint16_t)~ft_node_replica_gpus(node);
 	r.gpus = a->u.demand.ranks ? 0 : (uint32_t)__builtin_popcount(gpus);
 	r.shared = shared_room(a, dom->gpus, ignore_usage);
-	for (unsigned i = 0; a->u.demand.mig_count && i < t->n_mig; i++)
-		r.mig += mig_free(a, i, dom->gpus, ignore_usage);
+	for (unsigned k = 0; a->u.demand.mig_count && k < 2; k++)
+		r.mig += (uint32_t)__builtin_popcountll(
+		    a->u.mig[k] & dom->mig[k] &
+		    (ignore_usage ? ~UINT64_C(0) : ~node->mig_used[k]));
 	/* Visit only the domain's NUMA nodes: most domains hold one. */
 	for (unsigned m = dom->numa_nodes; m; m &= m - 1) {
 		unsigned n = (unsigned)__builtin_ctz(m);

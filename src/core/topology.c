@@ -404,6 +404,7 @@ static void push_domain(domains_t *d, ft_level_t level, unsigned owner,
 	d->list[d->n].owner = (uint8_t)owner;
 	d->list[d->n].gpus = gpus;
 	d->list[d->n].numa_nodes = numa_nodes;
+	d->list[d->n].mig[0] = d->list[d->n].mig[1] = 0;
 	d->n++;
 }
 
@@ -502,6 +503,23 @@ static int store_domains(ft_topology_t *t, domains_t *d)
 	return 0;
 }
 
+/* Each domain's MIG instances, and each instance's profile id. */
+static void derive_mig_masks(ft_topology_t *t)
+{
+	for (unsigned i = 0; i < t->n_mig; i++) {
+		const ft_mig_instance_t *m = &t->mig[i];
+		unsigned first = i;
+		for (unsigned j = 0; j < i && first == i; j++)
+			if (strcmp(t->mig[j].profile, m->profile) == 0)
+				first = j;
+		t->mig[i].profile_id = (uint8_t)first;
+		for (unsigned k = 0; k < t->n_domains; k++)
+			if (t->domains[k].gpus & (1u << m->gpu))
+				t->domains[k].mig[i / 64] |= UINT64_C(1)
+							     << (i % 64);
+	}
+}
+
 int ft_topology_finish(ft_topology_t *t)
 {
 	domains_t *d = NULL;
@@ -533,6 +551,7 @@ int ft_topology_finish(ft_topology_t *t)
 	t->domains = NULL;
 	if ((rc = store_domains(t, d)) < 0)
 		goto cleanup;
+	derive_mig_masks(t);
 	t->whole_gpus = 0;
 	t->n_cpus = 0;
 	for (unsigned g = 0; g < t->n_gpus; g++)
