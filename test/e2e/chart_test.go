@@ -467,25 +467,45 @@ func (a chartAccess) String() string {
 	return fmt.Sprintf("%s %s %s", a.verb, r, where)
 }
 
+// checkAccess asks a SubjectAccessReview for each entry. The API server's
+// RBAC authorizer learns new roles and bindings from its informers, a moment
+// after they are created: an access that should be allowed is asked again
+// for up to rbacSettle before it counts as denied. The first allowed entry
+// should come first, so that the denials are asked once RBAC has caught up.
 func (e *chartEnv) checkAccess(t *testing.T, user string, groups []string, want []chartAccess) {
 	t.Helper()
+	const rbacSettle = 5 * time.Second
 	for _, a := range want {
-		cx := ctx(t, 10*time.Second)
-		sar, err := e.c.client.AuthorizationV1().SubjectAccessReviews().Create(cx, &authorizationv1.SubjectAccessReview{
-			Spec: authorizationv1.SubjectAccessReviewSpec{
-				User: user, Groups: groups,
-				ResourceAttributes: &authorizationv1.ResourceAttributes{
-					Namespace: a.ns, Verb: a.verb, Group: a.group, Resource: a.res, Subresource: a.sub, Name: a.name,
-				},
-			},
-		}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatalf("SubjectAccessReview %s: %v", a, err)
-		}
-		if sar.Status.Allowed != a.allowed {
-			t.Errorf("%s may %s: allowed=%v, want %v (%s)", user, a, sar.Status.Allowed, a.allowed, sar.Status.Reason)
+		deadline := time.Now().Add(rbacSettle)
+		for {
+			sar := e.accessReview(t, user, groups, a)
+			if sar.Status.Allowed == a.allowed {
+				break
+			}
+			if !a.allowed || time.Now().After(deadline) {
+				t.Errorf("%s may %s: allowed=%v, want %v (%s)", user, a, sar.Status.Allowed, a.allowed, sar.Status.Reason)
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
 	}
+}
+
+func (e *chartEnv) accessReview(t *testing.T, user string, groups []string, a chartAccess) *authorizationv1.SubjectAccessReview {
+	t.Helper()
+	cx := ctx(t, 10*time.Second)
+	sar, err := e.c.client.AuthorizationV1().SubjectAccessReviews().Create(cx, &authorizationv1.SubjectAccessReview{
+		Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: user, Groups: groups,
+			ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Namespace: a.ns, Verb: a.verb, Group: a.group, Resource: a.res, Subresource: a.sub, Name: a.name,
+			},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("SubjectAccessReview %s: %v", a, err)
+	}
+	return sar
 }
 
 // TestChartRBAC creates the RBAC objects of each mode and checks, with

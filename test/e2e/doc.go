@@ -8,6 +8,10 @@
 // kube-scheduler, profile "flextopo-nopreempt", from the same configuration
 // without preemptVerb, to compare flextopo's victims with kube-scheduler's.
 //
+// mig_shared_test.go holds the scenarios of MIG policies, capability
+// requirements and fractions of shared GPUs (issue 4); README.md lists the
+// scenarios of every file.
+//
 // Run it with scripts/e2e.sh. Environment:
 //
 //	K8S_TESTENV          path to the k8s-testenv binary (required)

@@ -179,10 +179,11 @@ func (s *scenario) addNode(short, topologyAnnotation string, cpus int, memMiB in
 	return name
 }
 
-// addTopologyNode creates a node whose capacity matches its topology.
+// addTopologyNode creates a node whose capacity matches its topology, GPU
+// resources as the NVIDIA device plugin would advertise them.
 func (s *scenario) addTopologyNode(short string, t *Topology) string {
 	s.t.Helper()
-	name := s.addNode(short, t.json(), t.cpuCount(), t.memoryMiB(), t.gpuCount(), nil)
+	name := s.addNode(short, t.json(), t.cpuCount(), t.memoryMiB(), 0, t.deviceCapacity())
 	s.topos[name] = t
 	return name
 }

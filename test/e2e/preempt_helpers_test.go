@@ -212,16 +212,9 @@ func (t *Topology) numaIDs() []int {
 
 // allocationFor is the flextopo.io/allocation annotation of a held pod.
 func allocationFor(node string, t *Topology, h heldPod, memMiB int64) string {
-	type migEntry struct {
-		UUID    string `json:"uuid"`
-		Profile string `json:"profile"`
-		GPU     string `json:"gpu"`
-		Start   int    `json:"start"`
-		Size    int    `json:"size"`
-	}
 	a := map[string]interface{}{
 		"version": 1, "node": node, "level": "node", "mode": "best-effort",
-		"gpus": []string{}, "gpuIndexes": []int{}, "mig": []migEntry{},
+		"gpus": []string{}, "gpuIndexes": []int{}, "mig": []MIGAllocation{},
 		"cpuset": h.cpus, "numaNodes": []int{}, "memoryMiB": 0,
 	}
 	var gpus []string
@@ -231,13 +224,13 @@ func allocationFor(node string, t *Topology, h heldPod, memMiB int64) string {
 	if gpus != nil {
 		a["gpus"], a["gpuIndexes"] = gpus, h.gpus
 	}
-	var migs []migEntry
+	var migs []MIGAllocation
 	for _, m := range h.mig {
 		gu, inst, ok := t.migInstance(m.UUID)
 		if !ok {
 			panic("unknown MIG instance " + m.UUID)
 		}
-		migs = append(migs, migEntry{UUID: inst.UUID, Profile: inst.Profile, GPU: gu, Start: inst.Start, Size: inst.Size})
+		migs = append(migs, MIGAllocation{UUID: inst.UUID, Profile: inst.Profile, GPU: gu, Start: inst.Start, Size: inst.Size})
 	}
 	if migs != nil {
 		a["mig"] = migs
@@ -325,6 +318,9 @@ func (s *scenario) extenderFilter(probe podSpec, nodes []string) (passed []strin
 		}
 	}
 	ann := map[string]string{}
+	for k, v := range probe.annotations {
+		ann[k] = v
+	}
 	if probe.affinity != "" {
 		ann[annAffinity] = probe.affinity
 	}
@@ -615,9 +611,7 @@ func (o *preemptionOutcome) placement() string {
 	if len(o.alloc.MIG) > 0 {
 		var ids []string
 		for _, m := range o.alloc.MIG {
-			var e struct{ UUID, Profile string }
-			_ = json.Unmarshal(m, &e)
-			ids = append(ids, e.Profile+" "+e.UUID)
+			ids = append(ids, m.Profile+" "+m.UUID)
 		}
 		parts = append(parts, "MIG "+strings.Join(ids, ","))
 	}
@@ -965,21 +959,6 @@ func (s *scenario) newPDB(name string, labels map[string]string, pods int32) {
 	if _, err := s.c.client.PolicyV1().PodDisruptionBudgets(s.ns).UpdateStatus(cx, created, metav1.UpdateOptions{}); err != nil {
 		s.t.Fatalf("update status of PodDisruptionBudget %s: %v", name, err)
 	}
-}
-
-// migGPU adds a GPU with MIG instances straight under the NUMA node; each
-// instance gets uuid MIG-<node>-<gpu index>-<start>.
-func (b *topoBuilder) migGPU(r numaRef, model string, instances ...MIGInstance) int {
-	g := b.newGPUs(1)[0]
-	g.Model = model
-	g.MemoryMiB = 81559
-	for i := range instances {
-		instances[i].UUID = fmt.Sprintf("MIG-%s-%d-%d", b.node, g.Index, instances[i].Start)
-	}
-	g.MIG = &MIG{Enabled: true, Instances: instances}
-	n := b.get(r)
-	n.GPUs = append(n.GPUs, g)
-	return g.Index
 }
 
 // serverMinor returns the minor version of the API server (the same build

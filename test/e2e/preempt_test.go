@@ -14,7 +14,6 @@ package e2e
 // reported.
 
 import (
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -336,18 +335,11 @@ func TestPreemptionMIGProfile(t *testing.T) {
 	name := s.nodeName("h100")
 	b := newTopo(name)
 	n0 := b.numa(b.socket(), "0-31", 262144)
-	const model = "NVIDIA H100 80GB HBM3"
-	g0 := b.migGPU(n0, model,
-		MIGInstance{Profile: "3g.40gb", Start: 0, Size: 4},
-		MIGInstance{Profile: "3g.40gb", Start: 4, Size: 4})
-	var ones []MIGInstance
-	for i := 0; i < 7; i++ {
-		ones = append(ones, MIGInstance{Profile: "1g.10gb", Start: i, Size: 1})
-	}
-	g1 := b.migGPU(n0, model, ones...)
+	g0 := b.migGPU(n0, h100Model, migInstances("3g.40gb", 4, 0, 4)...)
+	g1 := b.migGPU(n0, h100Model, migInstances("1g.10gb", 1, 0, 1, 2, 3, 4, 5, 6)...)
 	topo := b.build()
 	mig := func(gpu, start int) MIGInstance {
-		return MIGInstance{UUID: fmt.Sprintf("MIG-%s-%d-%d", name, gpu, start)}
+		return MIGInstance{UUID: migUUID(name, gpu, start)}
 	}
 	node := s.addNode("h100", topo.json(), 32, 262144, 0, corev1.ResourceList{
 		"nvidia.com/mig-3g.40gb": resource.MustParse("2"),
@@ -385,10 +377,7 @@ func TestPreemptionMIGProfile(t *testing.T) {
 	if o.alloc == nil || len(o.alloc.MIG) != 1 {
 		t.Fatalf("allocation %+v: want exactly one MIG instance", o.alloc)
 	}
-	var got struct{ UUID, Profile string }
-	if err := json.Unmarshal(o.alloc.MIG[0], &got); err != nil {
-		t.Fatalf("allocation mig[0]: %v", err)
-	}
+	got := o.alloc.MIG[0]
 	if wantUUID := mig(g0, 0).UUID; got.UUID != wantUUID || got.Profile != "3g.40gb" {
 		t.Errorf("allocation mig %s %s, want 3g.40gb %s (the instance mig3g-batch held)", got.Profile, got.UUID, wantUUID)
 	}

@@ -6,6 +6,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // Annotation keys of the flextopo contract.
@@ -14,14 +17,19 @@ const (
 	annAffinity     = "flextopo.io/affinity"
 	annAffinityMode = "flextopo.io/affinity-mode"
 	annAllocation   = "flextopo.io/allocation"
+	annPolicy       = "flextopo.io/allocation-policy"
+	annRequires     = "flextopo.io/requires"
+	annFraction     = "flextopo.io/gpu-fraction"
 
 	resGPU = "nvidia.com/gpu"
 )
 
 // Topology is the node annotation flextopo.io/topology.
 type Topology struct {
-	Version int      `json:"version"`
-	Sockets []Socket `json:"sockets"`
+	Version        int      `json:"version"`
+	MIGStrategy    string   `json:"migStrategy,omitempty"`
+	SharedResource string   `json:"sharedResource,omitempty"`
+	Sockets        []Socket `json:"sockets"`
 }
 
 type Socket struct {
@@ -47,6 +55,7 @@ type GPU struct {
 	UUID      string   `json:"uuid"`
 	Model     string   `json:"model"`
 	MemoryMiB int64    `json:"memoryMiB"`
+	Replicas  int      `json:"replicas,omitempty"`
 	NVLinks   []NVLink `json:"nvlinks"`
 	MIG       *MIG     `json:"mig,omitempty"`
 }
@@ -70,31 +79,64 @@ type MIGInstance struct {
 
 // Allocation is the pod annotation flextopo.io/allocation written at bind.
 type Allocation struct {
-	Version    int               `json:"version"`
-	Node       string            `json:"node"`
-	Level      string            `json:"level"`
-	Mode       string            `json:"mode"`
-	GPUs       []string          `json:"gpus"`
-	GPUIndexes []int             `json:"gpuIndexes"`
-	MIG        []json.RawMessage `json:"mig"`
-	CPUSet     string            `json:"cpuset"`
-	NUMANodes  []int             `json:"numaNodes"`
-	MemoryMiB  int64             `json:"memoryMiB"`
+	Version    int                 `json:"version"`
+	Node       string              `json:"node"`
+	Level      string              `json:"level"`
+	Mode       string              `json:"mode"`
+	GPUs       []string            `json:"gpus"`
+	GPUIndexes []int               `json:"gpuIndexes"`
+	MIG        []MIGAllocation     `json:"mig"`
+	Replicas   []ReplicaAllocation `json:"replicas,omitempty"`
+	CPUSet     string              `json:"cpuset"`
+	NUMANodes  []int               `json:"numaNodes"`
+	MemoryMiB  int64               `json:"memoryMiB"`
 }
 
-const testGPUModel = "NVIDIA GeForce RTX 4090"
+// MIGAllocation is one MIG instance of an allocation.
+type MIGAllocation struct {
+	UUID    string `json:"uuid"`
+	Profile string `json:"profile"`
+	GPU     string `json:"gpu"` // UUID of the physical GPU
+	Start   int    `json:"start"`
+	Size    int    `json:"size"`
+}
+
+// ReplicaAllocation is the replicas an allocation holds on one shared GPU.
+type ReplicaAllocation struct {
+	GPU   string `json:"gpu"`
+	Count int    `json:"count"`
+}
+
+// GPU products the scenarios use, with nvidia-smi's name and memory.
+const (
+	testGPUModel  = "NVIDIA GeForce RTX 4090"
+	testGPUMemMiB = 24564
+	h100Model     = "NVIDIA H100 80GB HBM3"
+	h100MemMiB    = 81559
+	a100Model     = "NVIDIA A100-SXM4-80GB"
+	a100MemMiB    = 81920
+)
 
 // topoBuilder builds a single-node topology. GPU indexes are handed out in
 // the order GPUs are added; UUIDs are "GPU-<node>-<index>".
 type topoBuilder struct {
-	node  string
-	topo  Topology
-	next  int
-	links map[int]map[int]int
+	node   string
+	topo   Topology
+	next   int
+	links  map[int]map[int]int
+	model  string // of the GPUs added next
+	memMiB int64
 }
 
 func newTopo(node string) *topoBuilder {
-	return &topoBuilder{node: node, topo: Topology{Version: 1, Sockets: []Socket{}}, links: map[int]map[int]int{}}
+	return &topoBuilder{node: node, topo: Topology{Version: 1, Sockets: []Socket{}}, links: map[int]map[int]int{},
+		model: testGPUModel, memMiB: testGPUMemMiB}
+}
+
+// gpuModel sets the product of the GPUs added from now on.
+func (b *topoBuilder) gpuModel(model string, memMiB int64) *topoBuilder {
+	b.model, b.memMiB = model, memMiB
+	return b
 }
 
 func gpuUUID(node string, index int) string { return fmt.Sprintf("GPU-%s-%d", node, index) }
@@ -127,7 +169,7 @@ func (b *topoBuilder) numa(s int, cpus string, memMiB int64) numaRef {
 func (b *topoBuilder) newGPUs(n int) []GPU {
 	gpus := make([]GPU, n)
 	for i := range gpus {
-		gpus[i] = GPU{Index: b.next, UUID: gpuUUID(b.node, b.next), Model: testGPUModel, MemoryMiB: 24564, NVLinks: []NVLink{}}
+		gpus[i] = GPU{Index: b.next, UUID: gpuUUID(b.node, b.next), Model: b.model, MemoryMiB: b.memMiB, NVLinks: []NVLink{}}
 		b.next++
 	}
 	return gpus
@@ -147,6 +189,42 @@ func (b *topoBuilder) directGPUs(r numaRef, count int) []int {
 	n := b.get(r)
 	n.GPUs = append(n.GPUs, gpus...)
 	return indexes(gpus)
+}
+
+// migGPU adds a MIG-enabled GPU of the given model (80 GB H100 memory)
+// straight under the NUMA node; each instance gets uuid
+// MIG-<node>-<gpu index>-<start>.
+func (b *topoBuilder) migGPU(r numaRef, model string, instances ...MIGInstance) int {
+	g := b.newGPUs(1)[0]
+	g.Model = model
+	g.MemoryMiB = h100MemMiB
+	for i := range instances {
+		instances[i].UUID = migUUID(b.node, g.Index, instances[i].Start)
+	}
+	g.MIG = &MIG{Enabled: true, Instances: instances}
+	n := b.get(r)
+	n.GPUs = append(n.GPUs, g)
+	return g.Index
+}
+
+// migInstances lists instances of one profile at the given start slots.
+func migInstances(profile string, size int, starts ...int) []MIGInstance {
+	out := make([]MIGInstance, len(starts))
+	for i, st := range starts {
+		out[i] = MIGInstance{Profile: profile, Start: st, Size: size}
+	}
+	return out
+}
+
+func migUUID(node string, gpu, start int) string {
+	return fmt.Sprintf("MIG-%s-%d-%d", node, gpu, start)
+}
+
+// share time-slices every GPU added so far into `replicas` replicas, which
+// the device plugin advertises as `resource` ("" keeps nvidia.com/gpu).
+func (b *topoBuilder) share(replicas int, resource string) {
+	b.topo.SharedResource = resource
+	forEachGPU(&b.topo, func(_ int, g *GPU) { g.Replicas = replicas })
 }
 
 func (b *topoBuilder) switchCount() int {
@@ -219,11 +297,59 @@ func (t *Topology) json() string {
 	return string(out)
 }
 
-// gpuCount, cpuCount and memoryMiB give the node capacity matching t.
-func (t *Topology) gpuCount() int {
-	n := 0
-	forEachGPU(t, func(int, *GPU) { n++ })
-	return n
+// deviceCapacity, cpuCount and memoryMiB give the node capacity matching t.
+//
+// deviceCapacity is what the NVIDIA device plugin advertises: whole GPUs as
+// nvidia.com/gpu; MIG instances as nvidia.com/mig-<profile> (MIG strategy
+// mixed) or as nvidia.com/gpu (single); the replicas of shared GPUs under the
+// topology's sharedResource, else nvidia.com/gpu.
+func (t *Topology) deviceCapacity() corev1.ResourceList {
+	counts := map[corev1.ResourceName]int64{}
+	single := t.migSingle()
+	forEachGPU(t, func(_ int, g *GPU) {
+		switch {
+		case g.MIG != nil && g.MIG.Enabled:
+			for _, m := range g.MIG.Instances {
+				name := corev1.ResourceName("nvidia.com/mig-" + m.Profile)
+				if single {
+					name = resGPU
+				}
+				counts[name]++
+			}
+		case g.Replicas > 0 && t.SharedResource != "":
+			counts[corev1.ResourceName(t.SharedResource)] += int64(g.Replicas)
+		case g.Replicas > 0:
+			counts[resGPU] += int64(g.Replicas)
+		default:
+			counts[resGPU]++
+		}
+	})
+	out := corev1.ResourceList{}
+	for name, n := range counts {
+		out[name] = *resource.NewQuantity(n, resource.DecimalSI)
+	}
+	return out
+}
+
+// migSingle says whether the node runs MIG strategy single, by the rule of
+// README.md ("migStrategy"): the explicit key, else every GPU MIG-enabled
+// with instances of one profile.
+func (t *Topology) migSingle() bool {
+	if t.MIGStrategy != "" {
+		return t.MIGStrategy == "single"
+	}
+	profiles := map[string]bool{}
+	gpus, migGPUs := 0, 0
+	forEachGPU(t, func(_ int, g *GPU) {
+		gpus++
+		if g.MIG != nil && g.MIG.Enabled {
+			migGPUs++
+			for _, m := range g.MIG.Instances {
+				profiles[m.Profile] = true
+			}
+		}
+	})
+	return gpus > 0 && migGPUs == gpus && len(profiles) == 1
 }
 
 func (t *Topology) cpuCount() int {
