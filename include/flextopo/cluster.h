@@ -162,6 +162,18 @@ typedef struct ft_frag_cache_entry {
 	uint64_t mig[2];
 } ft_frag_cache_entry_t;
 
+#define FT_FRAG_MEMO 4 /* pod shapes remembered per node */
+
+/* A pod shape weighed on a node: F_n(m) per class after its placement. */
+typedef struct ft_frag_memo {
+	bool used;
+	ft_demand_t shape; /* ft_mix_class_of() of the pod */
+	uint8_t policy;	   /* the policy its placement followed */
+	int rc;		   /* ft_place_choose(): 0 or FT_ENOTFOUND */
+	uint32_t generations[FT_FRAG_CACHE]; /* of the classes below */
+	uint32_t after[FT_FRAG_CACHE];	     /* F_n(m) after, milli-GPU */
+} ft_frag_memo_t;
+
 typedef struct ft_node {
 	atomic_int refcount;
 	char *name;
@@ -183,13 +195,16 @@ typedef struct ft_node {
 	unsigned conflicts; /* holdings that claimed an already-held unit */
 	/*
 	 * Not part of the node's value: what each class of the workload mix
-	 * could use here (frag.h), filled lazily so that it is worked out
-	 * once per node and class. frag_busy guards it as a try-lock; a
-	 * thread that finds it held works without the cache. Kept last:
-	 * ft_node_preview() copies the fields before it.
+	 * could use here, and the fragmentation each class would see after
+	 * the placements of the last pod shapes weighed here (frag.h), filled
+	 * lazily so that each is worked out once per node. frag_busy guards
+	 * them as a try-lock; a thread that finds it held works without them.
+	 * Kept last: ft_node_preview() copies the fields before them.
 	 */
 	atomic_flag frag_busy;
 	ft_frag_cache_entry_t frag_cache[FT_FRAG_CACHE];
+	ft_frag_memo_t frag_memo[FT_FRAG_MEMO];
+	unsigned frag_memo_next; /* the slot the next shape replaces */
 } ft_node_t;
 
 /*

@@ -419,6 +419,8 @@ void ft_node_preview(ft_node_t *out, const ft_node_t *node,
 	atomic_init(&out->refcount, 0);
 	atomic_flag_clear(&out->frag_busy);
 	memset(out->frag_cache, 0, sizeof(out->frag_cache));
+	memset(out->frag_memo, 0, sizeof(out->frag_memo));
+	out->frag_memo_next = 0;
 	charge(out, h);
 	derive_free(out);
 }

@@ -324,21 +324,53 @@ static void preview(ft_node_t *after, const ft_node_t *node,
 	ft_node_preview(after, node, &h);
 }
 
-int ft_frag_delta(int64_t *out, const ft_node_t *node, const ft_demand_t *d,
-		  ft_policy_t policy, const ft_mix_t *mix)
+/* The memo of `shape` under `policy`, fresh for every class of the mix in
+ * use; NULL when there is none. Called with the node's try-lock held. */
+static const ft_frag_memo_t *memo_find(const ft_node_t *node,
+				       const ft_demand_t *shape, uint8_t policy,
+				       const ft_mix_t *mix)
 {
-	uint64_t before = 0, after = 0;
-	uint32_t free_before, free_after;
+	for (unsigned k = 0; k < FT_FRAG_MEMO; k++) {
+		const ft_frag_memo_t *e = &node->frag_memo[k];
+		bool fresh = e->used && e->policy == policy &&
+			     memcmp(&e->shape, shape, sizeof(*shape)) == 0;
+		for (unsigned c = 0; fresh && c < mix->n_classes; c++)
+			fresh = !mix->counts[c] ||
+				e->generations[c] == mix->generations[c];
+		if (fresh)
+			return e;
+	}
+	return NULL;
+}
+
+static bool lock_node(const ft_node_t *node)
+{
+	ft_node_t *n = (ft_node_t *)node;
+
+	return !atomic_flag_test_and_set_explicit(&n->frag_busy,
+						  memory_order_acquire);
+}
+
+static void unlock_node(const ft_node_t *node)
+{
+	ft_node_t *n = (ft_node_t *)node;
+
+	atomic_flag_clear_explicit(&n->frag_busy, memory_order_release);
+}
+
+/* Work out F_n(m) per class of the mix after `d` is placed on `node`. */
+static int work_after(uint32_t *after, const ft_node_t *node,
+		      const ft_demand_t *d, ft_policy_t policy,
+		      const ft_mix_t *mix)
+{
+	uint32_t free_after;
 	ft_placement_t p;
 	ft_node_t next;
 	int rc;
 
-	*out = 0;
-	if ((rc = ft_place_choose(&p, node, d, policy)) < 0 || !mix ||
-	    !mix->total)
+	if ((rc = ft_place_choose(&p, node, d, policy)) < 0)
 		return rc;
 	preview(&next, node, &p);
-	free_before = free_milli(node, NULL);
 	free_after = free_milli(&next, NULL);
 	for (unsigned c = 0; c < mix->n_classes; c++) {
 		const ft_demand_t *m = &mix->classes[c];
@@ -350,10 +382,75 @@ int ft_frag_delta(int64_t *out, const ft_node_t *node, const ft_demand_t *d,
 			v = u;
 		else
 			ft_place_usable(&v, &next, m);
-		before += (uint64_t)mix->counts[c] * less(free_before, u.milli);
-		after += (uint64_t)mix->counts[c] * less(free_after, v.milli);
+		after[c] = less(free_after, v.milli);
 	}
-	*out = (int64_t)weighted(mix, after) - (int64_t)weighted(mix, before);
+	return 0;
+}
+
+/*
+ * F_n(m) per class after `d` is placed: from the node's memo of pod
+ * shapes when it has this one, else worked out and remembered. The cache
+ * is not part of the node's value, hence the casts.
+ */
+static int frag_after(uint32_t *after, const ft_node_t *node,
+		      const ft_demand_t *d, ft_policy_t policy,
+		      const ft_mix_t *mix)
+{
+	uint8_t pol = (uint8_t)(d->has_policy ? d->policy : policy);
+	const ft_frag_memo_t *hit = NULL;
+	ft_frag_memo_t *slot;
+	ft_demand_t shape;
+	int rc;
+
+	if (!ft_mix_class_of(&shape, d))
+		return work_after(after, node, d, policy, mix);
+	if (lock_node(node)) {
+		if ((hit = memo_find(node, &shape, pol, mix)))
+			memcpy(after, hit->after, sizeof(hit->after));
+		unlock_node(node);
+	}
+	if (hit)
+		return 0;
+	if ((rc = work_after(after, node, d, policy, mix)) < 0 ||
+	    !lock_node(node))
+		return rc;
+	slot = (ft_frag_memo_t *)&node->frag_memo[node->frag_memo_next];
+	slot->used = true;
+	slot->shape = shape;
+	slot->policy = pol;
+	memcpy(slot->generations, mix->generations, sizeof(slot->generations));
+	memcpy(slot->after, after, sizeof(slot->after));
+	((ft_node_t *)node)->frag_memo_next =
+	    (node->frag_memo_next + 1) % FT_FRAG_MEMO;
+	unlock_node(node);
+	return 0;
+}
+
+int ft_frag_delta(int64_t *out, const ft_node_t *node, const ft_demand_t *d,
+		  ft_policy_t policy, const ft_mix_t *mix)
+{
+	uint32_t after[FT_MIX_CLASSES] = {0}, free_before;
+	uint64_t sum_before = 0, sum_after = 0;
+	ft_placement_t p;
+	int rc;
+
+	*out = 0;
+	if (!mix || !mix->total || !node->topology)
+		return (rc = ft_place_choose(&p, node, d, policy)) < 0 ? rc : 0;
+	if ((rc = frag_after(after, node, d, policy, mix)) < 0)
+		return rc;
+	free_before = free_milli(node, NULL);
+	for (unsigned c = 0; c < mix->n_classes; c++) {
+		ft_usable_t u;
+		if (!mix->counts[c])
+			continue;
+		usable_cached(&u, node, mix, c);
+		sum_before +=
+		    (uint64_t)mix->counts[c] * less(free_before, u.milli);
+		sum_after += (uint64_t)mix->counts[c] * after[c];
+	}
+	*out = (int64_t)weighted(mix, sum_after) -
+	       (int64_t)weighted(mix, sum_before);
 	return 0;
 }
 
