@@ -533,10 +533,14 @@ static cJSON *holding_json(const ft_node_t *node, const ft_holding_t *h)
 	put(o, "levels", levels_array(h->levels));
 	put(o, "gpus", gpu_indexes(t, h->gpus));
 	put(o, "mig", mig_list(t, h->mig));
+	if (any_replicas(h->replicas))
+		put(o, "replicas", replica_list(t, h->replicas));
 	put(o, "cpus", cpulist(&h->cpus));
 	put(o, "numaNodes", numa_ids(t, h->numa_nodes));
 	put_num(o, "memoryMiB", (double)h->memory_mib);
 	put_num(o, "unknownGpus", h->unknown_gpus);
+	if (h->unknown_replicas)
+		put_num(o, "unknownReplicas", h->unknown_replicas);
 	put_num(o, "unknownMig", h->unknown_mig);
 	put_str(o, "unknownMigProfile",
 		h->unknown_mig ? h->unknown_mig_profile : NULL);

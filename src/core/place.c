@@ -514,7 +514,9 @@ static void count_caps(caps_count_t *out, const ask_t *a, bool mig)
 
 	memset(out, 0, sizeof(*out));
 	out->mig = mig;
-	out->need = mig ? a->u.demand.mig_count : a->u.demand.gpus;
+	/* Ranks of shared GPUs are GPUs too: one distinct GPU each. */
+	out->need =
+	    mig ? a->u.demand.mig_count : a->u.demand.gpus + a->u.demand.ranks;
 	for (unsigned k = 0; k < FT_CAP_COUNT; k++)
 		out->unit[k] = -1;
 	for (unsigned i = 0; i < n; i++) {
@@ -600,7 +602,8 @@ static void describe_caps(char *buf, size_t size, const ask_t *a,
 		put_s(&out, a->u.demand.mig_profile);
 		put_s(&out, " instances match");
 	} else {
-		put_s(&out, " GPUs match");
+		put_s(&out,
+		      a->u.demand.ranks ? " shared GPUs match" : " GPUs match");
 	}
 	for (unsigned k = 0; k < FT_CAP_COUNT; k++) {
 		unsigned i = (unsigned)c->unit[k];

@@ -426,6 +426,10 @@ static void test_debug__node_shared_replicas(void **state)
 	gpu = tree_gpu(root, 0);
 	assert_int_equal(num(gpu, "replicasUsed"), 0);
 	expect_json(at(gpu, "replicasHeldBy"), "[]");
+	/* The holding lists its replicas per GPU too. */
+	expect_json(
+	    at(find(at(root, "holdings"), "name", "holder-2x08"), "replicas"),
+	    "[{\"gpu\":2,\"count\":8},{\"gpu\":3,\"count\":8}]");
 	cJSON_Delete(root);
 
 	r = http(fx->debug_port, "GET", "/debug/nodes/h100-shared?format=svg",

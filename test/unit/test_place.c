@@ -1470,6 +1470,29 @@ static void test_place__check_units_shared(void **state)
 	ft_topology_unref(t);
 }
 
+/*
+ * A shared-GPU demand whose requires no GPU meets is refused for the
+ * requirement, as a whole-GPU demand is, not for want of room.
+ */
+static void test_place__shared_requires_refused_for_caps(void **state)
+{
+	ft_topology_t *t = shared_pairs4(10);
+	ft_node_t *node = ft_test_node("n", t, NULL);
+	ft_demand_t d = shared_demand(1, 500, -1);
+	ft_verdict_t v;
+
+	(void)state;
+	d.has_caps = true;
+	d.caps.memory_mib = 81920;
+	ft_place_filter(&v, node, &d);
+	assert_int_equal(v.fit, FT_UNFIT_UNRESOLVABLE);
+	assert_string_equal(v.reason,
+			    "requires: 0 of 4 shared GPUs match (memoryPerGpu "
+			    "80Gi: 46068 MiB)");
+	ft_node_unref(node);
+	ft_topology_unref(t);
+}
+
 static int setup(void **state)
 {
 	return ft_codec_mig_catalog_builtin(&catalog);
@@ -1484,6 +1507,7 @@ static int teardown(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_place__shared_requires_refused_for_caps),
 	    cmocka_unit_test(test_place__nvlink_pair_free_fits),
 	    cmocka_unit_test(test_place__nvlink_broken_pairs_unfit),
 	    cmocka_unit_test(test_place__nvlink_never_on_pcie_box),
