@@ -255,16 +255,24 @@ static void test_frag__mig_stranded(void **state)
 	ft_topology_unref(t);
 }
 
-/* pairs4 with every GPU shared into `replicas`; GPU `g` has `used` held. */
-static ft_node_t *shared_node(unsigned replicas, unsigned g, unsigned used)
+/* pairs4 with every GPU shared into `replicas`. */
+static ft_topology_t *shared_box(unsigned replicas)
 {
 	ft_topology_t *t = ft_test_topology_pairs4("S");
+
+	for (unsigned g = 0; g < t->n_gpus; g++)
+		assert_int_equal(ft_topology_share_gpu(t, g, replicas), 0);
+	assert_int_equal(ft_topology_finish(t), 0);
+	return t;
+}
+
+/* shared_box(replicas) with `used` replicas of GPU `g` held. */
+static ft_node_t *shared_node(unsigned replicas, unsigned g, unsigned used)
+{
+	ft_topology_t *t = shared_box(replicas);
 	ft_pod_t pod, *list[2] = {&pod, NULL};
 	ft_node_t *node;
 
-	for (unsigned i = 0; i < t->n_gpus; i++)
-		assert_int_equal(ft_topology_share_gpu(t, i, replicas), 0);
-	assert_int_equal(ft_topology_finish(t), 0);
 	ft_test_pod(&pod, "r", 0, NULL, NULL, 0);
 	pod.allocation.replica_gpus[0] = strdup(t->gpus[g].uuid);
 	pod.allocation.replica_counts[0] = (uint8_t)used;
@@ -306,6 +314,49 @@ static void test_frag__shared_fraction(void **state)
 			 3);
 	ft_node_unref(fresh);
 	ft_node_unref(busy);
+}
+
+/*
+ * FGD inside a node: with 0.5-GPU pods in the mix, a 0.3 pod under packed
+ * does not go to the GPU with 5 of 10 replicas held (which would leave 2,
+ * too few for a 0.5 pod) but to the fullest GPU that keeps 5 free; under
+ * distributed to the emptiest. Without a mix, the policy's own pick.
+ */
+static void test_frag__choose_keeps_room_for_the_mix(void **state)
+{
+	ft_topology_t *t = shared_box(10);
+	ft_pod_t pods[2], *list[3] = {&pods[0], &pods[1], NULL};
+	ft_demand_t half = fraction_demand(1, 500),
+		    small = fraction_demand(1, 300);
+	ft_placement_t p;
+	ft_node_t *node;
+	ft_mix_t mix;
+
+	(void)state;
+	for (unsigned i = 0; i < 2; i++) {
+		ft_test_pod(&pods[i], i ? "b" : "a", 0, NULL, NULL, 0);
+		pods[i].allocation.replica_gpus[0] = strdup(t->gpus[i].uuid);
+		pods[i].allocation.replica_counts[0] = i ? 2 : 5;
+		pods[i].allocation.n_replicas = 1;
+		pods[i].has_allocation = true;
+	}
+	node = ft_test_node("s", t, list);
+	assert_int_equal(
+	    ft_frag_choose(&p, node, &small, FT_POLICY_PACKED, NULL), 0);
+	assert_int_equal(p.replicas[0], 3); /* packed: the fullest */
+	mix_of(&mix, &half, 4, NULL, 0);
+	assert_int_equal(
+	    ft_frag_choose(&p, node, &small, FT_POLICY_PACKED, &mix), 0);
+	assert_int_equal(p.replicas[0], 0);
+	assert_int_equal(p.replicas[1], 3);
+	assert_int_equal(p.level, FT_LEVEL_NVLINK);
+	assert_int_equal(
+	    ft_frag_choose(&p, node, &small, FT_POLICY_DISTRIBUTED, &mix), 0);
+	assert_int_equal(p.replicas[2], 3);
+	for (unsigned i = 0; i < 2; i++)
+		ft_pod_dispose(&pods[i]);
+	ft_node_unref(node);
+	ft_topology_unref(t);
 }
 
 /* No topology, no GPU asked, no placement: no penalty and no measure. */
@@ -366,6 +417,12 @@ static ft_demand_t palette(unsigned k)
 		return mig_demand("1g.10gb");
 	case 5:
 		return mig_demand("3g.40gb");
+	case 7:
+		return fraction_demand(1, 300);
+	case 8:
+		return fraction_demand(1, 800);
+	case 9:
+		return fraction_demand(2, 800);
 	default:
 		d = gpus_demand(1, FT_LEVEL_PCIE_SWITCH);
 		d.mode = FT_MODE_BEST_EFFORT;
@@ -373,7 +430,7 @@ static ft_demand_t palette(unsigned k)
 	}
 }
 
-/* A random node: the A100 box or the MIG box, some units held. */
+/* A random node of box `t`: some GPUs, instances or replicas held. */
 static ft_node_t *random_node(unsigned *seed, ft_topology_t *t, ft_pod_t *pods,
 			      unsigned *n)
 {
@@ -381,7 +438,19 @@ static ft_node_t *random_node(unsigned *seed, ft_topology_t *t, ft_pod_t *pods,
 
 	*n = 0;
 	for (unsigned g = 0; g < t->n_gpus; g++)
-		if (!t->gpus[g].mig_enabled && !rnd(seed, 3)) {
+		if (t->gpus[g].replicas && rnd(seed, 2)) {
+			char uid[16];
+			snprintf(uid, sizeof(uid), "s%u", g);
+			ft_test_pod(&pods[*n], uid, 0, NULL, NULL, 0);
+			pods[*n].allocation.replica_gpus[0] =
+			    strdup(t->gpus[g].uuid);
+			pods[*n].allocation.replica_counts[0] =
+			    (uint8_t)(1 + rnd(seed, t->gpus[g].replicas));
+			pods[*n].allocation.n_replicas = 1;
+			pods[*n].has_allocation = true;
+			(*n)++;
+		} else if (!t->gpus[g].mig_enabled && !t->gpus[g].replicas &&
+			   !rnd(seed, 3)) {
 			const char *one[2] = {t->gpus[g].uuid, NULL};
 			char uid[16];
 			snprintf(uid, sizeof(uid), "g%u", g);
@@ -417,6 +486,35 @@ static int64_t reference(const ft_node_t *node, const ft_mix_t *mix)
 }
 
 /*
+ * The change of F under `mix` from ft_frag_of alone, on `node` rebuilt from
+ * its `n` pods plus one holding placement `p` (which must hold no unit
+ * already held).
+ */
+static int64_t rebuilt_delta(const ft_node_t *node, ft_pod_t *pods, unsigned n,
+			     const ft_placement_t *p, const ft_demand_t *d,
+			     const ft_mix_t *mix)
+{
+	ft_pod_t *list[FT_GPU_MAX + FT_MIG_MAX + 2];
+	ft_node_t *after;
+	int64_t delta;
+
+	ft_test_pod(&pods[n], "new", 0, NULL, NULL, 0);
+	assert_int_equal(ft_codec_allocation_from_placement(&pods[n].allocation,
+							    p, node, d->mode),
+			 0);
+	pods[n].has_allocation = true;
+	for (unsigned i = 0; i <= n; i++)
+		list[i] = &pods[i];
+	list[n + 1] = NULL;
+	after = ft_test_node("r", node->topology, list);
+	assert_int_equal(after->conflicts, 0);
+	delta = reference(after, mix) - reference(node, mix);
+	ft_node_unref(after);
+	ft_pod_dispose(&pods[n]);
+	return delta;
+}
+
+/*
  * ft_frag_delta, with its node cache and its shortcut for classes the
  * placement leaves alone, equals the change of ft_frag_of computed from
  * scratch on the node rebuilt with the pod bound, on random nodes, mixes
@@ -425,26 +523,25 @@ static int64_t reference(const ft_node_t *node, const ft_mix_t *mix)
  */
 static void test_frag__delta_matches_reference(void **state)
 {
-	ft_topology_t *boxes[2] = {ft_test_topology_a100("P"),
-				   ft_test_topology_mig()};
+	ft_topology_t *boxes[3] = {ft_test_topology_a100("P"),
+				   ft_test_topology_mig(), shared_box(10)};
 	unsigned seed = 7, checked = 0;
 
 	(void)state;
-	for (unsigned iter = 0; iter < 400; iter++) {
-		ft_topology_t *t = boxes[iter % 2];
+	for (unsigned iter = 0; iter < 600; iter++) {
+		ft_topology_t *t = boxes[iter % 3];
 		ft_pod_t pods[FT_GPU_MAX + FT_MIG_MAX + 1];
-		ft_pod_t *list[FT_GPU_MAX + FT_MIG_MAX + 2];
-		ft_demand_t d = palette(rnd(&seed, 7));
-		ft_node_t *node, *after;
+		ft_demand_t d = palette(rnd(&seed, 10));
+		ft_node_t *node;
 		int64_t delta = 0, again = 0;
-		ft_placement_t p;
+		ft_placement_t p, q;
 		unsigned n;
 		ft_mix_t mix;
 
 		node = random_node(&seed, t, pods, &n);
 		ft_mix_init(&mix, 32);
 		for (unsigned k = 0, m = 1 + rnd(&seed, 6); k < m; k++) {
-			ft_demand_t c = palette(rnd(&seed, 7));
+			ft_demand_t c = palette(rnd(&seed, 10));
 			ft_mix_add(&mix, &c);
 		}
 		if (ft_place_choose(&p, node, &d, FT_POLICY_PACKED) < 0) {
@@ -459,29 +556,25 @@ static void test_frag__delta_matches_reference(void **state)
 						       FT_POLICY_PACKED, &mix),
 					 0);
 			assert_int_equal(again, delta);
-			ft_test_pod(&pods[n], "new", 0, NULL, NULL, 0);
+			assert_int_equal(ft_frag_choose(&q, node, &d,
+							FT_POLICY_PACKED, &mix),
+					 0);
+			/* FGD's pick is what the delta weighs, it is a
+			 * valid placement, and never worse than the
+			 * policy's own. */
 			assert_int_equal(
-			    ft_codec_allocation_from_placement(
-				&pods[n].allocation, &p, node, d.mode),
-			    0);
-			pods[n].has_allocation = true;
-			for (unsigned i = 0; i <= n; i++)
-				list[i] = &pods[i];
-			list[n + 1] = NULL;
-			after = ft_test_node("r", t, list);
-			assert_int_equal(delta, reference(after, &mix) -
-						    reference(node, &mix));
-			ft_node_unref(after);
-			ft_pod_dispose(&pods[n]);
+			    delta, rebuilt_delta(node, pods, n, &q, &d, &mix));
+			assert_true(delta <=
+				    rebuilt_delta(node, pods, n, &p, &d, &mix));
 			checked++;
 		}
 		for (unsigned i = 0; i < n; i++)
 			ft_pod_dispose(&pods[i]);
 		ft_node_unref(node);
 	}
-	assert_true(checked > 200);
-	ft_topology_unref(boxes[0]);
-	ft_topology_unref(boxes[1]);
+	assert_true(checked > 300);
+	for (unsigned b = 0; b < 3; b++)
+		ft_topology_unref(boxes[b]);
 }
 
 int main(void)
@@ -495,6 +588,7 @@ int main(void)
 	    cmocka_unit_test(test_frag__mig_stranded),
 	    cmocka_unit_test(test_frag__shared_fraction),
 	    cmocka_unit_test(test_frag__edges),
+	    cmocka_unit_test(test_frag__choose_keeps_room_for_the_mix),
 	    cmocka_unit_test(test_frag__delta_matches_reference),
 	};
 
