@@ -101,25 +101,12 @@ uint32_t ft_frag_of(const ft_node_t *node, const ft_demand_t *m);
 
 /*
  * How F_n under `mix` changes when `d` is placed on `node` as
- * ft_frag_choose() would place it under `policy`: F after minus F before,
+ * ft_place_choose() would place it under `policy`: F after minus F before,
  * milli-GPU (negative when the pod takes capacity that was fragment).
  * FT_ENOTFOUND when there is no placement; FT_EINVAL without topology.
  */
 int ft_frag_delta(int64_t *out, const ft_node_t *node, const ft_demand_t *d,
 		  ft_policy_t policy, const ft_mix_t *mix);
-
-/*
- * ft_place_choose(), with FGD's choice of GPU inside the node: for a demand
- * of one unit (one whole GPU, or one rank of shared GPUs) without pinned
- * CPUs, every unit it could take (ft_place_usable) is weighed and the one
- * whose placement leaves the node's fragmentation under `mix` lowest wins;
- * ties keep ft_place_choose()'s own pick, so the policy decides when
- * fragmentation does not. Other demands, or an empty mix, get
- * ft_place_choose() as it is. Errors as ft_place_choose().
- */
-int ft_frag_choose(ft_placement_t *out, const ft_node_t *node,
-		   const ft_demand_t *d, ft_policy_t policy,
-		   const ft_mix_t *mix);
 
 /*
  * Points taken off ft_place_score() for the fragmentation a placement adds:

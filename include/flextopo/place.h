@@ -196,14 +196,6 @@ void ft_place_unit_fault(ft_unit_fault_t *out, const ft_topology_t *t,
 			 const ft_caps_t *c, const ft_unit_check_t *u,
 			 ft_cap_t cap);
 
-/*
- * Replicas one rank of demand `d` (as ft_place_adapt() reads it) takes on
- * shared GPU position `g`: ceil(fraction x the GPU's replicas), or 1
- * without a fraction.
- */
-unsigned ft_place_rank_replicas(const ft_demand_t *d, const ft_topology_t *t,
-				unsigned g);
-
 /* The level a demand is placed at: its own, with CPU-only demands at numa or
  * looser. */
 ft_level_t ft_place_effective_level(const ft_demand_t *d);

@@ -486,7 +486,7 @@ static void explain_node(ft_explain_node_t *e, const ft_node_t *node,
 	}
 	if (e->verdict.fit == FT_FIT) {
 		e->placed =
-		    ft_frag_choose(&e->placement, node, d, policy, &mix) == 0;
+		    ft_place_choose(&e->placement, node, d, policy) == 0;
 		if (!e->placed)
 			snprintf(e->choose_error, sizeof(e->choose_error), "%s",
 				 ft_error_last());

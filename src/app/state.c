@@ -793,8 +793,7 @@ static int assume_new(ft_state_t *state, pod_rec_t *r, const ft_pod_t *pod,
 {
 	int rc;
 
-	if ((rc = ft_frag_choose(p, node, &pod->demand, policy, &state->mix)) <
-	    0)
+	if ((rc = ft_place_choose(p, node, &pod->demand, policy)) < 0)
 		return rc;
 	unlink_pod(state, r);
 	drop_assumed(r);

@@ -324,88 +324,6 @@ static void preview(ft_node_t *after, const ft_node_t *node,
 	ft_node_preview(after, node, &h);
 }
 
-/* One unit asked, no pinned CPUs: the placements FGD may choose among. */
-static bool single_unit(const ft_node_t *node, const ft_demand_t *d)
-{
-	ft_demand_t a;
-
-	ft_place_adapt(&a, node->topology, d);
-	return a.gpus + a.ranks == 1 && !a.mig_count && !a.exclusive_cpus;
-}
-
-/* `base` moved to GPU `g`: the whole GPU, or the rank's replicas there. */
-static void moved(ft_placement_t *out, const ft_placement_t *base,
-		  const ft_node_t *node, const ft_demand_t *d, unsigned g)
-{
-	const ft_topology_t *t = node->topology;
-	ft_demand_t a;
-
-	ft_place_adapt(&a, t, d);
-	*out = *base;
-	memset(out->replicas, 0, sizeof(out->replicas));
-	out->gpus = 0;
-	if (a.ranks)
-		out->replicas[g] = (uint8_t)ft_place_rank_replicas(&a, t, g);
-	else
-		out->gpus = (uint16_t)(1u << g);
-	out->levels = ft_place_levels_of(t, (uint16_t)(1u << g), 0);
-	out->level = ft_place_first_level(out->levels, base->level);
-}
-
-/*
- * Between placements that leave the same fragmentation: lower first. For a
- * rank, packed prefers the GPU with more replicas held and distributed the
- * one with fewer, as ft_place_choose() does; whole GPUs keep index order.
- */
-static int tie_rank(const ft_node_t *node, const ft_placement_t *p,
-		    ft_policy_t policy)
-{
-	int used = 0;
-
-	for (unsigned g = 0; g < FT_GPU_MAX; g++)
-		if (p->replicas[g])
-			used = node->replicas_used[g];
-	return policy == FT_POLICY_PACKED ? -used : used;
-}
-
-int ft_frag_choose(ft_placement_t *out, const ft_node_t *node,
-		   const ft_demand_t *d, ft_policy_t policy,
-		   const ft_mix_t *mix)
-{
-	ft_policy_t pol = d->has_policy ? d->policy : policy;
-	uint32_t best_f = 0;
-	int best_tie = 0;
-	ft_usable_t u;
-	int rc;
-
-	if ((rc = ft_place_choose(out, node, d, policy)) < 0 || !mix ||
-	    !mix->total || !single_unit(node, d))
-		return rc;
-	ft_place_usable(&u, node, d);
-	/* ft_place_choose()'s pick first, then every other unit. */
-	for (int pass = 0, g = -1; g < FT_GPU_MAX; g++) {
-		ft_placement_t p;
-		ft_node_t next;
-		uint32_t f;
-		int tie;
-		if (g >= 0 && !((u.gpus >> g) & 1))
-			continue;
-		if (g < 0)
-			p = *out;
-		else
-			moved(&p, out, node, d, (unsigned)g);
-		preview(&next, node, &p);
-		f = expected(&next, mix, NULL);
-		tie = tie_rank(node, &p, pol);
-		if (!pass++ || f < best_f || (f == best_f && tie < best_tie)) {
-			best_f = f;
-			best_tie = tie;
-			*out = p;
-		}
-	}
-	return 0;
-}
-
 /* The memo of `shape` under `policy`, fresh for every class of the mix in
  * use; NULL when there is none. Called with the node's try-lock held. */
 static const ft_frag_memo_t *memo_find(const ft_node_t *node,
@@ -450,7 +368,7 @@ static int work_after(uint32_t *after, const ft_node_t *node,
 	ft_node_t next;
 	int rc;
 
-	if ((rc = ft_frag_choose(&p, node, d, policy, mix)) < 0)
+	if ((rc = ft_place_choose(&p, node, d, policy)) < 0)
 		return rc;
 	preview(&next, node, &p);
 	free_after = free_milli(&next, NULL);

@@ -222,8 +222,8 @@ static bool mig_free(const ask_t *a, unsigned i, uint16_t gpus,
 }
 
 /* Replicas one rank takes on GPU `g`: ceil(f x replicas), or 1. */
-unsigned ft_place_rank_replicas(const ft_demand_t *d, const ft_topology_t *t,
-				unsigned g)
+static unsigned rank_replicas(const ft_demand_t *d, const ft_topology_t *t,
+			      unsigned g)
 {
 	if (!d->gpu_fraction_milli)
 		return 1;
@@ -246,7 +246,7 @@ static unsigned free_replicas(const ask_t *a, unsigned g, bool ignore_usage)
 static bool rank_fits(const ask_t *a, unsigned g)
 {
 	return free_replicas(a, g, false) >=
-	       ft_place_rank_replicas(&a->u.demand, a->t, g);
+	       rank_replicas(&a->u.demand, a->t, g);
 }
 
 static uint32_t shared_room(const ask_t *a, uint16_t gpus, bool ignore_usage)
@@ -257,9 +257,7 @@ static uint32_t shared_room(const ask_t *a, uint16_t gpus, bool ignore_usage)
 	for (unsigned m = gpus & a->u.gpus; d->ranks && m; m &= m - 1) {
 		unsigned g = (unsigned)__builtin_ctz(m);
 		unsigned f = free_replicas(a, g, ignore_usage);
-		r += d->gpu_fraction_milli
-			 ? f >= ft_place_rank_replicas(d, a->t, g)
-			 : f;
+		r += d->gpu_fraction_milli ? f >= rank_replicas(d, a->t, g) : f;
 	}
 	return r;
 }
@@ -972,7 +970,7 @@ static int choose_replicas(uint8_t *out, const ask_t *a, uint16_t gpus)
 			unsigned f = free_replicas(a, g, false);
 			long v = (long)(a->t->gpus[g].replicas - f + out[g]);
 			if ((d->gpu_fraction_milli && out[g]) ||
-			    f < out[g] + ft_place_rank_replicas(d, a->t, g))
+			    f < out[g] + rank_replicas(d, a->t, g))
 				continue;
 			v = a->policy == FT_POLICY_PACKED ? v : -v;
 			if (best < 0 || v > best_v) {
@@ -982,8 +980,7 @@ static int choose_replicas(uint8_t *out, const ask_t *a, uint16_t gpus)
 		}
 		if (best < 0)
 			return FT_ENOTFOUND;
-		out[best] +=
-		    (uint8_t)ft_place_rank_replicas(d, a->t, (unsigned)best);
+		out[best] += (uint8_t)rank_replicas(d, a->t, (unsigned)best);
 	}
 	return 0;
 }

@@ -316,49 +316,6 @@ static void test_frag__shared_fraction(void **state)
 	ft_node_unref(busy);
 }
 
-/*
- * FGD inside a node: with 0.5-GPU pods in the mix, a 0.3 pod under packed
- * does not go to the GPU with 5 of 10 replicas held (which would leave 2,
- * too few for a 0.5 pod) but to the fullest GPU that keeps 5 free; under
- * distributed to the emptiest. Without a mix, the policy's own pick.
- */
-static void test_frag__choose_keeps_room_for_the_mix(void **state)
-{
-	ft_topology_t *t = shared_box(10);
-	ft_pod_t pods[2], *list[3] = {&pods[0], &pods[1], NULL};
-	ft_demand_t half = fraction_demand(1, 500),
-		    small = fraction_demand(1, 300);
-	ft_placement_t p;
-	ft_node_t *node;
-	ft_mix_t mix;
-
-	(void)state;
-	for (unsigned i = 0; i < 2; i++) {
-		ft_test_pod(&pods[i], i ? "b" : "a", 0, NULL, NULL, 0);
-		pods[i].allocation.replica_gpus[0] = strdup(t->gpus[i].uuid);
-		pods[i].allocation.replica_counts[0] = i ? 2 : 5;
-		pods[i].allocation.n_replicas = 1;
-		pods[i].has_allocation = true;
-	}
-	node = ft_test_node("s", t, list);
-	assert_int_equal(
-	    ft_frag_choose(&p, node, &small, FT_POLICY_PACKED, NULL), 0);
-	assert_int_equal(p.replicas[0], 3); /* packed: the fullest */
-	mix_of(&mix, &half, 4, NULL, 0);
-	assert_int_equal(
-	    ft_frag_choose(&p, node, &small, FT_POLICY_PACKED, &mix), 0);
-	assert_int_equal(p.replicas[0], 0);
-	assert_int_equal(p.replicas[1], 3);
-	assert_int_equal(p.level, FT_LEVEL_NVLINK);
-	assert_int_equal(
-	    ft_frag_choose(&p, node, &small, FT_POLICY_DISTRIBUTED, &mix), 0);
-	assert_int_equal(p.replicas[2], 3);
-	for (unsigned i = 0; i < 2; i++)
-		ft_pod_dispose(&pods[i]);
-	ft_node_unref(node);
-	ft_topology_unref(t);
-}
-
 /* No topology, no GPU asked, no placement: no penalty and no measure. */
 static void test_frag__edges(void **state)
 {
@@ -534,7 +491,7 @@ static void test_frag__delta_matches_reference(void **state)
 		ft_demand_t d = palette(rnd(&seed, 10));
 		ft_node_t *node;
 		int64_t delta = 0, again = 0;
-		ft_placement_t p, q;
+		ft_placement_t p;
 		unsigned n;
 		ft_mix_t mix;
 
@@ -556,16 +513,10 @@ static void test_frag__delta_matches_reference(void **state)
 						       FT_POLICY_PACKED, &mix),
 					 0);
 			assert_int_equal(again, delta);
-			assert_int_equal(ft_frag_choose(&q, node, &d,
-							FT_POLICY_PACKED, &mix),
-					 0);
-			/* FGD's pick is what the delta weighs, it is a
-			 * valid placement, and never worse than the
-			 * policy's own. */
+			/* The delta weighs ft_place_choose()'s placement,
+			 * which holds no unit already held. */
 			assert_int_equal(
-			    delta, rebuilt_delta(node, pods, n, &q, &d, &mix));
-			assert_true(delta <=
-				    rebuilt_delta(node, pods, n, &p, &d, &mix));
+			    delta, rebuilt_delta(node, pods, n, &p, &d, &mix));
 			checked++;
 		}
 		for (unsigned i = 0; i < n; i++)
@@ -588,7 +539,6 @@ int main(void)
 	    cmocka_unit_test(test_frag__mig_stranded),
 	    cmocka_unit_test(test_frag__shared_fraction),
 	    cmocka_unit_test(test_frag__edges),
-	    cmocka_unit_test(test_frag__choose_keeps_room_for_the_mix),
 	    cmocka_unit_test(test_frag__delta_matches_reference),
 	};
 
