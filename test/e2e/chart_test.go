@@ -683,34 +683,6 @@ func (e *chartEnv) chartKubeconfig(dir, token string) string {
 	return p
 }
 
-// chartProcess starts a process and stops it (showing its log on failure)
-// when the test ends.
-func chartProcess(t *testing.T, name, dir, bin string, args ...string) *process {
-	t.Helper()
-	p, err := startProcess(name, filepath.Join(dir, name+".log"), bin, args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		p.stop(15 * time.Second)
-		if t.Failed() {
-			t.Logf("%s log (%s):\n%s", name, p.logPath, tailFile(p.logPath, 150))
-		}
-	})
-	return p
-}
-
-func chartExtenderBinary(c *cluster) string {
-	bin := os.Getenv("FLEXTOPO_EXTENDER")
-	if bin == "" {
-		return filepath.Join(c.repoRoot, "build", "flextopo-extender")
-	}
-	if !filepath.IsAbs(bin) {
-		return filepath.Join(c.repoRoot, bin)
-	}
-	return bin
-}
-
 // chartSecretFile returns the Secret and the key in it that a container
 // sees at file: it follows the volumeMount and the Secret volume's items, so
 // the test also checks the Deployment's wiring of the TLS files.
@@ -892,7 +864,7 @@ func chartSchedules(t *testing.T, withTLS bool) {
 	// Nodes first, so that the extender's first list holds them.
 	s := newScenario(t, c, id)
 	var nvlink, pcie string
-	extBin := chartExtenderBinary(c)
+	extBin := extenderBinary(c.repoRoot)
 	haveExtender := isExecutable(extBin)
 	if haveExtender {
 		pb := newTopo(s.nodeName("pcie"))
@@ -990,7 +962,7 @@ func chartSchedules(t *testing.T, withTLS bool) {
 		// The file as rendered; the in-cluster account and the fixed
 		// port are replaced by flags (which override the file).
 		args := append(extArgs[1:], "--kubeconfig", kubeconfig, "--listen", hostPort(extPort))
-		ext := chartProcess(t, "chart-extender", dir, extBin, args...)
+		ext := testProcess(t, "chart-extender", dir, extBin, args...)
 		client := httpClient(nil)
 		if withTLS {
 			client = chartTLSClient(secret.caPEM, ext0["tlsConfig"].(map[string]interface{})["serverName"].(string))
@@ -1091,7 +1063,7 @@ func chartSchedules(t *testing.T, withTLS bool) {
 		"--authentication-kubeconfig="+kubeconfig,
 		"--authorization-kubeconfig="+kubeconfig,
 	)
-	sched := chartProcess(t, "chart-kube-scheduler", dir, testenv, append([]string{"kube-scheduler"}, args...)...)
+	sched := testProcess(t, "chart-kube-scheduler", dir, testenv, append([]string{"kube-scheduler"}, args...)...)
 	// The probe the chart gives kube-scheduler: HTTPS /healthz on the
 	// secure port.
 	lp, _, _ := unstructured.NestedString(schedCtr, "livenessProbe", "httpGet", "path")

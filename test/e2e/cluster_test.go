@@ -91,12 +91,7 @@ func runMain(m *testing.M) int {
 		return 0
 	}
 
-	extender := os.Getenv("FLEXTOPO_EXTENDER")
-	if extender == "" {
-		extender = filepath.Join(root, "build", "flextopo-extender")
-	} else if !filepath.IsAbs(extender) {
-		extender = filepath.Join(root, extender)
-	}
+	extender := extenderBinary(root)
 	if !isExecutable(extender) {
 		msg := fmt.Sprintf("extender binary %s not found or not executable (set FLEXTOPO_EXTENDER or build it first)", extender)
 		if isCI() {
@@ -512,6 +507,58 @@ func (c *cluster) startExtraScheduler(name, schedulerName string, mutate func(cf
 		c.extraMu.Unlock()
 	}
 	return p, err
+}
+
+// testExtender is a flextopo-extender that one test starts beside the run's
+// own, with a configuration of its own.
+type testExtender struct {
+	name     string
+	url      string // the extender API, http://127.0.0.1:port
+	debugURL string // the debug API (debugListen)
+}
+
+// startTestExtender starts a flextopo-extender named name that watches the
+// run's API server, with the keys of cfg (configs/flextopo.yaml documents
+// them) written to its configuration file besides kubeconfig, listen,
+// debugListen and logLevel debug. It waits until the extender is ready and
+// stops it when the test ends.
+func (c *cluster) startTestExtender(t *testing.T, name string, cfg map[string]interface{}) *testExtender {
+	t.Helper()
+	dir, err := c.dir(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	debugPort, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := map[string]interface{}{
+		"kubeconfig": c.kubeconfig, "listen": hostPort(port), "debugListen": hostPort(debugPort), "logLevel": "debug",
+	}
+	for k, v := range cfg {
+		all[k] = v
+	}
+	raw, err := yaml.Marshal(all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := filepath.Join(dir, "flextopo.yaml")
+	if err := os.WriteFile(cfgPath, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := testProcess(t, name, dir, extenderBinary(c.repoRoot), "--config", cfgPath)
+	e := &testExtender{name: name, url: "http://" + hostPort(port), debugURL: "http://" + hostPort(debugPort)}
+	err = waitHTTP(p, httpClient(nil), e.url+"/readyz", nil, 60*time.Second, func(code int, _ string) bool {
+		return code == 200
+	})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return e
 }
 
 // httpClient verifies https against caPEM, or (nil) accepts any certificate:

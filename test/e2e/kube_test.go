@@ -128,6 +128,13 @@ func (s *scenario) nodeName(short string) string { return s.id + "-" + short }
 // status subresource. No kubelet ever reports for it.
 func (s *scenario) addNode(short, topologyAnnotation string, cpus int, memMiB int64, gpus int, extra corev1.ResourceList) string {
 	s.t.Helper()
+	return s.addLabelledNode(short, topologyAnnotation, cpus, memMiB, gpus, extra, nil)
+}
+
+// addLabelledNode is addNode with more labels besides the test's own.
+func (s *scenario) addLabelledNode(short, topologyAnnotation string, cpus int, memMiB int64, gpus int, extra corev1.ResourceList,
+	labels map[string]string) string {
+	s.t.Helper()
 	name := s.nodeName(short)
 	cx := ctx(s.t, 30*time.Second)
 	node := &corev1.Node{
@@ -140,6 +147,9 @@ func (s *scenario) addNode(short, topologyAnnotation string, cpus int, memMiB in
 			},
 			Annotations: map[string]string{},
 		},
+	}
+	for k, v := range labels {
+		node.Labels[k] = v
 	}
 	if topologyAnnotation != "" {
 		node.Annotations[annTopology] = topologyAnnotation
@@ -183,7 +193,14 @@ func (s *scenario) addNode(short, topologyAnnotation string, cpus int, memMiB in
 // resources as the NVIDIA device plugin would advertise them.
 func (s *scenario) addTopologyNode(short string, t *Topology) string {
 	s.t.Helper()
-	name := s.addNode(short, t.json(), t.cpuCount(), t.memoryMiB(), 0, t.deviceCapacity())
+	return s.addLabelledTopologyNode(short, t, nil)
+}
+
+// addLabelledTopologyNode is addTopologyNode with more labels besides the
+// test's own.
+func (s *scenario) addLabelledTopologyNode(short string, t *Topology, labels map[string]string) string {
+	s.t.Helper()
+	name := s.addLabelledNode(short, t.json(), t.cpuCount(), t.memoryMiB(), 0, t.deviceCapacity(), labels)
 	s.topos[name] = t
 	return name
 }
@@ -205,6 +222,7 @@ type podSpec struct {
 	labels        map[string]string   // metadata.labels
 	annotations   map[string]string   // more metadata.annotations
 	extended      corev1.ResourceList // more resources, as requests and limits (e.g. MIG)
+	nodeSelector  map[string]string   // replaces the selector of the test's nodes
 	// nodeName creates the pod already bound to that node (no scheduler
 	// involved); allocation, when set, is written as its flextopo.io/allocation
 	// annotation, as if flextopo had bound it.
@@ -214,6 +232,19 @@ type podSpec struct {
 
 func (s *scenario) createPod(ps podSpec) *corev1.Pod {
 	s.t.Helper()
+	cx := ctx(s.t, 30*time.Second)
+	created, err := s.c.client.CoreV1().Pods(s.ns).Create(cx, s.podObject(ps), metav1.CreateOptions{})
+	if err != nil {
+		s.t.Fatalf("create pod %s/%s: %v", s.ns, ps.name, err)
+	}
+	if ps.guaranteed && created.Status.QOSClass != "" && created.Status.QOSClass != corev1.PodQOSGuaranteed {
+		s.t.Fatalf("pod %s: QoS class %s, want Guaranteed", ps.name, created.Status.QOSClass)
+	}
+	return created
+}
+
+// podObject is the pod createPod creates for ps.
+func (s *scenario) podObject(ps podSpec) *corev1.Pod {
 	req := corev1.ResourceList{
 		corev1.ResourceCPU:    resource.MustParse(ps.cpu),
 		corev1.ResourceMemory: resource.MustParse(ps.memory),
@@ -244,11 +275,15 @@ func (s *scenario) createPod(ps podSpec) *corev1.Pod {
 	if ps.mode != "" {
 		ann[annAffinityMode] = ps.mode
 	}
+	selector := ps.nodeSelector
+	if selector == nil {
+		selector = map[string]string{labelTest: s.id}
+	}
 	zero := int64(0)
-	pod := &corev1.Pod{
+	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: ps.name, Namespace: s.ns, Annotations: ann, Labels: ps.labels},
 		Spec: corev1.PodSpec{
-			NodeSelector:                  map[string]string{labelTest: s.id},
+			NodeSelector:                  selector,
 			NodeName:                      ps.nodeName,
 			SchedulerName:                 ps.schedulerName,
 			PriorityClassName:             ps.priorityClass,
@@ -260,15 +295,6 @@ func (s *scenario) createPod(ps podSpec) *corev1.Pod {
 			}},
 		},
 	}
-	cx := ctx(s.t, 30*time.Second)
-	created, err := s.c.client.CoreV1().Pods(s.ns).Create(cx, pod, metav1.CreateOptions{})
-	if err != nil {
-		s.t.Fatalf("create pod %s/%s: %v", s.ns, ps.name, err)
-	}
-	if ps.guaranteed && created.Status.QOSClass != "" && created.Status.QOSClass != corev1.PodQOSGuaranteed {
-		s.t.Fatalf("pod %s: QoS class %s, want Guaranteed", ps.name, created.Status.QOSClass)
-	}
-	return created
 }
 
 // waitBound waits until the pod has a node (and, with needAllocation, an

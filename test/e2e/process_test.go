@@ -8,10 +8,12 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -51,6 +53,37 @@ func startProcess(name, logPath, bin string, args ...string) (*process, error) {
 		close(p.done)
 	}()
 	return p, nil
+}
+
+// testProcess starts a process that belongs to one test and stops it
+// (showing its log on failure) when the test ends.
+func testProcess(t *testing.T, name, dir, bin string, args ...string) *process {
+	t.Helper()
+	p, err := startProcess(name, filepath.Join(dir, name+".log"), bin, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		p.stop(15 * time.Second)
+		if t.Failed() {
+			t.Logf("%s log (%s):\n%s", name, p.logPath, tailFile(p.logPath, 150))
+		}
+	})
+	return p
+}
+
+// extenderBinary is the flextopo-extender the run uses: FLEXTOPO_EXTENDER
+// (relative to the repository root when not absolute), else
+// build/flextopo-extender.
+func extenderBinary(root string) string {
+	bin := os.Getenv("FLEXTOPO_EXTENDER")
+	if bin == "" {
+		return filepath.Join(root, "build", "flextopo-extender")
+	}
+	if !filepath.IsAbs(bin) {
+		return filepath.Join(root, bin)
+	}
+	return bin
 }
 
 // exited reports whether the process is gone, and how it ended.
