@@ -367,9 +367,18 @@ func (c *cluster) startExtender(bin string, port int) error {
 	if err != nil {
 		return err
 	}
+	// The shared extender scores without the fragmentation penalty: its
+	// workload mix would hold the pods of every test, in whatever order the
+	// parallel tests place them, and the penalty could then tip a test's
+	// choice between nodes. fragmentation_test.go runs its own extender
+	// with a window it fills itself.
+	cfg := filepath.Join(dir, "flextopo.yaml")
+	if err := os.WriteFile(cfg, []byte("fragmentationWindow: 0\n"), 0o600); err != nil {
+		return err
+	}
 	// Debug level: the preemption tests read the per-request preempt lines
 	// from the extender's log to prove which nodes reached the verb.
-	args := []string{"--kubeconfig", c.kubeconfig, "--listen", hostPort(port), "--log-level", "debug"}
+	args := []string{"--config", cfg, "--kubeconfig", c.kubeconfig, "--listen", hostPort(port), "--log-level", "debug"}
 	args = append(args, strings.Fields(os.Getenv("FLEXTOPO_EXTENDER_ARGS"))...)
 	c.extender, err = startProcess("flextopo-extender", filepath.Join(dir, "extender.log"), bin, args...)
 	if err != nil {
