@@ -174,6 +174,20 @@ typedef struct ft_frag_memo {
 	uint32_t after[FT_FRAG_CACHE];	     /* F_n(m) after, milli-GPU */
 } ft_frag_memo_t;
 
+/*
+ * What each class of the workload mix could use on a node, and the
+ * fragmentation each class would see after the placements of the last pod
+ * shapes weighed there, kept so that each is worked out once per node.
+ * `busy` guards the rest as a try-lock: a thread that finds it held works
+ * without the cache.
+ */
+typedef struct ft_node_frag {
+	atomic_flag busy;
+	ft_frag_cache_entry_t cache[FT_FRAG_CACHE];
+	ft_frag_memo_t memo[FT_FRAG_MEMO];
+	unsigned memo_next; /* the slot the next shape replaces */
+} ft_node_frag_t;
+
 typedef struct ft_node {
 	atomic_int refcount;
 	char *name;
@@ -194,17 +208,11 @@ typedef struct ft_node {
 	uint32_t unknown_cpus;
 	unsigned conflicts; /* holdings that claimed an already-held unit */
 	/*
-	 * Not part of the node's value: what each class of the workload mix
-	 * could use here, and the fragmentation each class would see after
-	 * the placements of the last pod shapes weighed here (frag.h), filled
-	 * lazily so that each is worked out once per node. frag_busy guards
-	 * them as a try-lock; a thread that finds it held works without them.
-	 * Kept last: ft_node_preview() copies the fields before them.
+	 * Not part of the node's value: a cache for fragmentation (frag.h),
+	 * filled lazily. NULL in value copies (ft_node_copy_value), which
+	 * then work without it.
 	 */
-	atomic_flag frag_busy;
-	ft_frag_cache_entry_t frag_cache[FT_FRAG_CACHE];
-	ft_frag_memo_t frag_memo[FT_FRAG_MEMO];
-	unsigned frag_memo_next; /* the slot the next shape replaces */
+	ft_node_frag_t *frag;
 } ft_node_t;
 
 /*
@@ -221,11 +229,17 @@ ft_node_t *ft_node_ref(ft_node_t *node);
 void ft_node_unref(ft_node_t *node);
 
 /*
+ * A value copy of `node` in `out`, to change its usage: it borrows node's
+ * name, topology and holdings (it takes no reference; never ft_node_unref
+ * it, and it lives no longer than `node`), and has no fragmentation cache.
+ * The reference count, which other threads change, is not read.
+ */
+void ft_node_copy_value(ft_node_t *out, const ft_node_t *node);
+
+/*
  * `node` as it would be with holding `h` charged too, in `out`: a value copy
- * that borrows node's name, topology and holdings (it takes no reference;
- * never ft_node_unref it, and it lives no longer than `node`). For weighing
- * a placement before it is made (frag.h). Only the usage fields of `h` are
- * read.
+ * (ft_node_copy_value). For weighing a placement before it is made
+ * (frag.h). Only the usage fields of `h` are read.
  */
 void ft_node_preview(ft_node_t *out, const ft_node_t *node,
 		     const ft_holding_t *h);

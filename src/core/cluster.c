@@ -132,6 +132,7 @@ static void node_free(ft_node_t *node)
 	free(node->holdings);
 	free(node->name);
 	free(node->topology_error);
+	free(node->frag);
 	ft_topology_unref(node->topology);
 	free(node);
 }
@@ -359,15 +360,16 @@ static int node_alloc(ft_node_t **out, const char *name,
 	if (!node)
 		return ft_error_set(FT_ENOMEM, "node %s: out of memory", name);
 	atomic_init(&node->refcount, 1);
-	atomic_flag_clear(&node->frag_busy);
+	node->frag = calloc(1, sizeof(*node->frag));
 	node->topology = ft_topology_ref(topology);
 	node->name = strdup(name);
 	node->topology_error = topology_error ? strdup(topology_error) : NULL;
 	node->holdings =
 	    n_pods ? calloc(n_pods, sizeof(*node->holdings)) : NULL;
 	if (!node->name || (topology_error && !node->topology_error) ||
-	    (n_pods && !node->holdings))
+	    (n_pods && !node->holdings) || !node->frag)
 		return ft_error_set(FT_ENOMEM, "node %s: out of memory", name);
+	atomic_flag_clear(&node->frag->busy);
 	if (!topology)
 		return 0;
 	for (unsigned n = 0; n < topology->n_numa; n++)
@@ -407,20 +409,20 @@ cleanup:
 	return rc;
 }
 
+void ft_node_copy_value(ft_node_t *out, const ft_node_t *node)
+{
+	size_t skip = offsetof(ft_node_t, name);
+
+	memcpy((char *)out + skip, (const char *)node + skip,
+	       sizeof(*out) - skip);
+	atomic_init(&out->refcount, 0);
+	out->frag = NULL;
+}
+
 void ft_node_preview(ft_node_t *out, const ft_node_t *node,
 		     const ft_holding_t *h)
 {
-	size_t skip = offsetof(ft_node_t, name);
-	size_t end = offsetof(ft_node_t, frag_busy);
-
-	/* The value only: not the reference count or the fragmentation
-	 * cache, which other threads change. */
-	memcpy((char *)out + skip, (const char *)node + skip, end - skip);
-	atomic_init(&out->refcount, 0);
-	atomic_flag_clear(&out->frag_busy);
-	memset(out->frag_cache, 0, sizeof(out->frag_cache));
-	memset(out->frag_memo, 0, sizeof(out->frag_memo));
-	out->frag_memo_next = 0;
+	ft_node_copy_value(out, node);
 	charge(out, h);
 	derive_free(out);
 }
@@ -444,7 +446,8 @@ uint16_t ft_node_free_gpus(const ft_node_t *node)
 size_t ft_node_footprint(const ft_node_t *node)
 {
 	size_t bytes = sizeof(*node) + strlen(node->name) + 1 +
-		       node->n_holdings * sizeof(*node->holdings);
+		       node->n_holdings * sizeof(*node->holdings) +
+		       (node->frag ? sizeof(*node->frag) : 0);
 
 	for (unsigned i = 0; i < node->n_holdings; i++)
 		bytes += strlen(node->holdings[i].uid) +

@@ -174,18 +174,29 @@ uint32_t ft_frag_of(const ft_node_t *node, const ft_demand_t *m)
 	return u.milli < free ? free - u.milli : 0;
 }
 
+/* The node's fragmentation cache, when it has one and no other thread
+ * holds it. The cache is not part of the node's value. */
+static bool lock_node(const ft_node_t *node)
+{
+	return node->frag && !atomic_flag_test_and_set_explicit(
+				 &node->frag->busy, memory_order_acquire);
+}
+
+static void unlock_node(const ft_node_t *node)
+{
+	atomic_flag_clear_explicit(&node->frag->busy, memory_order_release);
+}
+
 /*
- * ft_place_usable() of class `c` on `node`, through the node's cache. The
- * cache is not part of the node's value, hence the cast; a thread that
- * finds it in use works it out alone.
+ * ft_place_usable() of class `c` on `node`, through the node's cache; a
+ * node without one, or whose cache another thread holds, works it out
+ * alone.
  */
 static void usable_cached(ft_usable_t *out, const ft_node_t *node,
 			  const ft_mix_t *mix, unsigned c)
 {
-	ft_node_t *n = (ft_node_t *)node;
-	ft_frag_cache_entry_t *e = &n->frag_cache[c];
-	bool locked = !atomic_flag_test_and_set_explicit(&n->frag_busy,
-							 memory_order_acquire);
+	ft_frag_cache_entry_t *e = node->frag ? &node->frag->cache[c] : NULL;
+	bool locked = lock_node(node);
 
 	if (locked && e->generation == mix->generations[c]) {
 		out->milli = e->milli;
@@ -199,7 +210,7 @@ static void usable_cached(ft_usable_t *out, const ft_node_t *node,
 		e->milli = out->milli;
 		e->gpus = out->gpus;
 		memcpy(e->mig, out->mig, sizeof(e->mig));
-		atomic_flag_clear_explicit(&n->frag_busy, memory_order_release);
+		unlock_node(node);
 	}
 }
 
@@ -331,7 +342,7 @@ static const ft_frag_memo_t *memo_find(const ft_node_t *node,
 				       const ft_mix_t *mix)
 {
 	for (unsigned k = 0; k < FT_FRAG_MEMO; k++) {
-		const ft_frag_memo_t *e = &node->frag_memo[k];
+		const ft_frag_memo_t *e = &node->frag->memo[k];
 		bool fresh = e->used && e->policy == policy &&
 			     memcmp(&e->shape, shape, sizeof(*shape)) == 0;
 		for (unsigned c = 0; fresh && c < mix->n_classes; c++)
@@ -341,21 +352,6 @@ static const ft_frag_memo_t *memo_find(const ft_node_t *node,
 			return e;
 	}
 	return NULL;
-}
-
-static bool lock_node(const ft_node_t *node)
-{
-	ft_node_t *n = (ft_node_t *)node;
-
-	return !atomic_flag_test_and_set_explicit(&n->frag_busy,
-						  memory_order_acquire);
-}
-
-static void unlock_node(const ft_node_t *node)
-{
-	ft_node_t *n = (ft_node_t *)node;
-
-	atomic_flag_clear_explicit(&n->frag_busy, memory_order_release);
 }
 
 /* Work out F_n(m) per class of the mix after `d` is placed on `node`. */
@@ -389,8 +385,7 @@ static int work_after(uint32_t *after, const ft_node_t *node,
 
 /*
  * F_n(m) per class after `d` is placed: from the node's memo of pod
- * shapes when it has this one, else worked out and remembered. The cache
- * is not part of the node's value, hence the casts.
+ * shapes when it has this one, else worked out and remembered.
  */
 static int frag_after(uint32_t *after, const ft_node_t *node,
 		      const ft_demand_t *d, ft_policy_t policy,
@@ -414,14 +409,13 @@ static int frag_after(uint32_t *after, const ft_node_t *node,
 	if ((rc = work_after(after, node, d, policy, mix)) < 0 ||
 	    !lock_node(node))
 		return rc;
-	slot = (ft_frag_memo_t *)&node->frag_memo[node->frag_memo_next];
+	slot = &node->frag->memo[node->frag->memo_next];
 	slot->used = true;
 	slot->shape = shape;
 	slot->policy = pol;
 	memcpy(slot->generations, mix->generations, sizeof(slot->generations));
 	memcpy(slot->after, after, sizeof(slot->after));
-	((ft_node_t *)node)->frag_memo_next =
-	    (node->frag_memo_next + 1) % FT_FRAG_MEMO;
+	node->frag->memo_next = (node->frag->memo_next + 1) % FT_FRAG_MEMO;
 	unlock_node(node);
 	return 0;
 }

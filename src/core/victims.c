@@ -126,11 +126,13 @@ static void keep_unknown_mig(released_t *out, const ft_node_t *node,
 
 	memset(u, 0, sizeof(*u));
 	memcpy(u->unknown_mig_profile, profile, FT_PROFILE_MAX);
-	for (unsigned i = 0; i < node->n_holdings; i++)
-		if (strcmp(node->holdings[i].unknown_mig_profile, profile) == 0)
+	for (unsigned i = 0; profile[0] && i < node->n_holdings; i++)
+		if (node->holdings[i].unknown_mig &&
+		    strcmp(node->holdings[i].unknown_mig_profile, profile) == 0)
 			u->unknown_mig += node->holdings[i].unknown_mig;
-	for (unsigned i = 0; i < n; i++)
-		if (strcmp(node->holdings[idx[i]].unknown_mig_profile,
+	for (unsigned i = 0; profile[0] && i < n; i++)
+		if (node->holdings[idx[i]].unknown_mig &&
+		    strcmp(node->holdings[idx[i]].unknown_mig_profile,
 			   profile) == 0)
 			u->unknown_mig -= node->holdings[idx[i]].unknown_mig;
 	out->node.holdings = u;
@@ -148,7 +150,7 @@ static void release(released_t *out, const ft_node_t *node, const char *profile,
 	ft_node_t *v = &out->node;
 	ft_cpuset_t free_cpus;
 
-	*v = *node;
+	ft_node_copy_value(v, node);
 	keep_unknown_mig(out, node, profile, idx, n);
 	for (unsigned i = 0; i < n; i++) {
 		const ft_holding_t *h = &node->holdings[idx[i]];
