@@ -169,7 +169,6 @@ typedef struct ft_frag_memo {
 	bool used;
 	ft_demand_t shape; /* ft_mix_class_of() of the pod */
 	uint8_t policy;	   /* the policy its placement followed */
-	int rc;		   /* ft_place_choose(): 0 or FT_ENOTFOUND */
 	uint32_t generations[FT_FRAG_CACHE]; /* of the classes below */
 	uint32_t after[FT_FRAG_CACHE];	     /* F_n(m) after, milli-GPU */
 } ft_frag_memo_t;
@@ -209,8 +208,8 @@ typedef struct ft_node {
 	unsigned conflicts; /* holdings that claimed an already-held unit */
 	/*
 	 * Not part of the node's value: a cache for fragmentation (frag.h),
-	 * filled lazily. NULL in value copies (ft_node_copy_value), which
-	 * then work without it.
+	 * allocated with the node and filled as requests weigh it. NULL in
+	 * value copies (ft_node_copy_value), which then work without it.
 	 */
 	ft_node_frag_t *frag;
 } ft_node_t;

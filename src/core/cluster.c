@@ -409,6 +409,13 @@ cleanup:
 	return rc;
 }
 
+/* The reference count alone comes before `name`; the copy starts there. */
+_Static_assert(offsetof(ft_node_t, refcount) == 0 &&
+		   offsetof(ft_node_t, name) ==
+		       (sizeof(atomic_int) + _Alignof(char *) - 1) /
+			   _Alignof(char *) * _Alignof(char *),
+	       "ft_node_t: only refcount before name");
+
 void ft_node_copy_value(ft_node_t *out, const ft_node_t *node)
 {
 	size_t skip = offsetof(ft_node_t, name);

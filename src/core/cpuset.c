@@ -35,7 +35,15 @@ bool ft_cpuset_has(const ft_cpuset_t *set, unsigned cpu)
  * function is built twice, with POPCNT (every x86-64 server CPU since
  * 2008) and without, and the loader picks the one the CPU runs.
  */
-#if defined(__x86_64__) && defined(__has_attribute)
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define NO_CLONES /* the clone resolver runs before TSan's runtime */
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define NO_CLONES
+#endif
+#if defined(__x86_64__) && defined(__has_attribute) && !defined(NO_CLONES)
 #if __has_attribute(target_clones)
 #define POPCNT_CLONES __attribute__((target_clones("popcnt", "default")))
 #endif

@@ -46,12 +46,29 @@ bool ft_mix_class_of(ft_demand_t *out, const ft_demand_t *d)
 	return true;
 }
 
-/* The class equal to `key`, or -1. Keys are zeroed before they are filled,
- * so padding compares equal. */
+/* Two class keys (ft_mix_class_of) ask alike: field by field, since a
+ * struct copy need not copy padding. */
+static bool same_class(const ft_demand_t *a, const ft_demand_t *b)
+{
+	return a->gpus == b->gpus &&
+	       a->gpu_fraction_milli == b->gpu_fraction_milli &&
+	       strcmp(a->mig_profile, b->mig_profile) == 0 &&
+	       a->mig_count == b->mig_count &&
+	       a->exclusive_cpus == b->exclusive_cpus &&
+	       a->memory_mib == b->memory_mib &&
+	       a->has_affinity == b->has_affinity && a->level == b->level &&
+	       a->mode == b->mode && a->has_caps == b->has_caps &&
+	       a->caps.memory_mib == b->caps.memory_mib &&
+	       a->caps.precisions == b->caps.precisions &&
+	       a->caps.interconnect == b->caps.interconnect &&
+	       a->caps.nvlink_domain == b->caps.nvlink_domain;
+}
+
+/* The class equal to `key`, or -1. */
 static int find_class(const ft_mix_t *mix, const ft_demand_t *key)
 {
 	for (unsigned c = 0; c < mix->n_classes; c++)
-		if (memcmp(&mix->classes[c], key, sizeof(*key)) == 0)
+		if (same_class(&mix->classes[c], key))
 			return (int)c;
 	return -1;
 }
@@ -344,7 +361,7 @@ static const ft_frag_memo_t *memo_find(const ft_node_t *node,
 	for (unsigned k = 0; k < FT_FRAG_MEMO; k++) {
 		const ft_frag_memo_t *e = &node->frag->memo[k];
 		bool fresh = e->used && e->policy == policy &&
-			     memcmp(&e->shape, shape, sizeof(*shape)) == 0;
+			     same_class(&e->shape, shape);
 		for (unsigned c = 0; fresh && c < mix->n_classes; c++)
 			fresh = !mix->counts[c] ||
 				e->generations[c] == mix->generations[c];
@@ -413,7 +430,9 @@ static int frag_after(uint32_t *after, const ft_node_t *node,
 	slot->used = true;
 	slot->shape = shape;
 	slot->policy = pol;
-	memcpy(slot->generations, mix->generations, sizeof(slot->generations));
+	/* A class without pods was not worked out: 0 never matches it. */
+	for (unsigned c = 0; c < FT_MIX_CLASSES; c++)
+		slot->generations[c] = mix->counts[c] ? mix->generations[c] : 0;
 	memcpy(slot->after, after, sizeof(slot->after));
 	node->frag->memo_next = (node->frag->memo_next + 1) % FT_FRAG_MEMO;
 	unlock_node(node);

@@ -528,6 +528,38 @@ static void test_frag__delta_matches_reference(void **state)
 		ft_topology_unref(boxes[b]);
 }
 
+/*
+ * A class whose pods left the window keeps its slot; when its pods come
+ * back, a node's memo of a shape weighed meanwhile must not answer for it
+ * (it was not worked out then): the node weighs as a fresh one does.
+ */
+static void test_frag__memo_ignores_classes_without_pods(void **state)
+{
+	const int none[] = {-1};
+	ft_demand_t one = gpus_demand(1, -1), pair = gpus_demand(2, 0);
+	ft_node_t *a = pairs_node("a", none), *b = pairs_node("b", none);
+	int64_t memo = 0, fresh = 0;
+	ft_mix_t mix;
+
+	(void)state;
+	ft_mix_init(&mix, 4);
+	ft_mix_add(&mix, &pair);
+	for (int i = 0; i < 4; i++)
+		ft_mix_add(&mix, &one); /* the pair pod leaves */
+	assert_int_equal(mix.counts[0], 0);
+	assert_int_equal(ft_frag_delta(&memo, a, &one, FT_POLICY_PACKED, &mix),
+			 0);
+	ft_mix_add(&mix, &pair); /* same class, same generation */
+	assert_int_equal(ft_frag_delta(&memo, a, &one, FT_POLICY_PACKED, &mix),
+			 0);
+	assert_int_equal(ft_frag_delta(&fresh, b, &one, FT_POLICY_PACKED, &mix),
+			 0);
+	assert_int_equal(fresh, 250);
+	assert_int_equal(memo, fresh);
+	ft_node_unref(a);
+	ft_node_unref(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -540,6 +572,7 @@ int main(void)
 	    cmocka_unit_test(test_frag__shared_fraction),
 	    cmocka_unit_test(test_frag__edges),
 	    cmocka_unit_test(test_frag__delta_matches_reference),
+	    cmocka_unit_test(test_frag__memo_ignores_classes_without_pods),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
