@@ -25,7 +25,12 @@
  * of it: they cannot use GPU capacity, so they would count every free GPU as
  * fragment on every node alike.
  *
- * All of it is pure: no I/O, no allocation.
+ * All of it is pure: no I/O, no allocation. Two exceptions to the model's
+ * immutability, both invisible in results: each node keeps a cache of what
+ * the classes of a mix could use there and of the shapes weighed there
+ * (ft_node_frag_t, cluster.h), guarded by a try-lock; and mix classes get
+ * generations from one process-wide atomic counter, so that a cache never
+ * mistakes one mix's class for another's.
  */
 #ifndef FLEXTOPO_FRAG_H
 #define FLEXTOPO_FRAG_H
@@ -118,6 +123,9 @@ int ft_frag_delta(int64_t *out, const ft_node_t *node, const ft_demand_t *d,
  */
 int ft_frag_penalty(const ft_node_t *node, const ft_demand_t *d,
 		    ft_policy_t policy, const ft_mix_t *mix);
+
+/* The points ft_frag_penalty() takes off for a change `delta` (milli-GPU). */
+int ft_frag_points(int64_t delta);
 
 /*
  * ft_place_score() less ft_frag_penalty(), not below 0: the score the

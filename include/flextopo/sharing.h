@@ -35,7 +35,9 @@
 #include <stddef.h>
 
 typedef enum {
-	FT_SHARING_NONE = 0,	     /* no sharing section (or an empty one) */
+	FT_SHARING_NONE = 0,	     /* no sharing section, or "sharing: {}";
+					a timeSlicing or mps section must
+					list resources */
 	FT_SHARING_TIME_SLICING = 1, /* sharing.timeSlicing */
 	FT_SHARING_MPS = 2,	     /* sharing.mps */
 } ft_sharing_kind_t;

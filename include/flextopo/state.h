@@ -115,8 +115,9 @@ void ft_state_stats(ft_state_t *state, ft_state_stats_t *out);
  * The workload mix of fragmentation (frag.h): each pod is counted once, when
  * it is first placed on a node (bound as the watch shows, or assumed by our
  * bind), relists included, so after a start the mix is the running
- * workload. Setting the window empties the mix; the state starts with
- * window 0 (off). ft_state_mix() copies it under the state's lock.
+ * workload. The state starts with window 0 (off); set the window before
+ * the first list: setting it empties the mix, and pods counted before are
+ * not counted again. ft_state_mix() copies it under the state's lock.
  */
 void ft_state_set_mix_window(ft_state_t *state, unsigned window);
 void ft_state_mix(ft_state_t *state, ft_mix_t *out);

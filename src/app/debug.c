@@ -145,13 +145,26 @@ static double cache_age(ft_app_t *app)
 }
 
 /* Fragmentation figures summed over the nodes of the current snapshot. */
-static void gpu_gauges(ft_metrics_gauges_t *g, ft_app_t *app)
+/* A copy of the workload mix (heap: 6 KB); NULL and FT_ENOMEM set. */
+static ft_mix_t *mix_copy(ft_app_t *app)
 {
-	ft_snapshot_t *snap = ft_state_snapshot(app->state);
 	ft_mix_t *mix = malloc(sizeof(*mix));
 
 	if (mix)
 		ft_state_mix(app->state, mix);
+	else
+		ft_error_set(FT_ENOMEM, "workload mix: out of memory");
+	return mix;
+}
+
+static int gpu_gauges(ft_metrics_gauges_t *g, ft_app_t *app)
+{
+	ft_snapshot_t *snap = NULL;
+	ft_mix_t *mix = mix_copy(app);
+
+	if (!mix)
+		return FT_ENOMEM;
+	snap = ft_state_snapshot(app->state);
 	for (unsigned i = 0; i < snap->n_nodes; i++) {
 		ft_frag_t f;
 		ft_frag_measure(&f, snap->nodes[i], mix);
@@ -160,9 +173,10 @@ static void gpu_gauges(ft_metrics_gauges_t *g, ft_app_t *app)
 		g->gpus_whole_free += f.whole_gpus_free;
 		g->mig_slices_stranded += f.mig_slices_stranded;
 	}
-	g->mix_pods = mix ? mix->total : 0;
+	g->mix_pods = mix->total;
 	free(mix);
 	ft_snapshot_unref(snap);
+	return 0;
 }
 
 void ft_app_metrics(ft_http_response_t *out, const ft_http_request_t *req,
@@ -191,8 +205,8 @@ void ft_app_metrics(ft_http_response_t *out, const ft_http_request_t *req,
 	g.decisions_bytes =
 	    app->decisions ? ft_decisions_footprint(g.decisions_capacity) : 0;
 	g.decisions_total = ft_decisions_total(app->decisions);
-	gpu_gauges(&g, app);
-	rc = ft_metrics_render(&body, app->metrics, &g);
+	if ((rc = gpu_gauges(&g, app)) == 0)
+		rc = ft_metrics_render(&body, app->metrics, &g);
 	reply_body(out, rc, body, FT_METRICS_CONTENT_TYPE);
 }
 
@@ -203,13 +217,10 @@ void ft_app_debug_nodes(ft_http_response_t *out, const ft_http_request_t *req,
 {
 	ft_app_t *app = payload;
 	ft_snapshot_t *snap = ft_state_snapshot(app->state);
-	ft_mix_t *mix = malloc(sizeof(*mix));
+	ft_mix_t *mix = mix_copy(app);
 	char *body = NULL;
-	int rc;
+	int rc = mix ? ft_codec_debug_nodes(&body, snap, mix) : FT_ENOMEM;
 
-	if (mix)
-		ft_state_mix(app->state, mix);
-	rc = ft_codec_debug_nodes(&body, snap, mix);
 	reply_body(out, rc, body, "application/json");
 	free(mix);
 	ft_snapshot_unref(snap);
@@ -263,10 +274,8 @@ void ft_app_debug_node(ft_http_response_t *out, const ft_http_request_t *req,
 	if (format) {
 		rc = ft_codec_node_svg(&body, node);
 	} else {
-		ft_mix_t *mix = malloc(sizeof(*mix));
-		if (mix)
-			ft_state_mix(app->state, mix);
-		rc = ft_codec_debug_node(&body, node, mix);
+		ft_mix_t *mix = mix_copy(app);
+		rc = mix ? ft_codec_debug_node(&body, node, mix) : FT_ENOMEM;
 		free(mix);
 	}
 	reply_body(out, rc, body,
@@ -459,22 +468,21 @@ static bool lists_units(const ft_node_t *node, const ft_demand_t *d)
 }
 
 static void explain_node(ft_explain_node_t *e, const ft_node_t *node,
-			 const ft_pod_t *pod, ft_app_t *app)
+			 const ft_pod_t *pod, ft_app_t *app,
+			 const ft_mix_t *mix)
 {
 	const ft_demand_t *d = &pod->demand;
 	ft_policy_t policy = app->cfg.policy;
 	ft_pdb_view_t pdb;
-	ft_mix_t mix;
 
 	memset(e, 0, sizeof(*e));
 	e->node = node;
 	ft_place_filter(&e->verdict, node, d);
-	ft_state_mix(app->state, &mix);
-	e->score = ft_place_score_mix(node, d, policy, &mix);
-	e->frag_penalty = ft_frag_penalty(node, d, policy, &mix);
+	e->score = ft_place_score_mix(node, d, policy, mix);
 	e->weighed =
-	    mix.total && (d->gpus || d->mig_count) &&
-	    ft_frag_delta(&e->frag_delta_milli, node, d, policy, &mix) == 0;
+	    mix->total && (d->gpus || d->mig_count) &&
+	    ft_frag_delta(&e->frag_delta_milli, node, d, policy, mix) == 0;
+	e->frag_penalty = e->weighed ? ft_frag_points(e->frag_delta_milli) : 0;
 	e->listed = lists_units(node, d);
 	if (e->listed)
 		e->n_units = ft_place_check_units(e->units, node, d);
@@ -501,22 +509,25 @@ static int explain(char **body, ft_app_t *app, const ft_pod_t *pod,
 		   const char *only)
 {
 	ft_snapshot_t *snap = ft_state_snapshot(app->state);
+	ft_mix_t *mix = mix_copy(app); /* one mix for every node */
 	ft_explain_node_t *nodes = NULL;
 	unsigned n = 0;
 	int rc;
 
 	nodes = calloc(snap->n_nodes ? snap->n_nodes : 1, sizeof(*nodes));
-	if (!nodes) {
+	if (!nodes || !mix) {
 		rc = ft_error_set(FT_ENOMEM, "explain: out of memory");
 		goto cleanup;
 	}
 	for (unsigned i = 0; i < snap->n_nodes; i++)
 		if (!only || strcmp(snap->nodes[i]->name, only) == 0)
-			explain_node(&nodes[n++], snap->nodes[i], pod, app);
+			explain_node(&nodes[n++], snap->nodes[i], pod, app,
+				     mix);
 	rc = only && !n ? ft_error_set(FT_ENOTFOUND, "no node %s", only)
 			: ft_codec_debug_explain(body, pod, snap->generation,
 						 nodes, n);
 cleanup:
+	free(mix);
 	free(nodes);
 	ft_snapshot_unref(snap);
 	return rc;

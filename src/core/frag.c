@@ -467,19 +467,23 @@ int ft_frag_delta(int64_t *out, const ft_node_t *node, const ft_demand_t *d,
 	return 0;
 }
 
+int ft_frag_points(int64_t delta)
+{
+	return delta >= FT_MILLI_GPU / 2	       ? 3
+	       : delta >= FT_MILLI_GPU / 4	       ? 2
+	       : delta >= FT_MILLI_GPU / FT_MIG_SLICES ? 1
+						       : 0;
+}
+
 int ft_frag_penalty(const ft_node_t *node, const ft_demand_t *d,
 		    ft_policy_t policy, const ft_mix_t *mix)
 {
 	int64_t delta = 0;
-	int points = 0;
 
-	if (mix && mix->total && (d->gpus || d->mig_count) &&
-	    ft_frag_delta(&delta, node, d, policy, mix) == 0)
-		points = delta >= FT_MILLI_GPU / 2		 ? 3
-			 : delta >= FT_MILLI_GPU / 4		 ? 2
-			 : delta >= FT_MILLI_GPU / FT_MIG_SLICES ? 1
-								 : 0;
-	return points;
+	if (!mix || !mix->total || !(d->gpus || d->mig_count) ||
+	    ft_frag_delta(&delta, node, d, policy, mix) < 0)
+		return 0;
+	return ft_frag_points(delta);
 }
 
 int ft_place_score_mix(const ft_node_t *node, const ft_demand_t *d,
