@@ -256,6 +256,15 @@ uint16_t ft_node_free_gpus(const ft_node_t *node);
 /* GPUs with at least one replica held, as a mask of positions. */
 uint16_t ft_node_replica_gpus(const ft_node_t *node);
 
+/* GPU positions with a count in `replicas` (FT_GPU_MAX per-GPU counts). */
+uint16_t ft_replica_gpus(const uint8_t *replicas);
+
+/*
+ * Free replicas of shared GPU position `g` (topology present): none when a
+ * pod holds the GPU whole.
+ */
+unsigned ft_node_free_replicas(const ft_node_t *node, unsigned g);
+
 /* Is MIG instance position `i` held? */
 bool ft_node_mig_used(const ft_node_t *node, unsigned i);
 

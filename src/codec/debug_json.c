@@ -146,14 +146,6 @@ static cJSON *replica_list(const ft_topology_t *t, const uint8_t *replicas)
 	return arr;
 }
 
-static bool any_replicas(const uint8_t *replicas)
-{
-	for (unsigned g = 0; g < FT_GPU_MAX; g++)
-		if (replicas[g])
-			return true;
-	return false;
-}
-
 /*
  * A placement on `node` as the allocation annotation names things;
  * "replicas" only when it takes some, as in the annotation.
@@ -168,7 +160,7 @@ static cJSON *placement_json(const ft_node_t *node, const ft_placement_t *p)
 	put(o, "levels", levels_array(p->levels));
 	put(o, "gpus", gpu_indexes(t, p->gpus));
 	put(o, "mig", mig_list(t, p->mig));
-	if (any_replicas(p->replicas))
+	if (ft_replica_gpus(p->replicas))
 		put(o, "replicas", replica_list(t, p->replicas));
 	put(o, "cpus", cpulist(&p->cpus));
 	put(o, "numaNodes", numa_ids(t, p->numa_nodes));
@@ -533,7 +525,7 @@ static cJSON *holding_json(const ft_node_t *node, const ft_holding_t *h)
 	put(o, "levels", levels_array(h->levels));
 	put(o, "gpus", gpu_indexes(t, h->gpus));
 	put(o, "mig", mig_list(t, h->mig));
-	if (any_replicas(h->replicas))
+	if (ft_replica_gpus(h->replicas))
 		put(o, "replicas", replica_list(t, h->replicas));
 	put(o, "cpus", cpulist(&h->cpus));
 	put(o, "numaNodes", numa_ids(t, h->numa_nodes));

@@ -226,7 +226,7 @@ static uint16_t mig_gpus(const ft_topology_t *t, const uint64_t *mig)
 	return gpus;
 }
 
-static uint16_t replica_gpus(const uint8_t *replicas)
+uint16_t ft_replica_gpus(const uint8_t *replicas)
 {
 	uint16_t gpus = 0;
 
@@ -236,11 +236,21 @@ static uint16_t replica_gpus(const uint8_t *replicas)
 	return gpus;
 }
 
+unsigned ft_node_free_replicas(const ft_node_t *node, unsigned g)
+{
+	unsigned n = node->topology->gpus[g].replicas;
+	unsigned used = node->replicas_used[g];
+
+	if (node->gpus_used & (1u << g))
+		return 0;
+	return used < n ? n - used : 0;
+}
+
 uint16_t ft_node_replica_gpus(const ft_node_t *node)
 {
 	if (!node->topology || !node->topology->shared_gpus)
 		return 0;
-	return replica_gpus(node->replicas_used);
+	return ft_replica_gpus(node->replicas_used);
 }
 
 /*
@@ -300,7 +310,7 @@ static int holding_init(ft_holding_t *h, const ft_topology_t *t,
 	if (t)
 		h->levels = ft_place_levels_of(t,
 					       h->gpus | mig_gpus(t, h->mig) |
-						   replica_gpus(h->replicas),
+						   ft_replica_gpus(h->replicas),
 					       h->numa_nodes);
 	return 0;
 }

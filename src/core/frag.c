@@ -141,15 +141,6 @@ static unsigned free_slices(const ft_node_t *node, unsigned g,
 	return free + *uncovered;
 }
 
-static unsigned shared_free(const ft_node_t *node, unsigned g)
-{
-	unsigned r = node->topology->gpus[g].replicas;
-
-	if (node->gpus_used & (1u << g))
-		return 0;
-	return node->replicas_used[g] < r ? r - node->replicas_used[g] : 0;
-}
-
 /* Free capacity; fills the per-kind counts of `out` when not NULL. */
 static uint32_t free_milli(const ft_node_t *node, ft_frag_t *out)
 {
@@ -168,7 +159,7 @@ static uint32_t free_milli(const ft_node_t *node, ft_frag_t *out)
 				out->mig_slices_stranded += (uint16_t)uncovered;
 			}
 		} else if (gpu->replicas) {
-			n = shared_free(node, g);
+			n = ft_node_free_replicas(node, g);
 			milli += n * FT_MILLI_GPU / gpu->replicas;
 			if (out)
 				out->replicas_free += (uint16_t)n;
@@ -308,16 +299,6 @@ void ft_frag_measure(ft_frag_t *out, const ft_node_t *node, const ft_mix_t *mix)
 		    (uint16_t)unwanted_slices(node, usable);
 }
 
-static uint16_t replica_gpus(const ft_placement_t *p)
-{
-	uint16_t gpus = 0;
-
-	for (unsigned g = 0; g < FT_GPU_MAX; g++)
-		if (p->replicas[g])
-			gpus |= (uint16_t)(1u << g);
-	return gpus;
-}
-
 /*
  * Whether placing `p` leaves what class `m` could use as it was (`u`): a
  * class that fits nowhere fits nowhere after; one whose usable units the
@@ -330,7 +311,7 @@ static bool unchanged(const ft_usable_t *u, const ft_placement_t *p,
 {
 	if (!u->milli)
 		return true;
-	return !((p->gpus | replica_gpus(p)) & u->gpus) &&
+	return !((p->gpus | ft_replica_gpus(p->replicas)) & u->gpus) &&
 	       !(p->mig[0] & u->mig[0]) && !(p->mig[1] & u->mig[1]) &&
 	       (!m->exclusive_cpus || ft_cpuset_empty(&p->cpus)) &&
 	       !node->unknown_gpus && !node->unknown_replicas &&

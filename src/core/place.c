@@ -233,13 +233,8 @@ static unsigned rank_replicas(const ft_demand_t *d, const ft_topology_t *t,
 /* Free replicas of shared GPU `g`: none when a pod holds it whole. */
 static unsigned free_replicas(const ask_t *a, unsigned g, bool ignore_usage)
 {
-	unsigned n = a->t->gpus[g].replicas, used = a->node->replicas_used[g];
-
-	if (ignore_usage)
-		return n;
-	if (a->node->gpus_used & (1u << g))
-		return 0;
-	return used < n ? n - used : 0;
+	return ignore_usage ? a->t->gpus[g].replicas
+			    : ft_node_free_replicas(a->node, g);
 }
 
 /* One rank of the demand fits on shared GPU `g` now. */
@@ -941,16 +936,6 @@ static int choose_mig(uint64_t *out, const ask_t *a, uint16_t gpus)
 	return 0;
 }
 
-static uint16_t gpus_of_replicas(const uint8_t *replicas)
-{
-	uint16_t gpus = 0;
-
-	for (unsigned g = 0; g < FT_GPU_MAX; g++)
-		if (replicas[g])
-			gpus |= (uint16_t)(1u << g);
-	return gpus;
-}
-
 /*
  * Ranks of a shared demand in `gpus`, one at a time: each on the GPU that
  * has room for it with the most replicas used (packed; counting those just
@@ -1051,7 +1036,7 @@ static int choose_in_domain(ft_placement_t *out, const ask_t *a,
 		return FT_ENOTFOUND;
 	if (d->ranks && choose_replicas(out->replicas, a, dom->gpus))
 		return FT_ENOTFOUND;
-	near = numa_of_units(t, out->gpus | gpus_of_replicas(out->replicas),
+	near = numa_of_units(t, out->gpus | ft_replica_gpus(out->replicas),
 			     out->mig) &
 	       dom->numa_nodes;
 	take_cpus(out, node, near, &left);
@@ -1061,7 +1046,7 @@ static int choose_in_domain(ft_placement_t *out, const ask_t *a,
 	out->memory_mib = d->exclusive_cpus ? d->memory_mib : 0;
 	out->levels = ft_place_levels_of(t,
 					 out->gpus | gpus_of_mig(t, out->mig) |
-					     gpus_of_replicas(out->replicas),
+					     ft_replica_gpus(out->replicas),
 					 out->numa_nodes);
 	out->level = ft_place_first_level(out->levels, from);
 	return 0;
