@@ -27,8 +27,13 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFLEXTOPO_SANITIZE=O
 cmake --build build-asan
 ctest --test-dir build-asan --output-on-failure -E bench
 
+echo "== ThreadSanitizer (the per-node fragmentation cache, the state)"
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFLEXTOPO_TSAN=ON -DFLEXTOPO_BENCH=OFF >/dev/null
+cmake --build build-tsan --target test_frag test_state
+ctest --test-dir build-tsan --output-on-failure -R '^test_(frag|state)$'
+
 echo "== valgrind (core and verbs)"
-for t in test_place test_victims test_extender test_state test_decisions test_debug; do
+for t in test_place test_victims test_frag test_extender test_state test_decisions test_debug; do
 	if [[ -x build/test/$t ]]; then
 		valgrind -q --leak-check=full --error-exitcode=1 build/test/$t >/dev/null
 		echo "valgrind $t: clean"

@@ -1,4 +1,5 @@
 /* FGD fragmentation: the workload mix, the measure and the score penalty. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -560,6 +561,114 @@ static void test_frag__memo_ignores_classes_without_pods(void **state)
 	ft_node_unref(b);
 }
 
+static void dispose_pods(ft_pod_t *pods, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		ft_pod_dispose(&pods[i]);
+}
+
+#define WEIGH_NODES   6
+#define WEIGH_THREADS 4
+#define WEIGH_ROUNDS  30
+
+/* Nodes, mix and demands every thread weighs, and what each one got. */
+typedef struct {
+	ft_node_t *nodes[WEIGH_NODES];
+	ft_mix_t mix;
+	int64_t got[WEIGH_THREADS][WEIGH_NODES][10];
+	uint32_t measured[WEIGH_THREADS][WEIGH_NODES];
+	pthread_barrier_t start; /* so that the first, filling round overlaps */
+} weigh_t;
+
+typedef struct {
+	weigh_t *w;
+	unsigned id;
+} weigher_t;
+
+static void weigh_all(weigh_t *w, unsigned id)
+{
+	for (unsigned r = 0; r < WEIGH_ROUNDS; r++)
+		for (unsigned n = 0; n < WEIGH_NODES; n++) {
+			ft_frag_t f;
+			for (unsigned k = 0; k < 10; k++) {
+				ft_demand_t d = palette((k + r) % 10);
+				int64_t delta = -1;
+				if (ft_frag_delta(&delta, w->nodes[n], &d,
+						  FT_POLICY_PACKED,
+						  &w->mix) < 0)
+					delta = INT64_MIN;
+				w->got[id][n][(k + r) % 10] = delta;
+			}
+			ft_frag_measure(&f, w->nodes[n], &w->mix);
+			w->measured[id][n] = f.fragmentation_milli;
+		}
+}
+
+static void *weigher(void *arg)
+{
+	weigher_t *me = arg;
+
+	pthread_barrier_wait(&me->w->start);
+	weigh_all(me->w, me->id);
+	return NULL;
+}
+
+/*
+ * Threads weighing the same nodes at once, as prioritize's workers do, fill
+ * and read the nodes' caches under their try-lock; each gets what one
+ * thread alone gets on nodes built afresh. (scripts/test.sh also runs this
+ * under ThreadSanitizer.)
+ */
+static void test_frag__concurrent_weighing(void **state)
+{
+	ft_topology_t *boxes[3] = {ft_test_topology_a100("P"),
+				   ft_test_topology_mig(), shared_box(10)};
+	static ft_pod_t pods[FT_GPU_MAX + FT_MIG_MAX + 1];
+	static weigh_t w, alone;
+	unsigned n_pods, seed = 11;
+	pthread_t threads[WEIGH_THREADS];
+	weigher_t args[WEIGH_THREADS];
+
+	(void)state;
+	/* Two nodes from one seed each: the same state, separate caches. */
+	for (unsigned n = 0; n < WEIGH_NODES; n++) {
+		unsigned copy = seed;
+		w.nodes[n] = random_node(&seed, boxes[n % 3], pods, &n_pods);
+		dispose_pods(pods, n_pods);
+		alone.nodes[n] =
+		    random_node(&copy, boxes[n % 3], pods, &n_pods);
+		dispose_pods(pods, n_pods);
+	}
+	ft_mix_init(&w.mix, 32);
+	for (unsigned k = 0; k < 10; k++) {
+		ft_demand_t c = palette(k);
+		ft_mix_add(&w.mix, &c);
+	}
+	alone.mix = w.mix;
+	weigh_all(&alone, 0);
+	assert_int_equal(pthread_barrier_init(&w.start, NULL, WEIGH_THREADS),
+			 0);
+	for (unsigned i = 0; i < WEIGH_THREADS; i++) {
+		args[i] = (weigher_t){&w, i};
+		assert_int_equal(
+		    pthread_create(&threads[i], NULL, weigher, &args[i]), 0);
+	}
+	for (unsigned i = 0; i < WEIGH_THREADS; i++)
+		assert_int_equal(pthread_join(threads[i], NULL), 0);
+	pthread_barrier_destroy(&w.start);
+	for (unsigned i = 0; i < WEIGH_THREADS; i++) {
+		assert_memory_equal(w.got[i], alone.got[0], sizeof(w.got[i]));
+		assert_memory_equal(w.measured[i], alone.measured[0],
+				    sizeof(w.measured[i]));
+	}
+	for (unsigned n = 0; n < WEIGH_NODES; n++) {
+		ft_node_unref(w.nodes[n]);
+		ft_node_unref(alone.nodes[n]);
+	}
+	for (unsigned b = 0; b < 3; b++)
+		ft_topology_unref(boxes[b]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -573,6 +682,7 @@ int main(void)
 	    cmocka_unit_test(test_frag__edges),
 	    cmocka_unit_test(test_frag__delta_matches_reference),
 	    cmocka_unit_test(test_frag__memo_ignores_classes_without_pods),
+	    cmocka_unit_test(test_frag__concurrent_weighing),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
