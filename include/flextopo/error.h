@@ -12,6 +12,8 @@
 #ifndef FLEXTOPO_ERROR_H
 #define FLEXTOPO_ERROR_H
 
+#include <stdarg.h>
+
 /* X(name, value, description) */
 #define FT_ERRNO_MAP(X)                                                        \
 	X(EINVAL, -2, "invalid input")                                         \
@@ -41,6 +43,14 @@ const char *ft_error_name(int code);
  */
 int ft_error_set(int code, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/*
+ * As ft_error_set(), for the error helpers of parsers that name where an
+ * error is first: the message is `where`, ": ", then `fmt` formatted with
+ * `ap` (truncated as above).
+ */
+int ft_error_vset_at(int code, const char *where, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
 
 /* The calling thread's last message; borrowed, valid until the next set. */
 const char *ft_error_last(void);

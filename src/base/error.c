@@ -36,6 +36,16 @@ int ft_error_set(int code, const char *fmt, ...)
 	return code;
 }
 
+int ft_error_vset_at(int code, const char *where, const char *fmt, va_list ap)
+{
+	int n = snprintf(last_message, sizeof(last_message), "%s: ", where);
+
+	if (n >= 0 && (size_t)n < sizeof(last_message))
+		vsnprintf(last_message + n, sizeof(last_message) - (size_t)n,
+			  fmt, ap);
+	return code;
+}
+
 const char *ft_error_last(void)
 {
 	return last_message[0] ? last_message : "no error message";

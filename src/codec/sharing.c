@@ -41,16 +41,18 @@ __attribute__((format(printf, 4, 5))) static int fail(const reader_t *rd,
 						      const char *fmt, ...)
 {
 	unsigned line = ft_yaml_line(rd->lines, at);
-	char msg[400], where[32] = "";
+	char at_line[32] = "", where[400];
 	va_list ap;
+	int rc;
 
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
 	if (line)
-		snprintf(where, sizeof(where), ":%u", line);
-	return ft_error_set(FT_EINVAL, "%s%s: %s: %s", rd->s->file, where, path,
-			    msg);
+		snprintf(at_line, sizeof(at_line), ":%u", line);
+	snprintf(where, sizeof(where), "%.200s%s: %.160s", rd->s->file, at_line,
+		 path);
+	va_start(ap, fmt);
+	rc = ft_error_vset_at(FT_EINVAL, where, fmt, ap);
+	va_end(ap);
+	return rc;
 }
 
 static int out_of_memory(const reader_t *rd)

@@ -51,13 +51,13 @@
 __attribute__((format(printf, 2, 3))) static int fail(const char *path,
 						      const char *fmt, ...)
 {
-	char msg[400];
 	va_list ap;
+	int rc;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	rc = ft_error_vset_at(FT_EINVAL, path, fmt, ap);
 	va_end(ap);
-	return ft_error_set(FT_EINVAL, "%s: %s", path, msg);
+	return rc;
 }
 
 /* Prefix the message that a builder or a cpulist parser set with `path`. */

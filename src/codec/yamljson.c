@@ -83,14 +83,16 @@ __attribute__((format(printf, 4, 5))) static int
 fail_at(const converter_t *conv, int code, const yaml_mark_t *mark,
 	const char *fmt, ...)
 {
-	char msg[400];
+	char where[320];
 	va_list ap;
+	int rc;
 
+	snprintf(where, sizeof(where), "%s:%zu:%zu", conv->name, mark->line + 1,
+		 mark->column + 1);
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	rc = ft_error_vset_at(code, where, fmt, ap);
 	va_end(ap);
-	return ft_error_set(code, "%s:%zu:%zu: %s", conv->name, mark->line + 1,
-			    mark->column + 1, msg);
+	return rc;
 }
 
 /*

@@ -643,13 +643,15 @@ static size_t line_of(const yaml_event_t *ev)
 __attribute__((format(printf, 3, 4))) static int
 fail_at(const loader_t *ld, size_t line, const char *fmt, ...)
 {
-	char msg[400];
+	char where[320];
 	va_list ap;
+	int rc;
 
+	snprintf(where, sizeof(where), "%s:%zu", ld->name, line);
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	rc = ft_error_vset_at(FT_EINVAL, where, fmt, ap);
 	va_end(ap);
-	return ft_error_set(FT_EINVAL, "%s:%zu: %s", ld->name, line, msg);
+	return rc;
 }
 
 /* libyaml's reader reports a byte offset instead of a mark. */

@@ -62,14 +62,15 @@ __attribute__((format(printf, 5, 6))) static int fail(const share_t *sh,
 						      const char *field,
 						      const char *fmt, ...)
 {
-	char at[320], msg[400];
+	char at[320];
 	va_list ap;
+	int rc;
 
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
 	where(at, sizeof(at), sh, line, i, field);
-	return ft_error_set(FT_EINVAL, "%s: %s", at, msg);
+	va_start(ap, fmt);
+	rc = ft_error_vset_at(FT_EINVAL, at, fmt, ap);
+	va_end(ap);
+	return rc;
 }
 
 static void warn_at(const share_t *sh, unsigned line, unsigned i,
