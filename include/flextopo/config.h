@@ -30,6 +30,15 @@ typedef enum {
 	FT_POLICY_DISTRIBUTED = 1,
 } ft_policy_t;
 
+/*
+ * The names of the values above, by value and NULL-terminated: what the
+ * config keys and the pods' annotations say. "best-effort" is spelled as
+ * the kubelet's topology manager policy.
+ */
+static const char *const ft_affinity_mode_names[] = {"guaranteed",
+						     "best-effort", NULL};
+static const char *const ft_policy_names[] = {"packed", "distributed", NULL};
+
 typedef struct ft_config {
 	char *listen; /* "HOST:PORT" of the extender API; default "0.0.0.0:8888"
 		       */

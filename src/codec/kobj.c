@@ -242,11 +242,21 @@ static void add_overhead(requests_t *r, const cJSON *spec, decode_ctx_t *ctx)
 		r->memory_mib = UINT64_MAX;
 }
 
+/* Position of `name` in a NULL-terminated list of names, or -1. */
+static int name_index(const char *const *names, const char *name)
+{
+	for (int i = 0; names[i]; i++)
+		if (strcmp(names[i], name) == 0)
+			return i;
+	return -1;
+}
+
 static void decode_affinity(ft_demand_t *d, const cJSON *pod, decode_ctx_t *ctx)
 {
 	const char *prefix = ctx->opts->annotation_prefix;
 	const char *level = annotation(pod, prefix, "affinity");
 	const char *mode = annotation(pod, prefix, "affinity-mode");
+	int i;
 
 	d->level = FT_LEVEL_NODE;
 	d->mode = ctx->opts->default_mode;
@@ -259,10 +269,8 @@ static void decode_affinity(ft_demand_t *d, const cJSON *pod, decode_ctx_t *ctx)
 			   prefix, level);
 	if (!mode)
 		return;
-	if (strcmp(mode, "guaranteed") == 0)
-		d->mode = FT_MODE_GUARANTEED;
-	else if (strcmp(mode, "best-effort") == 0)
-		d->mode = FT_MODE_BEST_EFFORT;
+	if ((i = name_index(ft_affinity_mode_names, mode)) >= 0)
+		d->mode = (ft_affinity_mode_t)i;
 	else
 		note_error(ctx,
 			   "annotation %s/affinity-mode: \"%s\" is not "
@@ -275,13 +283,13 @@ static void decode_policy(ft_demand_t *d, const cJSON *pod, decode_ctx_t *ctx)
 {
 	const char *prefix = ctx->opts->annotation_prefix;
 	const char *policy = annotation(pod, prefix, "allocation-policy");
+	int i;
 
 	if (!policy)
 		return;
-	d->has_policy =
-	    strcmp(policy, "packed") == 0 || strcmp(policy, "distributed") == 0;
-	d->policy = strcmp(policy, "distributed") == 0 ? FT_POLICY_DISTRIBUTED
-						       : FT_POLICY_PACKED;
+	i = name_index(ft_policy_names, policy);
+	d->has_policy = i >= 0;
+	d->policy = i > 0 ? (ft_policy_t)i : FT_POLICY_PACKED;
 	if (!d->has_policy)
 		note_error(ctx,
 			   "annotation %s/allocation-policy: \"%s\" is not "

@@ -53,9 +53,6 @@ static bool valid_resource_prefix(const char *text);
 
 static const char *const log_levels[] = {"debug", "info", "warn", "error",
 					 NULL};
-/* Same spelling as the kubelet's topology manager policy "best-effort". */
-static const char *const affinity_modes[] = {"guaranteed", "best-effort", NULL};
-static const char *const policies[] = {"packed", "distributed", NULL};
 
 _Static_assert(sizeof(ft_affinity_mode_t) == sizeof(int), "enum size");
 _Static_assert(sizeof(ft_policy_t) == sizeof(int), "enum size");
@@ -116,10 +113,10 @@ static const key_spec_t schema[] = {
 	   "a resource name prefix such as nvidia.com/mig-",
 	   "Prefix of MIG resource names (nvidia.com/mig-1g.10gb, ...)."),
     CHOICE("defaultAffinityMode", KEY_ENUM, default_affinity_mode, "guaranteed",
-	   affinity_modes,
+	   ft_affinity_mode_names,
 	   "Affinity mode of pods without the mode annotation: "
 	   "guaranteed or best-effort."),
-    CHOICE("policy", KEY_ENUM, policy, "packed", policies,
+    CHOICE("policy", KEY_ENUM, policy, "packed", ft_policy_names,
 	   "Placement policy: packed fills busy nodes first, "
 	   "distributed spreads; a pod's flextopo.io/allocation-policy "
 	   "annotation overrides it for that pod."),
