@@ -96,6 +96,10 @@ typedef struct ft_frag {
 	uint16_t replicas_free;	      /* free replicas of shared GPUs */
 } ft_frag_t;
 
+/* The most free whole GPUs inside one domain of each level (FT_LEVEL_COUNT
+ * entries); all 0 without topology. */
+void ft_frag_largest_blocks(uint8_t *out, const ft_node_t *node);
+
 /* Measure `node` under `mix` (may be NULL or empty). A node without
  * topology measures all zero. */
 void ft_frag_measure(ft_frag_t *out, const ft_node_t *node,

@@ -171,19 +171,18 @@ static cJSON *placement_json(const ft_node_t *node, const ft_placement_t *p)
 /* ---- node rows ---- */
 
 typedef struct {
-	uint32_t gpus, mig, cpus;
+	uint32_t mig, cpus;
 } block_t;
 
+/* Free MIG instances and CPUs inside one domain. */
 static block_t domain_free(const ft_node_t *node, const ft_domain_t *dom)
 {
 	const ft_topology_t *t = node->topology;
-	block_t b = {0, 0, 0};
+	block_t b = {0, 0};
 
-	b.gpus =
-	    (uint32_t)__builtin_popcount(dom->gpus & ft_node_free_gpus(node));
-	for (unsigned i = 0; i < t->n_mig; i++)
-		b.mig += (dom->gpus & (1u << t->mig[i].gpu)) &&
-			 !ft_node_mig_used(node, i);
+	for (unsigned k = 0; k < 2; k++)
+		b.mig += (uint32_t)__builtin_popcountll(dom->mig[k] &
+							~node->mig_used[k]);
 	for (unsigned n = 0; n < t->n_numa; n++)
 		if (dom->numa_nodes & (1u << n))
 			b.cpus += node->numa_free_cpus[n];
@@ -195,20 +194,21 @@ static cJSON *levels_json(const ft_node_t *node)
 {
 	const ft_topology_t *t = node->topology;
 	cJSON *o = cJSON_CreateObject();
+	uint8_t gpus[FT_LEVEL_COUNT];
 
+	ft_frag_largest_blocks(gpus, node);
 	for (unsigned l = 0; l < FT_LEVEL_COUNT; l++) {
-		block_t best = {0, 0, 0};
+		block_t best = {0, 0};
 		cJSON *lv = put(o, ft_level_name(l), cJSON_CreateObject());
 		for (unsigned i = t->level_first[l]; i < t->level_first[l + 1];
 		     i++) {
 			block_t b = domain_free(node, &t->domains[i]);
-			best.gpus = b.gpus > best.gpus ? b.gpus : best.gpus;
 			best.mig = b.mig > best.mig ? b.mig : best.mig;
 			best.cpus = b.cpus > best.cpus ? b.cpus : best.cpus;
 		}
 		put_num(lv, "domains",
 			t->level_first[l + 1] - t->level_first[l]);
-		put_num(lv, "largestFreeGpus", best.gpus);
+		put_num(lv, "largestFreeGpus", gpus[l]);
 		put_num(lv, "largestFreeMig", best.mig);
 		put_num(lv, "largestFreeCpus", best.cpus);
 	}

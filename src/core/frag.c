@@ -205,21 +205,23 @@ static void usable_cached(ft_usable_t *out, const ft_node_t *node,
 {
 	ft_frag_cache_entry_t *e = node->frag ? &node->frag->cache[c] : NULL;
 	bool locked = lock_node(node);
+	bool hit = locked && e->generation == mix->generations[c];
 
-	if (locked && e->generation == mix->generations[c]) {
+	if (hit) {
 		out->milli = e->milli;
 		out->gpus = e->gpus;
 		memcpy(out->mig, e->mig, sizeof(out->mig));
 	} else {
 		ft_place_usable(out, node, &mix->classes[c]);
 	}
-	if (locked) {
+	if (locked && !hit) {
 		e->generation = mix->generations[c];
 		e->milli = out->milli;
 		e->gpus = out->gpus;
 		memcpy(e->mig, out->mig, sizeof(e->mig));
-		unlock_node(node);
 	}
+	if (locked)
+		unlock_node(node);
 }
 
 static uint32_t less(uint32_t a, uint32_t b)
@@ -269,16 +271,17 @@ static unsigned unwanted_slices(const ft_node_t *node, const uint64_t *usable)
 	return n;
 }
 
-static void largest_blocks(ft_frag_t *out, const ft_node_t *node)
+void ft_frag_largest_blocks(uint8_t *out, const ft_node_t *node)
 {
 	const ft_topology_t *t = node->topology;
 	uint16_t free = ft_node_free_gpus(node);
 
-	for (unsigned i = 0; i < t->n_domains; i++) {
+	memset(out, 0, FT_LEVEL_COUNT);
+	for (unsigned i = 0; t && i < t->n_domains; i++) {
 		const ft_domain_t *dom = &t->domains[i];
 		unsigned n = (unsigned)__builtin_popcount(dom->gpus & free);
-		if (n > out->largest_block[dom->level])
-			out->largest_block[dom->level] = (uint8_t)n;
+		if (n > out[dom->level])
+			out[dom->level] = (uint8_t)n;
 	}
 }
 
@@ -292,7 +295,7 @@ void ft_frag_measure(ft_frag_t *out, const ft_node_t *node, const ft_mix_t *mix)
 	out->free_milli = free_milli(node, out);
 	out->whole_gpus_free =
 	    (uint16_t)__builtin_popcount(ft_node_free_gpus(node));
-	largest_blocks(out, node);
+	ft_frag_largest_blocks(out->largest_block, node);
 	out->fragmentation_milli = expected(node, mix, usable);
 	if (mix && mix->total)
 		out->mig_slices_stranded +=
