@@ -256,6 +256,13 @@ uint16_t ft_node_free_gpus(const ft_node_t *node);
 /* GPUs with at least one replica held, as a mask of positions. */
 uint16_t ft_node_replica_gpus(const ft_node_t *node);
 
+/*
+ * MIG instances of `profile` held with no known placement: by holding `h`,
+ * or by all of `node`'s holdings. 0 for the empty profile.
+ */
+uint32_t ft_holding_unknown_mig(const ft_holding_t *h, const char *profile);
+uint32_t ft_node_unknown_mig(const ft_node_t *node, const char *profile);
+
 /* GPU positions with a count in `replicas` (FT_GPU_MAX per-GPU counts). */
 uint16_t ft_replica_gpus(const uint8_t *replicas);
 

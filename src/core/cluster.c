@@ -236,6 +236,23 @@ uint16_t ft_replica_gpus(const uint8_t *replicas)
 	return gpus;
 }
 
+uint32_t ft_holding_unknown_mig(const ft_holding_t *h, const char *profile)
+{
+	return profile[0] && h->unknown_mig &&
+		       strcmp(h->unknown_mig_profile, profile) == 0
+		   ? h->unknown_mig
+		   : 0;
+}
+
+uint32_t ft_node_unknown_mig(const ft_node_t *node, const char *profile)
+{
+	uint32_t n = 0;
+
+	for (unsigned i = 0; profile[0] && i < node->n_holdings; i++)
+		n += ft_holding_unknown_mig(&node->holdings[i], profile);
+	return n;
+}
+
 unsigned ft_node_free_replicas(const ft_node_t *node, unsigned g)
 {
 	unsigned n = node->topology->gpus[g].replicas;

@@ -295,14 +295,7 @@ static bool room_fits(room_t r, const ft_demand_t *d)
 
 static uint32_t unknown_mig(const ft_node_t *node, const ft_demand_t *d)
 {
-	uint32_t n = 0;
-
-	for (unsigned i = 0; d->mig_count && i < node->n_holdings; i++)
-		if (node->holdings[i].unknown_mig &&
-		    strcmp(node->holdings[i].unknown_mig_profile,
-			   d->mig_profile) == 0)
-			n += node->holdings[i].unknown_mig;
-	return n;
+	return d->mig_count ? ft_node_unknown_mig(node, d->mig_profile) : 0;
 }
 
 static const ft_domain_t *node_domain(const ft_topology_t *t)

@@ -126,15 +126,10 @@ static void keep_unknown_mig(released_t *out, const ft_node_t *node,
 
 	memset(u, 0, sizeof(*u));
 	memcpy(u->unknown_mig_profile, profile, FT_PROFILE_MAX);
-	for (unsigned i = 0; profile[0] && i < node->n_holdings; i++)
-		if (node->holdings[i].unknown_mig &&
-		    strcmp(node->holdings[i].unknown_mig_profile, profile) == 0)
-			u->unknown_mig += node->holdings[i].unknown_mig;
-	for (unsigned i = 0; profile[0] && i < n; i++)
-		if (node->holdings[idx[i]].unknown_mig &&
-		    strcmp(node->holdings[idx[i]].unknown_mig_profile,
-			   profile) == 0)
-			u->unknown_mig -= node->holdings[idx[i]].unknown_mig;
+	u->unknown_mig = ft_node_unknown_mig(node, profile);
+	for (unsigned i = 0; i < n; i++)
+		u->unknown_mig -=
+		    ft_holding_unknown_mig(&node->holdings[idx[i]], profile);
 	out->node.holdings = u;
 	out->node.n_holdings = 1;
 }
