@@ -126,8 +126,8 @@ static void keep_unknown_mig(released_t *out, const ft_node_t *node,
 
 	memset(u, 0, sizeof(*u));
 	memcpy(u->unknown_mig_profile, profile, FT_PROFILE_MAX);
-	u->unknown_mig = ft_node_unknown_mig(node, profile);
-	for (unsigned i = 0; i < n; i++)
+	u->unknown_mig = profile[0] ? ft_node_unknown_mig(node, profile) : 0;
+	for (unsigned i = 0; u->unknown_mig && i < n; i++)
 		u->unknown_mig -=
 		    ft_holding_unknown_mig(&node->holdings[idx[i]], profile);
 	out->node.holdings = u;
