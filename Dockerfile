@@ -1,7 +1,9 @@
-# flextopo-extender container image.
+# flextopo container images: the extender (the default target) and the node
+# agent (target node: flextopo-node with flextopo-discover).
 #
 # Build (needs a Docker/BuildKit engine; CI has none and only lints this file):
 #   docker build -t flextopo/extender:0.1.0 .
+#   docker build --target node -t flextopo/node:0.1.0 .
 # The runtime stage holds the binary and the shared libraries it links, runs
 # as an unprivileged user, and works with a read-only root filesystem.
 
@@ -28,6 +30,35 @@ COPY bench bench
 RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release -DFLEXTOPO_TESTS=OFF -DFLEXTOPO_BENCH=OFF \
  && cmake --build /build --target flextopo-extender flextopo-discover \
  && strip /build/flextopo-extender /build/flextopo-discover
+
+# The node agent is Go (NRI and kubelet's PodResources API have maintained Go
+# libraries); a static binary.
+FROM golang:1.26-bookworm AS node-build
+WORKDIR /src/node
+COPY node/go.mod node/go.sum ./
+RUN go mod download
+COPY node/ ./
+RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/flextopo-node ./cmd/flextopo-node
+
+FROM ${BASE} AS node
+# flextopo-discover's libraries; NVML comes from the NVIDIA runtime at run time.
+# hadolint ignore=DL3008
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      libcjson1 libcurl4 libyaml-0-2 libhwloc15 ca-certificates \
+ && rm -rf /var/lib/apt/lists/*
+COPY --from=build /build/flextopo-discover /usr/local/bin/
+COPY --from=node-build /out/flextopo-node /usr/local/bin/
+LABEL org.opencontainers.image.title="flextopo-node" \
+      org.opencontainers.image.description="flextopo node agent: NRI plugin that applies GPU and CPU allocations, and reports what the node assigned" \
+      org.opencontainers.image.version="0.1.0" \
+      org.opencontainers.image.licenses="Apache-2.0"
+# Root without capabilities, to open the root-owned NRI and kubelet sockets
+# (the chart drops every capability and mounts the root filesystem read-only).
+# hadolint ignore=DL3002
+USER 0:0
+EXPOSE 8095
+ENTRYPOINT ["/usr/local/bin/flextopo-node"]
 
 FROM ${BASE} AS runtime
 # hadolint ignore=DL3008

@@ -120,6 +120,8 @@ cases=(
 	"extender-full --set mode=extender --set podDisruptionBudget.enabled=true --set registration.managedResources[0].name=nvidia.com/gpu --set service.type=NodePort --set extender.config.maxRequestBytes=128Mi --set extender.config.defaultAffinityMode=best-effort"
 	"scheduler-tls --set mode=scheduler --set tls.enabled=true --set tls.secretName=flextopo-tls"
 	"extender-tls --set mode=extender --set tls.enabled=true --set tls.secretName=flextopo-tls --set tls.clientAuth.enabled=true --set tls.clientAuth.caSecretName=scheduler-client-ca --set tls.serverName=flextopo.example.com"
+	"node-observe --set nodeAgent.mode=observe --set nodeAgent.runtimeClassName=nvidia --set nodeAgent.discoverArgs[0]=--sharing-config --set nodeAgent.discoverArgs[1]=/etc/dp/config.yaml --set nodeAgent.restrictToOwnNode=false"
+	"node-off --set nodeAgent.enabled=false"
 )
 
 # --- 2. lint -------------------------------------------------------------
@@ -168,9 +170,9 @@ for f in scheduler scheduler-full scheduler-tls; do
 	[[ -s $out/$f.yaml ]] || continue
 	expect "$out/$f.yaml" Deployment 1
 	expect "$out/$f.yaml" ConfigMap 2
-	expect "$out/$f.yaml" ServiceAccount 1
-	expect "$out/$f.yaml" ClusterRole 2
-	expect "$out/$f.yaml" ClusterRoleBinding 4
+	expect "$out/$f.yaml" ServiceAccount 2
+	expect "$out/$f.yaml" ClusterRole 3
+	expect "$out/$f.yaml" ClusterRoleBinding 5
 	expect "$out/$f.yaml" Role 1
 	expect "$out/$f.yaml" RoleBinding 2
 	grep -q 'kind: KubeSchedulerConfiguration' "$out/$f.yaml" || fail "$f: no KubeSchedulerConfiguration"
@@ -181,8 +183,8 @@ for f in extender extender-full extender-tls; do
 	expect "$out/$f.yaml" Deployment 1
 	expect "$out/$f.yaml" Service 1
 	expect "$out/$f.yaml" ConfigMap 1
-	expect "$out/$f.yaml" ClusterRole 1
-	expect "$out/$f.yaml" ClusterRoleBinding 1
+	expect "$out/$f.yaml" ClusterRole 2
+	expect "$out/$f.yaml" ClusterRoleBinding 2
 	expect "$out/$f.yaml" Role 0
 	! grep -q 'kind: KubeSchedulerConfiguration' "$out/$f.yaml" || fail "$f: renders a KubeSchedulerConfiguration"
 	grep -q 'listen: "0.0.0.0:8888"' "$out/$f.yaml" || fail "$f: the extender does not listen on all addresses"
@@ -226,6 +228,35 @@ if [[ -s $out/extender-tls.yaml ]]; then
 	[[ $(grep -c 'scheme: HTTPS$' "$f") -eq 2 ]] || fail "extender-tls: the extender's probes do not use HTTPS"
 	grep -q 'targetPort: https' "$f" || fail "extender-tls: the Service does not target the https port"
 fi
+# The node agent: a DaemonSet in every mode unless turned off; the NRI
+# socket's directory and kubelet's pod-resources directory are its only host
+# paths, and observe mode drops the NRI one.
+for f in scheduler extender; do
+	[[ -s $out/$f.yaml ]] || continue
+	expect "$out/$f.yaml" DaemonSet 1
+	expect "$out/$f.yaml" ValidatingAdmissionPolicy 1
+	expect "$out/$f.yaml" ValidatingAdmissionPolicyBinding 1
+	d=$(awk '/^kind: DaemonSet/,0' "$out/$f.yaml")
+	[[ $(grep -c 'hostPath:' <<<"$d") -eq 2 ]] || fail "$f: the node agent mounts other than two host paths"
+	grep -q 'path: /var/run/nri$' <<<"$d" || fail "$f: the node agent does not mount the NRI socket's directory"
+	grep -q 'path: /var/lib/kubelet/pod-resources$' <<<"$d" || fail "$f: the node agent does not mount kubelet's pod-resources"
+	grep -q -- '- --mode=enforce' <<<"$d" || fail "$f: the node agent is not in enforce mode by default"
+	grep -q 'privileged: true' <<<"$d" && fail "$f: the node agent is privileged"
+	grep -q 'path: /readyz' <<<"$d" || fail "$f: the node agent has no readiness probe"
+done
+if [[ -s $out/node-observe.yaml ]]; then
+	d=$(awk '/^kind: DaemonSet/,0' "$out/node-observe.yaml")
+	[[ $(grep -c 'hostPath:' <<<"$d") -eq 1 ]] || fail "node-observe: observe mode mounts the NRI socket"
+	grep -q -- '- --mode=observe' <<<"$d" || fail "node-observe: the agent is not in observe mode"
+	grep -q -- '- --discover-command=flextopo-discover --sharing-config /etc/dp/config.yaml' <<<"$d" ||
+		fail "node-observe: discoverArgs are not passed to flextopo-discover"
+	grep -q 'runtimeClassName: nvidia' <<<"$d" || fail "node-observe: runtimeClassName is not set"
+	expect "$out/node-observe.yaml" ValidatingAdmissionPolicy 0
+fi
+if [[ -s $out/node-off.yaml ]]; then
+	expect "$out/node-off.yaml" DaemonSet 0
+	expect "$out/node-off.yaml" ClusterRole 2
+fi
 "$helm" package "$chart" --destination "$out" >"$out/package.log" 2>&1 || {
 	fail "helm package:"
 	cat "$out/package.log" >&2
@@ -261,6 +292,12 @@ bad=(
 	"mode=extender replicaCount=2|extender mode runs exactly 1 replica"
 	"mode=extender serviceMonitor.enabled=true|the extender serves no /metrics yet"
 	"extender.config.watchBackoffInitialMs=60000|may not exceed extender.config.watchBackoffMaxMs"
+	"nodeAgent.mode=strict|at '/nodeAgent/mode': value must be one of 'enforce', 'observe'"
+	"nodeAgent.observeInterval=0s|at '/nodeAgent/observeInterval'"
+	"nodeAgent.nriSocket=nri.sock|at '/nodeAgent/nriSocket'"
+	"nodeAgent.port=0|at '/nodeAgent/port': minimum"
+	"nodeAgent.logLevel=trace|at '/nodeAgent/logLevel'"
+	"nodeAgent.enabeld=true|additional properties 'enabeld' not allowed"
 )
 echo "== wrong values must fail"
 for b in "${bad[@]}"; do

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite: format check, warnings-as-errors build, unit tests,
 # fuzz-corpus replays, the same under AddressSanitizer/UBSan, the core tests
-# under valgrind, and the end-to-end suite against a real kube-apiserver and
-# kube-scheduler.
+# under valgrind, the node agent's Go tests, and the end-to-end suite against a
+# real kube-apiserver and kube-scheduler (and a real kubelet, containerd and
+# runc for the node agent).
 #
 #   scripts/test.sh            everything
 #   SKIP_E2E=1 scripts/test.sh everything but the e2e
@@ -39,6 +40,15 @@ for t in test_place test_victims test_frag test_extender test_state test_decisio
 		echo "valgrind $t: clean"
 	fi
 done
+
+echo "== node agent (gofmt, go vet, go test -race: the mapping, golden fixtures, the plugin over NRI's socket)"
+(
+	cd node
+	unformatted=$(gofmt -l .)
+	[[ -z $unformatted ]] || { echo "gofmt: not formatted: $unformatted" >&2; exit 1; }
+	go vet ./...
+	go test -race -count=1 ./...
+)
 
 echo "== API: schemathesis on both listeners, /metrics through prometheus_client, a demo node's SVG in headless Chromium"
 FLEXTOPO_EXTENDER=build/flextopo-extender scripts/api-check.sh

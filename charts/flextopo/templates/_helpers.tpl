@@ -198,3 +198,18 @@ exec:
 {{- fail "tls.probePort: the probes' plain-HTTP port must differ from extender.port, which serves TLS" -}}
 {{- end -}}
 {{- end -}}
+
+{{/* Labels of the node agent's objects: component node-agent. */}}
+{{- define "flextopo.nodeAgentSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "flextopo.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: node-agent
+{{- end -}}
+
+{{- define "flextopo.nodeAgentLabels" -}}
+helm.sh/chart: {{ include "flextopo.chart" . }}
+{{ include "flextopo.nodeAgentSelectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: flextopo
+{{- end -}}
