@@ -337,6 +337,10 @@ func TestChartServerSideDryRun(t *testing.T) {
 		sets      []string
 		wantKinds []string
 		notes     []string // NOTES.txt must contain each
+		// The node agent's objects, rendered unless noAgent; nil means
+		// chartNodeAgentKinds.
+		agentKinds []string
+		noAgent    bool
 	}{
 		{
 			name: "scheduler",
@@ -383,6 +387,19 @@ func TestChartServerSideDryRun(t *testing.T) {
 				"Service", "ServiceAccount"},
 			notes: []string{"managedResources:", "- name: \"nvidia.com/gpu\""},
 		},
+		{
+			name:      "extender-no-node-agent",
+			sets:      []string{"mode=extender", "nodeAgent.enabled=false"},
+			wantKinds: []string{"ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "Service", "ServiceAccount"},
+			noAgent:   true,
+		},
+		{
+			name: "scheduler-node-observe",
+			sets: []string{"mode=scheduler", "nodeAgent.mode=observe", "nodeAgent.restrictToOwnNode=false"},
+			wantKinds: []string{"ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "ClusterRoleBinding",
+				"ClusterRoleBinding", "ConfigMap", "ConfigMap", "Deployment", "Role", "RoleBinding", "RoleBinding", "ServiceAccount"},
+			agentKinds: []string{"ClusterRole", "ClusterRoleBinding", "DaemonSet", "ServiceAccount"},
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -391,8 +408,17 @@ func TestChartServerSideDryRun(t *testing.T) {
 			e.createNamespace(ns)
 			start := time.Now()
 			r := e.render(ns, tc.sets...)
-			if got := r.kinds(); strings.Join(got, ",") != strings.Join(tc.wantKinds, ",") {
-				t.Errorf("rendered kinds %v, want %v", got, tc.wantKinds)
+			want := append([]string(nil), tc.wantKinds...)
+			if !tc.noAgent {
+				agent := tc.agentKinds
+				if agent == nil {
+					agent = chartNodeAgentKinds
+				}
+				want = append(want, agent...)
+			}
+			sort.Strings(want)
+			if got := r.kinds(); strings.Join(got, ",") != strings.Join(want, ",") {
+				t.Errorf("rendered kinds %v, want %v", got, want)
 			}
 			rejected := 0
 			for _, o := range r.objs {
@@ -437,9 +463,30 @@ func TestChartServerSideDryRun(t *testing.T) {
 	}
 }
 
-// chartSA is the identity of the chart's service account.
-func chartSA(r *chartRender, t *testing.T) (user string, groups []string) {
-	sa := r.one(t, "ServiceAccount", "")
+// chartNodeAgentKinds are the objects of the node agent (flextopo-node) in
+// the chart's default values.
+var chartNodeAgentKinds = []string{"ClusterRole", "ClusterRoleBinding", "DaemonSet", "ServiceAccount",
+	"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
+
+// workloadSA is the ServiceAccount the pods of a Deployment or DaemonSet run
+// as.
+func (r *chartRender) workloadSA(t *testing.T, kind string) *unstructured.Unstructured {
+	t.Helper()
+	w := r.one(t, kind, "")
+	name, _, _ := unstructured.NestedString(w.Object, "spec", "template", "spec", "serviceAccountName")
+	for _, o := range r.objs {
+		if o.GetKind() == "ServiceAccount" && o.GetName() == name {
+			return o
+		}
+	}
+	t.Fatalf("%s runs as ServiceAccount %q, which the chart does not render", chartObjName(w), name)
+	return nil
+}
+
+// chartSA is the identity of the service account of a Deployment or
+// DaemonSet of the chart.
+func chartSA(r *chartRender, t *testing.T, kind string) (user string, groups []string) {
+	sa := r.workloadSA(t, kind)
 	return "system:serviceaccount:" + sa.GetNamespace() + ":" + sa.GetName(),
 		[]string{"system:serviceaccounts", "system:serviceaccounts:" + sa.GetNamespace(), "system:authenticated"}
 }
@@ -543,7 +590,7 @@ func TestChartRBAC(t *testing.T) {
 		e.createNamespace(ns)
 		r := e.render(ns, "mode=extender")
 		e.applyForReal(chartRBACObjects(r))
-		user, groups := chartSA(r, t)
+		user, groups := chartSA(r, t, "Deployment")
 		want := append(extenderNeeds(other),
 			// The extender alone elects no leader, sends no events and
 			// deletes no pods.
@@ -559,7 +606,7 @@ func TestChartRBAC(t *testing.T) {
 		e.createNamespace(ns)
 		r := e.render(ns, "mode=scheduler")
 		e.applyForReal(chartRBACObjects(r))
-		user, groups := chartSA(r, t)
+		user, groups := chartSA(r, t, "Deployment")
 		lease := r.one(t, "Deployment", "").GetName()
 		want := append(extenderNeeds(other),
 			// Leader election on the release's own Lease.
@@ -844,7 +891,7 @@ func chartSchedules(t *testing.T, withTLS bool) {
 	r := e.render(ns, sets...)
 	e.applyForReal(chartRBACObjects(r))
 	dep := r.one(t, "Deployment", "")
-	sa := r.one(t, "ServiceAccount", "")
+	sa := r.workloadSA(t, "Deployment")
 	dir, err := c.dir(name)
 	if err != nil {
 		t.Fatal(err)
