@@ -152,7 +152,8 @@ func run(o *options) error {
 	}
 	st.podsSynced.Store(true)
 
-	rep := &agent.Reporter{Node: o.node, Client: kc, Pods: pods, Record: record, Resources: res, Log: log, Metrics: metrics}
+	rep := &agent.Reporter{Node: o.node, Client: kc, Pods: pods, Record: record, Resources: res, Log: log, Metrics: metrics,
+		Enforcing: o.mode == "enforce"}
 	if o.podResources != "" {
 		prc, err := agent.DialPodResources(o.podResources)
 		if err != nil {

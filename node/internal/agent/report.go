@@ -38,6 +38,11 @@ type Reporter struct {
 	Resources    enforce.Resources
 	Log          *slog.Logger
 	Metrics      *Metrics
+	// Enforcing: the NRI plugin adjusts containers (enforce mode). A pod
+	// with an allocation whose containers are not created yet is then not
+	// reported: kubelet's PodResources already lists the device plugin's
+	// choice at admission, which the plugin replaces at CreateContainer.
+	Enforcing bool
 
 	lastErr string
 }
@@ -105,6 +110,9 @@ func (r *Reporter) Observe(pod *corev1.Pod, pr *podresourcesapi.PodResources) *a
 	if applied := r.Record.Containers(string(pod.UID)); applied != nil {
 		return alloc.NewObserved(r.Node, alloc.SourceNRI, inSpecOrder(pod, applied))
 	}
+	if r.Enforcing && hasAlloc && !anyContainerCreated(pod) {
+		return nil
+	}
 	held := map[string]alloc.Holding{}
 	for _, c := range pr.GetContainers() {
 		if h := FromPodResources(c, r.Resources); !empty(h) {
@@ -115,6 +123,19 @@ func (r *Reporter) Observe(pod *corev1.Pod, pr *podresourcesapi.PodResources) *a
 		return nil
 	}
 	return alloc.NewObserved(r.Node, alloc.SourcePodResources, inSpecOrder(pod, held))
+}
+
+// anyContainerCreated: the runtime created a container of the pod (kubelet
+// reports its ID), so a container of it runs on whatever it was given.
+func anyContainerCreated(pod *corev1.Pod) bool {
+	for _, list := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+		for _, cs := range list {
+			if cs.ContainerID != "" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func empty(h alloc.Holding) bool {

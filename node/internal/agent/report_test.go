@@ -114,6 +114,34 @@ func TestReconcileWritesObserved(t *testing.T) {
 	}
 }
 
+// In enforce mode a pod with an allocation is reported only once a container
+// of it exists: before, PodResources holds the device plugin's choice, which
+// the plugin replaces at CreateContainer.
+func TestEnforcingWaitsForContainers(t *testing.T) {
+	pending := gpuPod("ns", "pending", "u1", 1, allocGPU1)
+	started := gpuPod("ns", "started", "u2", 1, allocGPU1)
+	started.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", ContainerID: "containerd://c1"}}
+	unmanaged := gpuPod("ns", "unmanaged", "u3", 1, "")
+	pr := map[string]*podresourcesapi.PodResources{}
+	for _, p := range []*podresourcesapi.PodResources{
+		prOf("ns", "pending", []string{"GPU-0"}), prOf("ns", "started", []string{"GPU-0"}), prOf("ns", "unmanaged", []string{"GPU-0"}),
+	} {
+		pr[p.Name] = p
+	}
+	for _, enforcing := range []bool{true, false} {
+		r := &Reporter{Node: "n1", Record: NewRecord(), Resources: enforce.DefaultResources, Enforcing: enforcing,
+			Log: quietLog(), Metrics: NewMetrics(nil)}
+		if o := r.Observe(pending, pr["pending"]); (o != nil) == enforcing {
+			t.Errorf("enforcing=%v: pod without containers observed as %+v", enforcing, o)
+		}
+		for _, p := range []*corev1.Pod{started, unmanaged} {
+			if o := r.Observe(p, pr[p.Name]); o == nil || o.Source != alloc.SourcePodResources {
+				t.Errorf("enforcing=%v: %s observed as %+v, want kubelet's report", enforcing, p.Name, o)
+			}
+		}
+	}
+}
+
 func TestDrifted(t *testing.T) {
 	p := gpuPod("ns", "p", "u", 1, allocGPU1)
 	same := alloc.NewObserved("n1", alloc.SourceNRI, []alloc.ContainerHolding{{Name: "main", Holding: alloc.Holding{GPUs: []string{"GPU-1"}, CPUSet: "2,3"}}})
