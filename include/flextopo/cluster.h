@@ -107,6 +107,59 @@ void ft_allocation_dispose(ft_allocation_t *a);
 /* Deep copy; FT_ENOMEM. */
 int ft_allocation_copy(ft_allocation_t *out, const ft_allocation_t *src);
 
+/*
+ * Do `a` and `b` name the same units: the same GPU and MIG uuids, the same
+ * replica count on each shared GPU, the same CPUs? Sets, so order does not
+ * matter; level, mode and memory are not compared.
+ */
+bool ft_allocation_same_units(const ft_allocation_t *a,
+			      const ft_allocation_t *b);
+
+/*
+ * The units of `a` as one line for logs: `gpus [GPU-a,GPU-b] cpuset "0-3"`,
+ * with `mig [...]` and `replicas [GPU-x:2]` when it has some. Truncated to
+ * `size`; returns `buf`.
+ */
+const char *ft_allocation_units_text(char *buf, size_t size,
+				     const ft_allocation_t *a);
+
+/* flextopo.io/observed "source": where the node agent read the facts. */
+typedef enum {
+	/*
+	 * "nri": the agent itself set the containers' devices and cpusets at
+	 * creation (enforce mode); these are the units the containers run on.
+	 */
+	FT_OBSERVED_NRI = 0,
+	/*
+	 * "podresources": kubelet's PodResources API (List) reported them,
+	 * the device plugin's and CPU manager's own choice (observe mode).
+	 */
+	FT_OBSERVED_PODRESOURCES = 1,
+} ft_observed_source_t;
+
+/* "nri", "podresources". */
+const char *ft_observed_source_name(ft_observed_source_t source);
+
+/*
+ * The observed annotation (flextopo.io/observed, api/observed.schema.json)
+ * as decoded: what the node really gave the pod's containers (their union),
+ * written on the pod by the node agent flextopo-node (node/, Go package
+ * node/internal/alloc). `units` holds GPU and MIG uuids, replicas per shared
+ * GPU and the exclusive CPUs ("" in the annotation, an empty set here: the
+ * containers run on the shared pool); its level, mode and memory are unused.
+ * The per-container list of the annotation is checked, not kept. Owns its
+ * strings.
+ */
+typedef struct ft_observed {
+	char *node; /* the Node the agent runs on */
+	ft_observed_source_t source;
+	ft_allocation_t units;
+} ft_observed_t;
+
+void ft_observed_dispose(ft_observed_t *o);
+/* Deep copy; FT_ENOMEM. */
+int ft_observed_copy(ft_observed_t *out, const ft_observed_t *src);
+
 /* A pod as the cluster state keeps it. Owns its strings. */
 typedef struct ft_pod {
 	char *uid;
@@ -124,10 +177,53 @@ typedef struct ft_pod {
 	bool has_allocation;
 	ft_allocation_t allocation;
 	char *allocation_error; /* annotation present but invalid */
+	/*
+	 * flextopo.io/observed (heap, owned): NULL when absent or invalid. An
+	 * invalid one is ignored (the pod holds its allocation, or its
+	 * demand), with observed_error saying why ("annotation
+	 * flextopo.io/observed: ..."). On the heap because few pods have one.
+	 */
+	ft_observed_t *observed;
+	char *observed_error;
 } ft_pod_t;
 
 void ft_pod_dispose(ft_pod_t *pod);
 int ft_pod_copy(ft_pod_t *out, const ft_pod_t *src);
+
+/*
+ * Does the pod hold its observed units? True when it has a valid observed
+ * annotation written for the node it is bound to (spec.nodeName); an
+ * annotation naming another node (left from an earlier binding, or a
+ * mistake) is ignored. Such a pod holds the observed GPUs, MIG instances,
+ * replicas and CPUs instead of its allocation's, keeping the allocation's
+ * level; without an allocation (placed without flextopo) it holds them all
+ * the same.
+ */
+bool ft_pod_holds_observed(const ft_pod_t *pod);
+
+/*
+ * Has the pod drifted? True when it holds its observed units
+ * (ft_pod_holds_observed) and either has a valid allocation whose units
+ * differ (ft_allocation_same_units) or has no valid allocation (placed
+ * without flextopo, or its allocation is malformed) and holds some GPU, MIG
+ * instance, replica or exclusive CPU. An allocation with pinned CPUs
+ * observed with an empty cpuset is drift: the containers run on the shared
+ * pool.
+ */
+bool ft_pod_drifted(const ft_pod_t *pod);
+
+/*
+ * Units resolved to topology positions: what a drifted pod's allocation
+ * named (ft_holding_t.expected), beside what the node gave it.
+ */
+typedef struct ft_expected_units {
+	uint16_t gpus;		      /* GPU positions */
+	uint64_t mig[2];	      /* MIG instance positions */
+	uint8_t replicas[FT_GPU_MAX]; /* replicas per shared GPU */
+	ft_cpuset_t cpus;
+	uint32_t unknown; /* GPUs, MIG instances and replicas named by uuids
+			     the topology lacks */
+} ft_expected_units_t;
 
 /* What one pod holds on a node, resolved to topology positions. */
 typedef struct ft_holding {
@@ -150,6 +246,18 @@ typedef struct ft_holding {
 	ft_level_t level;      /* as the allocation annotation says */
 	uint8_t levels;	       /* every level reached (bit per ft_level_t) */
 	bool assumed;	       /* from a bind the watch has not shown yet */
+	/*
+	 * The units above are the observed ones (ft_pod_holds_observed),
+	 * reported from `observed_source`.
+	 */
+	bool observed;
+	ft_observed_source_t observed_source;
+	/*
+	 * The pod has drifted (ft_pod_drifted): `expected` is what its
+	 * allocation named, the units above what the node gave. NULL when not
+	 * drifted; owned by the node.
+	 */
+	ft_expected_units_t *expected;
 } ft_holding_t;
 
 #define FT_FRAG_CACHE 16 /* FT_MIX_CLASSES (frag.h) */
@@ -206,6 +314,7 @@ typedef struct ft_node {
 	uint32_t unknown_replicas;
 	uint32_t unknown_cpus;
 	unsigned conflicts; /* holdings that claimed an already-held unit */
+	unsigned drifted;   /* holdings with `expected` (drifted pods) */
 	/*
 	 * Not part of the node's value: a cache for fragmentation (frag.h),
 	 * allocated with the node and filled as requests weigh it. NULL in
@@ -217,9 +326,10 @@ typedef struct ft_node {
 /*
  * Build a node from its topology (a reference is taken; may be NULL with
  * `topology_error` saying why) and the pods bound to it (borrowed; terminal
- * pods are skipped). Pods whose allocation is absent or names units this
- * topology lacks count as usage of unknown placement. `assumed` flags, one per
- * pod, may be NULL. FT_ENOMEM.
+ * pods are skipped). A pod holds its observed units when it has them
+ * (ft_pod_holds_observed), else its allocation's. Pods whose allocation is
+ * absent, or whose units name what this topology lacks, count as usage of
+ * unknown placement. `assumed` flags, one per pod, may be NULL. FT_ENOMEM.
  */
 int ft_node_build(ft_node_t **out, const char *name, ft_topology_t *topology,
 		  const char *topology_error, const ft_pod_t *const *pods,

@@ -72,9 +72,11 @@ int ft_quantity_mib(uint64_t *out, const char *text);
 int ft_codec_requires_decode(ft_caps_t *out, const char *json);
 
 /*
- * Decode a v1 Pod. Demand and allocation annotation errors do not fail the
- * decode: they are recorded in demand_error / allocation_error. FT_EINVAL
- * only when the object is not a pod (no metadata.name or uid), FT_ENOMEM.
+ * Decode a v1 Pod. Demand, allocation and observed annotation errors do not
+ * fail the decode: they are recorded in demand_error / allocation_error /
+ * observed_error ("annotation flextopo.io/observed: gpus[1]: empty uuid").
+ * FT_EINVAL only when the object is not a pod (no metadata.name or uid),
+ * FT_ENOMEM.
  */
 int ft_codec_pod_decode(ft_pod_t *out, const cJSON *pod,
 			const ft_codec_options_t *opts);
@@ -111,6 +113,23 @@ int ft_codec_allocation_from_placement(ft_allocation_t *out,
 				       const ft_placement_t *p,
 				       const ft_node_t *node,
 				       ft_affinity_mode_t mode);
+
+/*
+ * The observed annotation (flextopo.io/observed, api/observed.schema.json),
+ * written by the node agent flextopo-node (node/internal/alloc, Observed).
+ * Checked as that package's ParseObserved checks it: the keys version,
+ * node, source, gpus, mig and cpuset are required; version is 1; node is
+ * not empty; source is "nri" or "podresources"; uuids are non-empty strings,
+ * each listed once; replica counts are integers 1-64; cpusets are cpulists
+ * ("" is the shared pool). Each entry of "containers" is checked the same
+ * way and then dropped: the pod-level lists are the union. Unknown keys are
+ * ignored. Lists are bounded by what one pod of the model holds
+ * (FT_GPU_MAX GPUs and shared GPUs, FT_ALLOC_MIG_MAX MIG devices, CPU ids
+ * below FT_CPU_MAX), which the schema's 64 may exceed. FT_EINVAL with a
+ * message naming the key ("replicas[0].count: 0 is outside 1-64"), the
+ * golden cases being test/fixtures/observed; FT_ENOMEM.
+ */
+int ft_codec_observed_decode(ft_observed_t *out, const char *json);
 
 /* ExtenderArgs (filter, prioritize) and ExtenderPreemptionArgs' Pod. */
 typedef struct ft_extender_args {

@@ -8,7 +8,8 @@
  * that nothing is written at all (see api/openapi.yaml):
  *   GET  /debug/nodes                    one row per node
  *   GET  /debug/nodes/{name}[?format=svg] the node's tree, or its picture
- *   GET  /debug/pods/{namespace}/{name}  allocation and decisions of a pod
+ *   GET  /debug/pods/{namespace}/{name}  allocation, observed units, drift
+ *                                        and decisions of a pod
  *   POST /debug/explain[?node=NAME]      what would happen to a pod spec
  *   GET  /debug/decisions[?limit=N]      the newest decisions (N: 1-1048576,
  *                                        default 20, at most decisionLogSize)

@@ -38,7 +38,11 @@ int ft_codec_debug_nodes(char **out, const ft_snapshot_t *snap,
  * PCIe switches, GPUs, MIG instances, NVLinks, affinity domains) with the pod
  * holding each unit, and the list of what each pod holds. A shared GPU also
  * has "replicas", "replicasUsed" and "replicasHeldBy" (each pod with the
- * "count" it holds).
+ * "count" it holds). A holding of observed units (ft_holding_t.observed)
+ * has "observedSource" ("nri" | "podresources", else null); a drifted one
+ * "drifted": true and "drift": {"expected", "actual"}, each with GPU
+ * indexes, MIG instances, replicas, a cpulist and the count of units the
+ * topology lacks ("unknown").
  */
 int ft_codec_debug_node(char **out, const ft_node_t *node, const ft_mix_t *mix);
 
@@ -72,6 +76,14 @@ typedef struct ft_debug_pod {
 	unsigned n_decisions;
 } ft_debug_pod_t;
 
+/*
+ * {"namespace","name","uid","state","holding","decisions"}. "state" is the
+ * pod as the state has it, with its observed annotation ("observed": the
+ * uuids and cpuset flextopo-node reported, its "node", "source" and
+ * "held": whether it is for the pod's node), "observedError", and
+ * "drifted" with "drift": {"expected", "actual"} as the annotations name
+ * the units (ft_pod_drifted, cluster.h).
+ */
 int ft_codec_debug_pod(char **out, const ft_debug_pod_t *view);
 
 /* One node of POST /debug/explain, as the caller computed it. */

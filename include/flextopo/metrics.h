@@ -35,6 +35,11 @@
  *                                           use (FGD, frag.h)
  *   gpus_whole_free, mig_slices_stranded,   gauges over all nodes
  *   workload_mix_pods                       gauge: pods in the mix
+ *   drift_pods                              gauge: pods of the snapshot
+ *                                           whose observed units
+ *                                           (flextopo.io/observed, written
+ *                                           by flextopo-node) differ from
+ *                                           their allocation
  *   build_info{version,commit}              gauge, always 1
  */
 #ifndef FLEXTOPO_METRICS_H
@@ -109,7 +114,9 @@ typedef struct ft_metrics_gauges {
 	uint64_t gpu_fragmentation_milli;
 	unsigned long gpus_whole_free;
 	unsigned long mig_slices_stranded;
-	unsigned mix_pods; /* pods in the workload mix */
+	unsigned mix_pods;   /* pods in the workload mix */
+	unsigned drift_pods; /* holdings of the snapshot with `expected`
+				(ft_pod_drifted, cluster.h) */
 } ft_metrics_gauges_t;
 
 /* The exposition text (heap, caller frees). FT_ENOMEM. */

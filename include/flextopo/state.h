@@ -33,7 +33,11 @@ void ft_state_free(ft_state_t *state);
 /*
  * Apply a v1 Node or Pod object (ADDED/MODIFIED) or its deletion. Bad
  * objects are logged and skipped: they never disturb other nodes or pods.
- * Each call publishes a new snapshot unless inside a replace.
+ * Each call publishes a new snapshot unless inside a replace. A pod's
+ * drift (ft_pod_drifted, cluster.h) is logged at warn, naming the pod, its
+ * node and the expected and actual units, and a malformed observed
+ * annotation likewise, once each time they appear or change from the pod's
+ * previous version; the end of a drift at info.
  */
 void ft_state_apply_node(ft_state_t *state, const cJSON *node);
 void ft_state_delete_node(ft_state_t *state, const cJSON *node);

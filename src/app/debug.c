@@ -157,7 +157,8 @@ static ft_mix_t *mix_copy(ft_app_t *app)
 	return mix;
 }
 
-static int gpu_gauges(ft_metrics_gauges_t *g, ft_app_t *app)
+/* The gauges summed over the snapshot's nodes: GPU capacity and drift. */
+static int model_gauges(ft_metrics_gauges_t *g, ft_app_t *app)
 {
 	ft_snapshot_t *snap = NULL;
 	ft_mix_t *mix = mix_copy(app);
@@ -172,6 +173,7 @@ static int gpu_gauges(ft_metrics_gauges_t *g, ft_app_t *app)
 		g->gpu_fragmentation_milli += f.fragmentation_milli;
 		g->gpus_whole_free += f.whole_gpus_free;
 		g->mig_slices_stranded += f.mig_slices_stranded;
+		g->drift_pods += snap->nodes[i]->drifted;
 	}
 	g->mix_pods = mix->total;
 	free(mix);
@@ -205,7 +207,7 @@ void ft_app_metrics(ft_http_response_t *out, const ft_http_request_t *req,
 	g.decisions_bytes =
 	    app->decisions ? ft_decisions_footprint(g.decisions_capacity) : 0;
 	g.decisions_total = ft_decisions_total(app->decisions);
-	if ((rc = gpu_gauges(&g, app)) == 0)
+	if ((rc = model_gauges(&g, app)) == 0)
 		rc = ft_metrics_render(&body, app->metrics, &g);
 	reply_body(out, rc, body, FT_METRICS_CONTENT_TYPE);
 }

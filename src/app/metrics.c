@@ -325,6 +325,15 @@ static void write_gpus(ft_buf_t *b, const ft_metrics_gauges_t *g)
 	      g->mix_pods);
 }
 
+static void write_drift(ft_buf_t *b, const ft_metrics_gauges_t *g)
+{
+	gauge(b, "drift_pods",
+	      "Pods whose units as observed on the node (flextopo.io/observed, "
+	      "written by flextopo-node) differ from their allocation; they "
+	      "hold the observed units.",
+	      g->drift_pods);
+}
+
 static void write_build(ft_buf_t *b, const ft_metrics_gauges_t *g)
 {
 	family(b, "build_info", "gauge",
@@ -353,5 +362,6 @@ int ft_metrics_render(char **out, ft_metrics_t *m, const ft_metrics_gauges_t *g)
 	write_cache(&b, g);
 	write_decisions(&b, g);
 	write_gpus(&b, g);
+	write_drift(&b, g);
 	return ft_buf_detach(out, &b);
 }

@@ -3,10 +3,16 @@
  * published snapshot.
  *
  * Only pods that hold something the model tracks (GPUs, MIG instances,
- * pinned CPUs, or an allocation annotation) are linked to their node; a
- * change to any other pod does not rebuild anything. A change marks its node
- * dirty; publishing rebuilds the dirty nodes and swaps in a snapshot that
- * shares every other node with the previous one.
+ * pinned CPUs, an allocation annotation, or an observed one for their node)
+ * are linked to their node; a change to any other pod does not rebuild
+ * anything. A change marks its node dirty; publishing rebuilds the dirty
+ * nodes and swaps in a snapshot that shares every other node with the
+ * previous one.
+ *
+ * The watch logs a pod's drift (its observed units differ from its
+ * allocation) and a malformed observed annotation when they first appear
+ * or change, comparing the pod with the version it replaces, so that the
+ * periodic rewrites of flextopo-node and relists do not repeat the line.
  */
 #include <flextopo/error.h>
 #include <flextopo/frag.h>
@@ -204,6 +210,7 @@ static const char *effective_node(const pod_rec_t *r)
 static bool holds_something(const pod_rec_t *r)
 {
 	return r->assumed || r->pod.has_allocation ||
+	       ft_pod_holds_observed(&r->pod) ||
 	       ft_demand_wants_devices(&r->pod.demand);
 }
 
@@ -429,8 +436,72 @@ void ft_state_pdb_view(ft_state_t *state, const ft_node_t *node,
 	pthread_mutex_unlock(&state->mu);
 }
 
+static bool same_text(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/* Did the drift of a pod (drifted in `now`) change since `before`? */
+static bool drift_changed(const ft_pod_t *before, const ft_pod_t *now)
+{
+	return !before || !ft_pod_drifted(before) ||
+	       !same_text(before->node, now->node) ||
+	       !ft_allocation_same_units(&before->allocation,
+					 &now->allocation) ||
+	       !ft_allocation_same_units(&before->observed->units,
+					 &now->observed->units);
+}
+
+static void log_drift(const ft_pod_t *pod)
+{
+	char expected[512], actual[512];
+
+	if (!pod->has_allocation) {
+		ft_log(FT_LOG_WARN, "watch", pod->name, pod->node, NULL,
+		       "pod %s/%s on node %s: placed without a flextopo "
+		       "allocation, holds %s; holding them (source %s)",
+		       pod->ns, pod->name, pod->node,
+		       ft_allocation_units_text(actual, sizeof(actual),
+						&pod->observed->units),
+		       ft_observed_source_name(pod->observed->source));
+		return;
+	}
+	ft_log(FT_LOG_WARN, "watch", pod->name, pod->node, NULL,
+	       "pod %s/%s on node %s: observed %s differ from allocation "
+	       "%s; holding the observed units (source %s)",
+	       pod->ns, pod->name, pod->node,
+	       ft_allocation_units_text(actual, sizeof(actual),
+					&pod->observed->units),
+	       ft_allocation_units_text(expected, sizeof(expected),
+					&pod->allocation),
+	       ft_observed_source_name(pod->observed->source));
+}
+
+/*
+ * Log what flextopo-node reports about `now` when it changed since
+ * `before` (the pod's previous version, or NULL): a malformed observed
+ * annotation, a drift that appeared or changed, a drift that ended.
+ */
+static void note_observed(const ft_pod_t *before, const ft_pod_t *now)
+{
+	if (now->observed_error &&
+	    !same_text(now->observed_error,
+		       before ? before->observed_error : NULL))
+		ft_log(FT_LOG_WARN, "watch", now->name, now->node,
+		       now->observed_error,
+		       "pod %s/%s: observed annotation ignored", now->ns,
+		       now->name);
+	if (ft_pod_drifted(now) && drift_changed(before, now))
+		log_drift(now);
+	else if (!ft_pod_drifted(now) && before && ft_pod_drifted(before) &&
+		 !now->terminal)
+		ft_log(FT_LOG_INFO, "watch", now->name, now->node, NULL,
+		       "pod %s/%s: no drift any more", now->ns, now->name);
+}
+
 void ft_state_apply_pod(ft_state_t *state, const cJSON *obj)
 {
+	pod_rec_t *r = NULL;
 	ft_pod_t pod;
 
 	if (ft_codec_pod_decode(&pod, obj, state->opts) < 0) {
@@ -444,6 +515,8 @@ void ft_state_apply_pod(ft_state_t *state, const cJSON *obj)
 					    : pod.demand_error,
 		       "pod annotation ignored");
 	pthread_mutex_lock(&state->mu);
+	HASH_FIND_STR(state->pods, pod.uid, r);
+	note_observed(r ? &r->pod : NULL, &pod);
 	upsert_pod(state, &pod);
 	maybe_publish(state);
 	pthread_mutex_unlock(&state->mu);

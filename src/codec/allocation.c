@@ -1,7 +1,11 @@
 /*
- * The allocation annotation (flextopo.io/allocation,
- * api/allocation.schema.json) that bind writes on a pod and the watch reads
- * back:
+ * The pod annotations that name units by uuid: the allocation
+ * (flextopo.io/allocation, api/allocation.schema.json) that bind writes on a
+ * pod and the watch reads back, and the observed assignment
+ * (flextopo.io/observed, api/observed.schema.json) that the node agent
+ * flextopo-node writes. Both list GPUs, MIG devices, replicas of shared GPUs
+ * and a cpuset, and one set of decoders reads those units for both (and for
+ * each container of the observed one). The allocation:
  *   {"version":1,"node":"n1","level":"numa","mode":"guaranteed",
  *    "gpus":["GPU-..."],"gpuIndexes":[0],"mig":[{"uuid":"MIG-...",
  *    "profile":"3g.40gb","gpu":"GPU-...","start":0,"size":4}],
@@ -10,10 +14,17 @@
  * (only when the pod holds some, so whole-GPU allocations read as before).
  * Devices are named by UUID so that the annotation stays true when GPU
  * indexes are renumbered; indexes and NUMA ids are there for people.
+ *
+ * The allocation is read leniently (missing keys take defaults), as it
+ * always was; the observed annotation is checked as node/internal/alloc
+ * (ParseObserved) checks it, so that both read the golden fixtures of
+ * test/fixtures/observed alike: required keys, version 1, a node, a known
+ * source, uuid strings each listed once, replica counts 1-64, cpulists.
  */
 #include <flextopo/codec.h>
 #include <flextopo/error.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -159,6 +170,18 @@ nomem:
 	return ft_error_set(FT_ENOMEM, "allocation: out of memory");
 }
 
+static bool has_uuid(char *const *list, unsigned n, const char *uuid)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (strcmp(list[i], uuid) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * A list of uuid strings at `key`, or of objects with the uuid in `field`:
+ * each non-empty and listed once, at most `max`.
+ */
 static int decode_uuids(char **dst, unsigned *n, unsigned max,
 			const cJSON *list, const char *key, const char *field)
 {
@@ -175,6 +198,13 @@ static int decode_uuids(char **dst, unsigned *n, unsigned max,
 			return ft_error_set(FT_EINVAL,
 					    "%s[%u]: expected a uuid string",
 					    key, *n);
+		if (!v->valuestring[0])
+			return ft_error_set(FT_EINVAL, "%s[%u]: empty uuid",
+					    key, *n);
+		if (has_uuid(dst, *n, v->valuestring))
+			return ft_error_set(FT_EINVAL,
+					    "%s[%u]: %s listed twice", key, *n,
+					    v->valuestring);
 		if (*n >= max)
 			return ft_error_set(FT_EINVAL, "%s: more than %u", key,
 					    max);
@@ -185,24 +215,33 @@ static int decode_uuids(char **dst, unsigned *n, unsigned max,
 	return 0;
 }
 
-static int decode_replica(ft_allocation_t *out, const cJSON *item)
+static int decode_replica(ft_allocation_t *out, const cJSON *item,
+			  const char *key)
 {
 	const cJSON *gpu = cJSON_GetObjectItemCaseSensitive(item, "gpu");
 	const cJSON *count = cJSON_GetObjectItemCaseSensitive(item, "count");
 	unsigned i = out->n_replicas;
 
-	if (!cJSON_IsString(gpu))
-		return ft_error_set(
-		    FT_EINVAL, "replicas[%u].gpu: expected a uuid string", i);
-	if (!cJSON_IsNumber(count) || count->valuedouble < 1 ||
-	    count->valuedouble > FT_REPLICAS_MAX ||
+	if (!cJSON_IsString(gpu) || !gpu->valuestring[0])
+		return ft_error_set(FT_EINVAL, "%s[%u].gpu: %s", key, i,
+				    cJSON_IsString(gpu)
+					? "empty uuid"
+					: "expected a uuid string");
+	if (has_uuid(out->replica_gpus, i, gpu->valuestring))
+		return ft_error_set(FT_EINVAL, "%s[%u].gpu: %s listed twice",
+				    key, i, gpu->valuestring);
+	if (cJSON_IsNumber(count) &&
+	    (count->valuedouble < 1 || count->valuedouble > FT_REPLICAS_MAX))
+		return ft_error_set(FT_EINVAL,
+				    "%s[%u].count: %g is outside 1-%d", key, i,
+				    count->valuedouble, FT_REPLICAS_MAX);
+	if (!cJSON_IsNumber(count) ||
 	    count->valuedouble != (double)(int)count->valuedouble)
 		return ft_error_set(FT_EINVAL,
-				    "replicas[%u].count: expected an integer "
-				    "1-%d",
-				    i, FT_REPLICAS_MAX);
+				    "%s[%u].count: expected an integer 1-%d",
+				    key, i, FT_REPLICAS_MAX);
 	if (i >= FT_GPU_MAX)
-		return ft_error_set(FT_EINVAL, "replicas: more than %d",
+		return ft_error_set(FT_EINVAL, "%s: more than %d", key,
 				    FT_GPU_MAX);
 	if (!(out->replica_gpus[i] = strdup(gpu->valuestring)))
 		return ft_error_set(FT_ENOMEM, "out of memory");
@@ -211,26 +250,74 @@ static int decode_replica(ft_allocation_t *out, const cJSON *item)
 	return 0;
 }
 
-static int decode_replicas(ft_allocation_t *out, const cJSON *list)
+static int decode_replicas(ft_allocation_t *out, const cJSON *list,
+			   const char *key)
 {
 	const cJSON *item;
 	int rc;
 
 	if (list && !cJSON_IsArray(list))
-		return ft_error_set(FT_EINVAL, "replicas: expected an array");
+		return ft_error_set(FT_EINVAL, "%s: expected an array", key);
 	cJSON_ArrayForEach(item, list)
 	{
-		if ((rc = decode_replica(out, item)) < 0)
+		if ((rc = decode_replica(out, item, key)) < 0)
 			return rc;
 	}
 	return 0;
+}
+
+/* A cpulist string at `key`; absent is the empty set. */
+static int decode_cpuset(ft_cpuset_t *out, const cJSON *v, const char *key)
+{
+	ft_cpuset_clear(out);
+	if (!v)
+		return 0;
+	if (!cJSON_IsString(v))
+		return ft_error_set(FT_EINVAL, "%s: expected a cpulist string",
+				    key);
+	if (ft_cpuset_parse(out, v->valuestring) < 0)
+		return ft_error_set(FT_EINVAL,
+				    "%s: \"%.64s\": not a cpulist of CPU ids "
+				    "0-%d in ascending ranges",
+				    key, v->valuestring, FT_CPU_MAX - 1);
+	return 0;
+}
+
+/*
+ * The units of `obj`: "gpus", "mig" (uuids in `mig_field` of objects, or
+ * plain uuids when NULL), "replicas" and "cpuset", each named in errors
+ * after `prefix` ("" or "containers[0].").
+ */
+static int decode_units(ft_allocation_t *out, const cJSON *obj,
+			const char *prefix, const char *mig_field)
+{
+	char key[64];
+	int rc;
+
+	snprintf(key, sizeof(key), "%sgpus", prefix);
+	if ((rc = decode_uuids(out->gpu_uuids, &out->n_gpus, FT_GPU_MAX,
+			       cJSON_GetObjectItemCaseSensitive(obj, "gpus"),
+			       key, NULL)) < 0)
+		return rc;
+	snprintf(key, sizeof(key), "%smig", prefix);
+	if ((rc = decode_uuids(out->mig_uuids, &out->n_mig, FT_ALLOC_MIG_MAX,
+			       cJSON_GetObjectItemCaseSensitive(obj, "mig"),
+			       key, mig_field)) < 0)
+		return rc;
+	snprintf(key, sizeof(key), "%sreplicas", prefix);
+	if ((rc = decode_replicas(
+		 out, cJSON_GetObjectItemCaseSensitive(obj, "replicas"), key)) <
+	    0)
+		return rc;
+	snprintf(key, sizeof(key), "%scpuset", prefix);
+	return decode_cpuset(
+	    &out->cpus, cJSON_GetObjectItemCaseSensitive(obj, "cpuset"), key);
 }
 
 static int decode_fields(ft_allocation_t *out, const cJSON *root)
 {
 	const cJSON *level = cJSON_GetObjectItemCaseSensitive(root, "level");
 	const cJSON *mode = cJSON_GetObjectItemCaseSensitive(root, "mode");
-	const cJSON *cpus = cJSON_GetObjectItemCaseSensitive(root, "cpuset");
 	const cJSON *mem = cJSON_GetObjectItemCaseSensitive(root, "memoryMiB");
 	int rc;
 
@@ -242,23 +329,11 @@ static int decode_fields(ft_allocation_t *out, const cJSON *root)
 			    strcmp(mode->valuestring, "best-effort") == 0
 			? FT_MODE_BEST_EFFORT
 			: FT_MODE_GUARANTEED;
-	if (cJSON_IsString(cpus) &&
-	    (rc = ft_cpuset_parse(&out->cpus, cpus->valuestring)) < 0)
-		return rc;
 	if (cJSON_IsNumber(mem) && mem->valuedouble > 9007199254740992.0)
 		return ft_error_set(FT_EINVAL, "memoryMiB: out of range");
 	if (cJSON_IsNumber(mem) && mem->valuedouble >= 0)
 		out->memory_mib = (uint64_t)mem->valuedouble;
-	if ((rc = decode_uuids(out->gpu_uuids, &out->n_gpus, FT_GPU_MAX,
-			       cJSON_GetObjectItemCaseSensitive(root, "gpus"),
-			       "gpus", NULL)) < 0)
-		return rc;
-	if ((rc = decode_uuids(out->mig_uuids, &out->n_mig, FT_ALLOC_MIG_MAX,
-			       cJSON_GetObjectItemCaseSensitive(root, "mig"),
-			       "mig", "uuid")) < 0)
-		return rc;
-	return decode_replicas(
-	    out, cJSON_GetObjectItemCaseSensitive(root, "replicas"));
+	return decode_units(out, root, "", "uuid");
 }
 
 int ft_codec_allocation_decode(ft_allocation_t *out, const char *json)
@@ -273,6 +348,122 @@ int ft_codec_allocation_decode(ft_allocation_t *out, const char *json)
 	}
 	if ((rc = decode_fields(out, root)) < 0)
 		ft_allocation_dispose(out);
+cleanup:
+	cJSON_Delete(root);
+	return rc;
+}
+
+/* The keys api/observed.schema.json requires, as ParseObserved checks. */
+static int check_observed_keys(const cJSON *root)
+{
+	static const char *const required[] = {"version", "node", "source",
+					       "gpus",	  "mig",  "cpuset"};
+
+	for (size_t i = 0; i < sizeof(required) / sizeof(required[0]); i++)
+		if (!cJSON_GetObjectItemCaseSensitive(root, required[i]))
+			return ft_error_set(
+			    FT_EINVAL, "%s: required key missing", required[i]);
+	return 0;
+}
+
+static int decode_source(ft_observed_source_t *out, const cJSON *v)
+{
+	if (!cJSON_IsString(v))
+		return ft_error_set(FT_EINVAL, "source: expected a string");
+	if (strcmp(v->valuestring, "nri") == 0)
+		*out = FT_OBSERVED_NRI;
+	else if (strcmp(v->valuestring, "podresources") == 0)
+		*out = FT_OBSERVED_PODRESOURCES;
+	else
+		return ft_error_set(FT_EINVAL,
+				    "source: \"%.64s\" is not nri or "
+				    "podresources",
+				    v->valuestring);
+	return 0;
+}
+
+static int decode_observed_header(ft_observed_t *out, const cJSON *root)
+{
+	const cJSON *version =
+	    cJSON_GetObjectItemCaseSensitive(root, "version");
+	const cJSON *node = cJSON_GetObjectItemCaseSensitive(root, "node");
+	int rc;
+
+	if (!cJSON_IsNumber(version))
+		return ft_error_set(FT_EINVAL, "version: expected an integer");
+	if (version->valuedouble != 1)
+		return ft_error_set(FT_EINVAL, "version: %g is not 1",
+				    version->valuedouble);
+	if (!cJSON_IsString(node))
+		return ft_error_set(FT_EINVAL, "node: expected a string");
+	if (!node->valuestring[0])
+		return ft_error_set(FT_EINVAL, "node: empty");
+	if ((rc = decode_source(&out->source, cJSON_GetObjectItemCaseSensitive(
+						  root, "source"))) < 0)
+		return rc;
+	if (!(out->node = strdup(node->valuestring)))
+		return ft_error_set(FT_ENOMEM, "out of memory");
+	return 0;
+}
+
+/*
+ * The per-container holdings are informational (the pod holds their union,
+ * given at the top) but checked like it, as the agent's own reader does.
+ */
+static int check_container(const cJSON *c, unsigned i)
+{
+	const cJSON *name = cJSON_GetObjectItemCaseSensitive(c, "name");
+	ft_allocation_t units;
+	char prefix[32];
+	int rc;
+
+	if (!cJSON_IsObject(c))
+		return ft_error_set(FT_EINVAL,
+				    "containers[%u]: expected an object", i);
+	if (name && !cJSON_IsString(name))
+		return ft_error_set(
+		    FT_EINVAL, "containers[%u].name: expected a string", i);
+	if (!name || !name->valuestring[0])
+		return ft_error_set(FT_EINVAL, "containers[%u].name: empty", i);
+	snprintf(prefix, sizeof(prefix), "containers[%u].", i);
+	memset(&units, 0, sizeof(units));
+	rc = decode_units(&units, c, prefix, NULL);
+	ft_allocation_dispose(&units);
+	return rc;
+}
+
+static int check_containers(const cJSON *list)
+{
+	const cJSON *c;
+	unsigned i = 0;
+	int rc;
+
+	if (list && !cJSON_IsArray(list))
+		return ft_error_set(FT_EINVAL, "containers: expected an array");
+	cJSON_ArrayForEach(c, list)
+	{
+		if ((rc = check_container(c, i++)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+int ft_codec_observed_decode(ft_observed_t *out, const char *json)
+{
+	cJSON *root = cJSON_Parse(json);
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (!cJSON_IsObject(root)) {
+		rc = ft_error_set(FT_EINVAL, "not a JSON object");
+		goto cleanup;
+	}
+	if ((rc = check_observed_keys(root)) < 0 ||
+	    (rc = decode_observed_header(out, root)) < 0 ||
+	    (rc = decode_units(&out->units, root, "", NULL)) < 0 ||
+	    (rc = check_containers(
+		 cJSON_GetObjectItemCaseSensitive(root, "containers"))) < 0)
+		ft_observed_dispose(out);
 cleanup:
 	cJSON_Delete(root);
 	return rc;

@@ -515,6 +515,41 @@ static cJSON *domains_json(const ft_topology_t *t)
 	return arr;
 }
 
+/* Units at topology positions: GPU indexes, MIG instances, replicas, CPUs. */
+static cJSON *held_units_json(const ft_topology_t *t, uint16_t gpus,
+			      const uint64_t *mig, const uint8_t *replicas,
+			      const ft_cpuset_t *cpus, uint32_t unknown)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	put(o, "gpus", gpu_indexes(t, gpus));
+	put(o, "mig", mig_list(t, mig));
+	if (ft_replica_gpus(replicas))
+		put(o, "replicas", replica_list(t, replicas));
+	put(o, "cpus", cpulist(cpus));
+	put_num(o, "unknown", unknown);
+	return o;
+}
+
+/* A drifted holding: what the allocation named and what the node gave. */
+static cJSON *drift_json(const ft_topology_t *t, const ft_holding_t *h)
+{
+	const ft_expected_units_t *e = h->expected;
+	cJSON *o;
+
+	if (!e)
+		return cJSON_CreateNull();
+	o = cJSON_CreateObject();
+	put(o, "expected",
+	    held_units_json(t, e->gpus, e->mig, e->replicas, &e->cpus,
+			    e->unknown));
+	put(o, "actual",
+	    held_units_json(t, h->gpus, h->mig, h->replicas, &h->cpus,
+			    h->unknown_gpus + h->unknown_mig +
+				h->unknown_replicas));
+	return o;
+}
+
 static cJSON *holding_json(const ft_node_t *node, const ft_holding_t *h)
 {
 	const ft_topology_t *t = node->topology;
@@ -537,6 +572,11 @@ static cJSON *holding_json(const ft_node_t *node, const ft_holding_t *h)
 	put_str(o, "unknownMigProfile",
 		h->unknown_mig ? h->unknown_mig_profile : NULL);
 	put_num(o, "unknownCpus", h->unknown_cpus);
+	put_str(o, "observedSource",
+		h->observed ? ft_observed_source_name(h->observed_source)
+			    : NULL);
+	put_bool(o, "drifted", h->expected != NULL);
+	put(o, "drift", drift_json(t, h));
 	return o;
 }
 
@@ -720,6 +760,59 @@ static cJSON *demand_json(const ft_demand_t *d)
 	return o;
 }
 
+static cJSON *uuid_list(char *const *uuids, unsigned n)
+{
+	cJSON *arr = cJSON_CreateArray();
+
+	for (unsigned i = 0; i < n; i++)
+		push(arr, cJSON_CreateString(uuids[i]));
+	return arr;
+}
+
+/* Units as the annotations name them: uuids and a cpulist. */
+static cJSON *named_units_json(const ft_allocation_t *a)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON *replicas;
+
+	put(o, "gpus", uuid_list(a->gpu_uuids, a->n_gpus));
+	put(o, "mig", uuid_list(a->mig_uuids, a->n_mig));
+	replicas = put(o, "replicas", cJSON_CreateArray());
+	for (unsigned i = 0; i < a->n_replicas; i++) {
+		cJSON *r = push(replicas, cJSON_CreateObject());
+		put_str(r, "gpu", a->replica_gpus[i]);
+		put_num(r, "count", a->replica_counts[i]);
+	}
+	put(o, "cpuset", cpulist(&a->cpus));
+	return o;
+}
+
+/* flextopo.io/observed as decoded; "held" when it is for the pod's node. */
+static cJSON *observed_json(const ft_pod_t *pod)
+{
+	cJSON *o;
+
+	if (!pod->observed)
+		return cJSON_CreateNull();
+	o = named_units_json(&pod->observed->units);
+	put_str(o, "node", pod->observed->node);
+	put_str(o, "source", ft_observed_source_name(pod->observed->source));
+	put_bool(o, "held", ft_pod_holds_observed(pod));
+	return o;
+}
+
+static cJSON *pod_drift_json(const ft_pod_t *pod)
+{
+	cJSON *o;
+
+	if (!ft_pod_drifted(pod))
+		return cJSON_CreateNull();
+	o = cJSON_CreateObject();
+	put(o, "expected", named_units_json(&pod->allocation));
+	put(o, "actual", named_units_json(&pod->observed->units));
+	return o;
+}
+
 static cJSON *pod_state_json(const ft_pod_t *pod)
 {
 	cJSON *o;
@@ -734,6 +827,10 @@ static cJSON *pod_state_json(const ft_pod_t *pod)
 	put_str(o, "demandError", pod->demand_error);
 	put_bool(o, "hasAllocation", pod->has_allocation);
 	put_str(o, "allocationError", pod->allocation_error);
+	put(o, "observed", observed_json(pod));
+	put_str(o, "observedError", pod->observed_error);
+	put_bool(o, "drifted", ft_pod_drifted(pod));
+	put(o, "drift", pod_drift_json(pod));
 	return o;
 }
 

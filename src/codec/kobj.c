@@ -397,12 +397,22 @@ static int decode_status(ft_pod_t *out, const cJSON *pod)
 	return dup_str(&out->node, node && *node ? node : NULL);
 }
 
+/* "annotation <prefix>/<name>: <the decoder's message>" into *dst. */
+static int annotation_error(char **dst, const ft_codec_options_t *opts,
+			    const char *name)
+{
+	char msg[320];
+
+	snprintf(msg, sizeof(msg), "annotation %s/%s: %s",
+		 opts->annotation_prefix, name, ft_error_last());
+	return dup_str(dst, msg);
+}
+
 static int decode_allocation(ft_pod_t *out, const cJSON *pod,
 			     const ft_codec_options_t *opts)
 {
 	const char *text =
 	    annotation(pod, opts->annotation_prefix, "allocation");
-	char msg[320];
 
 	if (!text)
 		return 0;
@@ -410,9 +420,26 @@ static int decode_allocation(ft_pod_t *out, const cJSON *pod,
 		out->has_allocation = true;
 		return 0;
 	}
-	snprintf(msg, sizeof(msg), "annotation %s/allocation: %s",
-		 opts->annotation_prefix, ft_error_last());
-	return dup_str(&out->allocation_error, msg);
+	return annotation_error(&out->allocation_error, opts, "allocation");
+}
+
+/* flextopo.io/observed: what flextopo-node saw the node give the pod. */
+static int decode_observed(ft_pod_t *out, const cJSON *pod,
+			   const ft_codec_options_t *opts)
+{
+	const char *text = annotation(pod, opts->annotation_prefix, "observed");
+	ft_observed_t observed;
+
+	if (!text)
+		return 0;
+	if (ft_codec_observed_decode(&observed, text) < 0)
+		return annotation_error(&out->observed_error, opts, "observed");
+	if (!(out->observed = malloc(sizeof(*out->observed)))) {
+		ft_observed_dispose(&observed);
+		return ft_error_set(FT_ENOMEM, "out of memory");
+	}
+	*out->observed = observed;
+	return 0;
 }
 
 static int decode_labels(ft_pod_t *out, const cJSON *meta)
@@ -459,7 +486,8 @@ int ft_codec_pod_decode(ft_pod_t *out, const cJSON *pod,
 			  ctx.error[0] ? ctx.error : NULL)) < 0 ||
 	    (rc = decode_status(out, pod)) < 0 ||
 	    (rc = decode_labels(out, meta)) < 0 ||
-	    (rc = decode_allocation(out, pod, opts)) < 0)
+	    (rc = decode_allocation(out, pod, opts)) < 0 ||
+	    (rc = decode_observed(out, pod, opts)) < 0)
 		ft_pod_dispose(out);
 	return rc;
 }

@@ -5,11 +5,21 @@
  * topology once, so that filter and score only read masks and counters. A
  * pod whose allocation cannot be resolved still counts, as usage of unknown
  * placement: the model never reports a device free that a pod may hold.
+ *
+ * What the node agent (flextopo-node) observed the containers really got
+ * (flextopo.io/observed) wins over the allocation: a pod holds the observed
+ * units, so that the extender never hands out a unit a container runs on.
+ * A pod whose observed units differ from its allocation has drifted, and so
+ * has one placed without flextopo (no valid allocation) that holds units;
+ * its holding keeps what the allocation named, for the debug views and
+ * metrics.
  */
 #include <flextopo/cluster.h>
 #include <flextopo/error.h>
 #include <flextopo/place.h>
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,6 +67,158 @@ int ft_allocation_copy(ft_allocation_t *out, const ft_allocation_t *src)
 	return rc;
 }
 
+static bool has_string(char *const *list, unsigned n, const char *s)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (strcmp(list[i], s) == 0)
+			return true;
+	return false;
+}
+
+static bool same_strings(char *const *a, unsigned na, char *const *b,
+			 unsigned nb)
+{
+	for (unsigned i = 0; i < na; i++)
+		if (!has_string(b, nb, a[i]))
+			return false;
+	for (unsigned i = 0; i < nb; i++)
+		if (!has_string(a, na, b[i]))
+			return false;
+	return true;
+}
+
+/* Replicas `a` holds on the shared GPU `uuid`, over all its entries. */
+static unsigned replicas_on(const ft_allocation_t *a, const char *uuid)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < a->n_replicas; i++)
+		if (strcmp(a->replica_gpus[i], uuid) == 0)
+			n += a->replica_counts[i];
+	return n;
+}
+
+static bool same_replicas(const ft_allocation_t *a, const ft_allocation_t *b)
+{
+	for (unsigned i = 0; i < a->n_replicas; i++)
+		if (replicas_on(a, a->replica_gpus[i]) !=
+		    replicas_on(b, a->replica_gpus[i]))
+			return false;
+	for (unsigned i = 0; i < b->n_replicas; i++)
+		if (replicas_on(a, b->replica_gpus[i]) !=
+		    replicas_on(b, b->replica_gpus[i]))
+			return false;
+	return true;
+}
+
+bool ft_allocation_same_units(const ft_allocation_t *a,
+			      const ft_allocation_t *b)
+{
+	return same_strings(a->gpu_uuids, a->n_gpus, b->gpu_uuids, b->n_gpus) &&
+	       same_strings(a->mig_uuids, a->n_mig, b->mig_uuids, b->n_mig) &&
+	       same_replicas(a, b) && ft_cpuset_equal(&a->cpus, &b->cpus);
+}
+
+typedef struct {
+	char *buf;
+	size_t size, len;
+} text_t;
+
+__attribute__((format(printf, 2, 3))) static void text_add(text_t *t,
+							   const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (t->len >= t->size)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(t->buf + t->len, t->size - t->len, fmt, ap);
+	va_end(ap);
+	t->len = n < 0 ? t->size : t->len + (size_t)n;
+}
+
+/* `name [a,b]`, or `name [a:2,b:1]` with counts, after a space. */
+static void text_list(text_t *t, const char *name, char *const *items,
+		      unsigned n, const uint8_t *counts)
+{
+	text_add(t, "%s%s [", t->len ? " " : "", name);
+	for (unsigned i = 0; i < n; i++) {
+		text_add(t, "%s%s", i ? "," : "", items[i]);
+		if (counts)
+			text_add(t, ":%u", counts[i]);
+	}
+	text_add(t, "]");
+}
+
+const char *ft_allocation_units_text(char *buf, size_t size,
+				     const ft_allocation_t *a)
+{
+	text_t t = {.buf = buf, .size = size, .len = 0};
+	char cpus[2048];
+
+	if (size)
+		buf[0] = '\0';
+	text_list(&t, "gpus", a->gpu_uuids, a->n_gpus, NULL);
+	if (a->n_mig)
+		text_list(&t, "mig", a->mig_uuids, a->n_mig, NULL);
+	if (a->n_replicas)
+		text_list(&t, "replicas", a->replica_gpus, a->n_replicas,
+			  a->replica_counts);
+	ft_cpuset_format(cpus, sizeof(cpus), &a->cpus);
+	text_add(&t, " cpuset \"%s\"", cpus);
+	return buf;
+}
+
+const char *ft_observed_source_name(ft_observed_source_t source)
+{
+	return source == FT_OBSERVED_PODRESOURCES ? "podresources" : "nri";
+}
+
+void ft_observed_dispose(ft_observed_t *o)
+{
+	if (!o)
+		return;
+	free(o->node);
+	ft_allocation_dispose(&o->units);
+	memset(o, 0, sizeof(*o));
+}
+
+int ft_observed_copy(ft_observed_t *out, const ft_observed_t *src)
+{
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	out->source = src->source;
+	if (src->node && !(out->node = strdup(src->node)))
+		return ft_error_set(FT_ENOMEM, "out of memory");
+	if ((rc = ft_allocation_copy(&out->units, &src->units)) < 0)
+		ft_observed_dispose(out);
+	return rc;
+}
+
+bool ft_pod_holds_observed(const ft_pod_t *pod)
+{
+	return pod->observed && pod->node &&
+	       strcmp(pod->node, pod->observed->node) == 0;
+}
+
+static bool holds_units(const ft_allocation_t *a)
+{
+	return a->n_gpus || a->n_mig || a->n_replicas ||
+	       !ft_cpuset_empty(&a->cpus);
+}
+
+bool ft_pod_drifted(const ft_pod_t *pod)
+{
+	if (!ft_pod_holds_observed(pod))
+		return false;
+	if (!pod->has_allocation)
+		return holds_units(&pod->observed->units);
+	return !ft_allocation_same_units(&pod->allocation,
+					 &pod->observed->units);
+}
+
 void ft_pod_dispose(ft_pod_t *pod)
 {
 	if (!pod)
@@ -71,6 +233,9 @@ void ft_pod_dispose(ft_pod_t *pod)
 	free(pod->demand_error);
 	free(pod->allocation_error);
 	ft_allocation_dispose(&pod->allocation);
+	free(pod->observed_error);
+	ft_observed_dispose(pod->observed);
+	free(pod->observed);
 	memset(pod, 0, sizeof(*pod));
 }
 
@@ -96,6 +261,21 @@ static int copy_labels(ft_pod_t *out, const ft_pod_t *src)
 	return 0;
 }
 
+static int copy_observed(ft_pod_t *out, const ft_pod_t *src)
+{
+	int rc;
+
+	if (!src->observed)
+		return 0;
+	if (!(out->observed = malloc(sizeof(*out->observed))))
+		return ft_error_set(FT_ENOMEM, "out of memory");
+	if ((rc = ft_observed_copy(out->observed, src->observed)) < 0) {
+		free(out->observed);
+		out->observed = NULL;
+	}
+	return rc;
+}
+
 int ft_pod_copy(ft_pod_t *out, const ft_pod_t *src)
 {
 	int rc;
@@ -104,15 +284,18 @@ int ft_pod_copy(ft_pod_t *out, const ft_pod_t *src)
 	out->uid = out->ns = out->name = out->node = NULL;
 	out->labels = NULL;
 	out->n_labels = 0;
-	out->demand_error = out->allocation_error = NULL;
+	out->demand_error = out->allocation_error = out->observed_error = NULL;
 	memset(&out->allocation, 0, sizeof(out->allocation));
+	out->observed = NULL;
 	if ((rc = dup_opt(&out->uid, src->uid)) < 0 ||
 	    (rc = dup_opt(&out->ns, src->ns)) < 0 ||
 	    (rc = dup_opt(&out->name, src->name)) < 0 ||
 	    (rc = dup_opt(&out->node, src->node)) < 0 ||
 	    (rc = dup_opt(&out->demand_error, src->demand_error)) < 0 ||
 	    (rc = dup_opt(&out->allocation_error, src->allocation_error)) < 0 ||
+	    (rc = dup_opt(&out->observed_error, src->observed_error)) < 0 ||
 	    (rc = ft_allocation_copy(&out->allocation, &src->allocation)) < 0 ||
+	    (rc = copy_observed(out, src)) < 0 ||
 	    (rc = copy_labels(out, src)) < 0)
 		ft_pod_dispose(out);
 	return rc;
@@ -123,6 +306,7 @@ static void holding_dispose(ft_holding_t *h)
 	free(h->uid);
 	free(h->ns);
 	free(h->name);
+	free(h->expected);
 }
 
 static void node_free(ft_node_t *node)
@@ -201,13 +385,16 @@ static uint32_t demand_replicas(const ft_topology_t *t, const ft_demand_t *d)
 	return d->ranks * ((d->gpu_fraction_milli * most + 999) / 1000);
 }
 
+/*
+ * Without a topology the CPUs are of unknown placement: as many as were
+ * observed, else as many as the demand pins.
+ */
 static void resolve_cpus(ft_holding_t *h, const ft_topology_t *t,
-			 const ft_pod_t *pod)
+			 const ft_pod_t *pod, const ft_allocation_t *a)
 {
-	const ft_allocation_t *a = &pod->allocation;
-
 	if (!t) {
-		h->unknown_cpus = pod->demand.exclusive_cpus;
+		h->unknown_cpus = h->observed ? ft_cpuset_count(&a->cpus)
+					      : pod->demand.exclusive_cpus;
 		return;
 	}
 	h->cpus = a->cpus;
@@ -291,13 +478,48 @@ static bool charge_replicas(ft_node_t *node, const ft_holding_t *h)
 	return conflict || (h->gpus & ft_node_replica_gpus(node));
 }
 
+/* A pod with no units to hold: its demand, of unknown placement. */
+static void hold_demand(ft_holding_t *h, const ft_topology_t *t,
+			const ft_demand_t *d)
+{
+	h->unknown_gpus = d->gpus;
+	h->unknown_replicas = t ? demand_replicas(t, d) : 0;
+	h->unknown_mig = d->mig_count;
+	memcpy(h->unknown_mig_profile, d->mig_profile, FT_PROFILE_MAX);
+	h->unknown_cpus = d->exclusive_cpus;
+}
+
+/* What a drifted pod's allocation named, resolved as the holding is. */
+static int resolve_expected(ft_holding_t *h, const ft_topology_t *t,
+			    const ft_pod_t *pod)
+{
+	ft_holding_t named;
+
+	if (!ft_pod_drifted(pod))
+		return 0;
+	if (!(h->expected = calloc(1, sizeof(*h->expected))))
+		return ft_error_set(FT_ENOMEM, "out of memory");
+	memset(&named, 0, sizeof(named));
+	resolve_devices(&named, t, &pod->allocation);
+	h->expected->gpus = named.gpus;
+	memcpy(h->expected->mig, named.mig, sizeof(named.mig));
+	memcpy(h->expected->replicas, named.replicas, sizeof(named.replicas));
+	h->expected->cpus = pod->allocation.cpus;
+	h->expected->unknown =
+	    named.unknown_gpus + named.unknown_mig + named.unknown_replicas;
+	return 0;
+}
+
 /*
  * On a MIG-strategy single node a pod's nvidia.com/gpu are instances, so
- * the usage of unknown placement is counted with the adapted demand.
+ * the usage of unknown placement is counted with the adapted demand. The
+ * units held are the observed ones when the pod has them, else the
+ * allocation's; the level is the allocation's either way.
  */
 static int holding_init(ft_holding_t *h, const ft_topology_t *t,
 			const ft_pod_t *pod, bool assumed)
 {
+	const ft_allocation_t *units = &pod->allocation;
 	ft_demand_t d;
 	int rc;
 
@@ -309,27 +531,25 @@ static int holding_init(ft_holding_t *h, const ft_topology_t *t,
 	h->priority = pod->priority;
 	h->start_time = pod->start_time;
 	h->assumed = assumed;
-	h->level = FT_LEVEL_NODE;
+	h->level = pod->has_allocation ? pod->allocation.level : FT_LEVEL_NODE;
 	ft_place_adapt(&d, t, &pod->demand);
-	if (!pod->has_allocation) {
-		h->unknown_gpus = d.gpus;
-		h->unknown_replicas = t ? demand_replicas(t, &d) : 0;
-		h->unknown_mig = d.mig_count;
-		memcpy(h->unknown_mig_profile, d.mig_profile, FT_PROFILE_MAX);
-		h->unknown_cpus = d.exclusive_cpus;
+	if ((h->observed = ft_pod_holds_observed(pod))) {
+		h->observed_source = pod->observed->source;
+		units = &pod->observed->units;
+	} else if (!pod->has_allocation) {
+		hold_demand(h, t, &d);
 		return 0;
 	}
-	h->level = pod->allocation.level;
-	resolve_devices(h, t, &pod->allocation);
+	resolve_devices(h, t, units);
 	if (h->unknown_mig)
 		memcpy(h->unknown_mig_profile, d.mig_profile, FT_PROFILE_MAX);
-	resolve_cpus(h, t, pod);
+	resolve_cpus(h, t, pod, units);
 	if (t)
 		h->levels = ft_place_levels_of(t,
 					       h->gpus | mig_gpus(t, h->mig) |
 						   ft_replica_gpus(h->replicas),
 					       h->numa_nodes);
-	return 0;
+	return resolve_expected(h, t, pod);
 }
 
 /* Fold one holding into the node's usage, counting double claims. */
@@ -426,6 +646,7 @@ int ft_node_build(ft_node_t **out, const char *name, ft_topology_t *topology,
 				       assumed && assumed[i])) < 0)
 			goto cleanup;
 		charge(node, h);
+		node->drifted += h->expected != NULL;
 	}
 	derive_free(node);
 	*out = node;
@@ -484,9 +705,12 @@ size_t ft_node_footprint(const ft_node_t *node)
 		       (node->frag ? sizeof(*node->frag) : 0);
 
 	for (unsigned i = 0; i < node->n_holdings; i++)
-		bytes += strlen(node->holdings[i].uid) +
-			 strlen(node->holdings[i].ns) +
-			 strlen(node->holdings[i].name) + 3;
+		bytes +=
+		    strlen(node->holdings[i].uid) +
+		    strlen(node->holdings[i].ns) +
+		    strlen(node->holdings[i].name) + 3 +
+		    (node->holdings[i].expected ? sizeof(ft_expected_units_t)
+						: 0);
 	if (node->topology)
 		bytes += ft_topology_footprint(node->topology);
 	return bytes;

@@ -41,6 +41,7 @@ FAMILIES = {
     "flextopo_gpus_whole_free": "gauge",
     "flextopo_mig_slices_stranded": "gauge",
     "flextopo_workload_mix_pods": "gauge",
+    "flextopo_drift_pods": "gauge",
 }
 VERBS = {"filter", "prioritize", "preempt", "bind"}
 

@@ -1,8 +1,9 @@
 /*
  * Fuzz target for the v1 Pod decoder (watch events, snapshot files and the
- * Pod of extender requests): resource requests, QoS, our annotations and the
- * allocation annotation. The input is parsed as JSON and decoded as a pod;
- * the raw text is also decoded as an allocation annotation and as a
+ * Pod of extender requests): resource requests, QoS, our annotations, the
+ * allocation annotation and the observed one that flextopo-node writes. The
+ * input is parsed as JSON and decoded as a pod; the raw text is also decoded
+ * as an allocation annotation, as an observed annotation and as a
  * capability annotation (flextopo.io/requires). Any input must
  * decode into a consistent pod or fail with FT_EINVAL (FT_ENOMEM under memory
  * pressure) and nothing held; never crash or leak.
@@ -39,6 +40,20 @@ static void check_allocation(const ft_allocation_t *a)
 			abort();
 }
 
+static void check_observed(const ft_observed_t *o)
+{
+	if (!o->node || !o->node[0] ||
+	    (o->source != FT_OBSERVED_NRI &&
+	     o->source != FT_OBSERVED_PODRESOURCES) ||
+	    o->units.n_replicas > FT_GPU_MAX)
+		abort();
+	check_allocation(&o->units);
+	for (unsigned i = 0; i < o->units.n_replicas; i++)
+		if (!o->units.replica_gpus[i] || !o->units.replica_counts[i] ||
+		    o->units.replica_counts[i] > FT_REPLICAS_MAX)
+			abort();
+}
+
 static void check_pod(const ft_pod_t *pod)
 {
 	ft_pod_t copy;
@@ -54,6 +69,14 @@ static void check_pod(const ft_pod_t *pod)
 	if (pod->demand.exclusive_cpus * 1000ull > pod->demand.cpu_millis)
 		abort();
 	if (pod->has_allocation && pod->allocation_error)
+		abort();
+	if (pod->observed && pod->observed_error)
+		abort();
+	if (pod->observed)
+		check_observed(pod->observed);
+	/* Drift is a comparison of two valid annotations on the pod's node. */
+	if (ft_pod_drifted(pod) &&
+	    (!pod->has_allocation || !ft_pod_holds_observed(pod)))
 		abort();
 	/* A capability annotation that did not decode asks nothing. */
 	if (pod->demand.caps.interconnect > FT_INTERCONNECT_NVLINK ||
@@ -79,6 +102,25 @@ static void decode_as_allocation(const uint8_t *data, size_t size)
 		check_allocation(&a);
 		ft_allocation_dispose(&a);
 	} else if (a.n_gpus || a.n_mig) {
+		abort();
+	}
+	free(text);
+}
+
+static void decode_as_observed(const uint8_t *data, size_t size)
+{
+	char *text = malloc(size + 1);
+	ft_observed_t o;
+
+	if (!text)
+		return;
+	memcpy(text, data, size);
+	text[size] = '\0';
+	if (ft_codec_observed_decode(&o, text) == 0) {
+		check_observed(&o);
+		ft_observed_dispose(&o);
+	} else if (o.node || o.units.n_gpus || o.units.n_mig ||
+		   o.units.n_replicas) {
 		abort();
 	}
 	free(text);
@@ -110,6 +152,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int rc;
 
 	decode_as_allocation(data, size);
+	decode_as_observed(data, size);
 	decode_as_requires(data, size);
 	if (!root)
 		return 0;

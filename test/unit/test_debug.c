@@ -30,6 +30,7 @@
 #define CLUSTER	       FT_FIXTURES_DIR "/cluster/small.yaml"
 #define MIG_CLUSTER    FT_FIXTURES_DIR "/cluster/mig.yaml"
 #define SHARED_CLUSTER FT_FIXTURES_DIR "/cluster/shared.yaml"
+#define OBS_CLUSTER    FT_FIXTURES_DIR "/cluster/observed.yaml"
 #define UID_B2	       "00000000-0000-4000-8000-0000000000b2"
 
 typedef struct {
@@ -86,6 +87,11 @@ static int setup_mig(void **state)
 static int setup_shared(void **state)
 {
 	return setup_cluster(state, SHARED_CLUSTER);
+}
+
+static int setup_observed(void **state)
+{
+	return setup_cluster(state, OBS_CLUSTER);
 }
 
 static int teardown(void **state)
@@ -890,8 +896,82 @@ static void test_debug__metrics_on_both_listeners(void **state)
 	/* small.yaml's 4 bound GPU pods and the one bound here. */
 	assert_true(metric(d.body, "flextopo_workload_mix_pods") == 5);
 	assert_true(metric(d.body, "flextopo_gpu_capacity_free") > 0);
+	assert_true(metric(d.body, "flextopo_drift_pods") == 0);
 	free(m.body);
 	free(d.body);
+}
+
+/*
+ * observed.yaml: the drifted pod holds what flextopo-node observed, and
+ * the pod view, the node view and the metrics show it with what its
+ * allocation named.
+ */
+static void test_debug__observed_drift(void **state)
+{
+	fixture_t *fx = *state;
+	const cJSON *st, *holding;
+	cJSON *root;
+	reply_t m;
+
+	root = json_call(fx->debug_port, "GET", "/debug/pods/train/drifted",
+			 NULL, 200);
+	st = at(root, "state");
+	assert_true(cJSON_IsTrue(at(st, "drifted")));
+	assert_string_equal(str(at(st, "observed"), "source"), "podresources");
+	assert_true(cJSON_IsTrue(at(at(st, "observed"), "held")));
+	assert_true(cJSON_IsNull(at(st, "observedError")));
+	expect_json(at(st, "drift"),
+		    "{\"expected\":{\"gpus\":[\"GPU-obs-0\",\"GPU-obs-1\"],"
+		    "\"mig\":[],\"replicas\":[],\"cpuset\":\"0-1\"},"
+		    "\"actual\":{\"gpus\":[\"GPU-obs-3\",\"GPU-obs-2\"],"
+		    "\"mig\":[],\"replicas\":[],\"cpuset\":\"\"}}");
+	holding = at(root, "holding");
+	expect_json(at(holding, "gpus"), "[2,3]");
+	assert_string_equal(str(holding, "cpus"), "");
+	assert_string_equal(str(holding, "level"), "nvlink");
+	assert_string_equal(str(holding, "observedSource"), "podresources");
+	assert_true(cJSON_IsTrue(at(holding, "drifted")));
+	expect_json(at(at(holding, "drift"), "expected"),
+		    "{\"gpus\":[0,1],\"mig\":[],\"cpus\":\"0-1\","
+		    "\"unknown\":0}");
+	expect_json(at(at(holding, "drift"), "actual"),
+		    "{\"gpus\":[2,3],\"mig\":[],\"cpus\":\"\",\"unknown\":0}");
+	cJSON_Delete(root);
+
+	/* An observation for another node, and a malformed one. */
+	root = json_call(fx->debug_port, "GET", "/debug/pods/batch/stale", NULL,
+			 200);
+	assert_false(
+	    cJSON_IsTrue(at(at(at(root, "state"), "observed"), "held")));
+	assert_true(cJSON_IsNull(at(at(root, "holding"), "observedSource")));
+	expect_json(at(at(root, "holding"), "gpus"), "[1]");
+	cJSON_Delete(root);
+	root = json_call(fx->debug_port, "GET", "/debug/pods/batch/broken",
+			 NULL, 200);
+	st = at(root, "state");
+	assert_true(cJSON_IsNull(at(st, "observed")));
+	assert_string_equal(str(st, "observedError"),
+			    "annotation flextopo.io/observed: source: "
+			    "\"kubelet\" is not nri or podresources");
+	cJSON_Delete(root);
+
+	/* The node: every GPU held once, the unmanaged pod on GPU 0. */
+	root = json_call(fx->debug_port, "GET", "/debug/nodes/pairs-obs", NULL,
+			 200);
+	holding = find(at(root, "holdings"), "name", "unmanaged");
+	expect_json(at(holding, "gpus"), "[0]");
+	/* Placed without flextopo: drift from nothing expected. */
+	assert_true(cJSON_IsTrue(at(holding, "drifted")));
+	expect_json(at(at(holding, "drift"), "expected"),
+		    "{\"gpus\":[],\"mig\":[],\"cpus\":\"\",\"unknown\":0}");
+	holding = find(at(root, "holdings"), "name", "drifted");
+	assert_true(cJSON_IsTrue(at(holding, "drifted")));
+	cJSON_Delete(root);
+
+	m = http(fx->main_port, "GET", "/metrics", NULL);
+	assert_true(metric(m.body, "flextopo_drift_pods") == 2);
+	assert_true(metric(m.body, "flextopo_gpus_whole_free") == 0);
+	free(m.body);
 }
 
 static void test_debug__health_on_the_debug_listener(void **state)
@@ -953,6 +1033,8 @@ int main(void)
 					    teardown),
 	    cmocka_unit_test_setup_teardown(
 		test_debug__metrics_on_both_listeners, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_debug__observed_drift,
+					    setup_observed, teardown),
 	    cmocka_unit_test_setup_teardown(
 		test_debug__health_on_the_debug_listener, setup, teardown),
 	    cmocka_unit_test(test_debug__listener_off_by_default),
