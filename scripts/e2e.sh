@@ -13,6 +13,13 @@
 #      FLEXTOPO_EXTENDER (default build/flextopo-extender; relative paths are
 #      taken from the repository root) and K8S_TESTENV (the cached binary).
 #
+# 2a. For the real-node scenario (realnode_test.go): builds containerd, its runc
+#    shim and ctr from containerd's Go module (Debian 12 ships containerd 1.6,
+#    without NRI) into <cache>/containerd-<version>-<go version>/ unless they
+#    are there, and flextopo-node from node/ into build/e2e/ (Go's build cache
+#    makes that quick). runc and busybox-static come from Debian
+#    (scripts/install-deps.sh). The scenario needs root.
+#
 # With CI=true a missing extender binary fails the run; otherwise the
 # placement scenarios are skipped and only the control plane is checked.
 # FLEXTOPO_E2E_REPORT=FILE writes the preemption comparison tables (flextopo's
@@ -87,6 +94,29 @@ if ((build_only)); then
 	exit 0
 fi
 
+# containerd for the real node: a release with NRI 0.8+ (containerd 2.x).
+containerd_version=v2.2.9
+containerd_dir=$cache_root/containerd-$containerd_version-$(go env GOVERSION)
+containerd_start=$SECONDS
+if [[ ! -x $containerd_dir/containerd || ! -x $containerd_dir/containerd-shim-runc-v2 || ! -x $containerd_dir/ctr ]]; then
+	echo "e2e.sh: building containerd $containerd_version into $containerd_dir"
+	tmp_bin=$(mktemp -d "$cache_root/.containerd.XXXXXX")
+	trap 'rm -rf "$tmp_bin"' EXIT
+	(cd "$e2e_dir" && GOBIN=$tmp_bin CGO_ENABLED=0 GOFLAGS=-modcacherw go install -trimpath \
+		-tags "no_btrfs no_devmapper no_zfs" \
+		-ldflags "-s -w -X github.com/containerd/containerd/v2/version.Version=$containerd_version" \
+		"github.com/containerd/containerd/v2/cmd/containerd@$containerd_version" \
+		"github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$containerd_version" \
+		"github.com/containerd/containerd/v2/cmd/ctr@$containerd_version")
+	rm -rf "$containerd_dir"
+	mv "$tmp_bin" "$containerd_dir"
+	trap - EXIT
+fi
+containerd_secs=$((SECONDS - containerd_start))
+node_agent=$repo_root/build/e2e/flextopo-node
+(cd "$repo_root/node" && go build -buildvcs=false -o "$node_agent" ./cmd/flextopo-node)
+echo "e2e.sh: containerd $containerd_version ready in ${containerd_secs}s; flextopo-node built"
+
 extender=${FLEXTOPO_EXTENDER:-build/flextopo-extender}
 [[ $extender == /* ]] || extender=$repo_root/$extender
 if [[ ! -x $extender ]]; then
@@ -108,6 +138,7 @@ rc=0
 (
 	cd "$e2e_dir"
 	FLEXTOPO_EXTENDER=$extender K8S_TESTENV=$testenv FLEXTOPO_E2E_REPORT=$report \
+		CONTAINERD_DIR=$containerd_dir FLEXTOPO_NODE=$node_agent \
 		go test -v -count=1 -timeout 20m ./... "$@"
 ) || rc=$?
 test_secs=$((SECONDS - test_start))
@@ -115,5 +146,5 @@ test_secs=$((SECONDS - test_start))
 if [[ -n $report && -f $report ]]; then
 	echo "e2e.sh: preemption tables in $report"
 fi
-echo "e2e.sh: build ${build_secs}s, tests ${test_secs}s (exit $rc)"
+echo "e2e.sh: build ${build_secs}s, containerd ${containerd_secs}s, tests ${test_secs}s (exit $rc)"
 exit $rc

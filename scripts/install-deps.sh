@@ -7,7 +7,10 @@ set -euo pipefail
 
 packages=(build-essential cmake ninja-build pkg-config git ca-certificates
 	libmicrohttpd-dev libcjson-dev libcurl4-openssl-dev libyaml-dev libhwloc-dev hwloc
-	libcmocka-dev uthash-dev clang-format valgrind python3 python3-venv curl)
+	libcmocka-dev uthash-dev clang-format valgrind python3 python3-venv curl
+	runc busybox-static)
+# runc and busybox-static: the e2e's real node (containerd runs its containers
+# with runc; its one image is built from the static busybox).
 
 sudo=""
 if [[ $(id -u) -ne 0 ]]; then

@@ -41,7 +41,9 @@ type cluster struct {
 	testenv     string // the k8s-testenv binary
 	extPort     int    // the extender's port (also when it is not running)
 	extenderURL string // http://127.0.0.1:port
-	client      kubernetes.Interface
+	// extenderDebugURL is its debug API (debugListen), http://127.0.0.1:port
+	extenderDebugURL string
+	client           kubernetes.Interface
 }
 
 var (
@@ -372,8 +374,14 @@ func (c *cluster) startExtender(bin string, port int) error {
 	// parallel tests place them, and the penalty could then tip a test's
 	// choice between nodes. fragmentation_test.go runs its own extender
 	// with a window it fills itself.
+	debugPort, err := freePort()
+	if err != nil {
+		return err
+	}
+	c.extenderDebugURL = "http://" + hostPort(debugPort)
 	cfg := filepath.Join(dir, "flextopo.yaml")
-	if err := os.WriteFile(cfg, []byte("fragmentationWindow: 0\n"), 0o600); err != nil {
+	body := fmt.Sprintf("fragmentationWindow: 0\ndebugListen: %q\n", hostPort(debugPort))
+	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
 		return err
 	}
 	// Debug level: the preemption tests read the per-request preempt lines

@@ -1,9 +1,11 @@
 // Command k8s-testenv is a single busybox-style binary holding the three
-// control-plane components the flextopo end-to-end test needs:
+// control-plane components the flextopo end-to-end test needs, and the
+// kubelet of its real node (realnode_test.go):
 //
 //	k8s-testenv etcd [etcd flags...]
 //	k8s-testenv kube-apiserver [kube-apiserver flags...]
 //	k8s-testenv kube-scheduler [kube-scheduler flags...]
+//	k8s-testenv kubelet [kubelet flags...]
 //
 // Linking them into one binary lets the large shared dependency graph
 // (client-go, apimachinery, apiserver, ...) compile and link once, which keeps
@@ -11,6 +13,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	_ "time/tzdata" // kube-apiserver: timeZone support in CronJob
@@ -22,10 +25,11 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/version"  // version metric registration
 	apiserver "k8s.io/kubernetes/cmd/kube-apiserver/app"
 	scheduler "k8s.io/kubernetes/cmd/kube-scheduler/app"
+	kubelet "k8s.io/kubernetes/cmd/kubelet/app"
 )
 
 func usage() {
-	fmt.Fprintf(os.Stderr, "usage: %s etcd|kube-apiserver|kube-scheduler [flags...]\n", os.Args[0])
+	fmt.Fprintf(os.Stderr, "usage: %s etcd|kube-apiserver|kube-scheduler|kubelet [flags...]\n", os.Args[0])
 	os.Exit(2)
 }
 
@@ -44,6 +48,10 @@ func main() {
 		os.Exit(cli.Run(cmd))
 	case "kube-scheduler":
 		cmd := scheduler.NewSchedulerCommand()
+		cmd.SetArgs(rest)
+		os.Exit(cli.Run(cmd))
+	case "kubelet":
+		cmd := kubelet.NewKubeletCommand(context.Background())
 		cmd.SetArgs(rest)
 		os.Exit(cli.Run(cmd))
 	case "-h", "--help", "help":
