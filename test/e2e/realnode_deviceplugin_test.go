@@ -34,6 +34,10 @@ type standInDevicePlugin struct {
 
 	resource string
 	devices  []standInDevice
+	// cdiKind, when set, makes Allocate answer with CDI device names
+	// (<cdiKind>=<UUID>, the device plugin's cdi-cri strategy) instead of
+	// the environment variable and device specs (envvar strategy).
+	cdiKind  string
 	dir      string // kubelet's device-plugins directory, as seen here
 	sockName string // our socket in dir
 
@@ -160,6 +164,20 @@ func (p *standInDevicePlugin) Allocate(_ context.Context, req *pluginapi.Allocat
 	resp := &pluginapi.AllocateResponse{}
 	for _, cr := range req.ContainerRequests {
 		ids := append([]string(nil), cr.DevicesIds...)
+		p.mu.Lock()
+		p.allocations = append(p.allocations, ids)
+		p.mu.Unlock()
+		if p.cdiKind != "" {
+			car := &pluginapi.ContainerAllocateResponse{}
+			for _, id := range ids {
+				if _, ok := byID[id]; !ok {
+					return nil, fmt.Errorf("unknown device %q", id)
+				}
+				car.CdiDevices = append(car.CdiDevices, &pluginapi.CDIDevice{Name: p.cdiKind + "=" + id})
+			}
+			resp.ContainerResponses = append(resp.ContainerResponses, car)
+			continue
+		}
 		car := &pluginapi.ContainerAllocateResponse{
 			Envs: map[string]string{"NVIDIA_VISIBLE_DEVICES": strings.Join(ids, ",")},
 		}
@@ -175,9 +193,6 @@ func (p *standInDevicePlugin) Allocate(_ context.Context, req *pluginapi.Allocat
 			})
 		}
 		resp.ContainerResponses = append(resp.ContainerResponses, car)
-		p.mu.Lock()
-		p.allocations = append(p.allocations, ids)
-		p.mu.Unlock()
 	}
 	return resp, nil
 }

@@ -52,11 +52,22 @@ const (
 	annObserved   = "flextopo.io/observed"
 )
 
+// Device plugin strategies the scenario runs with (the NVIDIA device
+// plugin's deviceListStrategy): envvar hands kubelet NVIDIA_VISIBLE_DEVICES
+// and device specs; cdi-cri hands it CDI device names, which containerd
+// resolves from a CDI spec into device nodes before NRI sees the container.
+const (
+	strategyEnvvar = "envvar"
+	strategyCDI    = "cdi-cri"
+	cdiKind        = "nvidia.com/gpu"
+)
+
 // realNode is the running node of one test.
 type realNode struct {
 	t          *testing.T
 	c          *cluster
 	name       string
+	strategy   string
 	dir        string
 	outDir     string // the containers' /out (hostPath)
 	ctrdSock   string
@@ -96,9 +107,9 @@ func realNodeTools() (tools map[string]string, missing []string) {
 	return tools, missing
 }
 
-// requireRealNode starts the node, or skips (fails under CI) when a tool is
-// missing.
-func requireRealNode(t *testing.T, c *cluster, name string) *realNode {
+// requireRealNode starts the node with the given device plugin strategy, or
+// skips (fails under CI) when a tool is missing.
+func requireRealNode(t *testing.T, c *cluster, name, strategy string) *realNode {
 	t.Helper()
 	tools, missing := realNodeTools()
 	if len(missing) > 0 {
@@ -108,11 +119,11 @@ func requireRealNode(t *testing.T, c *cluster, name string) *realNode {
 		}
 		t.Skip(msg)
 	}
-	dir, err := c.dir("realnode")
+	dir, err := c.dir("realnode-" + strategy)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &realNode{t: t, c: c, name: name, dir: dir, outDir: filepath.Join(dir, "out"), ctr: tools["ctr"]}
+	n := &realNode{t: t, c: c, name: name, strategy: strategy, dir: dir, outDir: filepath.Join(dir, "out"), ctr: tools["ctr"]}
 	for _, d := range []string{n.outDir, filepath.Join(dir, "dev"), filepath.Join(dir, "kubelet")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -125,6 +136,9 @@ func requireRealNode(t *testing.T, c *cluster, name string) *realNode {
 	// path, whatever --root-dir says (k8s.io/kubelet deviceplugin
 	// v1beta1.DevicePluginPath).
 	n.plugin = newStandInDevicePlugin(pluginapi.DevicePluginPath, resGPU, n.devices())
+	if strategy == strategyCDI {
+		n.plugin.cdiKind = cdiKind
+	}
 	cx := ctx(t, 60*time.Second)
 	if err := n.plugin.start(cx); err != nil {
 		t.Fatal(err)
@@ -249,7 +263,8 @@ state = %[2]q
   [plugins."io.containerd.cri.v1.images".pinned_images]
     sandbox = %[8]q
 [plugins."io.containerd.cri.v1.runtime"]
-  enable_cdi = false
+  enable_cdi = %[13]v
+  cdi_spec_dirs = [%[14]q]
   # The CI machine's root lacks CAP_SYS_RESOURCE: kubelet's oom_score_adj
   # of -998 for sandboxes would fail runc's init.
   restrict_oom_score_adj = true
@@ -270,11 +285,13 @@ state = %[2]q
   stream_server_port = "0"
 `, filepath.Join(d, "root"), filepath.Join(d, "state"), n.ctrdSock, n.ctrdSock+".ttrpc",
 		n.nriSocket(), filepath.Join(d, "nri/plugins"), filepath.Join(d, "nri/conf.d"), realNodeImage,
-		tools["runc"], filepath.Join(d, "runc"), filepath.Join(d, "cni/bin"), filepath.Join(d, "cni/net.d"))
+		tools["runc"], filepath.Join(d, "runc"), filepath.Join(d, "cni/bin"), filepath.Join(d, "cni/net.d"),
+		n.strategy == strategyCDI, n.cdiDir())
 	cfgPath := filepath.Join(d, "config.toml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	n.writeCDISpec()
 	p := testProcess(t, "containerd", n.dir, tools["containerd"], "--config", cfgPath)
 	// Registered after the process, so it runs before containerd stops:
 	// the containers and their shims go first, then the mounts.
@@ -290,6 +307,39 @@ state = %[2]q
 	}
 	if out, err := n.ctrCmd("images", "import", "--local", archive).CombinedOutput(); err != nil {
 		t.Fatalf("ctr images import: %v\n%s", err, out)
+	}
+}
+
+func (n *realNode) cdiDir() string { return filepath.Join(n.dir, "cdi") }
+
+// writeCDISpec writes the stand-in GPUs as a CDI spec, the shape
+// nvidia-ctk cdi generate gives (a device per GPU named by UUID, its device
+// node; NVIDIA_VISIBLE_DEVICES=void for every container, so that a legacy
+// runtime hook injects nothing more).
+func (n *realNode) writeCDISpec() {
+	var devs []interface{}
+	for i, u := range n.gpuUUIDs {
+		devs = append(devs, map[string]interface{}{
+			"name": u,
+			"containerEdits": map[string]interface{}{"deviceNodes": []interface{}{map[string]interface{}{
+				"path": fmt.Sprintf("/dev/nvidia%d", i), "hostPath": filepath.Join(n.dir, "dev", fmt.Sprintf("nvidia%d", i)),
+			}}},
+		})
+	}
+	spec, err := json.Marshal(map[string]interface{}{
+		"cdiVersion":     "0.5.0",
+		"kind":           cdiKind,
+		"devices":        devs,
+		"containerEdits": map[string]interface{}{"env": []string{"NVIDIA_VISIBLE_DEVICES=void"}},
+	})
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	if err := os.MkdirAll(n.cdiDir(), 0o755); err != nil {
+		n.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(n.cdiDir(), "nvidia.json"), spec, 0o644); err != nil {
+		n.t.Fatal(err)
 	}
 }
 
@@ -643,8 +693,14 @@ func minorOf(uuid string) string {
 
 func TestRealNodeContainersGetTheAllocation(t *testing.T) {
 	c := requireExtender(t)
-	s := newScenario(t, c, "realnode")
-	n := requireRealNode(t, c, s.nodeName("node"))
+	for _, strategy := range []string{strategyEnvvar, strategyCDI} {
+		t.Run(strategy, func(t *testing.T) { realNodeScenario(t, c, strategy) })
+	}
+}
+
+func realNodeScenario(t *testing.T, c *cluster, strategy string) {
+	s := newScenario(t, c, "realnode-"+strings.TrimSuffix(strategy, "-cri"))
+	n := requireRealNode(t, c, s.nodeName("node"), strategy)
 	s.nodes = append(s.nodes, n.name)
 	s.waitExtenderSees(n.name)
 
@@ -676,8 +732,13 @@ func TestRealNodeContainersGetTheAllocation(t *testing.T) {
 	outside.Spec.NodeName = n.name
 	n.create(s, outside)
 	r = n.waitProbe(s, "outside")
-	if r.visible != "GPU-e2e-1" {
-		t.Errorf("outside: NVIDIA_VISIBLE_DEVICES %q, want kubelet's choice GPU-e2e-1", r.visible)
+	wantVisible := "GPU-e2e-1"
+	if strategy == strategyCDI {
+		wantVisible = "void" // the CDI spec's; the device node is the grant
+	}
+	if r.visible != wantVisible || deviceState(r.open["/dev/nvidia1"]) != "allowed" {
+		t.Errorf("outside: NVIDIA_VISIBLE_DEVICES %q, /dev/nvidia1 %q; want kubelet's choice GPU-e2e-1 (%s) usable",
+			r.visible, r.open["/dev/nvidia1"], wantVisible)
 	}
 	o = n.waitObserved(s, "outside", func(o *Observed) bool { return len(o.GPUs) > 0 })
 	if o.Source != "podresources" || !sameSet(o.GPUs, []string{"GPU-e2e-1"}) {
