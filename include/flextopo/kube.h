@@ -68,18 +68,18 @@ int ft_kube_request(ft_kube_client_t *client, const char *method,
 		    char **out_body);
 
 /*
- * Merge-patch one annotation of a pod. 0, FT_ENOTFOUND (404), FT_EIO.
- */
-int ft_kube_annotate_pod(ft_kube_client_t *client, const char *ns,
-			 const char *name, const char *key, const char *value);
-
-/*
- * POST a v1 Binding of pod ns/name (uid) to `node`. 0 when bound;
- * FT_ECONFLICT when the pod already has a node (409): the caller reads the
- * pod to see whether it is the same node; FT_ENOTFOUND; FT_EIO.
+ * POST a v1 Binding of pod ns/name (uid, or NULL) to `node`, carrying the
+ * annotation key: value in its metadata (key NULL: none). kube-apiserver
+ * merges a Binding's annotations into the pod in the update that sets its
+ * node (pkg/registry/core/pod/storage/storage.go,
+ * BindingREST.setPodNodeAndMetadata), so both land together or not at all.
+ * 0 when bound; FT_ECONFLICT when the pod already has a node (409): the
+ * caller reads the pod to see whether it is the same node; FT_ENOTFOUND;
+ * FT_EINVAL (no node, an empty key or a key without value); FT_EIO.
  */
 int ft_kube_bind_pod(ft_kube_client_t *client, const char *ns, const char *name,
-		     const char *uid, const char *node);
+		     const char *uid, const char *node, const char *key,
+		     const char *value);
 
 /* GET a pod; *out is a cJSON tree the caller deletes. FT_ENOTFOUND, FT_EIO. */
 int ft_kube_get_pod(ft_kube_client_t *client, const char *ns, const char *name,

@@ -3,9 +3,10 @@
  *
  * Filter and prioritize read one snapshot taken at the start of the request
  * and never block on the API server. Bind chooses and assumes the placement
- * under the state's lock (so two binds never get one GPU), then writes the
- * allocation annotation and POSTs the Binding; a failure forgets the
- * assumption, like kube-scheduler's own assume/forget.
+ * under the state's lock (so two binds never get one GPU), then POSTs the
+ * Binding with the allocation annotation in it (one request; kube-apiserver
+ * writes node and annotation together); a failure forgets the assumption,
+ * like kube-scheduler's own assume/forget.
  */
 #include <flextopo/app.h>
 #include <flextopo/debug.h>
@@ -267,12 +268,9 @@ static int write_binding(ft_app_t *app, const ft_bind_args_t *b,
 
 	snprintf(key, sizeof(key), "%s/allocation",
 		 app->opts.annotation_prefix);
-	if (annotation &&
-	    (rc = ft_kube_annotate_pod(app->kube, b->pod_namespace, b->pod_name,
-				       key, annotation)) < 0)
-		return rc;
 	rc = ft_kube_bind_pod(app->kube, b->pod_namespace, b->pod_name,
-			      b->pod_uid, b->node);
+			      b->pod_uid, b->node, annotation ? key : NULL,
+			      annotation);
 	if (rc == FT_ECONFLICT)
 		rc = check_already_bound(app, b);
 	return rc;

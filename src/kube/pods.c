@@ -1,7 +1,11 @@
 /*
- * The pod requests the extender makes: read a pod, merge-patch one
- * annotation (the allocation) and POST the Binding, as kube-scheduler's
- * DefaultBinder does.
+ * The pod requests the extender makes: read a pod, and POST its Binding, as
+ * kube-scheduler's DefaultBinder does, with the allocation annotation in the
+ * Binding's metadata: kube-apiserver merges a Binding's annotations into the
+ * pod in the same update that sets spec.nodeName
+ * (k8s.io/kubernetes pkg/registry/core/pod/storage/storage.go,
+ * BindingREST.setPodNodeAndMetadata, v1.36.3), so node and allocation are
+ * written at once, in one request.
  *
  * Bodies are built with cJSON so that names and annotation values are
  * escaped however odd they are, path segments are percent-encoded, and HTTP
@@ -72,22 +76,6 @@ static int print_body(char **out, cJSON *root)
 	return *out ? 0 : ft_error_set(FT_ENOMEM, "kube: out of memory");
 }
 
-/* {"metadata":{"annotations":{key:value}}} */
-static int annotation_patch(char **out, const char *key, const char *value)
-{
-	cJSON *root = cJSON_CreateObject();
-	cJSON *metadata = cJSON_AddObjectToObject(root, "metadata");
-	cJSON *annotations = cJSON_AddObjectToObject(metadata, "annotations");
-
-	/* cJSON's adders return NULL for a NULL parent, so one check will do.
-	 */
-	if (!cJSON_AddStringToObject(annotations, key, value)) {
-		cJSON_Delete(root);
-		root = NULL;
-	}
-	return print_body(out, root);
-}
-
 /* One request whose outcome is its status alone. */
 static int send_pod_request(ft_kube_client_t *client, const char *method,
 			    const char *path, const char *content_type,
@@ -106,37 +94,16 @@ static int send_pod_request(ft_kube_client_t *client, const char *method,
 	return rc;
 }
 
-int ft_kube_annotate_pod(ft_kube_client_t *client, const char *ns,
-			 const char *name, const char *key, const char *value)
-{
-	char *path = NULL, *body = NULL;
-	int rc;
-
-	if ((rc = check_pod_args("annotate pod", ns, name)) < 0)
-		goto cleanup;
-	if (!key || !*key || !value) {
-		rc = ft_error_set(FT_EINVAL, "annotate pod %s/%s: no key", ns,
-				  name);
-		goto cleanup;
-	}
-	if ((rc = pod_path(&path, ns, name, "")) < 0 ||
-	    (rc = annotation_patch(&body, key, value)) < 0)
-		goto cleanup;
-	rc = send_pod_request(client, "PATCH", path,
-			      "application/merge-patch+json", body, false,
-			      "annotate pod", ns, name);
-cleanup:
-	free(path);
-	free(body);
-	return rc;
-}
-
 static bool fill_metadata(cJSON *metadata, const char *ns, const char *name,
-			  const char *uid)
+			  const char *uid, const char *key, const char *value)
 {
 	return cJSON_AddStringToObject(metadata, "name", name) &&
 	       cJSON_AddStringToObject(metadata, "namespace", ns) &&
-	       (!uid || !*uid || cJSON_AddStringToObject(metadata, "uid", uid));
+	       (!uid || !*uid ||
+		cJSON_AddStringToObject(metadata, "uid", uid)) &&
+	       (!key || cJSON_AddStringToObject(
+			    cJSON_AddObjectToObject(metadata, "annotations"),
+			    key, value));
 }
 
 static bool fill_target(cJSON *target, const char *node)
@@ -146,15 +113,16 @@ static bool fill_target(cJSON *target, const char *node)
 	       cJSON_AddStringToObject(target, "name", node);
 }
 
-/* A v1 Binding of ns/name (uid) to `node`. */
+/* A v1 Binding of ns/name (uid) to `node`, with annotation key: value. */
 static int binding_body(char **out, const char *ns, const char *name,
-			const char *uid, const char *node)
+			const char *uid, const char *node, const char *key,
+			const char *value)
 {
 	cJSON *root = cJSON_CreateObject();
 	bool ok = cJSON_AddStringToObject(root, "apiVersion", "v1") &&
 		  cJSON_AddStringToObject(root, "kind", "Binding") &&
 		  fill_metadata(cJSON_AddObjectToObject(root, "metadata"), ns,
-				name, uid) &&
+				name, uid, key, value) &&
 		  fill_target(cJSON_AddObjectToObject(root, "target"), node);
 
 	if (!ok) {
@@ -165,7 +133,8 @@ static int binding_body(char **out, const char *ns, const char *name,
 }
 
 int ft_kube_bind_pod(ft_kube_client_t *client, const char *ns, const char *name,
-		     const char *uid, const char *node)
+		     const char *uid, const char *node, const char *key,
+		     const char *value)
 {
 	char *path = NULL, *body = NULL;
 	int rc;
@@ -177,8 +146,15 @@ int ft_kube_bind_pod(ft_kube_client_t *client, const char *ns, const char *name,
 				  name);
 		goto cleanup;
 	}
+	if (key && (!*key || !value)) {
+		rc = ft_error_set(FT_EINVAL,
+				  "bind pod %s/%s: annotation without a key "
+				  "or value",
+				  ns, name);
+		goto cleanup;
+	}
 	if ((rc = pod_path(&path, ns, name, "/binding")) < 0 ||
-	    (rc = binding_body(&body, ns, name, uid, node)) < 0)
+	    (rc = binding_body(&body, ns, name, uid, node, key, value)) < 0)
 		goto cleanup;
 	rc = send_pod_request(client, "POST", path, "application/json", body,
 			      true, "bind pod", ns, name);

@@ -883,21 +883,23 @@ static void test_kube__bind_pod(void **state)
 
 	server_start(&server, steps, 4);
 	client = loopback_client(&server, NULL);
-	assert_int_equal(
-	    ft_kube_bind_pod(client, "team-a", "p1", "uid-1", "gpu-node-3"), 0);
-	assert_int_equal(
-	    ft_kube_bind_pod(client, "team-a", "p1", "uid-1", "gpu-node-3"),
-	    FT_ECONFLICT);
+	assert_int_equal(ft_kube_bind_pod(client, "team-a", "p1", "uid-1",
+					  "gpu-node-3", NULL, NULL),
+			 0);
+	assert_int_equal(ft_kube_bind_pod(client, "team-a", "p1", "uid-1",
+					  "gpu-node-3", NULL, NULL),
+			 FT_ECONFLICT);
 	assert_non_null(strstr(ft_error_last(), "HTTP 409"));
 	assert_non_null(strstr(ft_error_last(), "already assigned"));
+	assert_int_equal(ft_kube_bind_pod(client, "team-a", "p1", NULL,
+					  "gpu-node-3", NULL, NULL),
+			 FT_ENOTFOUND);
+	assert_int_equal(ft_kube_bind_pod(client, "team-a", "p1", "uid-1",
+					  "gpu-node-3", NULL, NULL),
+			 FT_EIO);
 	assert_int_equal(
-	    ft_kube_bind_pod(client, "team-a", "p1", NULL, "gpu-node-3"),
-	    FT_ENOTFOUND);
-	assert_int_equal(
-	    ft_kube_bind_pod(client, "team-a", "p1", "uid-1", "gpu-node-3"),
-	    FT_EIO);
-	assert_int_equal(ft_kube_bind_pod(client, "team-a", "p1", "u", ""),
-			 FT_EINVAL);
+	    ft_kube_bind_pod(client, "team-a", "p1", "u", "", NULL, NULL),
+	    FT_EINVAL);
 	ft_kube_client_free(client);
 	server_finish(&server);
 
@@ -919,45 +921,49 @@ static void test_kube__bind_pod(void **state)
 	server_dispose(&server);
 }
 
-static void test_kube__annotate_pod(void **state)
+/* The allocation rides in the Binding; names and values are escaped. */
+static void test_kube__bind_pod_with_annotation(void **state)
 {
 	static const step_t steps[] = {
-	    {"PATCH /api/v1/namespaces/ns/pods/odd%20name%2Fx HTTP/1.1",
-	     "200 OK", pod_x, false},
-	    {"PATCH /api/v1/namespaces/ns/pods/gone HTTP/1.1", "404 Not Found",
-	     status_missing, false},
+	    {"POST /api/v1/namespaces/ns/pods/odd%20name%2Fx/binding HTTP/1.1",
+	     "201 Created", binding_created, false},
 	};
 	const char *value = "{\"gpus\":[0,1],\"note\":\"a \\\"b\\\"\n\"}";
 	ft_kube_client_t *client = NULL;
 	server_t server;
-	cJSON *patch = NULL;
+	cJSON *binding = NULL;
 	const cJSON *annotations = NULL;
 
-	server_start(&server, steps, 2);
+	server_start(&server, steps, 1);
 	client = loopback_client(&server, NULL);
-	assert_int_equal(ft_kube_annotate_pod(client, "ns", "odd name/x",
-					      "flextopo.io/allocation", value),
+	assert_int_equal(ft_kube_bind_pod(client, "ns", "odd name/x", "u", "n1",
+					  "flextopo.io/allocation", value),
 			 0);
-	assert_int_equal(ft_kube_annotate_pod(client, "ns", "gone", "k", "v"),
-			 FT_ENOTFOUND);
-	assert_non_null(strstr(ft_error_last(), "not found"));
+	assert_int_equal(
+	    ft_kube_bind_pod(client, "ns", "p", "u", "n1", "", value),
+	    FT_EINVAL);
+	assert_int_equal(
+	    ft_kube_bind_pod(client, "ns", "p", "u", "n1", "k", NULL),
+	    FT_EINVAL);
 	ft_kube_client_free(client);
 	server_finish(&server);
 
-	assert_non_null(
-	    strstr(server.requests[0],
-		   "\r\nContent-Type: application/merge-patch+json\r\n"));
-	patch = cJSON_Parse(request_body(server.requests[0]));
-	assert_non_null(patch);
-	assert_int_equal(cJSON_GetArraySize(patch), 1);
+	binding = cJSON_Parse(request_body(server.requests[0]));
+	assert_non_null(binding);
 	annotations = cJSON_GetObjectItemCaseSensitive(
-	    cJSON_GetObjectItemCaseSensitive(patch, "metadata"), "annotations");
+	    cJSON_GetObjectItemCaseSensitive(binding, "metadata"),
+	    "annotations");
 	assert_int_equal(cJSON_GetArraySize(annotations), 1);
 	assert_string_equal(cJSON_GetObjectItemCaseSensitive(
 				annotations, "flextopo.io/allocation")
 				->valuestring,
 			    value);
-	cJSON_Delete(patch);
+	assert_string_equal(
+	    cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(binding, "target"), "name")
+		->valuestring,
+	    "n1");
+	cJSON_Delete(binding);
 	server_dispose(&server);
 }
 
@@ -1199,7 +1205,7 @@ int main(void)
 	    cmocka_unit_test(test_kube__request_token_rotates),
 	    cmocka_unit_test(test_kube__client_tls_options),
 	    cmocka_unit_test(test_kube__bind_pod),
-	    cmocka_unit_test(test_kube__annotate_pod),
+	    cmocka_unit_test(test_kube__bind_pod_with_annotation),
 	    cmocka_unit_test(test_kube__informer_sequence),
 	    cmocka_unit_test(test_kube__informer_stop_in_backoff),
 	};
