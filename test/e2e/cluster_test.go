@@ -532,6 +532,7 @@ type testExtender struct {
 	name     string
 	url      string // the extender API, http://127.0.0.1:port
 	debugURL string // the debug API (debugListen)
+	proc     *process
 }
 
 // startTestExtender starts a flextopo-extender named name that watches the
@@ -540,6 +541,13 @@ type testExtender struct {
 // debugListen and logLevel debug. It waits until the extender is ready and
 // stops it when the test ends.
 func (c *cluster) startTestExtender(t *testing.T, name string, cfg map[string]interface{}) *testExtender {
+	t.Helper()
+	return c.startTestExtenderBin(t, name, extenderBinary(c.repoRoot), cfg)
+}
+
+// startTestExtenderBin is startTestExtender with another flextopo-extender
+// binary (a benchmark's baseline build).
+func (c *cluster) startTestExtenderBin(t *testing.T, name, bin string, cfg map[string]interface{}) *testExtender {
 	t.Helper()
 	dir, err := c.dir(name)
 	if err != nil {
@@ -567,8 +575,8 @@ func (c *cluster) startTestExtender(t *testing.T, name string, cfg map[string]in
 	if err := os.WriteFile(cfgPath, raw, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := testProcess(t, name, dir, extenderBinary(c.repoRoot), "--config", cfgPath)
-	e := &testExtender{name: name, url: "http://" + hostPort(port), debugURL: "http://" + hostPort(debugPort)}
+	p := testProcess(t, name, dir, bin, "--config", cfgPath)
+	e := &testExtender{name: name, url: "http://" + hostPort(port), debugURL: "http://" + hostPort(debugPort), proc: p}
 	err = waitHTTP(p, httpClient(nil), e.url+"/readyz", nil, 60*time.Second, func(code int, _ string) bool {
 		return code == 200
 	})

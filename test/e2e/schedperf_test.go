@@ -1,0 +1,469 @@
+package e2e
+
+// A scheduler_perf-style throughput benchmark (issue: keep kube-scheduler
+// fast): the e2e's real kube-apiserver, etcd and kube-scheduler, N A100-like
+// nodes created through the API, M GPU pods, and two arms alternating in one
+// run - kube-scheduler alone, and kube-scheduler with flextopo as the
+// shipped configuration registers it. It prints figures; it asserts no
+// speed. Run it with scripts/schedperf.sh (FLEXTOPO_SCHEDPERF=NODESxPODS,...);
+// without that variable it is skipped.
+//
+// Settings, as kube-scheduler's scheduler_perf sets them: the schedulers'
+// client QPS and burst are raised to 5000 so that the client-side rate
+// limiter (default 50 QPS) does not cap binds; the benchmark's own client
+// creates the pods before the arm's scheduler starts, so that creation does
+// not bound the rate; throughput is sampled every second as the pods bind
+// (watch), from the first bind to the last, and reported as scheduler_perf
+// reports SchedulingThroughput (average, p50, p90, p99 of the samples).
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+)
+
+const perfLabel = "e2e.flextopo.io/schedperf"
+
+type perfSize struct{ nodes, pods int }
+
+func perfSizes(t *testing.T) []perfSize {
+	spec := os.Getenv("FLEXTOPO_SCHEDPERF")
+	if spec == "" {
+		t.Skip("FLEXTOPO_SCHEDPERF not set (scripts/schedperf.sh runs this benchmark)")
+	}
+	var out []perfSize
+	for _, part := range strings.Split(spec, ",") {
+		n, p, ok := strings.Cut(strings.TrimSpace(part), "x")
+		nodes, err1 := strconv.Atoi(n)
+		pods, err2 := strconv.Atoi(p)
+		if !ok || err1 != nil || err2 != nil || nodes <= 0 || pods <= 0 {
+			t.Fatalf("FLEXTOPO_SCHEDPERF: %q is not NODESxPODS", part)
+		}
+		out = append(out, perfSize{nodes, pods})
+	}
+	return out
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// perfNodeTopo is an A100-like box: 2 NUMA nodes of 64 CPUs and 512 GiB,
+// 4 GPUs under each, all 8 linked through NVSwitch.
+func perfNodeTopo(node string) *Topology {
+	b := newTopo(node).gpuModel(a100Model, a100MemMiB)
+	so := b.socket()
+	g := append(b.switchGPUs(b.numa(so, "0-63", 524288), 4), b.switchGPUs(b.numa(so, "64-127", 524288), 4)...)
+	for i := range g {
+		for j := i + 1; j < len(g); j++ {
+			b.nvlink(g[i], g[j], 12)
+		}
+	}
+	return b.build()
+}
+
+// perfPods is the pod mix of one size, the same for every arm: 1 or 2 GPUs;
+// a quarter Guaranteed with 8 pinned CPUs in numa/guaranteed mode.
+func perfPods(n int, seed int64) []podSpec {
+	rng := rand.New(rand.NewSource(seed))
+	out := make([]podSpec, n)
+	for i := range out {
+		ps := podSpec{name: fmt.Sprintf("p%05d", i), gpus: 1 + rng.Intn(2), cpu: "4", memory: "8Gi"}
+		if rng.Intn(4) == 0 {
+			ps.cpu, ps.memory, ps.guaranteed, ps.affinity, ps.mode = "8", "16Gi", true, "numa", "guaranteed"
+		}
+		out[i] = ps
+	}
+	return out
+}
+
+// parallel runs f(i) for i in [0, n) on workers goroutines.
+func parallel(n, workers int, f func(i int) error) error {
+	var next atomic.Int64
+	var first error
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				if err := f(i); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+func (s *scenario) addPerfNodes(t *testing.T, count int) []string {
+	names := make([]string, count)
+	start := time.Now()
+	err := parallel(count, 16, func(i int) error {
+		name := fmt.Sprintf("perf-%05d", i)
+		topo := perfNodeTopo(name)
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Labels:      map[string]string{labelTest: s.id, perfLabel: "true", "kubernetes.io/hostname": name},
+			Annotations: map[string]string{annTopology: topo.json()},
+		}}
+		cx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		created, err := s.c.client.CoreV1().Nodes().Create(cx, node, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		capacity := topo.deviceCapacity()
+		capacity[corev1.ResourceCPU] = *resource.NewQuantity(int64(topo.cpuCount()), resource.DecimalSI)
+		capacity[corev1.ResourceMemory] = *resource.NewQuantity(topo.memoryMiB()<<20, resource.BinarySI)
+		capacity[corev1.ResourcePods] = *resource.NewQuantity(110, resource.DecimalSI)
+		now := metav1.Now()
+		created.Status = corev1.NodeStatus{
+			Capacity: capacity, Allocatable: capacity.DeepCopy(), Phase: corev1.NodeRunning,
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+				LastHeartbeatTime: now, LastTransitionTime: now}},
+		}
+		if _, err := s.c.client.CoreV1().Nodes().UpdateStatus(cx, created, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+		names[i] = name
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("create perf nodes: %v", err)
+	}
+	t.Cleanup(func() {
+		cx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		_ = s.c.client.CoreV1().Nodes().DeleteCollection(cx, metav1.DeleteOptions{},
+			metav1.ListOptions{LabelSelector: perfLabel + "=true"})
+	})
+	t.Logf("created %d nodes in %s", count, time.Since(start).Round(time.Millisecond))
+	return names
+}
+
+// cpuSeconds is a process's user+system CPU time so far.
+func cpuSeconds(p *process) float64 {
+	if p == nil || p.cmd == nil || p.cmd.Process == nil {
+		return math.NaN()
+	}
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		return math.NaN()
+	}
+	// Fields after the command name, which is in parentheses.
+	fields := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
+	if len(fields) < 13 {
+		return math.NaN()
+	}
+	ut, _ := strconv.ParseFloat(fields[11], 64)
+	st, _ := strconv.ParseFloat(fields[12], 64)
+	return (ut + st) / 100 // USER_HZ
+}
+
+type armResult struct {
+	arm       string
+	pods      int
+	seconds   float64 // first bind to last
+	samples   []float64
+	cpu       map[string]float64
+	unbound   int
+	extLatent string
+}
+
+func (r armResult) avg() float64 { return float64(r.pods-r.unbound) / r.seconds }
+
+func percentile(xs []float64, p float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	i := int(math.Ceil(p/100*float64(len(s)))) - 1
+	return s[max(0, min(i, len(s)-1))]
+}
+
+// runArm creates the pods with the arm's scheduler name, starts that
+// scheduler, samples binds per second until all are bound (or the timeout),
+// stops the scheduler and deletes the pods.
+func runArm(t *testing.T, s *scenario, arm, schedName string, pods []podSpec, start func() *process,
+	procs map[string]*process, ext *testExtender) armResult {
+	c := s.c
+	ns := fmt.Sprintf("%s-%s", s.ns, arm)
+	cx := ctx(t, 30*time.Second)
+	if _, err := c.client.CoreV1().Namespaces().Create(cx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err := parallel(len(pods), 16, func(i int) error {
+		ps := pods[i]
+		ps.schedulerName = schedName
+		ps.nodeSelector = map[string]string{perfLabel: "true"}
+		p := s.podObject(ps)
+		p.Namespace = ns
+		cx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, err := c.client.CoreV1().Pods(ns).Create(cx, p, metav1.CreateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("%s: create pods: %v", arm, err)
+	}
+
+	// Binds counted by an informer (it relists when a watch ends).
+	var bound atomic.Int64
+	var seenMu sync.Mutex
+	seen := map[string]bool{}
+	count := func(obj interface{}) {
+		if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" {
+			seenMu.Lock()
+			if !seen[p.Name] {
+				seen[p.Name] = true
+				bound.Add(1)
+			}
+			seenMu.Unlock()
+		}
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(c.client, 0, informers.WithNamespace(ns))
+	inf := factory.Core().V1().Pods().Informer()
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    count,
+		UpdateFunc: func(_, obj interface{}) { count(obj) },
+	}); err != nil {
+		t.Fatal(err)
+	}
+	stopInf := make(chan struct{})
+	defer close(stopInf)
+	factory.Start(stopInf)
+	factory.WaitForCacheSync(stopInf)
+
+	cpu0 := map[string]float64{}
+	for name, p := range procs {
+		cpu0[name] = cpuSeconds(p)
+	}
+	sched := start()
+	cpu0["kube-scheduler"] = cpuSeconds(sched)
+	metrics0 := ""
+	if ext != nil {
+		_, metrics0 = httpGet(ext.url + "/metrics")
+	}
+	r := armResult{arm: arm, pods: len(pods), cpu: map[string]float64{}}
+	timeout := time.Duration(envInt("FLEXTOPO_SCHEDPERF_TIMEOUT_S", 600)) * time.Second
+	deadline := time.Now().Add(timeout)
+	var first, last time.Time
+	prev := int64(0)
+	for {
+		time.Sleep(time.Second)
+		n := bound.Load()
+		now := time.Now()
+		if n > 0 && first.IsZero() {
+			first = now.Add(-time.Second)
+		}
+		if !first.IsZero() && n < int64(len(pods)) {
+			r.samples = append(r.samples, float64(n-prev))
+		}
+		prev = n
+		if n >= int64(len(pods)) {
+			last = now
+			break
+		}
+		if now.After(deadline) {
+			last = now
+			r.unbound = len(pods) - int(n)
+			t.Logf("%s: %d of %d pods unbound after %s; scheduler log:\n%s", arm, r.unbound, len(pods), timeout,
+				tailFile(sched.logPath, 40))
+			break
+		}
+	}
+	r.seconds = last.Sub(first).Seconds()
+	for name, p := range procs {
+		r.cpu[name] = cpuSeconds(p) - cpu0[name]
+	}
+	r.cpu["kube-scheduler"] = cpuSeconds(sched) - cpu0["kube-scheduler"]
+	if ext != nil {
+		_, metrics1 := httpGet(ext.url + "/metrics")
+		r.extLatent = verbLatency(metrics0, metrics1)
+	}
+	sched.stop(10 * time.Second)
+
+	// No namespace controller runs: the pods are deleted one collection.
+	zero := int64(0)
+	dcx, dcancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer dcancel()
+	_ = c.client.CoreV1().Pods(ns).DeleteCollection(dcx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
+	for {
+		l, err := c.client.CoreV1().Pods(ns).List(dcx, metav1.ListOptions{Limit: 1})
+		if err != nil || len(l.Items) == 0 {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	return r
+}
+
+// verbLatency is the extender's mean latency per verb between two /metrics
+// texts (from the request_duration_seconds histogram's sum and count).
+func verbLatency(before, after string) string {
+	read := func(text string) map[string][2]float64 {
+		out := map[string][2]float64{}
+		for _, line := range strings.Split(text, "\n") {
+			for i, suffix := range []string{"_sum{verb=\"", "_count{verb=\""} {
+				key := "flextopo_request_duration_seconds" + suffix
+				if !strings.HasPrefix(line, key) {
+					continue
+				}
+				rest := line[len(key):]
+				verb, val, _ := strings.Cut(rest, "\"} ")
+				f, _ := strconv.ParseFloat(strings.TrimSpace(val), 64)
+				v := out[verb]
+				v[i] = f
+				out[verb] = v
+			}
+		}
+		return out
+	}
+	b, a := read(before), read(after)
+	var parts []string
+	for _, verb := range []string{"filter", "prioritize", "bind"} {
+		n := a[verb][1] - b[verb][1]
+		if n <= 0 {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s %.0f calls, mean %.2f ms", verb, n, (a[verb][0]-b[verb][0])/n*1000))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// TestSchedulerThroughput is the benchmark; see the top of the file.
+func TestSchedulerThroughput(t *testing.T) {
+	sizes := perfSizes(t)
+	c := requireExtender(t)
+	pairs := envInt("FLEXTOPO_SCHEDPERF_PAIRS", 2)
+	qps := envInt("FLEXTOPO_SCHEDPERF_QPS", 5000)
+	var report strings.Builder
+	fmt.Fprintf(&report, "| nodes / pods | arm | pair | pods/s avg | p50 | p90 | p99 | s | CPU s (apiserver, etcd, scheduler, extender) | extender verbs |\n")
+	fmt.Fprintf(&report, "|---|---|---|---:|---:|---:|---:|---:|---|---|\n")
+	for _, size := range sizes {
+		s := newScenario(t, c, fmt.Sprintf("perf%d", size.nodes))
+		// The run's own extender watches every test's objects at debug log
+		// level; the benchmark starts one of its own at the shipped log level.
+		extCfg := map[string]interface{}{"logLevel": "info"}
+		if th := envInt("FLEXTOPO_SCHEDPERF_THREADS", 0); th > 0 {
+			extCfg["threads"] = th
+		}
+		ext := c.startTestExtender(t, fmt.Sprintf("perf-extender-%d", size.nodes), extCfg)
+		exts := map[string]*testExtender{"flextopo": ext}
+		arms := []string{"alone", "flextopo"}
+		if base := os.Getenv("FLEXTOPO_SCHEDPERF_BASELINE"); base != "" {
+			exts["baseline"] = c.startTestExtenderBin(t, fmt.Sprintf("perf-baseline-%d", size.nodes), base, extCfg)
+			arms = append(arms, "baseline")
+		}
+		s.addPerfNodes(t, size.nodes)
+		pods := perfPods(size.pods, 1)
+		procs := map[string]*process{"kube-apiserver": c.apiserver, "etcd": c.etcd}
+		withQPS := func(cfg map[string]interface{}) {
+			cc := cfg["clientConnection"].(map[string]interface{})
+			cc["qps"] = qps
+			cc["burst"] = qps
+		}
+		ratios := map[string][]float64{}
+		for pair := 1; pair <= pairs; pair++ {
+			results := map[string]armResult{}
+			for _, arm := range arms {
+				arm := arm
+				schedName := fmt.Sprintf("perf-%s-%d-%d", arm, size.nodes, pair)
+				start := func() *process {
+					p, err := c.startExtraScheduler(schedName, schedName, func(cfg map[string]interface{}) error {
+						withQPS(cfg)
+						if arm == "alone" {
+							delete(cfg, "extenders")
+						} else {
+							ext0 := cfg["extenders"].([]interface{})[0].(map[string]interface{})
+							ext0["urlPrefix"] = exts[arm].url
+						}
+						return nil
+					})
+					if err != nil {
+						t.Fatal(err)
+					}
+					return p
+				}
+				procs["flextopo-extender"] = nil
+				if e := exts[arm]; e != nil {
+					procs["flextopo-extender"] = e.proc
+				}
+				r := runArm(t, s, fmt.Sprintf("%s-%d", arm, pair), schedName, pods, start, procs, exts[arm])
+				results[arm] = r
+				fmt.Fprintf(&report, "| %d / %d | %s | %d | %.1f | %.0f | %.0f | %.0f | %.1f | %.1f, %.1f, %.1f, %.1f | %s |\n",
+					size.nodes, size.pods, arm, pair, r.avg(), percentile(r.samples, 50), percentile(r.samples, 90),
+					percentile(r.samples, 99), r.seconds, r.cpu["kube-apiserver"], r.cpu["etcd"], r.cpu["kube-scheduler"],
+					r.cpu["flextopo-extender"], r.extLatent)
+				if r.unbound > 0 {
+					fmt.Fprintf(&report, "|  | %s: %d pods unbound at the timeout |||||||||\n", arm, r.unbound)
+				}
+			}
+			for _, arm := range arms[1:] {
+				ratios[arm] = append(ratios[arm], results[arm].avg()/results["alone"].avg())
+			}
+		}
+		for _, arm := range arms[1:] {
+			mean, sd := meanSD(ratios[arm])
+			fmt.Fprintf(&report, "| %d / %d | ratio %s/alone | | %.2f ± %.2f (%d pairs) |||||||\n",
+				size.nodes, size.pods, arm, mean, sd, len(ratios[arm]))
+		}
+	}
+	t.Logf("scheduler throughput:\n%s", report.String())
+	if out := os.Getenv("FLEXTOPO_SCHEDPERF_REPORT"); out != "" {
+		if err := os.WriteFile(out, []byte(report.String()), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func meanSD(xs []float64) (float64, float64) {
+	if len(xs) == 0 {
+		return math.NaN(), math.NaN()
+	}
+	var sum float64
+	for _, x := range xs {
+		sum += x
+	}
+	mean := sum / float64(len(xs))
+	var ss float64
+	for _, x := range xs {
+		ss += (x - mean) * (x - mean)
+	}
+	if len(xs) < 2 {
+		return mean, 0
+	}
+	return mean, math.Sqrt(ss / float64(len(xs)-1))
+}
