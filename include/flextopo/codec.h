@@ -51,6 +51,9 @@ void ft_codec_options_from_config(ft_codec_options_t *out,
  * Parse a topology annotation: our schema (api/topology.schema.json) or the
  * FlexTopo graph of the paper's authors ({"nodes":[...],"edges":[...]},
  * optionally inside "spec"). *out is a finished topology with refcount 1.
+ * What a graph leaves out stays unknown (topology.h): NUMA memory without a
+ * memory attribute, and the NUMA node (and socket) of a GPU without an edge
+ * from a NUMANode (or a Socket).
  */
 int ft_codec_topology_parse(ft_topology_t **out, const char *json, size_t len);
 

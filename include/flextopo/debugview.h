@@ -43,6 +43,12 @@ int ft_codec_debug_nodes(char **out, const ft_snapshot_t *snap,
  * "drifted": true and "drift": {"expected", "actual"}, each with GPU
  * indexes, MIG instances, replicas, a cpulist and the count of units the
  * topology lacks ("unknown").
+ * What the topology does not know (topology.h) is shown as unknown: the
+ * "memoryMiB" and "freeMemoryMiB" of a NUMA node of unknown memory are null
+ * (so are the row's memory "total" and "free" when any NUMA node's memory is
+ * unknown); GPUs of unknown NUMA node are listed in their socket's "gpus",
+ * or, with the socket unknown too, in the node's "unplacedGpus" (each only
+ * when not empty), and in no NUMA node.
  */
 int ft_codec_debug_node(char **out, const ft_node_t *node, const ft_mix_t *mix);
 

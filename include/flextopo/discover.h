@@ -212,7 +212,10 @@ int ft_discover_topology(ft_topology_t **out,
  * listed on both ends, "mig" for MIG-enabled GPUs, "reserved" when the
  * topology has reserved CPUs or GPUs. ft_codec_topology_parse() of the text
  * gives back an equal model. *out is a heap string the caller frees with
- * free(). FT_ENOMEM. Lives in the codec stage (src/codec/topology_encode.c).
+ * free(). FT_ENOMEM; FT_EINVAL for a model the schema cannot express: a GPU
+ * of unknown NUMA node or a NUMA node of unknown memory (topology.h), which
+ * only the authors' FlexTopo graph gives. Lives in the codec stage
+ * (src/codec/topology_encode.c).
  */
 int ft_codec_topology_encode(char **out, const ft_topology_t *t);
 

@@ -43,6 +43,23 @@
  * takes the GPUs with the most replicas used (filling leftovers), distributed
  * the emptiest.
  *
+ * Memory. A demand that pins CPUs has its memory charged to the NUMA nodes
+ * of those CPUs, so a domain fits it only with that much memory free in its
+ * NUMA nodes, unless one of them has memory the topology does not know
+ * (topology.h: a FlexTopo graph without memory attributes), where memory is
+ * not checked at all rather than read as 0 MiB. A refusal names memory when
+ * it is what is short: "numa: at most 0 GPUs with 8 CPUs and 2048 MiB in one
+ * NUMA node even when empty, need 0 GPUs with 8 CPUs and 4096 MiB", or with
+ * usage "... 8 free CPUs and 2048 MiB free in one NUMA node, ...".
+ *
+ * Unknown GPU locality. A GPU whose NUMA node is unknown (topology.h) is in
+ * no NVLink, PCIe-switch or NUMA domain, so a placement using it reaches
+ * level socket at best (node when its socket is unknown too). A refusal at a
+ * level it cannot reach says how many of the demand's GPUs that leaves out:
+ * "...; GPU locality unknown for 4 GPUs (graph GPUs without a NUMA or socket
+ * edge)", or "...; NUMA node unknown for 2 GPUs (graph GPUs without a NUMA
+ * edge)" for GPUs whose socket is known.
+ *
  * Policy. Score and choose take the configured policy (packed or
  * distributed); a demand with has_policy (flextopo.io/allocation-policy)
  * uses its own instead. Packed takes MIG instances on GPUs that already have

@@ -11,6 +11,25 @@
  * reports them (socket id, NUMA id, GPU index) are kept beside the positions
  * for replies.
  *
+ * What an annotation does not say stays unknown rather than guessed. The
+ * FlexTopo graph of the paper's authors (codec.h) may leave out the memory of
+ * a NUMA node and the NUMA node of a GPU:
+ *   - NUMA memory not given (ft_topology_add_numa with FT_MEMORY_UNKNOWN):
+ *     the node's memory_mib is 0 and its bit is set in numa_memory_unknown;
+ *     placement does not check memory in a domain holding such a NUMA node
+ *     (unconstrained, not zero); pods' memory is still recorded in their
+ *     holdings, and the debug views show the NUMA memory as null. The Node's
+ *     allocatable memory is not split over NUMA nodes instead: the topology
+ *     is built from the annotation alone, and an even split would invent a
+ *     per-NUMA figure no more true than zero.
+ *   - GPU locality not given (ft_topology_add_gpu_unplaced): the GPU's numa
+ *     is FT_NONE and its bit is set in unplaced_gpus. A GPU known to be in a
+ *     socket (contained by a Socket, NUMA node unknown) keeps that socket and
+ *     lies in its socket domain and the node domain; a GPU known nowhere
+ *     (socket FT_NONE too) lies in the node domain only. Neither is in an
+ *     NVLink, PCIe-switch or NUMA domain, so placements using them reach
+ *     level socket at best, or node.
+ *
  * A topology is immutable once ft_topology_finish() succeeded and is shared by
  * reference count between snapshots; the one exception is
  * ft_mig_catalog_apply() (mig.h), which records the catalog's capability
@@ -37,6 +56,8 @@
 	64 /* replicas per shared GPU (time-slicing or MPS), at most */
 #define FT_MIG_SLICES                                                          \
 	8 /* memory slices per MIG-capable GPU (NVIDIA MIG user guide) */
+#define FT_MEMORY_UNKNOWN                                                      \
+	UINT64_MAX /* ft_topology_add_numa: the annotation gives no memory */
 
 /*
  * Affinity levels, tightest first. A placement reaches level L when all its
@@ -66,7 +87,7 @@ int ft_level_parse(ft_level_t *out, const char *name);
 typedef struct ft_socket {
 	int id;
 	uint16_t numa_nodes; /* mask of NUMA positions */
-	uint16_t gpus;	     /* mask of GPU positions */
+	uint16_t gpus;	     /* mask of GPU positions, NUMA node known or not */
 } ft_socket_t;
 
 typedef struct ft_numa_node {
@@ -74,8 +95,8 @@ typedef struct ft_numa_node {
 	uint8_t socket; /* socket position */
 	ft_cpuset_t cpus;
 	uint32_t n_cpus;
-	uint64_t memory_mib;
-	uint16_t gpus;
+	uint64_t memory_mib; /* 0 when unknown (numa_memory_unknown) */
+	uint16_t gpus;	     /* GPUs known to be attached here */
 } ft_numa_node_t;
 
 typedef struct ft_pcie_switch {
@@ -90,8 +111,9 @@ typedef struct ft_gpu {
 	char *model; /* "NVIDIA A100-SXM4-80GB" */
 	uint64_t memory_mib;
 	uint8_t numa, socket,
-	    pcie_switch;		  /* positions; switch may be FT_NONE */
-	uint16_t nvlink_peers;		  /* mask of GPU positions */
+	    pcie_switch;       /* positions; FT_NONE: no PCIe switch; numa (and
+				  maybe socket) FT_NONE: unknown (unplaced_gpus) */
+	uint16_t nvlink_peers; /* mask of GPU positions */
 	uint8_t nvlink_links[FT_GPU_MAX]; /* NVLink count per peer position */
 	bool mig_enabled; /* whole-GPU allocation impossible when set */
 	uint8_t replicas; /* time-sliced or MPS-shared into this many replicas
@@ -151,6 +173,10 @@ typedef struct ft_topology {
 				   replicas ("nvidia.com/gpu.shared"); NULL
 				   when not given (the GPU resource itself) */
 	uint16_t reserved_gpus; /* marked used by the annotation itself */
+	uint16_t unplaced_gpus; /* GPUs whose NUMA node is unknown (see the
+				   top of this file) */
+	uint16_t numa_memory_unknown; /* NUMA positions whose memory is
+					 unknown (likewise) */
 	ft_cpuset_t
 	    reserved_cpus; /* likewise (FlexTopo graph "status: used") */
 	uint32_t n_cpus;
@@ -170,6 +196,7 @@ void ft_topology_unref(ft_topology_t *t);
  * FT_EINVAL with a message (duplicate id, too many, unknown parent).
  */
 int ft_topology_add_socket(ft_topology_t *t, int id);
+/* `memory_mib` may be FT_MEMORY_UNKNOWN (numa_memory_unknown). */
 int ft_topology_add_numa(ft_topology_t *t, unsigned socket, int id,
 			 const ft_cpuset_t *cpus, uint64_t memory_mib);
 int ft_topology_add_switch(ft_topology_t *t, unsigned numa, int id);
@@ -178,6 +205,13 @@ int ft_topology_add_switch(ft_topology_t *t, unsigned numa, int id);
 int ft_topology_add_gpu(ft_topology_t *t, unsigned numa, unsigned pcie_switch,
 			int index, const char *uuid, const char *model,
 			uint64_t memory_mib);
+/*
+ * A GPU whose NUMA node is unknown (unplaced_gpus): in socket position
+ * `socket`, or with FT_NONE in no known socket either. Copies strings.
+ */
+int ft_topology_add_gpu_unplaced(ft_topology_t *t, unsigned socket, int index,
+				 const char *uuid, const char *model,
+				 uint64_t memory_mib);
 /* NVLink by GPU index (not position); recorded in both directions. */
 int ft_topology_add_nvlink(ft_topology_t *t, int gpu_index, int peer_index,
 			   unsigned links);

@@ -6,6 +6,10 @@
  * they could not attach, so an allocation failure anywhere leaks nothing and
  * surfaces once, as a failed print at the end. Units keep the model's names
  * for people: GPU index, NUMA id, socket id, switch id; MiB; cpulists.
+ * What the topology does not know is shown as such (topology.h): the memory
+ * of a NUMA node of unknown memory is null, and a GPU of unknown NUMA node
+ * sits in its socket's "gpus", or in the node's "unplacedGpus" when its
+ * socket is unknown too, instead of under a NUMA node.
  */
 #include <flextopo/debugview.h>
 #include <flextopo/error.h>
@@ -251,6 +255,13 @@ static uint64_t total_memory(const ft_topology_t *t)
 	return sum;
 }
 
+/* A MiB amount, or null when `known` is false. */
+static void put_mib(cJSON *obj, const char *key, uint64_t mib, bool known)
+{
+	put(obj, key,
+	    known ? cJSON_CreateNumber((double)mib) : cJSON_CreateNull());
+}
+
 static void put_usage(cJSON *row, const ft_node_t *node)
 {
 	const ft_topology_t *t = node->topology;
@@ -268,8 +279,8 @@ static void put_usage(cJSON *row, const ft_node_t *node)
 	put_num(cpus, "reserved", ft_cpuset_count(&t->reserved_cpus));
 	put(row, "cpus", cpus);
 	mem = put(row, "memoryMiB", cJSON_CreateObject());
-	put_num(mem, "total", (double)total_memory(t));
-	put_num(mem, "free", (double)free_memory(node));
+	put_mib(mem, "total", total_memory(t), !t->numa_memory_unknown);
+	put_mib(mem, "free", free_memory(node), !t->numa_memory_unknown);
 	put(row, "levels", levels_json(node));
 }
 
@@ -453,8 +464,10 @@ static cJSON *numa_json(const ft_node_t *node, unsigned n)
 	put_num(o, "id", t->numa[n].id);
 	put(o, "cpus", cpulist(&t->numa[n].cpus));
 	put(o, "freeCpus", cpulist(&free_cpus));
-	put_num(o, "memoryMiB", (double)t->numa[n].memory_mib);
-	put_num(o, "freeMemoryMiB", (double)node->numa_free_memory_mib[n]);
+	put_mib(o, "memoryMiB", t->numa[n].memory_mib,
+		!((t->numa_memory_unknown >> n) & 1));
+	put_mib(o, "freeMemoryMiB", node->numa_free_memory_mib[n],
+		!((t->numa_memory_unknown >> n) & 1));
 	switches = put(o, "pcieSwitches", cJSON_CreateArray());
 	for (unsigned s = 0; s < t->n_switches; s++) {
 		cJSON *sw;
@@ -466,6 +479,26 @@ static cJSON *numa_json(const ft_node_t *node, unsigned n)
 	}
 	put(o, "gpus", gpus_under(node, n, FT_NONE));
 	return o;
+}
+
+/*
+ * obj[key]: the GPUs of unknown NUMA node in socket position `socket`
+ * (FT_NONE: socket unknown too); nothing when there are none.
+ */
+static void put_unplaced(cJSON *obj, const char *key, const ft_node_t *node,
+			 unsigned socket)
+{
+	const ft_topology_t *t = node->topology;
+	cJSON *arr = NULL;
+
+	for (unsigned g = 0; t && g < t->n_gpus; g++) {
+		if (!((t->unplaced_gpus >> g) & 1) ||
+		    t->gpus[g].socket != socket)
+			continue;
+		if (!arr && !(arr = put(obj, key, cJSON_CreateArray())))
+			return;
+		push(arr, gpu_json(node, g));
+	}
 }
 
 static cJSON *sockets_json(const ft_node_t *node)
@@ -481,6 +514,7 @@ static cJSON *sockets_json(const ft_node_t *node)
 		for (unsigned n = 0; n < t->n_numa; n++)
 			if (t->numa[n].socket == s)
 				push(numa, numa_json(node, n));
+		put_unplaced(so, "gpus", node, s);
 	}
 	return arr;
 }
@@ -586,6 +620,7 @@ int ft_codec_debug_node(char **out, const ft_node_t *node, const ft_mix_t *mix)
 	cJSON *pods;
 
 	put(root, "sockets", sockets_json(node));
+	put_unplaced(root, "unplacedGpus", node, FT_NONE);
 	put(root, "nvlinks", nvlinks_json(node->topology));
 	put(root, "domains", domains_json(node->topology));
 	pods = put(root, "holdings", cJSON_CreateArray());

@@ -5,8 +5,11 @@
  * The layout nests the hardware the way the model does: sockets side by
  * side, NUMA nodes stacked inside a socket, and inside a NUMA node its cores
  * as a grid followed by its PCIe switches, each holding its GPUs. GPUs on a
- * root port sit in a dashed "root port" box. A shared GPU carries a bar of
- * its replicas, so that a time-sliced GPU in partial use shows as such.
+ * root port sit in a dashed "root port" box. GPUs whose NUMA node the
+ * topology does not know (topology.h) sit in a dashed "NUMA node unknown"
+ * box after the NUMA nodes of their socket, or, with the socket unknown too,
+ * in a "GPU locality unknown" box below the sockets. A shared GPU carries a bar
+ * of its replicas, so that a time-sliced GPU in partial use shows as such.
  * NVLinks are drawn last, as arcs between GPU centres, so that links between
  * GPUs in one row stay apart.
  *
@@ -302,32 +305,57 @@ static int numa_h(const ft_topology_t *t, unsigned n)
 	return LABEL_H + inner + PAD;
 }
 
-/* Where the NUMA nodes of one socket go: left to right, wrapping. */
+/* GPUs of unknown NUMA node in socket position `so` (FT_NONE: socket
+ * unknown too). */
+static uint16_t unplaced_in(const ft_topology_t *t, unsigned so)
+{
+	uint16_t gpus = 0;
+
+	for (unsigned g = 0; g < t->n_gpus; g++)
+		if (((t->unplaced_gpus >> g) & 1) && t->gpus[g].socket == so)
+			gpus |= (uint16_t)(1u << g);
+	return gpus;
+}
+
+/*
+ * Where the NUMA nodes of one socket go, and its box of GPUs of unknown NUMA
+ * node (x[FT_NUMA_MAX]) after them: left to right, wrapping.
+ */
 typedef struct {
-	int x[FT_NUMA_MAX], y[FT_NUMA_MAX]; /* relative to the socket */
+	int x[FT_NUMA_MAX + 1], y[FT_NUMA_MAX + 1]; /* relative to the socket */
 	int w, h;
 } flow_t;
+
+/* Item `i` of width `w` and height `h` at the flow's next place. */
+static void flow_place(flow_t *f, int *x, int *y, int *row_h, unsigned i, int w,
+		       int h)
+{
+	if (*x > PAD && *x + w > ROW_MAX) {
+		*x = PAD;
+		*y += *row_h + PAD;
+		*row_h = 0;
+	}
+	f->x[i] = *x;
+	f->y[i] = *y;
+	*x += w + PAD;
+	*row_h = h > *row_h ? h : *row_h;
+	f->w = *x > f->w ? *x : f->w;
+}
 
 static void socket_flow(flow_t *f, const ft_topology_t *t, unsigned so)
 {
 	int x = PAD, y = LABEL_H + 4, row_h = 0;
+	uint16_t unplaced = unplaced_in(t, so);
 
 	f->w = 240;
-	for (unsigned n = 0; n < t->n_numa; n++) {
-		int w = numa_w(t, n), h = numa_h(t, n);
-		if (t->numa[n].socket != so)
-			continue;
-		if (x > PAD && x + w > ROW_MAX) {
-			x = PAD;
-			y += row_h + PAD;
-			row_h = 0;
-		}
-		f->x[n] = x;
-		f->y[n] = y;
-		x += w + PAD;
-		row_h = h > row_h ? h : row_h;
-		f->w = x > f->w ? x : f->w;
-	}
+	for (unsigned n = 0; n < t->n_numa; n++)
+		if (t->numa[n].socket == so)
+			flow_place(f, &x, &y, &row_h, n, numa_w(t, n),
+				   numa_h(t, n));
+	if (unplaced)
+		flow_place(f, &x, &y, &row_h, FT_NUMA_MAX,
+			   box_w((unsigned)__builtin_popcount(unplaced)),
+			   box_h());
 	f->h = y + row_h + PAD;
 }
 
@@ -503,18 +531,43 @@ static int draw_box(svg_t *s, unsigned n, unsigned sw, int x, int y)
 	return w;
 }
 
+/* A dashed box of the GPUs in `gpus`, whose NUMA node is unknown. */
+static int draw_unplaced(svg_t *s, uint16_t gpus, const char *name, int x,
+			 int y)
+{
+	int w = box_w((unsigned)__builtin_popcount(gpus));
+	int gx = x + PAD;
+
+	out(s,
+	    "<rect class=\"unplaced\" x=\"%d\" y=\"%d\" width=\"%d\" "
+	    "height=\"%d\" rx=\"4\" fill=\"#fbe9e7\" stroke=\"#e64a19\" "
+	    "stroke-dasharray=\"4 3\"/>\n",
+	    x, y, w, box_h());
+	label(s, x + 6, y + 14, 10, "normal", name);
+	for (unsigned g = 0; g < s->t->n_gpus; g++) {
+		if (!((gpus >> g) & 1))
+			continue;
+		draw_gpu(s, g, gx, y + LABEL_H);
+		gx += GPU_W + PAD;
+	}
+	extend(s, x + w, y + box_h());
+	return w;
+}
+
 static void draw_numa(svg_t *s, unsigned n, int x, int y)
 {
 	const ft_topology_t *t = s->t;
 	const ft_numa_node_t *numa = &t->numa[n];
 	int w = numa_w(t, n), h = numa_h(t, n);
 	int bx = x + PAD + grid_w(numa->n_cpus) + PAD;
-	char cpus[256], head[400];
+	char cpus[256], head[400], memory[32] = "memory unknown";
 
 	ft_cpuset_format(cpus, sizeof(cpus), &numa->cpus);
-	snprintf(head, sizeof(head), "NUMA %d: CPUs %s, %llu GiB, %u free CPUs",
-		 numa->id, cpus, (unsigned long long)(numa->memory_mib / 1024),
-		 s->node->numa_free_cpus[n]);
+	if (!((t->numa_memory_unknown >> n) & 1))
+		snprintf(memory, sizeof(memory), "%llu GiB",
+			 (unsigned long long)(numa->memory_mib / 1024));
+	snprintf(head, sizeof(head), "NUMA %d: CPUs %s, %s, %u free CPUs",
+		 numa->id, cpus, memory, s->node->numa_free_cpus[n]);
 	out(s,
 	    "<rect class=\"numa\" x=\"%d\" y=\"%d\" width=\"%d\" "
 	    "height=\"%d\" rx=\"6\" fill=\"#fff8e1\" stroke=\"#f9a825\"/>\n",
@@ -545,6 +598,9 @@ static int draw_socket(svg_t *s, unsigned so, int y, int w)
 	for (unsigned n = 0; n < t->n_numa; n++)
 		if (t->numa[n].socket == so)
 			draw_numa(s, n, MARGIN + f.x[n], y + f.y[n]);
+	if (unplaced_in(t, so))
+		draw_unplaced(s, unplaced_in(t, so), "NUMA node unknown",
+			      MARGIN + f.x[FT_NUMA_MAX], y + f.y[FT_NUMA_MAX]);
 	extend(s, MARGIN + w, y + f.h);
 	return f.h;
 }
@@ -793,6 +849,10 @@ static void draw(svg_t *s, ft_buf_t *under)
 	w = sockets_width(s->t);
 	for (unsigned so = 0; so < s->t->n_sockets; so++)
 		y += draw_socket(s, so, y, w) + PAD;
+	if (unplaced_in(s->t, FT_NONE))
+		draw_unplaced(s, unplaced_in(s->t, FT_NONE),
+			      "GPU locality unknown (no socket or NUMA node)",
+			      MARGIN, y);
 	draw_nvlinks(s, under);
 	draw_legend(s, s->height + 30);
 }

@@ -11,6 +11,9 @@
  * the parser accepts. Optional members (model, memoryMiB, nvlinks, mig,
  * reserved, empty arrays, a migStrategy that was inferred rather than given)
  * are left out when they hold nothing, which parses back to the same values.
+ * What the schema cannot say is refused rather than guessed: a GPU whose
+ * NUMA node is unknown, or a NUMA node whose memory is (topology.h; both
+ * come only from the authors' FlexTopo graph, never from discovery).
  *
  * Also here: the merge patch that sets one annotation, so that cJSON stays
  * inside the codec stage.
@@ -245,10 +248,35 @@ static int finish(char **out, cJSON *root, bool built)
 	return *out ? 0 : ft_error_set(FT_ENOMEM, "encode: out of memory");
 }
 
+/* FT_EINVAL for what the schema cannot express (the top of this file). */
+static int check_expressible(const ft_topology_t *t)
+{
+	for (unsigned g = 0; g < t->n_gpus; g++)
+		if (t->unplaced_gpus & (1u << g))
+			return ft_error_set(
+			    FT_EINVAL,
+			    "encode: GPU %d: NUMA node unknown, "
+			    "which the schema cannot express",
+			    t->gpus[g].index);
+	for (unsigned n = 0; n < t->n_numa; n++)
+		if (t->numa_memory_unknown & (1u << n))
+			return ft_error_set(FT_EINVAL,
+					    "encode: NUMA node %d: memory "
+					    "unknown, which the schema cannot "
+					    "express",
+					    t->numa[n].id);
+	return 0;
+}
+
 int ft_codec_topology_encode(char **out, const ft_topology_t *t)
 {
-	cJSON *root = cJSON_CreateObject();
+	cJSON *root = NULL;
+	int rc;
 
+	*out = NULL;
+	if ((rc = check_expressible(t)) < 0)
+		return rc;
+	root = cJSON_CreateObject();
 	return finish(out, root, root && write_topology(root, t));
 }
 

@@ -12,10 +12,12 @@
  * The FlexTopo graph of the paper's authors (arXiv 2411.11560) is a flat list
  * of typed nodes (Socket, NUMANode, CoreGroup, CPUCore, GPU) joined by
  * "contains" edges, optionally inside "spec". It carries no PCIe switches, no
- * NVLink and no MIG. The authors' own code leaves GPUs without an edge; such
- * a GPU is put in the first NUMA node of the first socket (lowest ids), and a
- * GPU contained by a Socket goes to that socket's first NUMA node. Cores and
- * GPUs whose status is "used" become the topology's reserved sets.
+ * NVLink and no MIG. What it leaves out stays unknown (topology.h): a
+ * NUMANode without a memory attribute has unknown memory, not 0 MiB; a GPU
+ * contained by a Socket has that socket but an unknown NUMA node, and a GPU
+ * contained by nothing (the authors' own code writes GPUs without edges) an
+ * unknown socket too. Cores and GPUs whose status is "used" become the
+ * topology's reserved sets.
  *
  * Both readers call the builders of topology.h and leave the checks that span
  * the whole node (CPU overlap, uuid clashes, MIG overlap) to
@@ -167,15 +169,6 @@ static int each_item(const field_t *f, bool required, item_fn fn, void *payload,
 			return rc;
 	}
 	return 0;
-}
-
-static unsigned lowest_bit(uint16_t mask)
-{
-	unsigned i = 0;
-
-	while (i < 16 && !(mask & (1u << i)))
-		i++;
-	return i;
 }
 
 /* Our schema */
@@ -903,15 +896,17 @@ static bool all_digits(const char *s)
  * Memory in MiB from attributes "memoryMiB" or "memory": a JSON number or a
  * decimal string of MiB, or a Kubernetes quantity with a unit ("64Gi").
  * Strings are accepted because the authors' attributes are string maps.
+ * Without either attribute, `absent`.
  */
-static int read_memory(uint64_t *out, const graph_t *g, const graph_node_t *n)
+static int read_memory(uint64_t *out, const graph_t *g, const graph_node_t *n,
+		       uint64_t absent)
 {
 	char path[PATH_LEN];
 	int64_t mib = 0;
 	field_t f;
 	int rc;
 
-	*out = 0;
+	*out = absent;
 	if (!n->attrs)
 		return 0;
 	node_path(path, g, n, ".attributes");
@@ -1014,7 +1009,7 @@ static int build_numa(graph_t *g)
 		return rc;
 	for (unsigned i = 0; i < count; i++) {
 		graph_node_t *n = g->order[i];
-		if ((rc = read_memory(&mib, g, n)) < 0)
+		if ((rc = read_memory(&mib, g, n, FT_MEMORY_UNKNOWN)) < 0)
 			return rc;
 		pos = ft_topology_add_numa(g->t,
 					   (unsigned)g->nodes[n->parent].pos,
@@ -1028,50 +1023,37 @@ static int build_numa(graph_t *g)
 }
 
 /*
- * The NUMA position of a GPU: its NUMANode; the first NUMA node of its
- * Socket; or, when nothing contains it (as the authors' code writes GPUs),
- * the first NUMA node of the first socket.
+ * Add GPU node `n` where the graph puts it: in its NUMANode; in its Socket
+ * with the NUMA node unknown; or, contained by nothing, nowhere known.
  */
-static int gpu_numa(unsigned *out, const graph_t *g, const graph_node_t *n)
+static int add_graph_gpu(graph_t *g, const graph_node_t *n, const char *uuid,
+			 const char *model, uint64_t mib)
 {
 	const graph_node_t *p =
 	    n->parent == NO_NODE ? NULL : &g->nodes[n->parent];
-	uint16_t mask = 0;
-	char path[PATH_LEN];
 
-	if (p && p->kind == KIND_NUMA) {
-		*out = (unsigned)p->pos;
-		return 0;
-	}
-	if (p)
-		mask = g->t->sockets[p->pos].numa_nodes;
-	else if (g->t->n_sockets > 0)
-		mask = g->t->sockets[0].numa_nodes;
-	*out = lowest_bit(mask);
-	if (mask)
-		return 0;
-	node_path(path, g, n, "");
-	return fail(path, "GPU \"%s\": no NUMA node to attach it to", n->id);
+	if (p && p->kind == KIND_NUMA)
+		return ft_topology_add_gpu(g->t, (unsigned)p->pos, FT_NONE,
+					   n->number, uuid, model, mib);
+	return ft_topology_add_gpu_unplaced(
+	    g->t, p ? (unsigned)p->pos : FT_NONE, n->number, uuid, model, mib);
 }
 
 static int build_gpu(graph_t *g, const graph_node_t *n)
 {
 	const char *uuid = NULL, *model = NULL;
 	char path[PATH_LEN], fallback[32];
-	unsigned numa = 0;
 	uint64_t mib = 0;
 	bool used = false;
 	int pos, rc;
 
-	if ((rc = gpu_numa(&numa, g, n)) < 0 ||
-	    (rc = read_gpu_text(&uuid, g, n, "uuid")) < 0 ||
+	if ((rc = read_gpu_text(&uuid, g, n, "uuid")) < 0 ||
 	    (rc = read_gpu_text(&model, g, n, "model")) < 0 ||
-	    (rc = read_memory(&mib, g, n)) < 0 ||
+	    (rc = read_memory(&mib, g, n, 0)) < 0 ||
 	    (rc = read_used(&used, g, n)) < 0)
 		return rc;
 	snprintf(fallback, sizeof(fallback), "gpu-%d", n->number);
-	pos = ft_topology_add_gpu(g->t, numa, FT_NONE, n->number,
-				  uuid ? uuid : fallback, model, mib);
+	pos = add_graph_gpu(g, n, uuid ? uuid : fallback, model, mib);
 	if (pos < 0) {
 		node_path(path, g, n, "");
 		return fail_with_last(pos, path);

@@ -29,6 +29,7 @@ typedef struct {
 	uint32_t shared; /* ranks of a shared demand that fit, one per GPU
 			    with a fraction, else free replicas */
 	uint64_t memory_mib;
+	bool memory_unknown; /* a NUMA node of unknown memory: unchecked */
 } room_t;
 
 /* One request on one node: the adapted demand, its units and the policy. */
@@ -50,6 +51,16 @@ static bool has_bit(const uint64_t *mask, unsigned i)
 static void set_bit(uint64_t *mask, unsigned i)
 {
 	mask[i / 64] |= UINT64_C(1) << (i % 64);
+}
+
+static uint16_t gpus_of_mig(const ft_topology_t *t, const uint64_t *mig)
+{
+	uint16_t gpus = 0;
+
+	for (unsigned i = 0; i < t->n_mig; i++)
+		if (has_bit(mig, i))
+			gpus |= (uint16_t)(1u << t->mig[i].gpu);
+	return gpus;
 }
 
 ft_level_t ft_place_effective_level(const ft_demand_t *d)
@@ -263,7 +274,7 @@ static room_t domain_room(const ask_t *a, const ft_domain_t *dom,
 	const ft_node_t *node = a->node;
 	const ft_topology_t *t = a->t;
 	uint16_t gpus = dom->gpus & a->u.gpus;
-	room_t r = {0, 0, 0, 0, 0};
+	room_t r = {0, 0, 0, 0, 0, false};
 
 	if (!ignore_usage)
 		gpus &= (uint16_t)~node->gpus_used;
@@ -283,14 +294,27 @@ static room_t domain_room(const ask_t *a, const ft_domain_t *dom,
 		r.memory_mib += ignore_usage ? t->numa[n].memory_mib
 					     : node->numa_free_memory_mib[n];
 	}
+	r.memory_unknown = (dom->numa_nodes & t->numa_memory_unknown) != 0;
 	return r;
+}
+
+/* Enough units and CPUs, whatever the memory. */
+static bool room_fits_units(room_t r, const ft_demand_t *d)
+{
+	return r.gpus >= d->gpus && r.mig >= d->mig_count &&
+	       r.shared >= d->ranks && r.cpus >= d->exclusive_cpus;
+}
+
+/* Memory is charged to NUMA nodes only with pinned CPUs; unknown passes. */
+static bool room_fits_memory(room_t r, const ft_demand_t *d)
+{
+	return !d->exclusive_cpus || r.memory_unknown ||
+	       r.memory_mib >= d->memory_mib;
 }
 
 static bool room_fits(room_t r, const ft_demand_t *d)
 {
-	return r.gpus >= d->gpus && r.mig >= d->mig_count &&
-	       r.shared >= d->ranks && r.cpus >= d->exclusive_cpus &&
-	       (!d->exclusive_cpus || r.memory_mib >= d->memory_mib);
+	return room_fits_units(r, d) && room_fits_memory(r, d);
 }
 
 static uint32_t unknown_mig(const ft_node_t *node, const ft_demand_t *d)
@@ -429,7 +453,8 @@ static void describe_ranks(text_t *t, const ft_demand_t *d)
 	put_s(t, " GPU on distinct GPUs");
 }
 
-static void describe_need(text_t *t, const ft_demand_t *d)
+/* "2 GPUs with 8 CPUs", and "and 4096 MiB" when memory is what is short. */
+static void describe_need(text_t *t, const ft_demand_t *d, bool memory)
 {
 	if (d->ranks)
 		describe_ranks(t, d);
@@ -446,28 +471,100 @@ static void describe_need(text_t *t, const ft_demand_t *d)
 	put_s(t, " with ");
 	put_u(t, d->exclusive_cpus);
 	put_s(t, " CPUs");
+	if (!memory)
+		return;
+	put_s(t, " and ");
+	put_u(t, d->memory_mib);
+	put_s(t, " MiB");
 }
 
-/* "numa: at most 2 free GPUs with 8 free CPUs in one NUMA node, need ..." */
-static void describe_shortfall(char *buf, size_t size, const ask_t *a,
-			       ft_level_t level, bool ignore_usage)
+static uint32_t room_units(room_t r)
+{
+	return r.gpus + r.mig + r.shared;
+}
+
+/*
+ * The domain of `level` a refusal reports. When some domain has the units
+ * and CPUs but too little memory, memory is what is short (*memory set):
+ * the one of those with the most memory. Otherwise the one with the most
+ * units, then CPUs.
+ */
+static room_t shortfall_room(bool *memory, const ask_t *a, ft_level_t level,
+			     bool ignore_usage)
 {
 	const ft_topology_t *t = a->t;
 	const ft_demand_t *d = &a->u.demand;
-	room_t best = {0, 0, 0, 0, 0};
-	text_t out = {buf, size};
-	const char *free_word = ignore_usage ? "" : "free ";
+	room_t best, most_memory, r;
 
+	memset(&best, 0, sizeof(best));
+	memset(&most_memory, 0, sizeof(most_memory));
+	*memory = false;
 	for (unsigned i = t->level_first[level]; i < t->level_first[level + 1];
 	     i++) {
-		room_t r = domain_room(a, &t->domains[i], ignore_usage);
-		if (r.gpus + r.mig + r.shared >
-			best.gpus + best.mig + best.shared ||
-		    (r.gpus + r.mig + r.shared ==
-			 best.gpus + best.mig + best.shared &&
-		     r.cpus > best.cpus))
+		r = domain_room(a, &t->domains[i], ignore_usage);
+		if (room_fits_units(r, d) && !room_fits_memory(r, d)) {
+			if (!*memory || r.memory_mib > most_memory.memory_mib)
+				most_memory = r;
+			*memory = true;
+		} else if (room_units(r) > room_units(best) ||
+			   (room_units(r) == room_units(best) &&
+			    r.cpus > best.cpus)) {
 			best = r;
+		}
 	}
+	return *memory ? most_memory : best;
+}
+
+/* The GPUs that may serve the demand: whole or shared ones asked, and those
+ * of its matching MIG instances. */
+static uint16_t demand_gpus(const ask_t *a)
+{
+	const ft_demand_t *d = &a->u.demand;
+	uint16_t gpus = d->gpus || d->ranks ? a->u.gpus : 0;
+
+	return d->mig_count ? gpus | gpus_of_mig(a->t, a->u.mig) : gpus;
+}
+
+/*
+ * After a shortfall at `level`: the demand's GPUs that no domain of that
+ * level holds because their locality is unknown (topology.h), so that the
+ * reason does not read as if the node lacked them.
+ */
+static void describe_unplaced(text_t *out, const ask_t *a, ft_level_t level)
+{
+	const ft_topology_t *t = a->t;
+	uint16_t gpus = demand_gpus(a) & t->unplaced_gpus, nowhere = 0;
+
+	if (level >= FT_LEVEL_NODE || !gpus)
+		return;
+	for (unsigned g = 0; g < t->n_gpus; g++)
+		if (((gpus >> g) & 1) && t->gpus[g].socket == FT_NONE)
+			nowhere |= (uint16_t)(1u << g);
+	if (level == FT_LEVEL_SOCKET)
+		gpus = nowhere;
+	if (!gpus)
+		return;
+	put_s(out, gpus == nowhere ? "; GPU locality unknown for "
+				   : "; NUMA node unknown for ");
+	put_u(out, (uint64_t)__builtin_popcount(gpus));
+	put_s(out, gpus == nowhere
+		       ? " GPUs (graph GPUs without a NUMA or socket edge)"
+		       : " GPUs (graph GPUs without a NUMA edge)");
+}
+
+/*
+ * "numa: at most 2 free GPUs with 8 free CPUs in one NUMA node, need ...";
+ * with memory short "... with 8 free CPUs and 2048 MiB free in one ...".
+ */
+static void describe_shortfall(char *buf, size_t size, const ask_t *a,
+			       ft_level_t level, bool ignore_usage)
+{
+	const ft_demand_t *d = &a->u.demand;
+	text_t out = {buf, size};
+	const char *free_word = ignore_usage ? "" : "free ";
+	bool memory;
+	room_t best = shortfall_room(&memory, a, level, ignore_usage);
+
 	put_s(&out, ft_level_name(level));
 	put_s(&out, ": at most ");
 	put_u(&out, d->mig_count ? best.mig : best.gpus + best.shared);
@@ -480,10 +577,17 @@ static void describe_shortfall(char *buf, size_t size, const ask_t *a,
 	put_u(&out, best.cpus);
 	put_s(&out, " ");
 	put_s(&out, free_word);
-	put_s(&out, "CPUs in one ");
+	put_s(&out, "CPUs");
+	if (memory) {
+		put_s(&out, " and ");
+		put_u(&out, best.memory_mib);
+		put_s(&out, ignore_usage ? " MiB" : " MiB free");
+	}
+	put_s(&out, " in one ");
 	put_s(&out, domain_nouns[level]);
 	put_s(&out, ignore_usage ? " even when empty, need " : ", need ");
-	describe_need(&out, d);
+	describe_need(&out, d, memory);
+	describe_unplaced(&out, a, level);
 }
 
 /* The units of one kind on a node, and those meeting the capabilities. */
@@ -826,9 +930,20 @@ static int pair_weight(const ft_topology_t *t, unsigned a, unsigned b)
 		return 100 * x->nvlink_links[b];
 	if (x->pcie_switch != FT_NONE && x->pcie_switch == y->pcie_switch)
 		return 50;
-	if (x->numa == y->numa)
+	if (x->numa != FT_NONE && x->numa == y->numa)
 		return 30;
-	return x->socket == y->socket ? 20 : 10;
+	return x->socket != FT_NONE && x->socket == y->socket ? 20 : 10;
+}
+
+/* The GPUs next to GPU `g`: its PCIe switch's, else its NUMA node's; none
+ * known for an unplaced GPU. */
+static uint16_t gpu_neighbours(const ft_topology_t *t, unsigned g)
+{
+	const ft_gpu_t *gpu = &t->gpus[g];
+
+	if (gpu->pcie_switch != FT_NONE)
+		return t->switches[gpu->pcie_switch].gpus;
+	return gpu->numa != FT_NONE ? t->numa[gpu->numa].gpus : 0;
 }
 
 /*
@@ -845,9 +960,7 @@ static long subset_value(const ft_node_t *node, uint16_t set, uint16_t free,
 
 	for (unsigned a = 0; a < t->n_gpus; a++) {
 		const ft_gpu_t *g = &t->gpus[a];
-		uint16_t nb = g->pcie_switch != FT_NONE
-				  ? t->switches[g->pcie_switch].gpus
-				  : t->numa[g->numa].gpus;
+		uint16_t nb = gpu_neighbours(t, a);
 		if (!(set & (1u << a)))
 			continue;
 		for (unsigned b = a + 1; b < t->n_gpus; b++)
@@ -963,27 +1076,15 @@ static int choose_replicas(uint8_t *out, const ask_t *a, uint16_t gpus)
 	return 0;
 }
 
-static uint16_t gpus_of_mig(const ft_topology_t *t, const uint64_t *mig)
-{
-	uint16_t gpus = 0;
-
-	for (unsigned i = 0; i < t->n_mig; i++)
-		if (has_bit(mig, i))
-			gpus |= (uint16_t)(1u << t->mig[i].gpu);
-	return gpus;
-}
-
 static uint16_t numa_of_units(const ft_topology_t *t, uint16_t gpus,
 			      const uint64_t *mig)
 {
 	uint16_t numa = 0;
 
+	gpus |= gpus_of_mig(t, mig);
 	for (unsigned g = 0; g < t->n_gpus; g++)
-		if (gpus & (1u << g))
+		if ((gpus & (1u << g)) && t->gpus[g].numa != FT_NONE)
 			numa |= (uint16_t)(1u << t->gpus[g].numa);
-	for (unsigned i = 0; i < t->n_mig; i++)
-		if (has_bit(mig, i))
-			numa |= (uint16_t)(1u << t->gpus[t->mig[i].gpu].numa);
 	return numa;
 }
 

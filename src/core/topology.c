@@ -5,9 +5,12 @@
  * scan over a few precomputed GPU and NUMA masks. NVLink domains are the
  * maximal cliques of the NVLink graph (Bron-Kerbosch over 16-bit masks): an
  * NVSwitch board is one clique of all its GPUs, bridged pairs are cliques of
- * two, and a GPU without links is a clique of one. The MIG strategy (how the
- * device plugin exposes MIG) is settled here too, inferred from the layout
- * unless the annotation gave it.
+ * two, and a GPU without links is a clique of one. A GPU whose NUMA node is
+ * unknown (unplaced) is left out of every NVLink, PCIe-switch and NUMA
+ * domain: those levels promise CPUs near the GPUs, which nobody can tell for
+ * it. It lies in its socket's domain when the socket is known, and in the
+ * node's. The MIG strategy (how the device plugin exposes MIG) is settled
+ * here too, inferred from the layout unless the annotation gave it.
  */
 #include <flextopo/error.h>
 #include <flextopo/topology.h>
@@ -109,7 +112,9 @@ int ft_topology_add_numa(ft_topology_t *t, unsigned socket, int id,
 	n->socket = (uint8_t)socket;
 	n->cpus = *cpus;
 	n->n_cpus = ft_cpuset_count(cpus);
-	n->memory_mib = memory_mib;
+	n->memory_mib = memory_mib == FT_MEMORY_UNKNOWN ? 0 : memory_mib;
+	if (memory_mib == FT_MEMORY_UNKNOWN)
+		t->numa_memory_unknown |= (uint16_t)(1u << t->n_numa);
 	t->sockets[socket].numa_nodes |= (uint16_t)(1u << t->n_numa);
 	return (int)t->n_numa++;
 }
@@ -134,16 +139,15 @@ int ft_topology_add_switch(ft_topology_t *t, unsigned numa, int id)
 	return (int)t->n_switches++;
 }
 
-int ft_topology_add_gpu(ft_topology_t *t, unsigned numa, unsigned pcie_switch,
-			int index, const char *uuid, const char *model,
-			uint64_t memory_mib)
+/* A new GPU at `numa` and `socket` (either may be FT_NONE); FT_EINVAL,
+ * FT_ENOMEM. */
+static int add_gpu(ft_topology_t *t, unsigned numa, unsigned socket,
+		   unsigned pcie_switch, int index, const char *uuid,
+		   const char *model, uint64_t memory_mib)
 {
 	ft_gpu_t *g;
 	uint16_t bit;
 
-	if (numa >= t->n_numa ||
-	    (pcie_switch != FT_NONE && pcie_switch >= t->n_switches))
-		return ft_error_set(FT_EINVAL, "GPU %d: no such parent", index);
 	if (ft_topology_find_gpu_index(t, index) >= 0)
 		return ft_error_set(FT_EINVAL, "GPU %d: duplicate index",
 				    index);
@@ -158,14 +162,39 @@ int ft_topology_add_gpu(ft_topology_t *t, unsigned numa, unsigned pcie_switch,
 	g->index = index;
 	g->memory_mib = memory_mib;
 	g->numa = (uint8_t)numa;
-	g->socket = t->numa[numa].socket;
+	g->socket = (uint8_t)socket;
 	g->pcie_switch = (uint8_t)pcie_switch;
 	bit = (uint16_t)(1u << t->n_gpus);
-	t->numa[numa].gpus |= bit;
-	t->sockets[g->socket].gpus |= bit;
+	if (numa != FT_NONE)
+		t->numa[numa].gpus |= bit;
+	else
+		t->unplaced_gpus |= bit;
+	if (socket != FT_NONE)
+		t->sockets[socket].gpus |= bit;
 	if (pcie_switch != FT_NONE)
 		t->switches[pcie_switch].gpus |= bit;
 	return (int)t->n_gpus++;
+}
+
+int ft_topology_add_gpu(ft_topology_t *t, unsigned numa, unsigned pcie_switch,
+			int index, const char *uuid, const char *model,
+			uint64_t memory_mib)
+{
+	if (numa >= t->n_numa ||
+	    (pcie_switch != FT_NONE && pcie_switch >= t->n_switches))
+		return ft_error_set(FT_EINVAL, "GPU %d: no such parent", index);
+	return add_gpu(t, numa, t->numa[numa].socket, pcie_switch, index, uuid,
+		       model, memory_mib);
+}
+
+int ft_topology_add_gpu_unplaced(ft_topology_t *t, unsigned socket, int index,
+				 const char *uuid, const char *model,
+				 uint64_t memory_mib)
+{
+	if (socket != FT_NONE && socket >= t->n_sockets)
+		return ft_error_set(FT_EINVAL, "GPU %d: no such socket", index);
+	return add_gpu(t, FT_NONE, socket, FT_NONE, index, uuid, model,
+		       memory_mib);
 }
 
 int ft_topology_add_nvlink(ft_topology_t *t, int gpu_index, int peer_index,
@@ -413,7 +442,7 @@ static uint16_t numa_of_gpus(const ft_topology_t *t, uint16_t gpus)
 	uint16_t numa = 0;
 
 	for (unsigned g = 0; g < t->n_gpus; g++)
-		if (gpus & (1u << g))
+		if ((gpus & (1u << g)) && t->gpus[g].numa != FT_NONE)
 			numa |= (uint16_t)(1u << t->gpus[g].numa);
 	return numa;
 }
@@ -437,13 +466,18 @@ static void cliques(const ft_topology_t *t, domains_t *d, uint16_t r,
 	}
 }
 
+/* Unplaced GPUs take part in no domain below socket (the top of this file). */
 static void derive_domains(const ft_topology_t *t, domains_t *d)
 {
-	uint16_t whole = 0, all_numa = 0, switchless = 0;
+	uint16_t whole = 0, all_numa = 0, switchless = 0, mig = 0;
 
 	for (unsigned g = 0; g < t->n_gpus; g++) {
+		if (t->unplaced_gpus & (1u << g))
+			continue;
 		if (!t->gpus[g].mig_enabled)
 			whole |= (uint16_t)(1u << g);
+		else
+			mig |= (uint16_t)(1u << g);
 		if (t->gpus[g].pcie_switch == FT_NONE)
 			switchless |= (uint16_t)(1u << g);
 	}
@@ -451,7 +485,7 @@ static void derive_domains(const ft_topology_t *t, domains_t *d)
 		cliques(t, d, 0, whole, 0);
 	for (unsigned g = 0; g < t->n_gpus;
 	     g++) /* MIG GPUs: no NVLink sharing */
-		if (!(whole & (1u << g)))
+		if (mig & (1u << g))
 			push_domain(d, FT_LEVEL_NVLINK, d->n,
 				    (uint16_t)(1u << g),
 				    (uint16_t)(1u << t->gpus[g].numa));

@@ -5,6 +5,7 @@
  * FT_EINVAL (FT_ENOMEM under memory pressure) and no topology; never crash
  * or leak.
  */
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -15,15 +16,27 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* A GPU's NUMA node and socket: positions, or FT_NONE when unknown. */
+static bool placed_ok(const ft_topology_t *t, unsigned g)
+{
+	const ft_gpu_t *gpu = &t->gpus[g];
+
+	if (!((t->unplaced_gpus >> g) & 1))
+		return gpu->numa < t->n_numa && gpu->socket < t->n_sockets;
+	return gpu->numa == FT_NONE && gpu->pcie_switch == FT_NONE &&
+	       (gpu->socket == FT_NONE || gpu->socket < t->n_sockets);
+}
+
 static void check_gpus(const ft_topology_t *t)
 {
 	uint16_t all = (uint16_t)((1u << t->n_gpus) - 1);
 
-	if ((t->whole_gpus | t->reserved_gpus) & ~all)
+	if ((t->whole_gpus | t->reserved_gpus | t->unplaced_gpus) & ~all ||
+	    (t->numa_memory_unknown & ~((1u << t->n_numa) - 1)))
 		abort();
 	for (unsigned g = 0; g < t->n_gpus; g++) {
 		const ft_gpu_t *gpu = &t->gpus[g];
-		if (gpu->numa >= t->n_numa || gpu->socket >= t->n_sockets ||
+		if (!placed_ok(t, g) ||
 		    (gpu->pcie_switch != FT_NONE &&
 		     gpu->pcie_switch >= t->n_switches) ||
 		    (gpu->nvlink_peers & ~all) ||

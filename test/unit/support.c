@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <flextopo/codec.h>
 #include <flextopo/error.h>
 
 char *ft_test_read_file(const char *path, size_t *len)
@@ -182,5 +183,23 @@ ft_topology_t *ft_test_topology_mig(void)
 	must(ft_topology_add_mig(t, 1, "3g.40gb", 0, 4, "MIG-1a"));
 	must(ft_topology_add_mig(t, 1, "1g.10gb", 4, 1, "MIG-1b"));
 	must(ft_topology_finish(t));
+	return t;
+}
+
+ft_topology_t *ft_test_topology_fixture(const char *name)
+{
+	char path[256];
+	ft_topology_t *t = NULL;
+	size_t len = 0;
+	char *json;
+
+	snprintf(path, sizeof(path), "topology/%s", name);
+	json = ft_test_read_fixture(path, &len);
+	if (!json) {
+		fprintf(stderr, "test topology: cannot read %s\n", path);
+		abort();
+	}
+	must(ft_codec_topology_parse(&t, json, len));
+	free(json);
 	return t;
 }

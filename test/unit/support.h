@@ -35,6 +35,11 @@ ft_topology_t *ft_test_topology_pairs4(const char *prefix);
  * 1g.10gb at 4 (MIG-1b), slices 5-7 uncovered; GPU 2 whole (uuids "H-<i>").
  */
 ft_topology_t *ft_test_topology_mig(void);
+/*
+ * The topology annotation FT_FIXTURES_DIR/topology/<name> parsed; aborts
+ * with the parser's message when it does not parse.
+ */
+ft_topology_t *ft_test_topology_fixture(const char *name);
 
 /*
  * A pod for node builds. `gpus` lists uuids (NULL-terminated, may be NULL);

@@ -6,6 +6,7 @@
  * debugListen set. Verbs sent to the extender listener must show up in the
  * decision log, and explain must leave the state exactly as it was.
  */
+#include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,17 +22,19 @@
 #include <curl/curl.h>
 
 #include <flextopo/app.h>
+#include <flextopo/codec.h>
 #include <flextopo/debug.h>
 #include <flextopo/debugview.h>
 #include <flextopo/error.h>
 
 #include "support.h"
 
-#define CLUSTER	       FT_FIXTURES_DIR "/cluster/small.yaml"
-#define MIG_CLUSTER    FT_FIXTURES_DIR "/cluster/mig.yaml"
-#define SHARED_CLUSTER FT_FIXTURES_DIR "/cluster/shared.yaml"
-#define OBS_CLUSTER    FT_FIXTURES_DIR "/cluster/observed.yaml"
-#define UID_B2	       "00000000-0000-4000-8000-0000000000b2"
+#define CLUSTER		  FT_FIXTURES_DIR "/cluster/small.yaml"
+#define MIG_CLUSTER	  FT_FIXTURES_DIR "/cluster/mig.yaml"
+#define SHARED_CLUSTER	  FT_FIXTURES_DIR "/cluster/shared.yaml"
+#define OBS_CLUSTER	  FT_FIXTURES_DIR "/cluster/observed.yaml"
+#define UID_B2		  "00000000-0000-4000-8000-0000000000b2"
+#define TOPOLOGY_FIXTURES FT_FIXTURES_DIR "/topology"
 
 typedef struct {
 	ft_app_t app;
@@ -476,6 +479,160 @@ static void test_debug__svg_escapes_names(void **state)
 	ft_node_unref(node);
 	ft_pod_dispose(&pod);
 	ft_topology_unref(t);
+}
+
+/* What a FlexTopo graph leaves unknown is drawn as unknown. */
+static void test_debug__svg_unknown_locality_and_memory(void **state)
+{
+	ft_topology_t *t = ft_test_topology_fixture("graph-socket-gpus.json");
+	ft_node_t *node = ft_test_node("n", t, NULL);
+	char *svg = NULL;
+
+	assert_int_equal(ft_codec_node_svg(&svg, node), 0);
+	assert_int_equal(count(svg, "class=\"gpu\""), 4);
+	assert_int_equal(count(svg, "class=\"unplaced\""), 2);
+	assert_int_equal(count(svg, ">NUMA node unknown<"), 1);
+	assert_int_equal(
+	    count(svg, ">GPU locality unknown (no socket or NUMA node)<"), 1);
+	assert_non_null(strstr(svg, "NUMA 2: CPUs 8-15, 64 GiB,"));
+	free(svg);
+	ft_node_unref(node);
+	ft_topology_unref(t);
+	t = ft_test_topology_fixture("graph-no-memory.json");
+	node = ft_test_node("n", t, NULL);
+	assert_int_equal(ft_codec_node_svg(&svg, node), 0);
+	assert_non_null(strstr(svg, "NUMA 0: CPUs 0-7, memory unknown,"));
+	assert_int_equal(count(svg, "class=\"unplaced\""), 0);
+	free(svg);
+	ft_node_unref(node);
+	ft_topology_unref(t);
+}
+
+/* ---- golden topology fixtures (test/fixtures/topology/README.md) ---- */
+
+/* The members of a node's debug view that show how its topology was read. */
+static const char *const model_keys[] = {
+    "memoryMiB", "levels", "sockets", "unplacedGpus", "nvlinks", "domains",
+};
+
+static cJSON *model_view(ft_topology_t *t)
+{
+	ft_node_t *node = ft_test_node("n", t, NULL);
+	cJSON *view = NULL, *out = cJSON_CreateObject();
+	char *json = NULL;
+
+	assert_int_equal(ft_codec_debug_node(&json, node, NULL), 0);
+	assert_non_null(view = cJSON_Parse(json));
+	for (unsigned i = 0; i < sizeof(model_keys) / sizeof(*model_keys); i++)
+		if (cJSON_HasObjectItem(view, model_keys[i]))
+			cJSON_AddItemToObject(
+			    out, model_keys[i],
+			    cJSON_DetachItemFromObjectCaseSensitive(
+				view, model_keys[i]));
+	cJSON_Delete(view);
+	free(json);
+	ft_node_unref(node);
+	return out;
+}
+
+/* `text` without the newlines at its end. */
+static void chomp(char *text)
+{
+	size_t len = strlen(text);
+
+	while (len && text[len - 1] == '\n')
+		text[--len] = '\0';
+}
+
+/* Does case `name` ("<case>.json") give its error or its model view? */
+static bool error_matches(const char *name, int rc, const char *want)
+{
+	if (rc == 0) {
+		printf("      %s: parsed, expected \"%s\"\n", name, want);
+		return false;
+	}
+	if (strcmp(ft_error_last(), want) != 0) {
+		printf("      %s: \"%s\", expected \"%s\"\n", name,
+		       ft_error_last(), want);
+		return false;
+	}
+	return true;
+}
+
+static bool view_matches(const char *name, const char *path, ft_topology_t *t)
+{
+	cJSON *got = model_view(t), *want = NULL;
+	char *got_text = cJSON_Print(got), *want_text = NULL;
+	size_t len = 0;
+	bool ok;
+
+	want_text = ft_test_read_file(path, &len);
+	want = want_text ? cJSON_Parse(want_text) : NULL;
+	ok = want && cJSON_Compare(want, got, true);
+	if (!ok)
+		printf("      %s: the model view differs from %s; got:\n%s\n",
+		       name, path, got_text);
+	cJSON_Delete(want);
+	cJSON_Delete(got);
+	free(want_text);
+	free(got_text);
+	return ok;
+}
+
+static bool run_fixture(const char *name)
+{
+	char path[1024], *want = NULL;
+	size_t len = 0, stem = strlen(name) - strlen(".json");
+	ft_topology_t *t = NULL;
+	char *json;
+	bool ok;
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/%s", TOPOLOGY_FIXTURES, name);
+	assert_non_null(json = ft_test_read_file(path, &len));
+	rc = ft_codec_topology_parse(&t, json, len);
+	free(json);
+	snprintf(path, sizeof(path), "%s/%.*s.error", TOPOLOGY_FIXTURES,
+		 (int)stem, name);
+	if ((want = ft_test_read_file(path, &len))) {
+		chomp(want);
+		ok = error_matches(name, rc, want);
+		free(want);
+		ft_topology_unref(t);
+		return ok;
+	}
+	if (rc != 0) {
+		printf("      %s: %s\n", name, ft_error_last());
+		return false;
+	}
+	snprintf(path, sizeof(path), "%s/%.*s.expected.json", TOPOLOGY_FIXTURES,
+		 (int)stem, name);
+	ok = view_matches(name, path, t);
+	ft_topology_unref(t);
+	return ok;
+}
+
+static int is_case(const struct dirent *e)
+{
+	size_t len = strlen(e->d_name);
+
+	return len > 5 && strcmp(e->d_name + len - 5, ".json") == 0 &&
+	       (len < 14 || strcmp(e->d_name + len - 14, ".expected.json"));
+}
+
+static void test_debug__topology_fixtures(void **state)
+{
+	struct dirent **cases = NULL;
+	int n = scandir(TOPOLOGY_FIXTURES, &cases, is_case, alphasort);
+	unsigned failed = 0;
+
+	assert_true(n >= 6);
+	for (int i = 0; i < n; i++) {
+		failed += !run_fixture(cases[i]->d_name);
+		free(cases[i]);
+	}
+	free(cases);
+	assert_int_equal(failed, 0);
 }
 
 /* ---- explain ---- */
@@ -1017,6 +1174,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_debug__node_shared_replicas,
 					    setup_shared, teardown),
 	    cmocka_unit_test(test_debug__svg_escapes_names),
+	    cmocka_unit_test(test_debug__svg_unknown_locality_and_memory),
+	    cmocka_unit_test(test_debug__topology_fixtures),
 	    cmocka_unit_test_setup_teardown(test_debug__explain_changes_nothing,
 					    setup, teardown),
 	    cmocka_unit_test_setup_teardown(

@@ -1115,29 +1115,60 @@ static void test_discover__sharing_mig_resource_left_out(void **state)
 
 /* The encoder */
 
-static void round_trip_example(const char *name)
+static ft_topology_t *parse_path(const char *path)
 {
-	char path[512];
 	ft_topology_t *t = NULL;
 	size_t len = 0;
-	char *json;
+	char *json = ft_test_read_file(path, &len);
 
-	snprintf(path, sizeof(path), "%s%s", EXAMPLES, name);
-	json = ft_test_read_file(path, &len);
 	assert_non_null(json);
 	if (ft_codec_topology_parse(&t, json, len) < 0)
-		fail_msg("%s: %s", name, ft_error_last());
+		fail_msg("%s: %s", path, ft_error_last());
+	free(json);
+	return t;
+}
+
+static void round_trip_file(const char *dir, const char *name)
+{
+	char path[512];
+	ft_topology_t *t;
+
+	snprintf(path, sizeof(path), "%s%s", dir, name);
+	t = parse_path(path);
 	assert_round_trip(t);
 	ft_topology_unref(t);
-	free(json);
 }
 
 static void test_discover__encode_examples(void **state)
 {
-	round_trip_example("rtx4090-8x.json");
-	round_trip_example("a100-8x.json");
-	round_trip_example("h100-8x-mig.json");
-	round_trip_example("flextopo-graph.json");
+	round_trip_file(EXAMPLES, "rtx4090-8x.json");
+	round_trip_file(EXAMPLES, "a100-8x.json");
+	round_trip_file(EXAMPLES, "h100-8x-mig.json");
+	/* A graph whose GPUs all have a NUMANode: the schema says it all. */
+	round_trip_file(FT_FIXTURES_DIR "/topology/",
+			"graph-gpu-numa-edges.json");
+}
+
+/* What the schema cannot say (a graph's unknowns) is refused, not guessed. */
+static void expect_encode_refused(const char *path, const char *message)
+{
+	ft_topology_t *t = parse_path(path);
+	char *text = (char *)1;
+
+	assert_int_equal(ft_codec_topology_encode(&text, t), FT_EINVAL);
+	assert_null(text);
+	assert_string_equal(ft_error_last(), message);
+	ft_topology_unref(t);
+}
+
+static void test_discover__encode_refuses_unknowns(void **state)
+{
+	expect_encode_refused(EXAMPLES "flextopo-graph.json",
+			      "encode: GPU 1: NUMA node unknown, which the "
+			      "schema cannot express");
+	expect_encode_refused(FT_FIXTURES_DIR "/topology/graph-no-memory.json",
+			      "encode: NUMA node 0: memory unknown, which the "
+			      "schema cannot express");
 }
 
 /* A given MIG strategy is written back; an inferred one is left out. */
@@ -1226,6 +1257,7 @@ int main(void)
 	    cmocka_unit_test(test_discover__sharing_refused_on_mig),
 	    cmocka_unit_test(test_discover__sharing_mig_resource_left_out),
 	    cmocka_unit_test(test_discover__encode_examples),
+	    cmocka_unit_test(test_discover__encode_refuses_unknowns),
 	    cmocka_unit_test(test_discover__encode_mig_strategy),
 	    cmocka_unit_test(test_discover__encode_shape),
 	    cmocka_unit_test(test_discover__annotation_patch),

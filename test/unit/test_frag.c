@@ -1,4 +1,5 @@
-/* FGD fragmentation: the workload mix, the measure and the score penalty. */
+/* FGD fragmentation: the workload mix, the measure and the score penalty,
+ * and GPUs of unknown locality counted only at the levels they reach. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -669,6 +670,37 @@ static void test_frag__concurrent_weighing(void **state)
 		ft_topology_unref(boxes[b]);
 }
 
+/*
+ * graph-socket-gpus.json: GPUs 0 and 1 in socket 0 with their NUMA node
+ * unknown, GPU 2 in NUMA node 2, GPU 3 nowhere known. Blocks and usable
+ * units count a GPU only at the levels placement lets it reach.
+ */
+static void test_frag__unknown_gpu_locality(void **state)
+{
+	ft_topology_t *t = ft_test_topology_fixture("graph-socket-gpus.json");
+	ft_node_t *node = ft_test_node("n", t, NULL);
+	ft_demand_t numa_pair = gpus_demand(2, FT_LEVEL_NUMA);
+	ft_demand_t socket_pair = gpus_demand(2, FT_LEVEL_SOCKET);
+	uint8_t blocks[FT_LEVEL_COUNT];
+	ft_usable_t u;
+
+	(void)state;
+	ft_frag_largest_blocks(blocks, node);
+	assert_int_equal(blocks[FT_LEVEL_NVLINK], 1);
+	assert_int_equal(blocks[FT_LEVEL_PCIE_SWITCH], 1);
+	assert_int_equal(blocks[FT_LEVEL_NUMA], 1);
+	assert_int_equal(blocks[FT_LEVEL_SOCKET], 2);
+	assert_int_equal(blocks[FT_LEVEL_NODE], 4);
+	ft_place_usable(&u, node, &numa_pair);
+	assert_int_equal(u.milli, 0);
+	assert_int_equal(u.gpus, 0);
+	ft_place_usable(&u, node, &socket_pair);
+	assert_int_equal(u.milli, 2000);
+	assert_int_equal(u.gpus, 0x3);
+	ft_node_unref(node);
+	ft_topology_unref(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -683,6 +715,7 @@ int main(void)
 	    cmocka_unit_test(test_frag__delta_matches_reference),
 	    cmocka_unit_test(test_frag__memo_ignores_classes_without_pods),
 	    cmocka_unit_test(test_frag__concurrent_weighing),
+	    cmocka_unit_test(test_frag__unknown_gpu_locality),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,5 +1,7 @@
 /* Placement: filter verdicts, scores and chosen placements on reference
- * servers; MIG policies, MIG strategy single and capability matching. */
+ * servers; MIG policies, MIG strategy single and capability matching; NUMA
+ * memory (short, and unknown on FlexTopo graphs) and GPUs of unknown
+ * locality. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -1493,6 +1495,224 @@ static void test_place__shared_requires_refused_for_caps(void **state)
 	ft_topology_unref(t);
 }
 
+/* ---- NUMA memory and GPU locality the topology may not know ---- */
+
+static void expect_verdict(const ft_node_t *node, const ft_demand_t *d,
+			   ft_fit_t fit, const char *reason)
+{
+	ft_verdict_t v;
+
+	ft_place_filter(&v, node, d);
+	assert_int_equal(v.fit, fit);
+	assert_string_equal(v.reason, reason);
+}
+
+/*
+ * A graph without memory attributes: NUMA memory is unknown, not 0 MiB, so
+ * a pod pinning CPUs and asking memory fits at level numa (the old reading
+ * refused it as "at most 1 GPUs with 8 CPUs ..., need 0 GPUs with 8 CPUs").
+ */
+static void test_place__graph_without_memory_accepts_memory(void **state)
+{
+	ft_topology_t *t = ft_test_topology_fixture("graph-no-memory.json");
+	ft_pod_t pod, *list[2] = {&pod, NULL};
+	ft_demand_t d = demand(0, 8, FT_LEVEL_NUMA, FT_MODE_GUARANTEED);
+	ft_placement_t p;
+	ft_node_t *node;
+
+	/* A pod holding CPUs and memory on NUMA 0 changes nothing. */
+	ft_test_pod(&pod, "pinned", 0, NULL, "0-1", 0);
+	pod.demand.memory_mib = 65536;
+	node = ft_test_node("n", t, list);
+	d.memory_mib = 4096;
+	expect_verdict(node, &d, FT_FIT, "");
+	assert_int_equal(ft_place_choose(&p, node, &d, FT_POLICY_PACKED), 0);
+	assert_int_equal(p.numa_nodes, 0x2);
+	assert_int_equal(p.memory_mib, 4096);
+	assert_int_equal(p.level, FT_LEVEL_NUMA);
+	/* A GPU with CPUs of its NUMA node (GPU -> NUMANode edges). */
+	d = demand(1, 6, FT_LEVEL_NUMA, FT_MODE_GUARANTEED);
+	d.memory_mib = 1 << 20;
+	expect_verdict(node, &d, FT_FIT, "");
+	assert_int_equal(ft_place_choose(&p, node, &d, FT_POLICY_PACKED), 0);
+	assert_int_equal(p.numa_nodes,
+			 1u << t->gpus[__builtin_ctz(p.gpus)].numa);
+	ft_pod_dispose(&pod);
+	ft_node_unref(node);
+	ft_topology_unref(t);
+}
+
+/* Our schema with small NUMA nodes: a refusal for memory says MiB. */
+static const char small_numa[] =
+    "{\"version\":1,\"sockets\":[{\"id\":0,\"numaNodes\":["
+    "{\"id\":0,\"cpus\":\"0-7\",\"memoryMiB\":4096,"
+    "\"gpus\":[{\"index\":0,\"uuid\":\"S-0\"}]},"
+    "{\"id\":1,\"cpus\":\"8-15\",\"memoryMiB\":3072,"
+    "\"gpus\":[{\"index\":1,\"uuid\":\"S-1\"}]}]}]}";
+
+static void test_place__numa_memory_short_is_named(void **state)
+{
+	ft_topology_t *t = NULL;
+	ft_pod_t pods[2], *list[3] = {&pods[0], &pods[1], NULL};
+	ft_demand_t d = demand(1, 8, FT_LEVEL_NUMA, FT_MODE_GUARANTEED);
+	ft_node_t *node;
+
+	assert_int_equal(
+	    ft_codec_topology_parse(&t, small_numa, strlen(small_numa)), 0);
+	node = ft_test_node("n", t, NULL);
+	d.memory_mib = 6144;
+	expect_verdict(node, &d, FT_UNFIT_UNRESOLVABLE,
+		       "numa: at most 1 GPUs with 8 CPUs and 4096 MiB in one "
+		       "NUMA node even when empty, need 1 GPUs with 8 CPUs and "
+		       "6144 MiB");
+	/* GPUs short too: the GPUs are named, as before. */
+	d.gpus = 2;
+	expect_verdict(node, &d, FT_UNFIT_UNRESOLVABLE,
+		       "numa: at most 1 GPUs with 8 CPUs in one NUMA node even "
+		       "when empty, need 2 GPUs with 8 CPUs");
+	ft_node_unref(node);
+
+	/* Pods pin 2 CPUs and 2560 MiB on each NUMA node. */
+	ft_test_pod(&pods[0], "a", 0, NULL, "0-1", 0);
+	ft_test_pod(&pods[1], "b", 0, NULL, "8-9", 0);
+	pods[0].demand.memory_mib = pods[1].demand.memory_mib = 2560;
+	node = ft_test_node("n", t, list);
+	d = demand(0, 4, FT_LEVEL_NUMA, FT_MODE_GUARANTEED);
+	d.memory_mib = 2048;
+	expect_verdict(node, &d, FT_UNFIT,
+		       "numa: at most 1 free GPUs with 6 free CPUs and 1536 "
+		       "MiB free in one NUMA node, need 0 GPUs with 4 CPUs and "
+		       "2048 MiB");
+	d.memory_mib = 1536;
+	expect_verdict(node, &d, FT_FIT, "");
+	ft_pod_dispose(&pods[0]);
+	ft_pod_dispose(&pods[1]);
+	ft_node_unref(node);
+	ft_topology_unref(t);
+}
+
+/*
+ * GPUs without edges, as the authors' code writes them: their locality is
+ * unknown, so they satisfy level node only, and a refusal says why (the old
+ * reading put all four in the first NUMA node and accepted numa).
+ */
+static void test_place__graph_edgeless_gpus_reach_node_only(void **state)
+{
+	ft_topology_t *t = ft_test_topology_fixture("graph-edgeless-gpus.json");
+	ft_node_t *node = ft_test_node("n", t, NULL);
+	ft_demand_t d = demand(2, 4, FT_LEVEL_NUMA, FT_MODE_GUARANTEED);
+	ft_placement_t p;
+	ft_verdict_t v;
+
+	expect_verdict(
+	    node, &d, FT_UNFIT_UNRESOLVABLE,
+	    "numa: at most 0 GPUs with 8 CPUs in one NUMA node even "
+	    "when empty, need 2 GPUs with 4 CPUs; GPU locality "
+	    "unknown for 4 GPUs (graph GPUs without a NUMA or socket "
+	    "edge)");
+	d.level = FT_LEVEL_SOCKET;
+	expect_verdict(
+	    node, &d, FT_UNFIT_UNRESOLVABLE,
+	    "socket: at most 0 GPUs with 8 CPUs in one socket even "
+	    "when empty, need 2 GPUs with 4 CPUs; GPU locality "
+	    "unknown for 4 GPUs (graph GPUs without a NUMA or socket "
+	    "edge)");
+	d = demand(1, 0, FT_LEVEL_NVLINK, FT_MODE_GUARANTEED);
+	expect_verdict(
+	    node, &d, FT_UNFIT_UNRESOLVABLE,
+	    "nvlink: at most 0 GPUs with 0 CPUs in one NVLink group "
+	    "even when empty, need 1 GPUs with 0 CPUs; GPU locality "
+	    "unknown for 4 GPUs (graph GPUs without a NUMA or socket "
+	    "edge)");
+	assert_int_equal(ft_place_choose(&p, node, &d, FT_POLICY_PACKED),
+			 FT_ENOTFOUND);
+	/* Level node, and best effort, take them; the placement says node. */
+	d = demand(2, 4, FT_LEVEL_NODE, FT_MODE_GUARANTEED);
+	expect_verdict(node, &d, FT_FIT, "");
+	d = demand(2, 4, FT_LEVEL_NUMA, FT_MODE_BEST_EFFORT);
+	ft_place_filter(&v, node, &d);
+	assert_int_equal(v.fit, FT_FIT);
+	assert_int_equal(v.level, FT_LEVEL_NODE);
+	assert_int_equal(ft_place_choose(&p, node, &d, FT_POLICY_PACKED), 0);
+	assert_int_equal(__builtin_popcount(p.gpus), 2);
+	assert_int_equal(ft_cpuset_count(&p.cpus), 4);
+	assert_int_equal(p.levels, 1u << FT_LEVEL_NODE);
+	assert_int_equal(p.level, FT_LEVEL_NODE);
+	/* Numa asked, node reached: 8 - 2 x 2 points; packed, empty: 0. */
+	assert_int_equal(ft_place_score(node, &d, FT_POLICY_PACKED), 4);
+	ft_node_unref(node);
+	ft_topology_unref(t);
+}
+
+/*
+ * GPUs contained by a Socket: socket known, NUMA node unknown. They reach
+ * level socket, never numa.
+ */
+static void test_place__graph_socket_gpus_reach_socket(void **state)
+{
+	ft_topology_t *t = ft_test_topology_fixture("graph-socket-gpus.json");
+	ft_node_t *node = ft_test_node("n", t, NULL);
+	ft_demand_t d = demand(2, 4, FT_LEVEL_NUMA, FT_MODE_GUARANTEED);
+	ft_placement_t p;
+
+	expect_verdict(node, &d, FT_UNFIT_UNRESOLVABLE,
+		       "numa: at most 1 GPUs with 8 CPUs in one NUMA node even "
+		       "when empty, need 2 GPUs with 4 CPUs; NUMA node unknown "
+		       "for 3 GPUs (graph GPUs without a NUMA edge)");
+	d.level = FT_LEVEL_SOCKET;
+	expect_verdict(node, &d, FT_FIT, "");
+	assert_int_equal(ft_place_choose(&p, node, &d, FT_POLICY_PACKED), 0);
+	assert_int_equal(p.gpus, 0x3);
+	/* CPUs of socket 0 (NUMA nodes 0 and 1), none of NUMA 2. */
+	assert_int_equal(ft_cpuset_count(&p.cpus), 4);
+	assert_false(ft_cpuset_intersects(&p.cpus, &t->numa[2].cpus));
+	assert_int_equal(p.level, FT_LEVEL_SOCKET);
+	assert_int_equal(p.levels,
+			 (1u << FT_LEVEL_SOCKET) | (1u << FT_LEVEL_NODE));
+	d = demand(3, 0, FT_LEVEL_SOCKET, FT_MODE_GUARANTEED);
+	expect_verdict(
+	    node, &d, FT_UNFIT_UNRESOLVABLE,
+	    "socket: at most 2 GPUs with 8 CPUs in one socket even "
+	    "when empty, need 3 GPUs with 0 CPUs; GPU locality "
+	    "unknown for 1 GPUs (graph GPUs without a NUMA or socket "
+	    "edge)");
+	/* GPU 2 has its NUMANode: numa and tighter, with its CPUs. */
+	d = demand(1, 4, FT_LEVEL_NVLINK, FT_MODE_GUARANTEED);
+	assert_int_equal(ft_place_choose(&p, node, &d, FT_POLICY_PACKED), 0);
+	assert_int_equal(p.gpus, 0x4);
+	assert_int_equal(p.numa_nodes, 0x4);
+	assert_int_equal(p.level, FT_LEVEL_NVLINK);
+	ft_node_unref(node);
+	ft_topology_unref(t);
+}
+
+/* GPU -> NUMANode edges are honoured: GPUs and CPUs of one NUMA node. */
+static void test_place__graph_gpu_numa_edges_honoured(void **state)
+{
+	ft_topology_t *t =
+	    ft_test_topology_fixture("graph-gpu-numa-edges.json");
+	ft_pod_t pod, *list[2] = {&pod, NULL};
+	const char *held[] = {"GPU-graph-0", NULL};
+	ft_demand_t d = demand(2, 8, FT_LEVEL_NUMA, FT_MODE_GUARANTEED);
+	ft_placement_t p;
+	ft_node_t *node;
+
+	ft_test_pod(&pod, "held", 0, held, NULL, 0);
+	node = ft_test_node("n", t, list);
+	expect_verdict(node, &d, FT_FIT, "");
+	assert_int_equal(ft_place_choose(&p, node, &d, FT_POLICY_PACKED), 0);
+	assert_int_equal(p.gpus, 0xc);
+	assert_int_equal(p.numa_nodes, 0x2);
+	assert_int_equal(p.level, FT_LEVEL_NUMA);
+	d.gpus = 3;
+	expect_verdict(node, &d, FT_UNFIT_UNRESOLVABLE,
+		       "numa: at most 2 GPUs with 8 CPUs in one NUMA node even "
+		       "when empty, need 3 GPUs with 8 CPUs");
+	ft_pod_dispose(&pod);
+	ft_node_unref(node);
+	ft_topology_unref(t);
+}
+
 static int setup(void **state)
 {
 	return ft_codec_mig_catalog_builtin(&catalog);
@@ -1543,6 +1763,11 @@ int main(void)
 	    cmocka_unit_test(test_place__check_units_on_mixed_node),
 	    cmocka_unit_test(test_place__check_units_precision),
 	    cmocka_unit_test(test_place__check_units_shared),
+	    cmocka_unit_test(test_place__graph_without_memory_accepts_memory),
+	    cmocka_unit_test(test_place__numa_memory_short_is_named),
+	    cmocka_unit_test(test_place__graph_edgeless_gpus_reach_node_only),
+	    cmocka_unit_test(test_place__graph_socket_gpus_reach_socket),
+	    cmocka_unit_test(test_place__graph_gpu_numa_edges_honoured),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

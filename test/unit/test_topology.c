@@ -2,9 +2,10 @@
  * Tests for the topology annotation parser (ft_codec_topology_parse): the
  * api/examples files and fixtures checked model by model (counts, masks,
  * NVLink peers, MIG instances, reserved sets and the derived affinity
- * domains), the authors' FlexTopo graph, and every error with its exact
- * message. Inline JSON is written with single quotes, turned into double
- * quotes before parsing, to keep it readable.
+ * domains), the authors' FlexTopo graph with what it leaves unknown (NUMA
+ * memory, GPU locality), and every error with its exact message. Inline JSON is
+ * written with single quotes, turned into double quotes before parsing, to keep
+ * it readable.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,7 +24,8 @@
 
 #include "support.h"
 
-#define EXAMPLES FT_SOURCE_DIR "/api/examples/"
+#define EXAMPLES	  FT_SOURCE_DIR "/api/examples/"
+#define TOPOLOGY_FIXTURES FT_FIXTURES_DIR "/topology"
 
 /* Helpers */
 
@@ -314,17 +316,28 @@ static void test_topology__graph_example(void **state)
 	expect_cpus(&t->numa[1].cpus, "8-15");
 	assert_int_equal(t->numa[0].memory_mib, 65536);
 	expect_cpus(&t->reserved_cpus, "0-1,9");
-	/* gpu-1 has no edge: it goes to the first NUMA node. */
+	/*
+	 * gpu-1 has no edge: its NUMA node and socket stay unknown, so it is
+	 * in the node domain only.
+	 */
 	assert_int_equal(t->gpus[0].index, 0);
 	assert_int_equal(t->gpus[1].index, 1);
 	assert_int_equal(t->gpus[0].numa, 0);
-	assert_int_equal(t->gpus[1].numa, 0);
+	assert_int_equal(t->gpus[1].numa, FT_NONE);
+	assert_int_equal(t->gpus[1].socket, FT_NONE);
 	assert_int_equal(t->gpus[1].pcie_switch, FT_NONE);
+	assert_int_equal(t->unplaced_gpus, 0x2);
+	assert_int_equal(t->numa_memory_unknown, 0);
 	assert_int_equal(t->gpus[1].memory_mib, 24564);
 	assert_string_equal(t->gpus[1].model, "NVIDIA GeForce RTX 4090");
 	assert_int_equal(t->reserved_gpus, 0x1);
-	expect_nvlink_singletons(t);
-	assert_int_equal(n_level(t, FT_LEVEL_PCIE_SWITCH), 2);
+	assert_int_equal(n_level(t, FT_LEVEL_NVLINK), 1);
+	assert_int_equal(domain(t, FT_LEVEL_NVLINK, 0)->gpus, 0x1);
+	assert_int_equal(n_level(t, FT_LEVEL_PCIE_SWITCH), 1);
+	assert_int_equal(domain(t, FT_LEVEL_NUMA, 0)->gpus, 0x1);
+	assert_int_equal(domain(t, FT_LEVEL_NUMA, 1)->gpus, 0);
+	assert_int_equal(domain(t, FT_LEVEL_SOCKET, 0)->gpus, 0x1);
+	assert_int_equal(domain(t, FT_LEVEL_NODE, 0)->gpus, 0x3);
 	ft_topology_unref(t);
 }
 
@@ -370,18 +383,104 @@ static void test_topology__graph_placement(void **state)
 	expect_cpus(&t->numa[2].cpus, "5");
 	expect_cpus(&t->reserved_cpus, "5");
 	/*
-	 * gpu-3 is unattached ("attached" is not containment): socket 0's
-	 * first NUMA node; gpu-7 is under socket 1: its first NUMA node.
+	 * gpu-3 is unattached ("attached" is not containment): locality
+	 * unknown; gpu-7 is under socket 1: that socket, NUMA node unknown.
 	 */
 	assert_int_equal(t->gpus[0].index, 3);
 	assert_string_equal(t->gpus[0].uuid, "GPU-x3");
-	assert_int_equal(t->gpus[0].numa, 1);
-	assert_int_equal(t->gpus[0].socket, 0);
+	assert_int_equal(t->gpus[0].numa, FT_NONE);
+	assert_int_equal(t->gpus[0].socket, FT_NONE);
 	assert_int_equal(t->gpus[1].index, 7);
 	assert_string_equal(t->gpus[1].uuid, "gpu-7");
-	assert_int_equal(t->gpus[1].numa, 0);
+	assert_int_equal(t->gpus[1].numa, FT_NONE);
 	assert_int_equal(t->gpus[1].socket, 1);
+	assert_int_equal(t->unplaced_gpus, 0x3);
+	for (unsigned n = 0; n < t->n_numa; n++)
+		assert_int_equal(t->numa[n].gpus, 0);
+	assert_int_equal(t->sockets[0].gpus, 0);
+	assert_int_equal(t->sockets[1].gpus, 0x2);
+	assert_int_equal(n_level(t, FT_LEVEL_NVLINK), 0);
+	assert_int_equal(n_level(t, FT_LEVEL_PCIE_SWITCH), 0);
+	assert_true(has_domain(t, FT_LEVEL_SOCKET, 0x2));
+	assert_int_equal(domain(t, FT_LEVEL_NODE, 0)->gpus, 0x3);
 	assert_int_equal(t->reserved_gpus, 0x2);
+	ft_topology_unref(t);
+}
+
+/* A NUMANode without a memory attribute has unknown memory, not 0 MiB. */
+static void test_topology__graph_memory_unknown(void **state)
+{
+	ft_topology_t *t = parse_ok(
+	    "{'nodes':[{'id':'socket-0','type':'Socket'},"
+	    "{'id':'numa-0','type':'NUMANode'},"
+	    "{'id':'numa-1','type':'NUMANode','attributes':{'status':'free'}},"
+	    "{'id':'numa-2','type':'NUMANode','attributes':{'memoryMiB':0}},"
+	    "{'id':'numa-3','type':'NUMANode','attributes':{'memory':'1Gi'}}],"
+	    "'edges':[{'source':'socket-0','target':'numa-0'},"
+	    "{'source':'socket-0','target':'numa-1'},"
+	    "{'source':'socket-0','target':'numa-2'},"
+	    "{'source':'socket-0','target':'numa-3'}]}");
+
+	assert_int_equal(t->numa_memory_unknown, 0x3);
+	assert_int_equal(t->numa[0].memory_mib, 0);
+	assert_int_equal(t->numa[1].memory_mib, 0);
+	assert_int_equal(t->numa[2].memory_mib, 0);
+	assert_int_equal(t->numa[3].memory_mib, 1024);
+	ft_topology_unref(t);
+}
+
+/* GPU -> NUMANode "contains" edges put each GPU in its NUMA node. */
+static void test_topology__graph_gpu_numa_edges(void **state)
+{
+	ft_topology_t *t =
+	    parse_file(TOPOLOGY_FIXTURES "/graph-gpu-numa-edges.json");
+
+	assert_int_equal(t->n_gpus, 4);
+	assert_int_equal(t->unplaced_gpus, 0);
+	assert_int_equal(t->numa_memory_unknown, 0);
+	for (unsigned g = 0; g < 4; g++) {
+		assert_int_equal(t->gpus[g].numa, g / 2);
+		assert_int_equal(t->gpus[g].socket, 0);
+	}
+	assert_int_equal(t->numa[0].gpus, 0x3);
+	assert_int_equal(t->numa[1].gpus, 0xc);
+	assert_int_equal(t->numa[1].memory_mib, 65536);
+	expect_nvlink_singletons(t);
+	assert_int_equal(n_level(t, FT_LEVEL_PCIE_SWITCH), 4);
+	assert_true(has_domain(t, FT_LEVEL_NUMA, 0x3));
+	assert_true(has_domain(t, FT_LEVEL_NUMA, 0xc));
+	ft_topology_unref(t);
+}
+
+/* The builder of GPUs of unknown NUMA node checks the socket. */
+static void test_topology__unplaced_gpu_builder(void **state)
+{
+	ft_topology_t *t = NULL;
+	ft_cpuset_t cpus;
+
+	assert_int_equal(ft_cpuset_parse(&cpus, "0-3"), 0);
+	assert_int_equal(ft_topology_new(&t), 0);
+	assert_int_equal(ft_topology_add_socket(t, 0), 0);
+	assert_int_equal(ft_topology_add_numa(t, 0, 0, &cpus, 1024), 0);
+	assert_int_equal(ft_topology_add_gpu_unplaced(t, 1, 3, "g3", NULL, 0),
+			 FT_EINVAL);
+	assert_string_equal(ft_error_last(), "GPU 3: no such socket");
+	assert_int_equal(ft_topology_add_gpu_unplaced(t, 0, 3, "g3", NULL, 0),
+			 0);
+	assert_int_equal(
+	    ft_topology_add_gpu_unplaced(t, FT_NONE, 4, "g4", NULL, 0), 1);
+	assert_int_equal(ft_topology_add_gpu_unplaced(t, 0, 4, "g5", NULL, 0),
+			 FT_EINVAL);
+	assert_string_equal(ft_error_last(), "GPU 4: duplicate index");
+	assert_int_equal(ft_topology_finish(t), 0);
+	assert_int_equal(t->unplaced_gpus, 0x3);
+	assert_int_equal(t->whole_gpus, 0x3);
+	assert_int_equal(t->sockets[0].gpus, 0x1);
+	assert_int_equal(t->numa[0].gpus, 0);
+	assert_int_equal(n_level(t, FT_LEVEL_NVLINK), 0);
+	assert_int_equal(n_level(t, FT_LEVEL_PCIE_SWITCH), 0);
+	assert_int_equal(domain(t, FT_LEVEL_SOCKET, 0)->gpus, 0x1);
+	assert_int_equal(domain(t, FT_LEVEL_NODE, 0)->gpus, 0x3);
 	ft_topology_unref(t);
 }
 
@@ -909,6 +1008,9 @@ int main(void)
 	    cmocka_unit_test(test_topology__one_sided_nvlink),
 	    cmocka_unit_test(test_topology__graph_example),
 	    cmocka_unit_test(test_topology__graph_placement),
+	    cmocka_unit_test(test_topology__graph_memory_unknown),
+	    cmocka_unit_test(test_topology__graph_gpu_numa_edges),
+	    cmocka_unit_test(test_topology__unplaced_gpu_builder),
 	    cmocka_unit_test(test_topology__graph_errors),
 	    cmocka_unit_test(test_topology__graph_attribute_errors),
 	    cmocka_unit_test(test_topology__json_errors),

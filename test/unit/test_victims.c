@@ -2,7 +2,8 @@
  * Victim search: exactness against an exhaustive search over every subset on
  * many random small nodes (whole GPUs, shared GPUs, MIG layouts the catalog
  * allows), the paper's scenario on an 8x RTX 4090 box, and the preemptor's
- * demand read as placement reads it (capabilities, MIG strategy single).
+ * demand read as placement reads it (capabilities, MIG strategy single, GPUs
+ * of unknown locality on a FlexTopo graph).
  * On MIG nodes the simulated eviction is also checked against the node
  * rebuilt without the evicted pods.
  */
@@ -1206,6 +1207,49 @@ static void test_victims__exact_on_random_mig_nodes(void **state)
 	ft_mig_catalog_dispose(&catalog);
 }
 
+/*
+ * GPUs of unknown NUMA node (graph-socket-gpus.json: GPUs 0 and 1 in socket
+ * 0, GPU 2 in NUMA node 2, GPU 3 nowhere known) are victims only where
+ * placement could use what they free: the cheap holder of GPU 3 frees
+ * nothing at level socket, and no eviction gives two GPUs in a NUMA node.
+ */
+static void test_victims__unknown_gpu_locality(void **state)
+{
+	ft_topology_t *t = ft_test_topology_fixture("graph-socket-gpus.json");
+	ft_pod_t pods[4], *list[5];
+	ft_demand_t d = demand(2, 0, FT_LEVEL_SOCKET, FT_MODE_GUARANTEED);
+	static const int32_t prio[4] = {10, 10, 5, 1};
+	static const char *const uid[4] = {"socket-0-a", "socket-0-b", "numa-2",
+					   "nowhere"};
+	ft_victim_set_t got;
+	ft_node_t *node;
+
+	for (unsigned i = 0; i < 4; i++) {
+		pod(&pods[i], uid[i], prio[i], (int)i, -1, NULL, "GPU-graph");
+		list[i] = &pods[i];
+	}
+	list[4] = NULL;
+	node = ft_test_node("n", t, list);
+	check_against_brute_force(&got, node, &d, 1000, NULL);
+	assert_true(got.found);
+	assert_int_equal(got.n, 2);
+	assert_int_equal(got.level, FT_LEVEL_SOCKET);
+	assert_string_equal(node->holdings[got.holdings[0]].uid, "socket-0-a");
+	assert_string_equal(node->holdings[got.holdings[1]].uid, "socket-0-b");
+	d.level = FT_LEVEL_NUMA;
+	check_against_brute_force(&got, node, &d, 1000, NULL);
+	assert_false(got.found);
+	d.level = FT_LEVEL_NODE;
+	check_against_brute_force(&got, node, &d, 1000, NULL);
+	assert_true(got.found);
+	assert_string_equal(node->holdings[got.holdings[0]].uid, "numa-2");
+	assert_string_equal(node->holdings[got.holdings[1]].uid, "nowhere");
+	for (unsigned i = 0; i < 4; i++)
+		ft_pod_dispose(&pods[i]);
+	ft_node_unref(node);
+	ft_topology_unref(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1223,6 +1267,7 @@ int main(void)
 	    cmocka_unit_test(
 		test_victims__mig_none_when_only_other_profiles_are_lower),
 	    cmocka_unit_test(test_victims__mig_unknown_placement_given_back),
+	    cmocka_unit_test(test_victims__unknown_gpu_locality),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
