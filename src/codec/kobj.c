@@ -112,6 +112,11 @@ static void add_resource(requests_t *r, decode_ctx_t *ctx, const char *name,
 			r->gpus += (uint64_t)milli / 1000;
 			return;
 		}
+		if (!name[plen]) {
+			note_error(ctx, "resource %s: no MIG profile after %s",
+				   name, ctx->opts->mig_resource_prefix);
+			return;
+		}
 		if (ctx->mig_profile[0] &&
 		    strcmp(ctx->mig_profile, name + plen) != 0)
 			note_error(ctx,

@@ -16,6 +16,7 @@
 #include <cjson/cJSON.h>
 
 #include <flextopo/codec.h>
+#include <flextopo/cpuset.h>
 #include <flextopo/error.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -74,9 +75,16 @@ static void check_pod(const ft_pod_t *pod)
 		abort();
 	if (pod->observed)
 		check_observed(pod->observed);
-	/* Drift is a comparison of two valid annotations on the pod's node. */
-	if (ft_pod_drifted(pod) &&
-	    (!pod->has_allocation || !ft_pod_holds_observed(pod)))
+	/*
+	 * Drift needs a valid observation on the pod's node: units that differ
+	 * from a valid allocation, or units held without one.
+	 */
+	if (ft_pod_drifted(pod) && !ft_pod_holds_observed(pod))
+		abort();
+	if (ft_pod_drifted(pod) && !pod->has_allocation &&
+	    !(pod->observed->units.n_gpus || pod->observed->units.n_mig ||
+	      pod->observed->units.n_replicas ||
+	      !ft_cpuset_empty(&pod->observed->units.cpus)))
 		abort();
 	/* A capability annotation that did not decode asks nothing. */
 	if (pod->demand.caps.interconnect > FT_INTERCONNECT_NVLINK ||

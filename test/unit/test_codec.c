@@ -472,6 +472,14 @@ static void test_codec__pod_demand_errors(void **state)
 	assert_non_null(strstr(pod.demand_error, "one profile per pod"));
 	ft_pod_dispose(&pod);
 
+	/* The MIG prefix alone names no profile (found by fuzz_pod). */
+	decode_spec(&pod, "{'containers':[{'name':'a','resources':{'limits':{"
+			  "'nvidia.com/mig-':'1'}}}]}");
+	assert_non_null(pod.demand_error);
+	assert_non_null(strstr(pod.demand_error, "no MIG profile"));
+	assert_int_equal(pod.demand.mig_count, 0);
+	ft_pod_dispose(&pod);
+
 	decode_spec(&pod, "{'containers':[{'name':'a','resources':{'limits':{"
 			  "'nvidia.com/gpu':'500m'}}}]}");
 	assert_string_equal(pod.demand_error,
