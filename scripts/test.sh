@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite: format check, warnings-as-errors build, unit tests,
-# fuzz-corpus replays, the same under AddressSanitizer/UBSan, the core tests
-# under valgrind, the node agent's Go tests, and the end-to-end suite against a
-# real kube-apiserver and kube-scheduler (and a real kubelet, containerd and
-# runc for the node agent).
+# fuzz-corpus replays, the same under AddressSanitizer/UBSan, a short libFuzzer
+# run of every fuzz target, the core tests under valgrind, the node agent's Go
+# tests, and the end-to-end suite against a real kube-apiserver and
+# kube-scheduler (and a real kubelet, containerd and runc for the node agent).
 #
 #   scripts/test.sh            everything
 #   SKIP_E2E=1 scripts/test.sh everything but the e2e
@@ -27,6 +27,9 @@ echo "== AddressSanitizer + UBSan"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFLEXTOPO_SANITIZE=ON -DFLEXTOPO_BENCH=OFF >/dev/null
 cmake --build build-asan
 ctest --test-dir build-asan --output-on-failure -E bench
+
+echo "== fuzzing: every target under libFuzzer with ASan/UBSan, 10 s each"
+scripts/fuzz.sh --seconds 10
 
 echo "== ThreadSanitizer (the per-node fragmentation cache, the state)"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFLEXTOPO_TSAN=ON -DFLEXTOPO_BENCH=OFF >/dev/null

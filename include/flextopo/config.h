@@ -60,6 +60,10 @@ typedef struct ft_config {
 	size_t
 	    max_request_bytes; /* request body cap in bytes; default 67108864 */
 	unsigned threads; /* HTTP worker threads; 0 = one per core (default) */
+	unsigned max_connections; /* open on listen at once; default 1024 */
+	/* open from one client address; 0 = no limit; default 128 */
+	unsigned max_connections_per_client;
+	unsigned connection_timeout_s; /* silent connection closed; 120 */
 	unsigned api_timeout_ms; /* API server request timeout; default 10000 */
 	unsigned watch_backoff_initial_ms; /* default 800 (client-go's) */
 	unsigned watch_backoff_max_ms;	   /* default 30000 */

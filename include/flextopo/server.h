@@ -6,6 +6,16 @@
  * thread pool. Bodies above the configured cap are refused with HTTP 400 and a
  * JSON body naming the limit, before the body is buffered.
  *
+ * The listener faces the cluster network, so connections are bounded: at
+ * most `max_connections` open at once (further clients wait in the listen
+ * backlog), at most `max_connections_per_client` from one address (further
+ * ones are closed at once), and a connection that sends nothing for
+ * `connection_timeout_s` is closed, whether idle between requests or stalled
+ * in one. Request lines and headers must fit libmicrohttpd's 32 KiB
+ * per-connection buffer: a longer URL is answered 414, longer headers 431.
+ * Each worker thread polls its own connections (epoll), so idle or slow
+ * connections cost a file descriptor and a buffer each, never a thread.
+ *
  * With a certificate and key the server speaks HTTPS only (TLS through
  * libmicrohttpd's GnuTLS backend), HTTP/1.1 inside it: kube-scheduler's Go
  * client offers h2 by ALPN and falls back to HTTP/1.1 when the server does
@@ -90,7 +100,23 @@ typedef struct ft_server_options {
 	const char *tls_key_file;  /* PEM; set with tls_cert_file */
 	const char *tls_client_ca_file; /* PEM; NULL or "" = no client certs */
 	const char *const *tls_public_paths; /* NULL-terminated, or NULL */
+	/* open connections; 0 = FT_SERVER_MAX_CONNECTIONS */
+	unsigned max_connections;
+	/* open connections from one client address; 0 = no limit */
+	unsigned max_connections_per_client;
+	/* seconds a connection may send nothing; 0 = FT_SERVER_TIMEOUT_S */
+	unsigned connection_timeout_s;
 } ft_server_options_t;
+
+/* Defaults of the connection limits above. */
+#define FT_SERVER_MAX_CONNECTIONS 1024u
+/*
+ * Idle keep-alive connections are closed after this many seconds by default.
+ * Go's http.Transport, which kube-scheduler uses, drops idle connections after
+ * 90 s; closing later than the client avoids the race where a POST is sent on
+ * a connection the server is closing (Go does not retry a POST).
+ */
+#define FT_SERVER_TIMEOUT_S 120u
 
 /*
  * Create, not yet started. FT_EINVAL for a bad listen address or TLS
@@ -115,6 +141,25 @@ int ft_server_route(ft_server_t *server, const char *method, const char *path,
  * libmicrohttpd refuses to start (its reason is logged).
  */
 int ft_server_start(ft_server_t *server);
+
+/*
+ * Answer one request without a connection, the way the server answers a
+ * request that libmicrohttpd has read: the same route lookup, header checks,
+ * body cap and handler, and the same error replies. `path` is the URL path
+ * without the query; `headers` (names match case-insensitively) and `query`
+ * are NULL-terminated lists of name, value pairs, or NULL; `body` holds
+ * `body_len` bytes and may be NULL when there are none. Requests are not
+ * checked for TLS client certificates beyond what a connection without one
+ * gets. For fuzzing and tests; the server need not be started.
+ *
+ * Returns 0 with the reply in `out` (the caller frees out->body), FT_EIO when
+ * the server would close the connection without a reply (a refused body
+ * longer than it drains), or FT_ENOMEM.
+ */
+int ft_server_handle(ft_http_response_t *out, const ft_server_t *server,
+		     const char *method, const char *path,
+		     const char *const *headers, const char *const *query,
+		     const char *body, size_t body_len);
 
 /* The bound port (useful after listening on port 0). */
 unsigned ft_server_port(const ft_server_t *server);

@@ -335,6 +335,9 @@ static int start_server(ft_app_t *app)
 	    .tls_key_file = app->cfg.tls_key_file,
 	    .tls_client_ca_file = app->cfg.tls_client_ca_file,
 	    .tls_public_paths = public_paths,
+	    .max_connections = app->cfg.max_connections,
+	    .max_connections_per_client = app->cfg.max_connections_per_client,
+	    .connection_timeout_s = app->cfg.connection_timeout_s,
 	};
 	int rc;
 

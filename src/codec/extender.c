@@ -14,15 +14,46 @@
 #include <stdlib.h>
 #include <string.h>
 
+/*
+ * Arrays and objects open before `offset`, outside strings: cJSON stops at
+ * CJSON_NESTING_LIMIT levels and reports only where, which this tells apart
+ * from a syntax error.
+ */
+static long nesting_at(const char *body, size_t offset)
+{
+	long depth = 0;
+	bool in_string = false;
+
+	for (size_t i = 0; i < offset; i++) {
+		char c = body[i];
+
+		if (in_string && c == '\\')
+			i++;
+		else if (c == '"')
+			in_string = !in_string;
+		else if (!in_string && (c == '[' || c == '{'))
+			depth++;
+		else if (!in_string && (c == ']' || c == '}'))
+			depth--;
+	}
+	return depth;
+}
+
 static int parse_object(cJSON **out, const char *body, size_t len)
 {
 	const char *end = NULL;
 	cJSON *root = cJSON_ParseWithLengthOpts(body, len, &end, false);
+	size_t offset = end ? (size_t)(end - body) : 0;
 
 	*out = NULL;
+	if (!root && nesting_at(body, offset) >= CJSON_NESTING_LIMIT)
+		return ft_error_set(FT_EINVAL,
+				    "JSON nested deeper than %d levels at "
+				    "offset %zu",
+				    CJSON_NESTING_LIMIT, offset);
 	if (!root)
-		return ft_error_set(FT_EINVAL, "malformed JSON at offset %ld",
-				    end ? (long)(end - body) : 0L);
+		return ft_error_set(FT_EINVAL, "malformed JSON at offset %zu",
+				    offset);
 	if (!cJSON_IsObject(root)) {
 		cJSON_Delete(root);
 		return ft_error_set(FT_EINVAL, "expected a JSON object");

@@ -10,6 +10,7 @@
 #include <flextopo/codec.h>
 #include <flextopo/error.h>
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +22,18 @@ static const char *victim_uid(const cJSON *victim)
 	return cJSON_IsString(uid) ? uid->valuestring : NULL;
 }
 
+/*
+ * A count from a JSON number: 0 for anything but a positive number, UINT_MAX
+ * for one too big for unsigned (converting it would be undefined).
+ */
+static unsigned count_of(const cJSON *n)
+{
+	if (!cJSON_IsNumber(n) || !(n->valuedouble > 0))
+		return 0;
+	return n->valuedouble < (double)UINT_MAX ? (unsigned)n->valuedouble
+						 : UINT_MAX;
+}
+
 static int decode_node(ft_preempt_node_t *out, const cJSON *entry)
 {
 	const cJSON *pods = cJSON_GetObjectItem(entry, "Pods");
@@ -29,9 +42,7 @@ static int decode_node(ft_preempt_node_t *out, const cJSON *entry)
 	unsigned n = (unsigned)cJSON_GetArraySize(pods);
 
 	out->name = entry->string;
-	out->pdb_violations = cJSON_IsNumber(pdb) && pdb->valuedouble > 0
-				  ? (unsigned)pdb->valuedouble
-				  : 0;
+	out->pdb_violations = count_of(pdb);
 	if (pods && !cJSON_IsArray(pods) && !cJSON_IsNull(pods))
 		return ft_error_set(FT_EINVAL, "%s.Pods: expected an array",
 				    out->name);

@@ -126,6 +126,17 @@ static const key_spec_t schema[] = {
 	   "suffixes allowed."),
     NUMBER("threads", KEY_UNSIGNED, threads, "0", 0, 256,
 	   "HTTP worker threads, at most 256; 0 starts one per core."),
+    NUMBER("maxConnections", KEY_UNSIGNED, max_connections, "1024", 1, 65536,
+	   "Connections open at once on listen, 1 to 65536; further "
+	   "clients wait in the listen backlog."),
+    NUMBER("maxConnectionsPerClient", KEY_UNSIGNED, max_connections_per_client,
+	   "128", 0, 65536,
+	   "Connections open at once from one client address, 0 to 65536; "
+	   "further ones are closed at once. 0 sets no limit."),
+    NUMBER("connectionTimeoutSeconds", KEY_UNSIGNED, connection_timeout_s,
+	   "120", 1, 86400,
+	   "Seconds a connection may send nothing, idle or in the middle "
+	   "of a request, before it is closed (1 to 86400)."),
     NUMBER("apiTimeoutMs", KEY_UNSIGNED, api_timeout_ms, "10000", 1, 3600000,
 	   "Timeout of one API server request in milliseconds "
 	   "(1 to 3600000)."),

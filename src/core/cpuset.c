@@ -43,6 +43,13 @@ bool ft_cpuset_has(const ft_cpuset_t *set, unsigned cpu)
 #if defined(__SANITIZE_THREAD__)
 #define NO_CLONES
 #endif
+/*
+ * clang 14 names the dispatcher "ft_cpuset_count.ifunc", so callers in other
+ * files do not link; clang expands the builtin inline without POPCNT anyway.
+ */
+#if defined(__clang__)
+#define NO_CLONES
+#endif
 #if defined(__x86_64__) && defined(__has_attribute) && !defined(NO_CLONES)
 #if __has_attribute(target_clones)
 #define POPCNT_CLONES __attribute__((target_clones("popcnt", "default")))

@@ -27,6 +27,16 @@
  * worker threads share them without a lock. The per-kind error counters are
  * process-wide atomics because ft_http_error_count() takes no server.
  *
+ * Connections are bounded (server.h): libmicrohttpd caps them in all and
+ * per client address, and closes one that stays silent too long. A client
+ * that has sent headers only is a connection like any other: what it
+ * announces in Content-Length is not allocated up front beyond
+ * RESERVE_MAX_BYTES, so stalled uploads cost little memory.
+ *
+ * ft_server_handle() runs the same steps on a request given as strings,
+ * without libmicrohttpd: a request_source_t stands for the connection that
+ * headers and query parameters are read from.
+ *
  * With TLS (tls.c) libmicrohttpd does the handshakes and record layer through
  * GnuTLS; a request from a connection without an acceptable client
  * certificate is one more refusal known from the headers, answered 403 after
@@ -49,19 +59,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-/*
- * Idle keep-alive connections are closed after this many seconds. Go's
- * http.Transport, which kube-scheduler uses, drops idle connections after
- * 90 s; closing later than the client avoids the race where a POST is sent on
- * a connection the server is closing (Go does not retry a POST).
- */
-#define CONNECTION_TIMEOUT_S 120u
-
 /* Body bytes thrown away after a rejection before the connection is cut. */
 #define DRAIN_MAX_BYTES ((size_t)8 << 20)
+
+/* Most body memory reserved from Content-Length before the bytes arrive. */
+#define RESERVE_MAX_BYTES ((size_t)1 << 20)
+
+/* File descriptors wanted beyond the connections: files, the API client. */
+#define SPARE_FDS 64u
 
 #define DEFAULT_CONTENT_TYPE "application/json"
 
@@ -79,6 +88,9 @@ struct ft_server {
 	char *listen;
 	size_t max_body_bytes;
 	unsigned threads;
+	unsigned max_connections;
+	unsigned max_per_client; /* 0: no limit */
+	unsigned timeout_s;
 	route_t *routes;
 	size_t routes_len;
 	size_t routes_cap;
@@ -86,6 +98,17 @@ struct ft_server {
 	unsigned port;
 	ft_tls_t *tls; /* NULL: plain HTTP */
 };
+
+/*
+ * Where a request's headers and query parameters come from: libmicrohttpd's
+ * connection, or the NULL-terminated name, value lists of ft_server_handle().
+ * ft_http_request_t.connection points at one.
+ */
+typedef struct request_source {
+	struct MHD_Connection *connection; /* NULL: the lists below */
+	const char *const *headers;
+	const char *const *query;
+} request_source_t;
 
 typedef struct request_state {
 	const route_t *route;	   /* NULL while a rejection is pending */
@@ -307,12 +330,33 @@ int ft_http_reply_text(ft_http_response_t *out, int status,
 	return 0;
 }
 
+/* The value of `key` in a name, value list; header names ignore case. */
+static const char *list_value(const char *const *list, const char *key,
+			      int ignore_case)
+{
+	for (size_t i = 0; list && list[i] && list[i + 1]; i += 2) {
+		if ((ignore_case ? strcasecmp(list[i], key)
+				 : strcmp(list[i], key)) == 0)
+			return list[i + 1];
+	}
+	return NULL;
+}
+
+static const char *source_value(const request_source_t *src,
+				enum MHD_ValueKind kind, const char *key)
+{
+	if (src->connection)
+		return MHD_lookup_connection_value(src->connection, kind, key);
+	if (kind == MHD_HEADER_KIND)
+		return list_value(src->headers, key, 1);
+	return list_value(src->query, key, 0);
+}
+
 const char *ft_http_request_query(const ft_http_request_t *req, const char *key)
 {
 	if (!req || !req->connection || !key)
 		return NULL;
-	return MHD_lookup_connection_value(req->connection,
-					   MHD_GET_ARGUMENT_KIND, key);
+	return source_value(req->connection, MHD_GET_ARGUMENT_KIND, key);
 }
 
 /* ---- listen address ---- */
@@ -571,10 +615,10 @@ static void reject_too_large(request_state_t *state, size_t cap)
 }
 
 /* The request's Content-Length, or -1 when it has none (chunked). */
-static long long content_length(struct MHD_Connection *connection)
+static long long content_length(const request_source_t *src)
 {
-	const char *value = MHD_lookup_connection_value(
-	    connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	const char *value =
+	    source_value(src, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 
 	if (!value)
 		return -1;
@@ -600,12 +644,11 @@ static int reserve_body(request_state_t *state, size_t len)
 }
 
 /* Reject a request whose route is unknown or refuses its Content-Type. */
-static void check_route(request_state_t *state,
-			struct MHD_Connection *connection, const char *method,
-			const char *url)
+static void check_route(request_state_t *state, const request_source_t *src,
+			const char *method, const char *url)
 {
-	const char *type = MHD_lookup_connection_value(
-	    connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+	const char *type =
+	    source_value(src, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
 
 	if (!state->route && !state->allow[0])
 		ft_http_reply_error(&state->reject, 404, "not_found",
@@ -625,10 +668,10 @@ static void check_route(request_state_t *state,
 }
 
 /* Whether the client waits for "100 Continue" before sending the body. */
-static int expects_continue(struct MHD_Connection *connection)
+static int expects_continue(const request_source_t *src)
 {
-	const char *value = MHD_lookup_connection_value(
-	    connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
+	const char *value =
+	    source_value(src, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
 
 	return value && strcasecmp(value, "100-continue") == 0;
 }
@@ -638,15 +681,16 @@ static int expects_continue(struct MHD_Connection *connection)
  * without an acceptable one (tls.c decides). Returns 1 when refused.
  */
 static int check_client(request_state_t *state, const ft_server_t *server,
-			struct MHD_Connection *connection, const char *url)
+			const request_source_t *src, const char *url)
 {
 	const union MHD_ConnectionInfo *info = NULL;
 	char why[512];
 
 	if (!server->tls)
 		return 0;
-	info = MHD_get_connection_info(connection,
-				       MHD_CONNECTION_INFO_GNUTLS_SESSION);
+	if (src->connection)
+		info = MHD_get_connection_info(
+		    src->connection, MHD_CONNECTION_INFO_GNUTLS_SESSION);
 	if (ft_tls_client_allowed(why, sizeof(why), server->tls,
 				  info ? info->tls_session : NULL, url))
 		return 0;
@@ -665,28 +709,32 @@ static int check_client(request_state_t *state, const ft_server_t *server,
  * Otherwise the body is already on its way, like kube-scheduler's (Go
  * sends no Expect): closing now would reset the connection under the unread
  * body and the client could lose the reply, so the body is drained instead.
+ * Memory for the body is reserved from Content-Length only up to
+ * RESERVE_MAX_BYTES: a client may announce a body it never sends.
  */
 static int check_headers(request_state_t *state, const ft_server_t *server,
-			 struct MHD_Connection *connection, const char *method,
+			 const request_source_t *src, const char *method,
 			 const char *url)
 {
-	long long length = content_length(connection);
+	long long length = content_length(src);
 
-	if (check_client(state, server, connection, url) != 0)
-		return expects_continue(connection) ||
+	if (check_client(state, server, src, url) != 0)
+		return expects_continue(src) ||
 		       (length > 0 &&
 			(unsigned long long)length > DRAIN_MAX_BYTES);
 	if (length > 0 && (unsigned long long)length > server->max_body_bytes) {
 		reject_too_large(state, server->max_body_bytes);
-		return expects_continue(connection) ||
+		return expects_continue(src) ||
 		       (unsigned long long)length > DRAIN_MAX_BYTES;
 	}
 	state->route =
 	    find_route(state->allow, sizeof(state->allow), server, method, url);
-	check_route(state, connection, method, url);
+	check_route(state, src, method, url);
 	if (state->rejected)
-		return expects_continue(connection);
-	if (length > 0 && reserve_body(state, (size_t)length) != 0)
+		return expects_continue(src);
+	if (length > 0 && reserve_body(state, (size_t)length < RESERVE_MAX_BYTES
+						  ? (size_t)length
+						  : RESERVE_MAX_BYTES) != 0)
 		return -1;
 	return 0;
 }
@@ -775,32 +823,43 @@ static enum MHD_Result send_rejection(struct MHD_Connection *connection,
 			  state->reject.status == 405 ? state->allow : NULL);
 }
 
+/* Run the route's handler on the complete body; `out` gets its reply. */
+static void run_handler(ft_http_response_t *out, request_state_t *state,
+			const request_source_t *src, const char *method,
+			const char *url)
+{
+	ft_http_request_t req = {
+	    .method = method,
+	    .path = url,
+	    .content_type = source_value(src, MHD_HEADER_KIND,
+					 MHD_HTTP_HEADER_CONTENT_TYPE),
+	    .body = "",
+	    .body_len = state->body_len,
+	    .connection = (void *)src,
+	};
+
+	out->status = 200;
+	if (state->body) {
+		state->body[state->body_len] = '\0';
+		req.body = state->body;
+	}
+	state->route->fn(out, &req, state->route->payload);
+	if (out->status < 100 || out->status > 599)
+		ft_http_reply_error(out, 500, "internal",
+				    "handler for %s %s set status %d", method,
+				    url, out->status);
+	log_request(method, url, out);
+}
+
 /* Run the route's handler on the complete body and send what it made. */
 static enum MHD_Result dispatch(struct MHD_Connection *connection,
 				request_state_t *state, const char *method,
 				const char *url)
 {
 	ft_http_response_t res = {.status = 200};
-	ft_http_request_t req = {
-	    .method = method,
-	    .path = url,
-	    .content_type = MHD_lookup_connection_value(
-		connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE),
-	    .body = "",
-	    .body_len = state->body_len,
-	    .connection = connection,
-	};
+	request_source_t src = {.connection = connection};
 
-	if (state->body) {
-		state->body[state->body_len] = '\0';
-		req.body = state->body;
-	}
-	state->route->fn(&res, &req, state->route->payload);
-	if (res.status < 100 || res.status > 599)
-		ft_http_reply_error(&res, 500, "internal",
-				    "handler for %s %s set status %d", method,
-				    url, res.status);
-	log_request(method, url, &res);
+	run_handler(&res, state, &src, method, url);
 	return send_reply(connection, &res, NULL);
 }
 
@@ -811,6 +870,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection,
 {
 	ft_server_t *server = cls;
 	request_state_t *state = *con_cls;
+	request_source_t src = {.connection = connection};
 	int now;
 
 	if (!state) {
@@ -818,7 +878,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection,
 		if (!state)
 			return MHD_NO;
 		*con_cls = state;
-		now = check_headers(state, server, connection, method, url);
+		now = check_headers(state, server, &src, method, url);
 		if (now < 0)
 			return MHD_NO;
 		return now ? send_rejection(connection, state, method, url)
@@ -832,17 +892,59 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection,
 	return dispatch(connection, state, method, url);
 }
 
-static void on_completed(void *cls, struct MHD_Connection *connection,
-			 void **con_cls, enum MHD_RequestTerminationCode toe)
+static void free_state(request_state_t *state)
 {
-	request_state_t *state = *con_cls;
-
 	if (!state)
 		return;
 	free(state->reject.body);
 	free(state->body);
 	free(state);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *connection,
+			 void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+	free_state(*con_cls);
 	*con_cls = NULL;
+}
+
+/* The pending rejection becomes `out`, logged as on_request() sends it. */
+static void take_rejection(ft_http_response_t *out, request_state_t *state,
+			   const char *method, const char *path)
+{
+	log_request(method, path, &state->reject);
+	*out = state->reject;
+	state->reject.body = NULL;
+}
+
+int ft_server_handle(ft_http_response_t *out, const ft_server_t *server,
+		     const char *method, const char *path,
+		     const char *const *headers, const char *const *query,
+		     const char *body, size_t body_len)
+{
+	request_source_t src = {.headers = headers, .query = query};
+	request_state_t *state = calloc(1, sizeof(*state));
+	size_t left = body_len;
+	int now, rc = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (!state)
+		return ft_error_set(FT_ENOMEM, "http: out of memory");
+	now = check_headers(state, server, &src, method, path);
+	if (now < 0) {
+		rc = ft_error_set(FT_ENOMEM, "http: out of memory");
+	} else if (!now && left &&
+		   take_upload(state, server->max_body_bytes, body, &left) !=
+		       MHD_YES) {
+		rc = ft_error_set(FT_EIO, "http: connection closed while "
+					  "reading the body");
+	} else if (now || state->rejected) {
+		take_rejection(out, state, method, path);
+	} else {
+		run_handler(out, state, &src, method, path);
+	}
+	free_state(state);
+	return rc;
 }
 
 /* libmicrohttpd's own error messages, as warnings in our log. */
@@ -895,6 +997,13 @@ int ft_server_new(ft_server_t **out, const ft_server_options_t *opts)
 		goto cleanup;
 	server->max_body_bytes = opts->max_body_bytes;
 	server->threads = opts->threads;
+	server->max_connections = opts->max_connections
+				      ? opts->max_connections
+				      : FT_SERVER_MAX_CONNECTIONS;
+	server->max_per_client = opts->max_connections_per_client;
+	server->timeout_s = opts->connection_timeout_s
+				? opts->connection_timeout_s
+				: FT_SERVER_TIMEOUT_S;
 	*out = server;
 	server = NULL;
 cleanup:
@@ -902,14 +1011,18 @@ cleanup:
 	return rc;
 }
 
+/*
+ * libmicrohttpd splits the connection limit between the workers, so there
+ * are never more workers than connections.
+ */
 static unsigned worker_threads(const ft_server_t *server)
 {
-	long cores;
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned n = server->threads ? server->threads
+		     : cores > 0     ? (unsigned)cores
+				     : 1;
 
-	if (server->threads > 0)
-		return server->threads;
-	cores = sysconf(_SC_NPROCESSORS_ONLN);
-	return cores > 0 ? (unsigned)cores : 1;
+	return n < server->max_connections ? n : server->max_connections;
 }
 
 static unsigned daemon_flags(const ft_server_t *server)
@@ -924,8 +1037,9 @@ static unsigned daemon_flags(const ft_server_t *server)
 }
 
 /*
- * The options that vary: the thread pool and the TLS credentials, which
- * libmicrohttpd copies into GnuTLS when it starts. `out` holds 5 items.
+ * The options that vary: the connection limits, the thread pool and the TLS
+ * credentials, which libmicrohttpd copies into GnuTLS when it starts. `out`
+ * holds 8 items.
  */
 static void daemon_options(struct MHD_OptionItem *out,
 			   const ft_server_t *server)
@@ -933,6 +1047,14 @@ static void daemon_options(struct MHD_OptionItem *out,
 	unsigned threads = worker_threads(server);
 	size_t n = 0;
 
+	out[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT,
+					   server->max_connections, NULL};
+	out[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT,
+					   server->timeout_s, NULL};
+	if (server->max_per_client)
+		out[n++] =
+		    (struct MHD_OptionItem){MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+					    server->max_per_client, NULL};
 	/* A pool of 1 is refused: one worker is the polling thread itself. */
 	if (threads > 1)
 		out[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE,
@@ -957,20 +1079,45 @@ static void daemon_options(struct MHD_OptionItem *out,
  */
 static int start_daemon(ft_server_t *server, int fd)
 {
-	struct MHD_OptionItem options[5];
+	struct MHD_OptionItem options[8];
 
 	daemon_options(options, server);
 	server->daemon = MHD_start_daemon(
 	    daemon_flags(server), 0, NULL, NULL, on_request, server,
 	    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
 	    MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED,
-	    on_completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
-	    CONNECTION_TIMEOUT_S, MHD_OPTION_ARRAY, options, MHD_OPTION_END);
+	    on_completed, NULL, MHD_OPTION_ARRAY, options, MHD_OPTION_END);
 	if (!server->daemon)
 		return ft_error_set(
 		    FT_EIO, "listen \"%s\": libmicrohttpd did not start",
 		    server->listen);
 	return 0;
+}
+
+/*
+ * Make room for the connection limit under RLIMIT_NOFILE, raising the soft
+ * limit towards the hard one as Go programs do: a default soft limit of 1024
+ * would otherwise refuse connections below the limit (accept fails with
+ * EMFILE). Short of room, the server still starts and says so.
+ */
+static void reserve_fds(const ft_server_t *server)
+{
+	struct rlimit lim;
+	rlim_t want = (rlim_t)server->max_connections + SPARE_FDS;
+	rlim_t had;
+
+	if (getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur >= want)
+		return;
+	had = lim.rlim_cur;
+	lim.rlim_cur = lim.rlim_max < want ? lim.rlim_max : want;
+	if (setrlimit(RLIMIT_NOFILE, &lim) != 0)
+		lim.rlim_cur = had;
+	if (lim.rlim_cur < want)
+		ft_log(FT_LOG_WARN, NULL, NULL, NULL, NULL,
+		       "listen \"%s\": %u connections allowed, but only %llu "
+		       "file descriptors (RLIMIT_NOFILE)",
+		       server->listen, server->max_connections,
+		       (unsigned long long)lim.rlim_cur);
 }
 
 int ft_server_start(ft_server_t *server)
@@ -981,6 +1128,7 @@ int ft_server_start(ft_server_t *server)
 
 	if (!server || server->daemon)
 		return ft_error_set(FT_EINVAL, "server: missing or started");
+	reserve_fds(server);
 	rc = bind_listen(&fd, server);
 	if (rc != 0)
 		return rc;

@@ -40,6 +40,9 @@ static const char *const all_keys[] = {
     "policy",
     "maxRequestBytes",
     "threads",
+    "maxConnections",
+    "maxConnectionsPerClient",
+    "connectionTimeoutSeconds",
     "apiTimeoutMs",
     "watchBackoffInitialMs",
     "watchBackoffMaxMs",
@@ -66,6 +69,10 @@ static void assert_config_equal(const ft_config_t *a, const ft_config_t *b)
 	assert_int_equal(a->policy, b->policy);
 	assert_int_equal(a->max_request_bytes, b->max_request_bytes);
 	assert_int_equal(a->threads, b->threads);
+	assert_int_equal(a->max_connections, b->max_connections);
+	assert_int_equal(a->max_connections_per_client,
+			 b->max_connections_per_client);
+	assert_int_equal(a->connection_timeout_s, b->connection_timeout_s);
 	assert_int_equal(a->api_timeout_ms, b->api_timeout_ms);
 	assert_int_equal(a->watch_backoff_initial_ms,
 			 b->watch_backoff_initial_ms);
@@ -264,6 +271,9 @@ static void test_config__full_file(void **state)
 	assert_int_equal(cfg.policy, FT_POLICY_DISTRIBUTED);
 	assert_int_equal(cfg.max_request_bytes, 16 * 1024 * 1024);
 	assert_int_equal(cfg.threads, 8);
+	assert_int_equal(cfg.max_connections, 4096);
+	assert_int_equal(cfg.max_connections_per_client, 0);
+	assert_int_equal(cfg.connection_timeout_s, 300);
 	assert_int_equal(cfg.api_timeout_ms, 2500);
 	assert_int_equal(cfg.watch_backoff_initial_ms, 100);
 	assert_int_equal(cfg.watch_backoff_max_ms, 60000);
@@ -456,6 +466,11 @@ static void test_config__unsigned_keys(void **state)
 	assert_set("apiTimeoutMs", "0", FT_EINVAL);
 	assert_set("decisionLogSize", "0", FT_EINVAL);
 	assert_set("fragmentationWindow", "4097", FT_EINVAL);
+	assert_set("maxConnections", "0", FT_EINVAL);
+	assert_set("maxConnections", "65537", FT_EINVAL);
+	assert_set("maxConnectionsPerClient", "65537", FT_EINVAL);
+	assert_set("connectionTimeoutSeconds", "0", FT_EINVAL);
+	assert_set("connectionTimeoutSeconds", "86401", FT_EINVAL);
 	assert_load_fails("threads: many\n",
 			  "t.yaml:1: threads: expected an integer from 0 to "
 			  "256, got \"many\"");
@@ -529,6 +544,8 @@ static void test_config__error_unknown_key(void **state)
 	    "annotationPrefix, kubeconfig, snapshot, "
 	    "logLevel, gpuResource, migResourcePrefix, "
 	    "defaultAffinityMode, policy, maxRequestBytes, threads, "
+	    "maxConnections, maxConnectionsPerClient, "
+	    "connectionTimeoutSeconds, "
 	    "apiTimeoutMs, watchBackoffInitialMs, watchBackoffMaxMs, "
 	    "decisionLogSize, fragmentationWindow)");
 	/* Keys are case-sensitive camelCase. */
@@ -573,7 +590,9 @@ static void test_config__error_non_scalars(void **state)
 			  "tlsClientCAFile, annotationPrefix, kubeconfig, "
 			  "snapshot, logLevel, gpuResource, migResourcePrefix, "
 			  "defaultAffinityMode, policy, maxRequestBytes, "
-			  "threads, apiTimeoutMs, watchBackoffInitialMs, "
+			  "threads, maxConnections, maxConnectionsPerClient, "
+			  "connectionTimeoutSeconds, "
+			  "apiTimeoutMs, watchBackoffInitialMs, "
 			  "watchBackoffMaxMs, decisionLogSize, "
 			  "fragmentationWindow)");
 	assert_load_fails("threads: &t 4\napiTimeoutMs: *t\n",
@@ -720,7 +739,9 @@ static void test_config__set_overrides(void **state)
 			 "tlsClientCAFile, annotationPrefix, kubeconfig, "
 			 "snapshot, logLevel, gpuResource, migResourcePrefix, "
 			 "defaultAffinityMode, policy, maxRequestBytes, "
-			 "threads, apiTimeoutMs, watchBackoffInitialMs, "
+			 "threads, maxConnections, maxConnectionsPerClient, "
+			 "connectionTimeoutSeconds, "
+			 "apiTimeoutMs, watchBackoffInitialMs, "
 			 "watchBackoffMaxMs, decisionLogSize, "
 			 "fragmentationWindow)");
 }

@@ -1,7 +1,9 @@
 /*
  * Tests for the HTTP server: real requests over loopback with libcurl against
  * a server listening on 127.0.0.1:0, covering routing, the body cap, the JSON
- * Content-Type rule, keep-alive, concurrency and the per-kind error counters;
+ * Content-Type rule, keep-alive, concurrency, the connection limits and
+ * timeout, and the per-kind error counters; the same steps without a
+ * connection through ft_server_handle();
  * then HTTPS with certificates made for the run by the openssl command in a
  * temporary directory: verification against the CA, HTTP/1.1 when the client
  * offers h2, plain HTTP refused, client certificates, and bad TLS files.
@@ -18,12 +20,16 @@
 
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #define BODY_CAP 1024
@@ -656,7 +662,157 @@ static void test_server__query(void **state)
 	reply_dispose(&r);
 }
 
+/* ---- without a connection ---- */
+
+/* ft_server_handle() on the fixture's routes; the reply's body is returned. */
+static char *handle(int *status, const fixture_t *fx, const char *method,
+		    const char *path, const char *const *headers,
+		    const char *const *query, const char *body)
+{
+	ft_http_response_t res;
+
+	assert_int_equal(ft_server_handle(&res, fx->server, method, path,
+					  headers, query, body,
+					  body ? strlen(body) : 0),
+			 0);
+	*status = res.status;
+	assert_non_null(res.body);
+	return res.body;
+}
+
+static void test_server__handle_without_connection(void **state)
+{
+	fixture_t *fx = *state;
+	const char *json[] = {"content-TYPE", "Application/JSON", NULL};
+	const char *big[] = {"Content-Type", "application/json",
+			     "Content-Length", "99999", NULL};
+	const char *query[] = {"other", "1", "node", "gpu-7", NULL};
+	size_t n = ((size_t)8 << 20) + BODY_CAP + 2;
+	ft_http_response_t res;
+	char *flood = NULL;
+	char *body;
+	int status;
+
+	body = handle(&status, fx, "POST", "/filter", json, NULL, "{\"a\":1}");
+	assert_int_equal(status, 200);
+	assert_string_equal(body, "{\"a\":1}");
+	free(body);
+	body = handle(&status, fx, "GET", "/debug/nodes/x", NULL, query, NULL);
+	assert_string_equal(body, "prefix /debug/nodes/x node=gpu-7");
+	free(body);
+	body = handle(&status, fx, "POST", "/filter", NULL, NULL, "{}");
+	assert_int_equal(status, 400);
+	assert_non_null(strstr(body, "bad_content_type"));
+	free(body);
+	body = handle(&status, fx, "PUT", "/filter", json, NULL, "{}");
+	assert_int_equal(status, 405);
+	free(body);
+	body = handle(&status, fx, "POST", "/filter", big, NULL, "{}");
+	assert_int_equal(status, 400);
+	assert_non_null(strstr(body, "too_large"));
+	free(body);
+
+	/* A body over the cap, and over what is drained: no reply at all. */
+	flood = malloc(n);
+	assert_non_null(flood);
+	memset(flood, ' ', n);
+	assert_int_equal(ft_server_handle(&res, fx->server, "POST", "/filter",
+					  json, NULL, flood, n),
+			 FT_EIO);
+	assert_null(res.body);
+	free(flood);
+}
+
 /* ---- connections ---- */
+
+/* A server on 127.0.0.1:0 with `opts` (listen and cap filled in). */
+static ft_server_t *start_limited(ft_server_options_t opts, fixture_t *fx)
+{
+	ft_server_t *s = NULL;
+
+	opts.listen = "127.0.0.1:0";
+	opts.max_body_bytes = BODY_CAP;
+	assert_int_equal(ft_server_new(&s, &opts), 0);
+	assert_int_equal(
+	    ft_server_route(s, "GET", "/healthz", handle_health, fx), 0);
+	assert_int_equal(ft_server_start(s), 0);
+	fx->server = s;
+	snprintf(fx->base, sizeof(fx->base), "http://127.0.0.1:%u",
+		 ft_server_port(s));
+	return s;
+}
+
+static int connect_raw(const ft_server_t *s)
+{
+	struct sockaddr_in addr = {.sin_family = AF_INET,
+				   .sin_port =
+				       htons((uint16_t)ft_server_port(s)),
+				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	assert_true(fd >= 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&addr, sizeof(addr)),
+			 0);
+	return fd;
+}
+
+/* Whether the server closes `fd` within `ms` (it never writes first). */
+static int closed_within(int fd, int ms)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	char c;
+
+	return poll(&p, 1, ms) == 1 && recv(fd, &c, 1, MSG_DONTWAIT) <= 0;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void test_server__per_client_limit(void **state)
+{
+	fixture_t fx = {0};
+	ft_server_t *s = start_limited(
+	    (ft_server_options_t){.threads = 2,
+				  .max_connections_per_client = 2},
+	    &fx);
+	int a = connect_raw(s), b = connect_raw(s), c = connect_raw(s);
+	reply_t r;
+
+	/* The third connection from 127.0.0.1 is closed; the two stay. */
+	assert_true(closed_within(c, 2000));
+	assert_false(closed_within(a, 200));
+	assert_false(closed_within(b, 0));
+	close(b);
+	close(c);
+	/* With one slot free again, a request gets through. */
+	usleep(100 * 1000);
+	r = request(&fx, &(call_t){.method = "GET", .path = "/healthz"});
+	assert_int_equal(r.status, 200);
+	reply_dispose(&r);
+	close(a);
+	ft_server_free(s);
+}
+
+static void test_server__connection_timeout(void **state)
+{
+	fixture_t fx = {0};
+	ft_server_t *s = start_limited(
+	    (ft_server_options_t){.threads = 1, .connection_timeout_s = 1},
+	    &fx);
+	double start = now_s();
+	int fd = connect_raw(s);
+
+	/* A connection that sends nothing is closed after about 1 s. */
+	assert_true(closed_within(fd, 4000));
+	assert_true(now_s() - start > 0.5);
+	close(fd);
+	ft_server_free(s);
+}
 
 static void test_server__keep_alive(void **state)
 {
@@ -1192,7 +1348,10 @@ int main(void)
 	    cmocka_unit_test(test_server__too_large_endless),
 	    cmocka_unit_test(test_server__body_intact),
 	    cmocka_unit_test(test_server__query),
+	    cmocka_unit_test(test_server__handle_without_connection),
 	    cmocka_unit_test(test_server__keep_alive),
+	    cmocka_unit_test(test_server__per_client_limit),
+	    cmocka_unit_test(test_server__connection_timeout),
 	    cmocka_unit_test(test_server__concurrent),
 	    cmocka_unit_test(test_server__error_counts),
 	    cmocka_unit_test(test_server__reply_error_escapes),
