@@ -10,7 +10,8 @@
 # 5000), FLEXTOPO_SCHEDPERF_TIMEOUT_S (per arm, default 600),
 # FLEXTOPO_SCHEDPERF_THREADS (the extender's HTTP worker threads; default:
 # its own default), FLEXTOPO_SCHEDPERF_BASELINE (another flextopo-extender
-# binary, e.g. an older build, run as a third arm in the same run). The table
+# binary, e.g. an older build, run as a third arm in the same run) and
+# FLEXTOPO_SCHEDPERF_BASELINE_THREADS (its threads). The table
 # goes to the log and to build/schedperf.md.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

@@ -384,7 +384,11 @@ func TestSchedulerThroughput(t *testing.T) {
 		exts := map[string]*testExtender{"flextopo": ext}
 		arms := []string{"alone", "flextopo"}
 		if base := os.Getenv("FLEXTOPO_SCHEDPERF_BASELINE"); base != "" {
-			exts["baseline"] = c.startTestExtenderBin(t, fmt.Sprintf("perf-baseline-%d", size.nodes), base, extCfg)
+			baseCfg := map[string]interface{}{"logLevel": "info"}
+			if th := envInt("FLEXTOPO_SCHEDPERF_BASELINE_THREADS", 0); th > 0 {
+				baseCfg["threads"] = th
+			}
+			exts["baseline"] = c.startTestExtenderBin(t, fmt.Sprintf("perf-baseline-%d", size.nodes), base, baseCfg)
 			arms = append(arms, "baseline")
 		}
 		s.addPerfNodes(t, size.nodes)
