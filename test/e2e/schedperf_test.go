@@ -129,11 +129,11 @@ func (s *scenario) addPerfNodes(t *testing.T, count int) []string {
 	names := make([]string, count)
 	start := time.Now()
 	err := parallel(count, 16, func(i int) error {
-		name := fmt.Sprintf("perf-%05d", i)
+		name := s.nodeName(fmt.Sprintf("%05d", i))
 		topo := perfNodeTopo(name)
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
-			Labels:      map[string]string{labelTest: s.id, perfLabel: "true", "kubernetes.io/hostname": name},
+			Labels:      map[string]string{labelTest: s.id, perfLabel: s.id, "kubernetes.io/hostname": name},
 			Annotations: map[string]string{annTopology: topo.json()},
 		}}
 		cx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -165,7 +165,7 @@ func (s *scenario) addPerfNodes(t *testing.T, count int) []string {
 		cx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		_ = s.c.client.CoreV1().Nodes().DeleteCollection(cx, metav1.DeleteOptions{},
-			metav1.ListOptions{LabelSelector: perfLabel + "=true"})
+			metav1.ListOptions{LabelSelector: perfLabel + "=" + s.id})
 	})
 	t.Logf("created %d nodes in %s", count, time.Since(start).Round(time.Millisecond))
 	return names
@@ -227,7 +227,7 @@ func runArm(t *testing.T, s *scenario, arm, schedName string, pods []podSpec, st
 	err := parallel(len(pods), 16, func(i int) error {
 		ps := pods[i]
 		ps.schedulerName = schedName
-		ps.nodeSelector = map[string]string{perfLabel: "true"}
+		ps.nodeSelector = map[string]string{perfLabel: s.id}
 		p := s.podObject(ps)
 		p.Namespace = ns
 		cx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -373,83 +373,92 @@ func TestSchedulerThroughput(t *testing.T) {
 	fmt.Fprintf(&report, "| nodes / pods | arm | pair | pods/s avg | p50 | p90 | p99 | s | CPU s (apiserver, etcd, scheduler, extender) | extender verbs |\n")
 	fmt.Fprintf(&report, "|---|---|---|---:|---:|---:|---:|---:|---|---|\n")
 	for _, size := range sizes {
-		s := newScenario(t, c, fmt.Sprintf("perf%d", size.nodes))
-		// The run's own extender watches every test's objects at debug log
-		// level; the benchmark starts one of its own at the shipped log level.
-		extCfg := map[string]interface{}{"logLevel": "info"}
-		if th := envInt("FLEXTOPO_SCHEDPERF_THREADS", 0); th > 0 {
-			extCfg["threads"] = th
-		}
-		ext := c.startTestExtender(t, fmt.Sprintf("perf-extender-%d", size.nodes), extCfg)
-		exts := map[string]*testExtender{"flextopo": ext}
-		arms := []string{"alone", "flextopo"}
-		if base := os.Getenv("FLEXTOPO_SCHEDPERF_BASELINE"); base != "" {
-			baseCfg := map[string]interface{}{"logLevel": "info"}
-			if th := envInt("FLEXTOPO_SCHEDPERF_BASELINE_THREADS", 0); th > 0 {
-				baseCfg["threads"] = th
-			}
-			exts["baseline"] = c.startTestExtenderBin(t, fmt.Sprintf("perf-baseline-%d", size.nodes), base, baseCfg)
-			arms = append(arms, "baseline")
-		}
-		s.addPerfNodes(t, size.nodes)
-		pods := perfPods(size.pods, 1)
-		procs := map[string]*process{"kube-apiserver": c.apiserver, "etcd": c.etcd}
-		withQPS := func(cfg map[string]interface{}) {
-			cc := cfg["clientConnection"].(map[string]interface{})
-			cc["qps"] = qps
-			cc["burst"] = qps
-		}
-		ratios := map[string][]float64{}
-		for pair := 1; pair <= pairs; pair++ {
-			results := map[string]armResult{}
-			for _, arm := range arms {
-				arm := arm
-				schedName := fmt.Sprintf("perf-%s-%d-%d", arm, size.nodes, pair)
-				start := func() *process {
-					p, err := c.startExtraScheduler(schedName, schedName, func(cfg map[string]interface{}) error {
-						withQPS(cfg)
-						if arm == "alone" {
-							delete(cfg, "extenders")
-						} else {
-							ext0 := cfg["extenders"].([]interface{})[0].(map[string]interface{})
-							ext0["urlPrefix"] = exts[arm].url
-						}
-						return nil
-					})
-					if err != nil {
-						t.Fatal(err)
-					}
-					return p
-				}
-				procs["flextopo-extender"] = nil
-				if e := exts[arm]; e != nil {
-					procs["flextopo-extender"] = e.proc
-				}
-				r := runArm(t, s, fmt.Sprintf("%s-%d", arm, pair), schedName, pods, start, procs, exts[arm])
-				results[arm] = r
-				fmt.Fprintf(&report, "| %d / %d | %s | %d | %.1f | %.0f | %.0f | %.0f | %.1f | %.1f, %.1f, %.1f, %.1f | %s |\n",
-					size.nodes, size.pods, arm, pair, r.avg(), percentile(r.samples, 50), percentile(r.samples, 90),
-					percentile(r.samples, 99), r.seconds, r.cpu["kube-apiserver"], r.cpu["etcd"], r.cpu["kube-scheduler"],
-					r.cpu["flextopo-extender"], r.extLatent)
-				if r.unbound > 0 {
-					fmt.Fprintf(&report, "|  | %s: %d pods unbound at the timeout |||||||||\n", arm, r.unbound)
-				}
-			}
-			for _, arm := range arms[1:] {
-				ratios[arm] = append(ratios[arm], results[arm].avg()/results["alone"].avg())
-			}
-		}
-		for _, arm := range arms[1:] {
-			mean, sd := meanSD(ratios[arm])
-			fmt.Fprintf(&report, "| %d / %d | ratio %s/alone | | %.2f ± %.2f (%d pairs) |||||||\n",
-				size.nodes, size.pods, arm, mean, sd, len(ratios[arm]))
-		}
+		// A subtest per size, so that its nodes and extenders are gone
+		// before the next size starts.
+		t.Run(fmt.Sprintf("%dx%d", size.nodes, size.pods), func(t *testing.T) {
+			perfSize1(t, c, size, pairs, qps, &report)
+		})
 	}
 	t.Logf("scheduler throughput:\n%s", report.String())
 	if out := os.Getenv("FLEXTOPO_SCHEDPERF_REPORT"); out != "" {
 		if err := os.WriteFile(out, []byte(report.String()), 0o644); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// perfSize1 runs the arm pairs of one size.
+func perfSize1(t *testing.T, c *cluster, size perfSize, pairs, qps int, report *strings.Builder) {
+	s := newScenario(t, c, fmt.Sprintf("perf%d", size.nodes))
+	// The run's own extender watches every test's objects at debug log
+	// level; the benchmark starts one of its own at the shipped log level.
+	extCfg := map[string]interface{}{"logLevel": "info"}
+	if th := envInt("FLEXTOPO_SCHEDPERF_THREADS", 0); th > 0 {
+		extCfg["threads"] = th
+	}
+	ext := c.startTestExtender(t, fmt.Sprintf("perf-extender-%d", size.nodes), extCfg)
+	exts := map[string]*testExtender{"flextopo": ext}
+	arms := []string{"alone", "flextopo"}
+	if base := os.Getenv("FLEXTOPO_SCHEDPERF_BASELINE"); base != "" {
+		baseCfg := map[string]interface{}{"logLevel": "info"}
+		if th := envInt("FLEXTOPO_SCHEDPERF_BASELINE_THREADS", 0); th > 0 {
+			baseCfg["threads"] = th
+		}
+		exts["baseline"] = c.startTestExtenderBin(t, fmt.Sprintf("perf-baseline-%d", size.nodes), base, baseCfg)
+		arms = append(arms, "baseline")
+	}
+	s.addPerfNodes(t, size.nodes)
+	pods := perfPods(size.pods, 1)
+	procs := map[string]*process{"kube-apiserver": c.apiserver, "etcd": c.etcd}
+	withQPS := func(cfg map[string]interface{}) {
+		cc := cfg["clientConnection"].(map[string]interface{})
+		cc["qps"] = qps
+		cc["burst"] = qps
+	}
+	ratios := map[string][]float64{}
+	for pair := 1; pair <= pairs; pair++ {
+		results := map[string]armResult{}
+		for _, arm := range arms {
+			arm := arm
+			schedName := fmt.Sprintf("perf-%s-%d-%d", arm, size.nodes, pair)
+			start := func() *process {
+				p, err := c.startExtraScheduler(schedName, schedName, func(cfg map[string]interface{}) error {
+					withQPS(cfg)
+					if arm == "alone" {
+						delete(cfg, "extenders")
+					} else {
+						ext0 := cfg["extenders"].([]interface{})[0].(map[string]interface{})
+						ext0["urlPrefix"] = exts[arm].url
+					}
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return p
+			}
+			procs["flextopo-extender"] = nil
+			if e := exts[arm]; e != nil {
+				procs["flextopo-extender"] = e.proc
+			}
+			r := runArm(t, s, fmt.Sprintf("%s-%d", arm, pair), schedName, pods, start, procs, exts[arm])
+			results[arm] = r
+			fmt.Fprintf(report, "| %d / %d | %s | %d | %.1f | %.0f | %.0f | %.0f | %.1f | %.1f, %.1f, %.1f, %.1f | %s |\n",
+				size.nodes, size.pods, arm, pair, r.avg(), percentile(r.samples, 50), percentile(r.samples, 90),
+				percentile(r.samples, 99), r.seconds, r.cpu["kube-apiserver"], r.cpu["etcd"], r.cpu["kube-scheduler"],
+				r.cpu["flextopo-extender"], r.extLatent)
+			if r.unbound > 0 {
+				fmt.Fprintf(report, "|  | %s: %d pods unbound at the timeout |||||||||\n", arm, r.unbound)
+			}
+		}
+		for _, arm := range arms[1:] {
+			ratios[arm] = append(ratios[arm], results[arm].avg()/results["alone"].avg())
+		}
+	}
+	for _, arm := range arms[1:] {
+		mean, sd := meanSD(ratios[arm])
+		fmt.Fprintf(report, "| %d / %d | ratio %s/alone | | %.2f ± %.2f (%d pairs) |||||||\n",
+			size.nodes, size.pods, arm, mean, sd, len(ratios[arm]))
 	}
 }
 
