@@ -82,6 +82,11 @@ typedef struct ft_demand {
 	ft_caps_t caps;
 } ft_demand_t;
 
+#define FT_MILLI_CPU 1000 /* millicores per CPU */
+
+/* The demand's CPU request, millicores: at least its pinned CPUs x 1000. */
+uint32_t ft_demand_cpu_millis(const ft_demand_t *d);
+
 /* True when the demand asks for GPUs, MIG instances or pinned CPUs. */
 bool ft_demand_wants_devices(const ft_demand_t *d);
 
@@ -243,9 +248,16 @@ typedef struct ft_holding {
 	uint32_t unknown_replicas; /* held replicas of unknown placement */
 	char unknown_mig_profile[FT_PROFILE_MAX];
 	uint32_t unknown_cpus; /* pinned CPUs of unknown placement */
-	ft_level_t level;      /* as the allocation annotation says */
-	uint8_t levels;	       /* every level reached (bit per ft_level_t) */
-	bool assumed;	       /* from a bind the watch has not shown yet */
+	/*
+	 * The pod's requests, whatever their placement: CPU in millicores
+	 * (pinned CPUs count 1000 each) and memory in MiB. Node-wide usage
+	 * as kube-scheduler's NodeResourcesFit counts it, for scoring.
+	 */
+	uint32_t requested_cpu_millis;
+	uint64_t requested_memory_mib;
+	ft_level_t level; /* as the allocation annotation says */
+	uint8_t levels;	  /* every level reached (bit per ft_level_t) */
+	bool assumed;	  /* from a bind the watch has not shown yet */
 	/*
 	 * The units above are the observed ones (ft_pod_holds_observed),
 	 * reported from `observed_source`.
@@ -275,7 +287,7 @@ typedef struct ft_frag_cache_entry {
 /* A pod shape weighed on a node: F_n(m) per class after its placement. */
 typedef struct ft_frag_memo {
 	bool used;
-	ft_demand_t shape; /* ft_mix_class_of() of the pod */
+	ft_demand_t shape; /* the pod's class key with its own requests */
 	uint8_t policy;	   /* the policy its placement followed */
 	uint32_t generations[FT_FRAG_CACHE]; /* of the classes below */
 	uint32_t after[FT_FRAG_CACHE];	     /* F_n(m) after, milli-GPU */
@@ -313,6 +325,8 @@ typedef struct ft_node {
 	uint32_t unknown_gpus;
 	uint32_t unknown_replicas;
 	uint32_t unknown_cpus;
+	uint64_t requested_cpu_millis; /* sum of the holdings' requests */
+	uint64_t requested_memory_mib;
 	unsigned conflicts; /* holdings that claimed an already-held unit */
 	unsigned drifted;   /* holdings with `expected` (drifted pods) */
 	/*
@@ -362,6 +376,20 @@ const ft_holding_t *ft_node_find_holding(const ft_node_t *node,
  * positions.
  */
 uint16_t ft_node_free_gpus(const ft_node_t *node);
+
+/*
+ * CPU no pod on the node has requested, millicores: the topology's CPUs
+ * less its reserved ones, x 1000, less every holding's request (pinned or
+ * not); 0 without a topology or when overcommitted.
+ */
+uint64_t ft_node_free_cpu_millis(const ft_node_t *node);
+
+/*
+ * Memory no pod on the node has requested, MiB, in `out`: the topology's
+ * NUMA memory less every holding's request. False (and `out` 0) when the
+ * node has no topology or the memory of a NUMA node is unknown.
+ */
+bool ft_node_free_memory_mib(const ft_node_t *node, uint64_t *out);
 
 /* GPUs with at least one replica held, as a mask of positions. */
 uint16_t ft_node_replica_gpus(const ft_node_t *node);

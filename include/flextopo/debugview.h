@@ -96,15 +96,16 @@ int ft_codec_debug_pod(char **out, const ft_debug_pod_t *view);
 typedef struct ft_explain_node {
 	const ft_node_t *node; /* borrowed from the snapshot */
 	ft_verdict_t verdict;  /* ft_place_filter() */
-	int score;	       /* ft_place_score() */
-	bool placed;	       /* ft_place_choose() gave `placement` */
+	int score;    /* ft_scores_of_ranks() over the nodes explained: what
+			 prioritize gives when they are its candidates */
+	int64_t rank; /* ft_place_rank() */
+	bool placed;  /* ft_place_choose() gave `placement` */
 	ft_placement_t placement;
 	char choose_error[192]; /* why not, when the verdict fit but not */
 	bool searched;		/* ft_victims_search() ran: `victims` */
 	ft_victim_set_t victims;
 	bool weighed;		  /* ft_frag_delta() ran: `frag_delta_milli` */
 	int64_t frag_delta_milli; /* change of the node's fragmentation */
-	int frag_penalty;	  /* ft_frag_penalty(): points off `score` */
 	bool listed; /* ft_place_check_units() ran: `units`, written as
 			"units" (the pod asks capabilities of its GPUs or
 			MIG instances, MIG instances, or shared-GPU ranks) */

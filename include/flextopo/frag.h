@@ -41,8 +41,10 @@
 #include "config.h"
 #include "place.h"
 
-#define FT_MIX_CLASSES	  16
-#define FT_MIX_WINDOW_MAX 4096 /* pods a mix remembers, at most */
+#define FT_MIX_CLASSES	   16
+#define FT_MIX_WINDOW_MAX  4096 /* pods a mix remembers, at most */
+#define FT_MIX_CPU_STEP	   500	/* a class's mean CPU request, rounded */
+#define FT_MIX_MEMORY_STEP 1024 /* and its mean memory request, MiB */
 
 typedef struct ft_mix {
 	unsigned window;    /* pods remembered; 0 turns the mix off */
@@ -54,19 +56,25 @@ typedef struct ft_mix {
 						 gets a class: the key of the
 						 node cache */
 	uint32_t total;			      /* sum of counts */
-	unsigned head;			      /* next ring slot */
+	uint64_t cpu_millis[FT_MIX_CLASSES];  /* requests of the pods of each
+						 in the window: sums */
+	uint64_t memory_mib[FT_MIX_CLASSES];
+	unsigned head;			 /* next ring slot */
 	uint8_t ring[FT_MIX_WINDOW_MAX]; /* class of each pod; 0xff: none */
+	uint32_t ring_cpu_millis[FT_MIX_WINDOW_MAX]; /* each pod's requests */
+	uint32_t ring_memory_mib[FT_MIX_WINDOW_MAX];
 } ft_mix_t;
 
 /* An empty mix of `window` pods (clamped to FT_MIX_WINDOW_MAX). */
 void ft_mix_init(ft_mix_t *mix, unsigned window);
 
 /*
- * The class key of a demand: what it asks of GPU units (whole GPUs, fraction,
- * MIG profile and count), its affinity and mode, its capabilities, and its
- * pinned CPUs and their memory. Millicores without pinning, the policy and
- * the node's reading of the demand (ranks) are left out. False for a demand
- * that asks no GPU unit.
+ * The class key of a demand: its GPU shape, i.e. what it asks of GPU units
+ * (whole GPUs, fraction, MIG profile and count), its affinity and mode and
+ * its capabilities. CPU and memory, pinned or not, the policy and the node's
+ * reading of the demand (ranks) are left out: a class's CPU and memory are
+ * the mean requests of its pods in the window (ft_mix_add). False for a
+ * demand that asks no GPU unit.
  */
 bool ft_mix_class_of(ft_demand_t *out, const ft_demand_t *d);
 
@@ -74,7 +82,10 @@ bool ft_mix_class_of(ft_demand_t *out, const ft_demand_t *d);
  * Count a placed pod. The oldest pod leaves a full window. A new class when
  * all FT_MIX_CLASSES are in use replaces the one with the fewest pods, whose
  * pods leave the window. A demand asking no GPU unit, or a mix with window
- * 0, is ignored.
+ * 0, is ignored. The class demand's cpu_millis and memory_mib are the mean
+ * requests of the class's pods in the window, rounded to FT_MIX_CPU_STEP
+ * millicores and FT_MIX_MEMORY_STEP MiB; the class gets a new generation
+ * whenever they change, so node caches never serve the old means.
  */
 void ft_mix_add(ft_mix_t *mix, const ft_demand_t *d);
 
@@ -117,25 +128,39 @@ uint32_t ft_frag_of(const ft_node_t *node, const ft_demand_t *m);
 int ft_frag_delta(int64_t *out, const ft_node_t *node, const ft_demand_t *d,
 		  ft_policy_t policy, const ft_mix_t *mix);
 
-/*
- * Points taken off ft_place_score() for the fragmentation a placement adds:
- * 3 when it raises F_n by half a GPU or more, 2 by a quarter, 1 by one MIG
- * slice (125), else 0. Half a GPU outweighs the 2 points of the policy, so
- * at one affinity level a node whose placement strands capacity the recent
- * pods would use ranks below one whose placement does not. 0 with an empty
- * mix, for a demand that asks no GPU unit, or when there is no placement.
- */
-int ft_frag_penalty(const ft_node_t *node, const ft_demand_t *d,
-		    ft_policy_t policy, const ft_mix_t *mix);
+/* The highest extender score: MaxExtenderPriority,
+ * k8s.io/kube-scheduler/extender/v1/types.go. */
+#define FT_EXTENDER_SCORE_MAX 10
 
-/* The points ft_frag_penalty() takes off for a change `delta` (milli-GPU). */
-int ft_frag_points(int64_t delta);
+/* The rank of a node where the pod cannot go (ft_place_rank). */
+#define FT_RANK_NONE INT64_C(-1)
 
 /*
- * ft_place_score() less ft_frag_penalty(), not below 0: the score the
- * prioritize verb gives. Equal to ft_place_score() with an empty mix.
+ * How good a node is for `d`, finely, to rank the nodes of one prioritize
+ * request: larger is better, FT_RANK_NONE without topology or room. Three
+ * parts, each deciding only between nodes equal in the ones before:
+ *   1. the affinity level reachable (ft_place_level_points);
+ *   2. the fragmentation the placement adds under `mix`, in milli-GPU
+ *      (ft_frag_delta; the less the better). It counts CPU and memory: a
+ *      pod that takes the CPU a node's free GPUs need strands them, so
+ *      CPU-only pods are ranked by it too;
+ *   3. the policy (the demand's own wins over `policy`): packed ranks the
+ *      node with less free GPU capacity (milli-GPU), then fewer unrequested
+ *      CPUs, higher; distributed the opposite.
+ * Nothing is rounded, so that nodes tie only when they are alike.
  */
-int ft_place_score_mix(const ft_node_t *node, const ft_demand_t *d,
-		       ft_policy_t policy, const ft_mix_t *mix);
+int64_t ft_place_rank(const ft_node_t *node, const ft_demand_t *d,
+		      ft_policy_t policy, const ft_mix_t *mix);
+
+/*
+ * Map the ranks of the `n` nodes of one request onto 0..max (10 for an
+ * extender, MaxExtenderPriority in k8s.io/kube-scheduler/extender/v1): the
+ * nodes of the highest rank get `max`, every other node less, linearly
+ * between the lowest rank (0) and the highest, so that the best node is
+ * unique whenever the ranks differ (kube-scheduler's own score plugins
+ * normalise per cycle alike, pkg/scheduler/framework/plugins/helper/
+ * normalize_score.go). FT_RANK_NONE gets 0.
+ */
+void ft_scores_of_ranks(int *out, const int64_t *ranks, unsigned n, int max);
 
 #endif

@@ -134,11 +134,20 @@ typedef struct ft_usable {
 } ft_usable_t;
 
 /*
+ * Whether the CPU and memory `d` requests (ft_demand_cpu_millis, memory_mib)
+ * are left on `node` by its pods' requests; memory passes when unknown.
+ */
+bool ft_place_requests_fit(const ft_node_t *node, const ft_demand_t *d);
+
+/*
  * The units `d` could take on `node` now: those meeting its capabilities,
  * free, and inside a domain of its level (in guaranteed mode; else the
  * node) where `d` fits now. A shared GPU counts with all its free replicas
- * when one rank fits on it. All zero when `d` does not fit the node now or
- * the node has no topology.
+ * when one rank fits on it. All zero when `d` does not fit the node now,
+ * counting its CPU and memory requests against what the node's pods have
+ * not requested (ft_node_free_cpu_millis: FGD's "the pod does not fit", so
+ * a node whose CPUs are spoken for strands its free GPUs), or the node has
+ * no topology.
  */
 void ft_place_usable(ft_usable_t *out, const ft_node_t *node,
 		     const ft_demand_t *d);
@@ -247,6 +256,13 @@ void ft_place_filter(ft_verdict_t *out, const ft_node_t *node,
  */
 int ft_place_score(const ft_node_t *node, const ft_demand_t *d,
 		   ft_policy_t policy);
+
+/*
+ * The affinity part of ft_place_score() alone: 8 at the requested level, 2
+ * less per looser level, not below 0; 8 for a demand with neither devices
+ * nor an affinity; -1 without topology or room.
+ */
+int ft_place_level_points(const ft_node_t *node, const ft_demand_t *d);
 
 /*
  * Choose the exact units for `d` on `node` under `policy` (the configured

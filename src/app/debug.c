@@ -480,11 +480,9 @@ static void explain_node(ft_explain_node_t *e, const ft_node_t *node,
 	memset(e, 0, sizeof(*e));
 	e->node = node;
 	ft_place_filter(&e->verdict, node, d);
-	e->score = ft_place_score_mix(node, d, policy, mix);
-	e->weighed =
-	    mix->total && (d->gpus || d->mig_count) &&
-	    ft_frag_delta(&e->frag_delta_milli, node, d, policy, mix) == 0;
-	e->frag_penalty = e->weighed ? ft_frag_points(e->frag_delta_milli) : 0;
+	e->rank = ft_place_rank(node, d, policy, mix);
+	e->weighed = mix->total && ft_frag_delta(&e->frag_delta_milli, node, d,
+						 policy, mix) == 0;
 	e->listed = lists_units(node, d);
 	if (e->listed)
 		e->n_units = ft_place_check_units(e->units, node, d);
@@ -507,6 +505,22 @@ static void explain_node(ft_explain_node_t *e, const ft_node_t *node,
 	}
 }
 
+/* The scores prioritize would give the nodes explained. */
+static void score_explained(ft_explain_node_t *nodes, unsigned n)
+{
+	int64_t *ranks = malloc((n ? n : 1) * sizeof(*ranks));
+	int *scores = malloc((n ? n : 1) * sizeof(*scores));
+
+	for (unsigned i = 0; ranks && i < n; i++)
+		ranks[i] = nodes[i].rank;
+	if (ranks && scores)
+		ft_scores_of_ranks(scores, ranks, n, FT_EXTENDER_SCORE_MAX);
+	for (unsigned i = 0; i < n; i++)
+		nodes[i].score = ranks && scores ? scores[i] : 0;
+	free(scores);
+	free(ranks);
+}
+
 static int explain(char **body, ft_app_t *app, const ft_pod_t *pod,
 		   const char *only)
 {
@@ -525,6 +539,7 @@ static int explain(char **body, ft_app_t *app, const ft_pod_t *pod,
 		if (!only || strcmp(snap->nodes[i]->name, only) == 0)
 			explain_node(&nodes[n++], snap->nodes[i], pod, app,
 				     mix);
+	score_explained(nodes, n);
 	rc = only && !n ? ft_error_set(FT_ENOTFOUND, "no node %s", only)
 			: ft_codec_debug_explain(body, pod, snap->generation,
 						 nodes, n);

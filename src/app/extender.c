@@ -179,6 +179,7 @@ void ft_app_prioritize(ft_http_response_t *out, const ft_http_request_t *req,
 	ft_app_t *app = payload;
 	ft_extender_args_t args;
 	ft_snapshot_t *snap = NULL;
+	int64_t *ranks = NULL;
 	int *scores = NULL;
 	ft_decision_t dec;
 	ft_pod_t pod;
@@ -192,20 +193,27 @@ void ft_app_prioritize(ft_http_response_t *out, const ft_http_request_t *req,
 	snap = ft_state_snapshot(app->state);
 	ft_state_mix(app->state, &mix);
 	scores = calloc(args.n_nodes ? args.n_nodes : 1, sizeof(*scores));
-	for (unsigned i = 0; scores && i < args.n_nodes; i++) {
+	ranks = calloc(args.n_nodes ? args.n_nodes : 1, sizeof(*ranks));
+	for (unsigned i = 0; scores && ranks && i < args.n_nodes; i++) {
 		node_ref_t n;
 		node_lookup(&n, app, snap, &args, i);
-		scores[i] = n.node ? ft_place_score_mix(n.node, &pod.demand,
-							app->cfg.policy, &mix)
-				   : 0;
-		ft_decision_add_score(&dec, args.node_names[i], scores[i]);
+		ranks[i] = n.node ? ft_place_rank(n.node, &pod.demand,
+						  app->cfg.policy, &mix)
+				  : FT_RANK_NONE;
 		ft_node_unref(n.owned);
 	}
+	if (scores && ranks)
+		ft_scores_of_ranks(scores, ranks, args.n_nodes,
+				   FT_EXTENDER_SCORE_MAX);
+	for (unsigned i = 0; scores && ranks && i < args.n_nodes; i++)
+		ft_decision_add_score(&dec, args.node_names[i], scores[i]);
 	ft_decisions_record(app->decisions, &dec);
-	if (!scores || ft_codec_priorities_encode(&body, &args, scores) < 0)
+	if (!scores || !ranks ||
+	    ft_codec_priorities_encode(&body, &args, scores) < 0)
 		reply_failure(out, FT_ENOMEM);
 	else
 		reply_json(out, body);
+	free(ranks);
 	free(scores);
 	ft_snapshot_unref(snap);
 	ft_pod_dispose(&pod);

@@ -207,11 +207,14 @@ static const char *effective_node(const pod_rec_t *r)
 	return r->assumed ? r->assumed_node : NULL;
 }
 
+/* Pods that request only CPU or memory count too: scoring weighs what
+ * they leave of the node (ft_node_free_cpu_millis). */
 static bool holds_something(const pod_rec_t *r)
 {
 	return r->assumed || r->pod.has_allocation ||
 	       ft_pod_holds_observed(&r->pod) ||
-	       ft_demand_wants_devices(&r->pod.demand);
+	       ft_demand_wants_devices(&r->pod.demand) ||
+	       r->pod.demand.cpu_millis || r->pod.demand.memory_mib;
 }
 
 static void unlink_pod(ft_state_t *state, pod_rec_t *r)

@@ -1026,10 +1026,12 @@ static cJSON *explain_node_json(const ft_explain_node_t *e,
 	put_str(o, "reason", e->verdict.reason[0] ? e->verdict.reason : NULL);
 	put(o, "level", level_or_null(e->verdict.level));
 	put_num(o, "score", e->score);
+	put(o, "rank",
+	    e->rank == FT_RANK_NONE ? cJSON_CreateNull()
+				    : cJSON_CreateNumber((double)e->rank));
 	if (e->weighed) {
 		cJSON *f = put(o, "fragmentation", cJSON_CreateObject());
 		put_num(f, "deltaGpus", (double)e->frag_delta_milli / 1e3);
-		put_num(f, "penalty", e->frag_penalty);
 	}
 	put(o, "placement",
 	    e->placed ? placement_json(e->node, &e->placement)

@@ -23,6 +23,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+uint32_t ft_demand_cpu_millis(const ft_demand_t *d)
+{
+	uint64_t pinned = (uint64_t)d->exclusive_cpus * FT_MILLI_CPU;
+
+	if (pinned > UINT32_MAX)
+		pinned = UINT32_MAX;
+	return pinned > d->cpu_millis ? (uint32_t)pinned : d->cpu_millis;
+}
+
 bool ft_demand_wants_devices(const ft_demand_t *d)
 {
 	return d->gpus || d->ranks || d->mig_count || d->exclusive_cpus;
@@ -532,6 +541,8 @@ static int holding_init(ft_holding_t *h, const ft_topology_t *t,
 	h->start_time = pod->start_time;
 	h->assumed = assumed;
 	h->level = pod->has_allocation ? pod->allocation.level : FT_LEVEL_NODE;
+	h->requested_cpu_millis = ft_demand_cpu_millis(&pod->demand);
+	h->requested_memory_mib = pod->demand.memory_mib;
 	ft_place_adapt(&d, t, &pod->demand);
 	if ((h->observed = ft_pod_holds_observed(pod))) {
 		h->observed_source = pod->observed->source;
@@ -571,6 +582,8 @@ static void charge(ft_node_t *node, const ft_holding_t *h)
 	node->unknown_gpus += h->unknown_gpus;
 	node->unknown_replicas += h->unknown_replicas;
 	node->unknown_cpus += h->unknown_cpus;
+	node->requested_cpu_millis += h->requested_cpu_millis;
+	node->requested_memory_mib += h->requested_memory_mib;
 	spread = (unsigned)__builtin_popcount(h->numa_nodes);
 	if (!t || !spread)
 		return;
@@ -696,6 +709,36 @@ uint16_t ft_node_free_gpus(const ft_node_t *node)
 		return 0;
 	return (uint16_t)(node->topology->whole_gpus & ~node->gpus_used &
 			  ~ft_node_replica_gpus(node));
+}
+
+uint64_t ft_node_free_cpu_millis(const ft_node_t *node)
+{
+	const ft_topology_t *t = node->topology;
+	uint64_t cpus;
+
+	if (!t)
+		return 0;
+	cpus = (uint64_t)(t->n_cpus - ft_cpuset_count(&t->reserved_cpus)) *
+	       FT_MILLI_CPU;
+	return cpus > node->requested_cpu_millis
+		   ? cpus - node->requested_cpu_millis
+		   : 0;
+}
+
+bool ft_node_free_memory_mib(const ft_node_t *node, uint64_t *out)
+{
+	const ft_topology_t *t = node->topology;
+	uint64_t memory = 0;
+
+	*out = 0;
+	if (!t || t->numa_memory_unknown)
+		return false;
+	for (unsigned n = 0; n < t->n_numa; n++)
+		memory += t->numa[n].memory_mib;
+	*out = memory > node->requested_memory_mib
+		   ? memory - node->requested_memory_mib
+		   : 0;
+	return true;
 }
 
 size_t ft_node_footprint(const ft_node_t *node)

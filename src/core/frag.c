@@ -1,6 +1,6 @@
 /*
  * FGD fragmentation (frag.h): the recent workload mix, the measure per node
- * and the score penalty. The usable units of a class come from
+ * and the rank of a node for scoring. The usable units of a class come from
  * ft_place_usable(), so a unit counts as usable exactly when placement could
  * give it to the class.
  */
@@ -35,8 +35,6 @@ bool ft_mix_class_of(ft_demand_t *out, const ft_demand_t *d)
 	out->gpu_fraction_milli = d->gpu_fraction_milli;
 	memcpy(out->mig_profile, d->mig_profile, sizeof(out->mig_profile));
 	out->mig_count = d->mig_count;
-	out->exclusive_cpus = d->exclusive_cpus;
-	out->memory_mib = d->exclusive_cpus ? d->memory_mib : 0;
 	out->has_affinity = d->has_affinity;
 	out->level = d->has_affinity ? d->level : FT_LEVEL_NODE;
 	out->mode = d->has_affinity ? d->mode : FT_MODE_GUARANTEED;
@@ -54,14 +52,29 @@ static bool same_class(const ft_demand_t *a, const ft_demand_t *b)
 	       a->gpu_fraction_milli == b->gpu_fraction_milli &&
 	       strcmp(a->mig_profile, b->mig_profile) == 0 &&
 	       a->mig_count == b->mig_count &&
-	       a->exclusive_cpus == b->exclusive_cpus &&
-	       a->memory_mib == b->memory_mib &&
 	       a->has_affinity == b->has_affinity && a->level == b->level &&
 	       a->mode == b->mode && a->has_caps == b->has_caps &&
 	       a->caps.memory_mib == b->caps.memory_mib &&
 	       a->caps.precisions == b->caps.precisions &&
 	       a->caps.interconnect == b->caps.interconnect &&
 	       a->caps.nvlink_domain == b->caps.nvlink_domain;
+}
+
+/* The key of the node memo (ft_frag_memo_t): the class key with the
+ * pod's own requests, which its placement charges. */
+static void memo_shape(ft_demand_t *out, const ft_demand_t *d)
+{
+	ft_mix_class_of(out, d);
+	out->cpu_millis = ft_demand_cpu_millis(d);
+	out->exclusive_cpus = d->exclusive_cpus;
+	out->memory_mib = d->memory_mib;
+}
+
+static bool same_shape(const ft_demand_t *a, const ft_demand_t *b)
+{
+	return same_class(a, b) && a->cpu_millis == b->cpu_millis &&
+	       a->exclusive_cpus == b->exclusive_cpus &&
+	       a->memory_mib == b->memory_mib;
 }
 
 /* The class equal to `key`, or -1. */
@@ -80,6 +93,38 @@ static void forget_class(ft_mix_t *mix, unsigned c)
 			mix->ring[i] = NO_CLASS;
 	mix->total -= mix->counts[c];
 	mix->counts[c] = 0;
+	mix->cpu_millis[c] = mix->memory_mib[c] = 0;
+}
+
+static void new_generation(ft_mix_t *mix, unsigned c)
+{
+	do
+		mix->generations[c] = atomic_fetch_add(&generations, 1) + 1;
+	while (!mix->generations[c]);
+}
+
+/* `sum` / `n` rounded to a multiple of `step`. */
+static uint64_t mean_step(uint64_t sum, uint32_t n, uint64_t step)
+{
+	uint64_t mean = n ? (sum + n / 2) / n : 0;
+
+	return (mean + step / 2) / step * step;
+}
+
+/* Class `c`'s demand asks the mean requests of its pods. */
+static void refresh_means(ft_mix_t *mix, unsigned c)
+{
+	ft_demand_t *k = &mix->classes[c];
+	uint64_t cpu =
+	    mean_step(mix->cpu_millis[c], mix->counts[c], FT_MIX_CPU_STEP);
+	uint64_t memory =
+	    mean_step(mix->memory_mib[c], mix->counts[c], FT_MIX_MEMORY_STEP);
+
+	if (cpu == k->cpu_millis && memory == k->memory_mib)
+		return;
+	k->cpu_millis = (uint32_t)cpu;
+	k->memory_mib = memory;
+	new_generation(mix, c);
 }
 
 /* A slot for a new class: a free one, else the class with the fewest pods. */
@@ -96,9 +141,7 @@ static unsigned new_class(ft_mix_t *mix, const ft_demand_t *key)
 		forget_class(mix, c);
 	}
 	mix->classes[c] = *key;
-	do
-		mix->generations[c] = atomic_fetch_add(&generations, 1) + 1;
-	while (!mix->generations[c]);
+	new_generation(mix, c);
 	return c;
 }
 
@@ -116,10 +159,20 @@ void ft_mix_add(ft_mix_t *mix, const ft_demand_t *d)
 	if (*slot != NO_CLASS) {
 		mix->counts[*slot]--;
 		mix->total--;
+		mix->cpu_millis[*slot] -= mix->ring_cpu_millis[mix->head];
+		mix->memory_mib[*slot] -= mix->ring_memory_mib[mix->head];
+		if (*slot != c)
+			refresh_means(mix, *slot);
 	}
 	*slot = (uint8_t)c;
+	mix->ring_cpu_millis[mix->head] = ft_demand_cpu_millis(d);
+	mix->ring_memory_mib[mix->head] =
+	    (uint32_t)(d->memory_mib > UINT32_MAX ? UINT32_MAX : d->memory_mib);
 	mix->counts[c]++;
 	mix->total++;
+	mix->cpu_millis[c] += mix->ring_cpu_millis[mix->head];
+	mix->memory_mib[c] += mix->ring_memory_mib[mix->head];
+	refresh_means(mix, (unsigned)c);
 	mix->head = (mix->head + 1) % mix->window;
 }
 
@@ -310,11 +363,13 @@ void ft_frag_measure(ft_frag_t *out, const ft_node_t *node, const ft_mix_t *mix)
  * count), keeps them. Otherwise the caller works it out again.
  */
 static bool unchanged(const ft_usable_t *u, const ft_placement_t *p,
-		      const ft_demand_t *m, const ft_node_t *node)
+		      const ft_demand_t *m, const ft_node_t *node,
+		      const ft_node_t *next)
 {
 	if (!u->milli)
 		return true;
-	return !((p->gpus | ft_replica_gpus(p->replicas)) & u->gpus) &&
+	return ft_place_requests_fit(next, m) &&
+	       !((p->gpus | ft_replica_gpus(p->replicas)) & u->gpus) &&
 	       !(p->mig[0] & u->mig[0]) && !(p->mig[1] & u->mig[1]) &&
 	       (!m->exclusive_cpus || ft_cpuset_empty(&p->cpus)) &&
 	       !node->unknown_gpus && !node->unknown_replicas &&
@@ -322,11 +377,13 @@ static bool unchanged(const ft_usable_t *u, const ft_placement_t *p,
 }
 
 static void preview(ft_node_t *after, const ft_node_t *node,
-		    const ft_placement_t *p)
+		    const ft_placement_t *p, const ft_demand_t *d)
 {
 	ft_holding_t h;
 
 	memset(&h, 0, sizeof(h));
+	h.requested_cpu_millis = ft_demand_cpu_millis(d);
+	h.requested_memory_mib = d->memory_mib;
 	h.gpus = p->gpus;
 	memcpy(h.mig, p->mig, sizeof(h.mig));
 	memcpy(h.replicas, p->replicas, sizeof(h.replicas));
@@ -345,7 +402,7 @@ static const ft_frag_memo_t *memo_find(const ft_node_t *node,
 	for (unsigned k = 0; k < FT_FRAG_MEMO; k++) {
 		const ft_frag_memo_t *e = &node->frag->memo[k];
 		bool fresh = e->used && e->policy == policy &&
-			     same_class(&e->shape, shape);
+			     same_shape(&e->shape, shape);
 		for (unsigned c = 0; fresh && c < mix->n_classes; c++)
 			fresh = !mix->counts[c] ||
 				e->generations[c] == mix->generations[c];
@@ -367,7 +424,7 @@ static int work_after(uint32_t *after, const ft_node_t *node,
 
 	if ((rc = ft_place_choose(&p, node, d, policy)) < 0)
 		return rc;
-	preview(&next, node, &p);
+	preview(&next, node, &p, d);
 	free_after = free_milli(&next, NULL);
 	for (unsigned c = 0; c < mix->n_classes; c++) {
 		const ft_demand_t *m = &mix->classes[c];
@@ -375,7 +432,7 @@ static int work_after(uint32_t *after, const ft_node_t *node,
 		if (!mix->counts[c])
 			continue;
 		usable_cached(&u, node, mix, c);
-		if (unchanged(&u, &p, m, node))
+		if (unchanged(&u, &p, m, node, &next))
 			v = u;
 		else
 			ft_place_usable(&v, &next, m);
@@ -398,8 +455,7 @@ static int frag_after(uint32_t *after, const ft_node_t *node,
 	ft_demand_t shape;
 	int rc;
 
-	if (!ft_mix_class_of(&shape, d))
-		return work_after(after, node, d, policy, mix);
+	memo_shape(&shape, d);
 	if (lock_node(node)) {
 		if ((hit = memo_find(node, &shape, pol, mix)))
 			memcpy(after, hit->after, sizeof(hit->after));
@@ -451,31 +507,69 @@ int ft_frag_delta(int64_t *out, const ft_node_t *node, const ft_demand_t *d,
 	return 0;
 }
 
-int ft_frag_points(int64_t delta)
+/* Bits of a rank (ft_place_rank), from the most significant part. */
+#define RANK_POLICY_BITS 24
+#define RANK_FRAG_BITS	 24
+#define RANK_FRAG_MAX	 ((INT64_C(1) << (RANK_FRAG_BITS - 1)) - 1)
+#define RANK_GPU_MAX	 ((1u << 14) - 1) /* milli-GPU */
+#define RANK_CPU_MAX	 ((1u << 10) - 1) /* CPUs */
+
+static uint32_t clamp_u(uint64_t v, uint32_t max)
 {
-	return delta >= FT_MILLI_GPU / 2	       ? 3
-	       : delta >= FT_MILLI_GPU / 4	       ? 2
-	       : delta >= FT_MILLI_GPU / FT_MIG_SLICES ? 1
-						       : 0;
+	return v > max ? max : (uint32_t)v;
 }
 
-int ft_frag_penalty(const ft_node_t *node, const ft_demand_t *d,
-		    ft_policy_t policy, const ft_mix_t *mix)
+/* What the node has left: packed ranks less higher, distributed more. */
+static int64_t policy_part(const ft_node_t *node, const ft_demand_t *d,
+			   ft_policy_t policy)
 {
+	uint32_t gpu = clamp_u(free_milli(node, NULL), RANK_GPU_MAX);
+	uint32_t cpu =
+	    clamp_u(ft_node_free_cpu_millis(node) / FT_MILLI_CPU, RANK_CPU_MAX);
+
+	if ((d->has_policy ? d->policy : policy) == FT_POLICY_PACKED) {
+		gpu = RANK_GPU_MAX - gpu;
+		cpu = RANK_CPU_MAX - cpu;
+	}
+	return (int64_t)gpu << 10 | cpu;
+}
+
+/* Fragmentation added, as a rank part: less is better. */
+static int64_t frag_part(int64_t delta)
+{
+	if (delta > RANK_FRAG_MAX)
+		delta = RANK_FRAG_MAX;
+	if (delta < -RANK_FRAG_MAX)
+		delta = -RANK_FRAG_MAX;
+	return RANK_FRAG_MAX - delta;
+}
+
+int64_t ft_place_rank(const ft_node_t *node, const ft_demand_t *d,
+		      ft_policy_t policy, const ft_mix_t *mix)
+{
+	int level = ft_place_level_points(node, d);
 	int64_t delta = 0;
 
-	if (!mix || !mix->total || !(d->gpus || d->mig_count) ||
-	    ft_frag_delta(&delta, node, d, policy, mix) < 0)
-		return 0;
-	return ft_frag_points(delta);
+	if (level < 0 || ft_frag_delta(&delta, node, d, policy, mix) < 0)
+		return FT_RANK_NONE;
+	return (int64_t)level << (RANK_FRAG_BITS + RANK_POLICY_BITS) |
+	       frag_part(delta) << RANK_POLICY_BITS |
+	       policy_part(node, d, policy);
 }
 
-int ft_place_score_mix(const ft_node_t *node, const ft_demand_t *d,
-		       ft_policy_t policy, const ft_mix_t *mix)
+void ft_scores_of_ranks(int *out, const int64_t *ranks, unsigned n, int max)
 {
-	int score = ft_place_score(node, d, policy);
+	int64_t lo = INT64_MAX, hi = FT_RANK_NONE;
 
-	if (score > 0)
-		score -= ft_frag_penalty(node, d, policy, mix);
-	return score < 0 ? 0 : score;
+	for (unsigned i = 0; i < n; i++) {
+		if (ranks[i] == FT_RANK_NONE)
+			continue;
+		lo = ranks[i] < lo ? ranks[i] : lo;
+		hi = ranks[i] > hi ? ranks[i] : hi;
+	}
+	for (unsigned i = 0; i < n; i++)
+		out[i] = ranks[i] == FT_RANK_NONE ? 0
+			 : ranks[i] == hi
+			     ? max
+			     : (int)((ranks[i] - lo) * max / (hi - lo));
 }

@@ -872,11 +872,27 @@ static int policy_points(const ask_t *a)
 		 total);
 }
 
+/* 8 - 2 per level below the wanted one (not below 0); -1: unreachable. */
+static int level_points(const ask_t *a)
+{
+	const ft_demand_t *ad = &a->u.demand;
+	ft_level_t want, got;
+	int points;
+
+	want = ad->has_affinity
+		   ? ft_place_effective_level(ad)
+		   : (ad->gpus || ad->ranks || ad->mig_count ? FT_LEVEL_NVLINK
+							     : FT_LEVEL_NUMA);
+	got = reachable_level(a, want);
+	if (got == FT_LEVEL_COUNT)
+		return -1;
+	points = 8 - 2 * (int)(got - want);
+	return points < 0 ? 0 : points;
+}
+
 int ft_place_score(const ft_node_t *node, const ft_demand_t *d,
 		   ft_policy_t policy)
 {
-	ft_level_t want, got;
-	const ft_demand_t *ad;
 	int points;
 	ask_t a;
 
@@ -884,18 +900,20 @@ int ft_place_score(const ft_node_t *node, const ft_demand_t *d,
 	    (!ft_demand_wants_devices(d) && !d->has_affinity))
 		return 0;
 	ask_init(&a, node, d, policy);
-	ad = &a.u.demand;
-	want = ad->has_affinity
-		   ? ft_place_effective_level(ad)
-		   : (ad->gpus || ad->ranks || ad->mig_count ? FT_LEVEL_NVLINK
-							     : FT_LEVEL_NUMA);
-	got = reachable_level(&a, want);
-	if (got == FT_LEVEL_COUNT)
-		return 0;
-	points = 8 - 2 * (int)(got - want);
-	if (points < 0)
-		points = 0;
-	return points + policy_points(&a);
+	points = level_points(&a);
+	return points < 0 ? 0 : points + policy_points(&a);
+}
+
+int ft_place_level_points(const ft_node_t *node, const ft_demand_t *d)
+{
+	ask_t a;
+
+	if (!node->topology)
+		return -1;
+	if (!ft_demand_wants_devices(d) && !d->has_affinity)
+		return 8;
+	ask_init(&a, node, d, FT_POLICY_PACKED);
+	return level_points(&a);
 }
 
 uint8_t ft_place_levels_of(const ft_topology_t *t, uint16_t gpus,
@@ -1285,6 +1303,15 @@ static uint32_t usable_replicas(const ask_t *a, uint16_t *gpus)
 	return milli;
 }
 
+bool ft_place_requests_fit(const ft_node_t *node, const ft_demand_t *d)
+{
+	uint64_t memory;
+
+	return ft_node_free_cpu_millis(node) >= ft_demand_cpu_millis(d) &&
+	       (!ft_node_free_memory_mib(node, &memory) ||
+		memory >= d->memory_mib);
+}
+
 void ft_place_usable(ft_usable_t *out, const ft_node_t *node,
 		     const ft_demand_t *d)
 {
@@ -1301,7 +1328,7 @@ void ft_place_usable(ft_usable_t *out, const ft_node_t *node,
 	level = ad->has_affinity && ad->mode == FT_MODE_GUARANTEED
 		    ? ft_place_effective_level(ad)
 		    : FT_LEVEL_NODE;
-	if (!node_room_fits(&a))
+	if (!node_room_fits(&a) || !ft_place_requests_fit(node, ad))
 		return;
 	for (unsigned i = a.t->level_first[level];
 	     i < a.t->level_first[level + 1]; i++)

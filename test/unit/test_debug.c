@@ -277,7 +277,8 @@ static void test_debug__nodes(void **state)
 
 /*
  * Fragmentation per node under the workload mix of small.yaml's bound pods
- * (1 GPU x2, 1 GPU with 2 pinned CPUs, 3 GPUs with 8): on pairs-free every
+ * (1 GPU x3, one of them with 2 pinned CPUs, 3 GPUs with 8: two classes, by
+ * GPU shape): on pairs-free every
  * class still fits; on h100-0 no class asks MIG, so every free slice is
  * stranded and a fragment.
  */
@@ -290,7 +291,7 @@ static void test_debug__nodes_fragmentation(void **state)
 
 	assert_int_equal(num(mix, "window"), 256);
 	assert_int_equal(num(mix, "pods"), 4);
-	assert_int_equal(cJSON_GetArraySize(at(mix, "classes")), 3);
+	assert_int_equal(cJSON_GetArraySize(at(mix, "classes")), 2);
 	row = find(at(root, "nodes"), "name", "pairs-free");
 	f = at(row, "fragmentation");
 	expect_json(f, "{\"freeGpus\":3,\"fragmentedGpus\":0,"
@@ -804,8 +805,8 @@ static void test_debug__explain_units_requires(void **state)
  */
 /*
  * A 1-GPU pod: on pairs-free it would leave too few GPUs for the 3-GPU pods
- * of the mix (a quarter of the mix loses 2 GPUs: +0.5), so 3 points come
- * off; on a100-0 seven GPUs stay, nothing changes.
+ * of the mix (a quarter of the mix loses 2 GPUs: +0.5), so it ranks below
+ * a100-0, where seven GPUs stay and nothing changes, and scores lower.
  */
 static void test_debug__explain_fragmentation(void **state)
 {
@@ -815,11 +816,16 @@ static void test_debug__explain_fragmentation(void **state)
 	const cJSON *nodes = at(root, "nodes");
 
 	expect_json(at(find(nodes, "node", "pairs-free"), "fragmentation"),
-		    "{\"deltaGpus\":0.5,\"penalty\":3}");
+		    "{\"deltaGpus\":0.5}");
 	expect_json(at(find(nodes, "node", "a100-0"), "fragmentation"),
-		    "{\"deltaGpus\":0,\"penalty\":0}");
+		    "{\"deltaGpus\":0}");
 	assert_null(cJSON_GetObjectItem(find(nodes, "node", "bare-0"),
 					"fragmentation"));
+	assert_true(num(find(nodes, "node", "a100-0"), "rank") >
+		    num(find(nodes, "node", "pairs-free"), "rank"));
+	assert_true(num(find(nodes, "node", "a100-0"), "score") >
+		    num(find(nodes, "node", "pairs-free"), "score"));
+	assert_true(cJSON_IsNull(at(find(nodes, "node", "bare-0"), "rank")));
 	cJSON_Delete(root);
 }
 

@@ -1,4 +1,4 @@
-/* FGD fragmentation: the workload mix, the measure and the score penalty,
+/* FGD fragmentation: the workload mix, the measure and the rank of a node,
  * and GPUs of unknown locality counted only at the levels they reach. */
 #include <pthread.h>
 #include <setjmp.h>
@@ -187,15 +187,16 @@ static void test_frag__single_gpu_spares_last_pair(void **state)
 			 0);
 	assert_int_equal(da, 500);  /* half the mix loses GPU 1 */
 	assert_int_equal(db, -500); /* GPU 3 was a fragment for pairs */
-	assert_int_equal(ft_frag_penalty(a, &one, FT_POLICY_PACKED, &mix), 3);
-	assert_int_equal(ft_frag_penalty(b, &one, FT_POLICY_PACKED, &mix), 0);
 	for (int p = FT_POLICY_PACKED; p <= FT_POLICY_DISTRIBUTED; p++)
-		assert_true(ft_place_score_mix(a, &one, (ft_policy_t)p, &mix) <
-			    ft_place_score_mix(b, &one, (ft_policy_t)p, &mix));
+		assert_true(ft_place_rank(a, &one, (ft_policy_t)p, &mix) <
+			    ft_place_rank(b, &one, (ft_policy_t)p, &mix));
+	/* Without a mix the policy alone decides: packed the fuller b (one
+	 * GPU free), distributed a (two). */
 	ft_mix_init(&mix, 64);
-	assert_int_equal(ft_place_score_mix(a, &one, FT_POLICY_PACKED, &mix),
-			 ft_place_score(a, &one, FT_POLICY_PACKED));
-	assert_int_equal(ft_frag_penalty(a, &one, FT_POLICY_PACKED, NULL), 0);
+	assert_true(ft_place_rank(a, &one, FT_POLICY_PACKED, &mix) <
+		    ft_place_rank(b, &one, FT_POLICY_PACKED, &mix));
+	assert_true(ft_place_rank(a, &one, FT_POLICY_DISTRIBUTED, &mix) >
+		    ft_place_rank(b, &one, FT_POLICY_DISTRIBUTED, &mix));
 	ft_node_unref(a);
 	ft_node_unref(b);
 }
@@ -312,13 +313,141 @@ static void test_frag__shared_fraction(void **state)
 	assert_int_equal(
 	    ft_frag_delta(&delta, busy, &small, FT_POLICY_PACKED, &mix), 0);
 	assert_int_equal(delta, 500); /* GPU 0: 8 - 3 = 5 left */
-	assert_int_equal(ft_frag_penalty(busy, &small, FT_POLICY_PACKED, &mix),
-			 3);
+	assert_true(ft_place_rank(busy, &small, FT_POLICY_PACKED, &mix) >
+		    ft_place_rank(fresh, &small, FT_POLICY_PACKED, &mix));
 	ft_node_unref(fresh);
 	ft_node_unref(busy);
 }
 
-/* No topology, no GPU asked, no placement: no penalty and no measure. */
+/* A pairs4 node (16 CPUs, 128 GiB) with one pod requesting `cpu_millis`
+ * and holding the whole GPUs listed (-1 ends). */
+static ft_node_t *busy_node(const char *name, uint32_t cpu_millis,
+			    const int *held)
+{
+	ft_topology_t *t = ft_test_topology_pairs4("P");
+	ft_pod_t pod, *list[2] = {&pod, NULL};
+	ft_node_t *node;
+
+	gpu_pod(&pod, "busy", held);
+	pod.demand.cpu_millis = cpu_millis;
+	node = ft_test_node(name, t, list);
+	ft_pod_dispose(&pod);
+	ft_topology_unref(t);
+	return node;
+}
+
+/*
+ * One class per GPU shape, whatever the CPU and memory: the class asks the
+ * mean requests of its pods (rounded to FT_MIX_CPU_STEP and
+ * FT_MIX_MEMORY_STEP), and gets a new generation when that mean changes.
+ */
+static void test_frag__mix_keys_by_gpu_shape(void **state)
+{
+	ft_demand_t small = gpus_demand(1, -1), big = gpus_demand(1, -1);
+	uint32_t generation;
+	ft_mix_t mix;
+
+	(void)state;
+	small.cpu_millis = 2000;
+	small.memory_mib = 1024;
+	big.exclusive_cpus = 6; /* pinned: 6000 millicores */
+	big.memory_mib = 8192;
+	ft_mix_init(&mix, 4);
+	ft_mix_add(&mix, &small);
+	assert_int_equal(mix.classes[0].cpu_millis, 2000);
+	generation = mix.generations[0];
+	ft_mix_add(&mix, &big);
+	assert_int_equal(mix.n_classes, 1);
+	assert_int_equal(mix.counts[0], 2);
+	assert_int_equal(mix.classes[0].cpu_millis, 4000);
+	assert_int_equal(mix.classes[0].memory_mib, 5120);
+	assert_int_equal(mix.classes[0].exclusive_cpus, 0);
+	assert_true(mix.generations[0] != generation);
+	ft_mix_add(&mix, &small);
+	ft_mix_add(&mix, &big); /* the window is full: s b s b */
+	generation = mix.generations[0];
+	ft_mix_add(&mix, &small); /* a small leaves: the mean stays */
+	assert_int_equal(mix.generations[0], generation);
+	ft_mix_add(&mix, &small); /* a big leaves: s s s b */
+	assert_int_equal(mix.counts[0], 4);
+	assert_int_equal(mix.classes[0].cpu_millis, 3000); /* 12000 / 4 */
+	assert_int_equal(mix.classes[0].memory_mib, 3072); /* 11264 / 4 */
+	assert_true(mix.generations[0] != generation);
+}
+
+/*
+ * FGD's "the pod does not fit": a node whose CPUs are requested strands its
+ * free GPUs for a class that needs CPUs with them.
+ */
+static void test_frag__cpu_strands_gpus(void **state)
+{
+	const int none[] = {-1};
+	ft_node_t *cramped = busy_node("c", 15000, none),
+		  *roomy = busy_node("r", 4000, none);
+	ft_demand_t one = gpus_demand(1, -1);
+
+	(void)state;
+	one.cpu_millis = 4000;
+	assert_int_equal(ft_node_free_cpu_millis(cramped), 1000);
+	assert_int_equal(ft_frag_of(cramped, &one), 4000);
+	assert_int_equal(ft_frag_of(roomy, &one), 0);
+	one.memory_mib = 200000; /* more than the node's 128 GiB */
+	assert_int_equal(ft_frag_of(roomy, &one), 4000);
+	ft_node_unref(cramped);
+	ft_node_unref(roomy);
+}
+
+/*
+ * A CPU-only pod is ranked too: where its CPUs would strand free GPUs it
+ * ranks below a node whose GPUs are all held, under either policy.
+ */
+static void test_frag__cpu_only_pod_ranked(void **state)
+{
+	const int none[] = {-1}, all[] = {0, 1, 2, 3, -1};
+	ft_node_t *idle = busy_node("i", 0, none),
+		  *full = busy_node("f", 0, all);
+	ft_demand_t one = gpus_demand(1, -1), cpu = gpus_demand(0, -1);
+	int64_t delta = 0;
+	ft_mix_t mix;
+
+	(void)state;
+	one.cpu_millis = 4000;
+	cpu.cpu_millis = 13000;
+	mix_of(&mix, &one, 4, NULL, 0);
+	assert_int_equal(
+	    ft_frag_delta(&delta, idle, &cpu, FT_POLICY_PACKED, &mix), 0);
+	assert_int_equal(delta, 4000);
+	for (int p = FT_POLICY_PACKED; p <= FT_POLICY_DISTRIBUTED; p++)
+		assert_true(ft_place_rank(idle, &cpu, (ft_policy_t)p, &mix) <
+			    ft_place_rank(full, &cpu, (ft_policy_t)p, &mix));
+	ft_node_unref(idle);
+	ft_node_unref(full);
+}
+
+/* The best rank gets the top score alone; no rank gets 0. */
+static void test_frag__scores_of_ranks(void **state)
+{
+	const int64_t spread[] = {5, FT_RANK_NONE, 5 + (INT64_C(1) << 40), 5},
+		      even[] = {7, 7}, line[] = {0, 50, 99, 100};
+	int out[4] = {-1, -1, -1, -1};
+
+	(void)state;
+	ft_scores_of_ranks(out, spread, 4, 10);
+	assert_int_equal(out[0], 0);
+	assert_int_equal(out[1], 0);
+	assert_int_equal(out[2], 10);
+	assert_int_equal(out[3], 0);
+	ft_scores_of_ranks(out, even, 2, 10);
+	assert_int_equal(out[0], 10);
+	assert_int_equal(out[1], 10);
+	ft_scores_of_ranks(out, line, 4, 10);
+	assert_int_equal(out[1], 5);
+	assert_int_equal(out[2], 9); /* below the best, however close */
+	assert_int_equal(out[3], 10);
+	ft_scores_of_ranks(out, line, 0, 10);
+}
+
+/* No topology, no GPU asked, no placement: no rank and no measure. */
 static void test_frag__edges(void **state)
 {
 	ft_node_t *bare = ft_test_node("x", NULL, NULL);
@@ -341,10 +470,11 @@ static void test_frag__edges(void **state)
 	    ft_frag_delta(&delta, full, &one, FT_POLICY_PACKED, &mix),
 	    FT_ENOTFOUND);
 	assert_int_equal(delta, 0);
-	assert_int_equal(ft_frag_penalty(full, &one, FT_POLICY_PACKED, &mix),
-			 0);
-	assert_int_equal(ft_frag_penalty(full, &cpu, FT_POLICY_PACKED, &mix),
-			 0);
+	assert_int_equal(ft_place_rank(full, &one, FT_POLICY_PACKED, &mix),
+			 FT_RANK_NONE);
+	assert_int_equal(ft_place_rank(bare, &cpu, FT_POLICY_PACKED, &mix),
+			 FT_RANK_NONE);
+	assert_true(ft_place_rank(full, &cpu, FT_POLICY_PACKED, &mix) >= 0);
 	ft_node_unref(bare);
 	ft_node_unref(full);
 }
@@ -712,6 +842,10 @@ int main(void)
 	    cmocka_unit_test(test_frag__mig_stranded),
 	    cmocka_unit_test(test_frag__shared_fraction),
 	    cmocka_unit_test(test_frag__edges),
+	    cmocka_unit_test(test_frag__mix_keys_by_gpu_shape),
+	    cmocka_unit_test(test_frag__cpu_strands_gpus),
+	    cmocka_unit_test(test_frag__cpu_only_pod_ranked),
+	    cmocka_unit_test(test_frag__scores_of_ranks),
 	    cmocka_unit_test(test_frag__delta_matches_reference),
 	    cmocka_unit_test(test_frag__memo_ignores_classes_without_pods),
 	    cmocka_unit_test(test_frag__concurrent_weighing),
