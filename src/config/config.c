@@ -156,7 +156,7 @@ static const key_spec_t schema[] = {
 	   4096,
 	   "Recent pods whose GPU requests make the workload mix that "
 	   "fragmentation (FGD) is measured against, 0 to 4096; 0 turns "
-	   "the fragmentation penalty in scoring off."),
+	   "the fragmentation part of the nodes' rank in scoring off."),
 };
 
 #define SCHEMA_SIZE (sizeof(schema) / sizeof(schema[0]))
