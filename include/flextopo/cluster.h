@@ -284,13 +284,20 @@ typedef struct ft_frag_cache_entry {
 
 #define FT_FRAG_MEMO 4 /* pod shapes remembered per node */
 
-/* A pod shape weighed on a node: F_n(m) per class after its placement. */
+/* A pod shape weighed on a node: the node after its placement. */
 typedef struct ft_frag_memo {
 	bool used;
 	ft_demand_t shape; /* the pod's class key with its own requests */
 	uint8_t policy;	   /* the policy its placement followed */
 	uint32_t generations[FT_FRAG_CACHE]; /* of the classes below */
-	uint32_t after[FT_FRAG_CACHE];	     /* F_n(m) after, milli-GPU */
+	/* The node after the placement: each class's usable capacity and
+	 * the free capacity, milli-GPU; the unrequested CPU (millicores) and
+	 * memory (MiB; known or not). */
+	uint32_t usable[FT_FRAG_CACHE];
+	uint32_t free_milli;
+	uint64_t cpu_millis;
+	uint64_t memory_mib;
+	bool memory_known;
 } ft_frag_memo_t;
 
 /*

@@ -14,6 +14,11 @@
  * NVLink peer is a fragment for pods asking for an NVLink pair, and a 1-GPU
  * pod that takes one GPU of the last free pair raises F_n while one that
  * takes an unpaired GPU lowers it (NVIDIA/k8s-device-plugin #1193).
+ * "Does not fit" counts CPU and memory as FGD does: the pods of a class
+ * differ in what they request, so F_n(m) averages over the class's points
+ * (ft_mix_t): all the free capacity for a point whose CPU or memory the
+ * node's unrequested room cannot hold (ft_node_free_cpu_millis), else what
+ * the class's units cannot take.
  *
  * Units: capacity is in milli-GPU: a whole GPU is 1000, a MIG memory slice
  * 1000 / 8 = 125 (FT_MIG_SLICES, NVIDIA MIG user guide), a replica of a
@@ -41,10 +46,9 @@
 #include "config.h"
 #include "place.h"
 
-#define FT_MIX_CLASSES	   16
-#define FT_MIX_WINDOW_MAX  4096 /* pods a mix remembers, at most */
-#define FT_MIX_CPU_STEP	   500	/* a class's mean CPU request, rounded */
-#define FT_MIX_MEMORY_STEP 1024 /* and its mean memory request, MiB */
+#define FT_MIX_CLASSES	  16
+#define FT_MIX_WINDOW_MAX 4096 /* pods a mix remembers, at most */
+#define FT_MIX_POINTS	  8    /* pods standing for a class's requests */
 
 typedef struct ft_mix {
 	unsigned window;    /* pods remembered; 0 turns the mix off */
@@ -56,9 +60,14 @@ typedef struct ft_mix {
 						 gets a class: the key of the
 						 node cache */
 	uint32_t total;			      /* sum of counts */
-	uint64_t cpu_millis[FT_MIX_CLASSES];  /* requests of the pods of each
-						 in the window: sums */
-	uint64_t memory_mib[FT_MIX_CLASSES];
+	/*
+	 * The requests of each class's pods in the window, as up to
+	 * FT_MIX_POINTS of them at evenly spaced quantiles of CPU, each with
+	 * its own memory: millicores (pinned CPUs count 1000 each) and MiB.
+	 */
+	uint8_t n_points[FT_MIX_CLASSES];
+	uint32_t point_cpu_millis[FT_MIX_CLASSES][FT_MIX_POINTS];
+	uint32_t point_memory_mib[FT_MIX_CLASSES][FT_MIX_POINTS];
 	unsigned head;			 /* next ring slot */
 	uint8_t ring[FT_MIX_WINDOW_MAX]; /* class of each pod; 0xff: none */
 	uint32_t ring_cpu_millis[FT_MIX_WINDOW_MAX]; /* each pod's requests */
@@ -72,9 +81,9 @@ void ft_mix_init(ft_mix_t *mix, unsigned window);
  * The class key of a demand: its GPU shape, i.e. what it asks of GPU units
  * (whole GPUs, fraction, MIG profile and count), its affinity and mode and
  * its capabilities. CPU and memory, pinned or not, the policy and the node's
- * reading of the demand (ranks) are left out: a class's CPU and memory are
- * the mean requests of its pods in the window (ft_mix_add). False for a
- * demand that asks no GPU unit.
+ * reading of the demand (ranks) are left out: the requests of a class's
+ * pods are kept beside it as points (ft_mix_t). False for a demand that asks
+ * no GPU unit.
  */
 bool ft_mix_class_of(ft_demand_t *out, const ft_demand_t *d);
 
@@ -82,10 +91,8 @@ bool ft_mix_class_of(ft_demand_t *out, const ft_demand_t *d);
  * Count a placed pod. The oldest pod leaves a full window. A new class when
  * all FT_MIX_CLASSES are in use replaces the one with the fewest pods, whose
  * pods leave the window. A demand asking no GPU unit, or a mix with window
- * 0, is ignored. The class demand's cpu_millis and memory_mib are the mean
- * requests of the class's pods in the window, rounded to FT_MIX_CPU_STEP
- * millicores and FT_MIX_MEMORY_STEP MiB; the class gets a new generation
- * whenever they change, so node caches never serve the old means.
+ * 0, is ignored. The points of the class the pod joins, and of the class
+ * of the pod leaving the window, are worked out again from the window.
  */
 void ft_mix_add(ft_mix_t *mix, const ft_demand_t *d);
 
@@ -116,7 +123,7 @@ void ft_frag_largest_blocks(uint8_t *out, const ft_node_t *node);
 void ft_frag_measure(ft_frag_t *out, const ft_node_t *node,
 		     const ft_mix_t *mix);
 
-/* F_n(m) of `node` for the class demand `m`, milli-GPU. */
+/* F_n(m) of `node` for the one demand `m` (its own requests), milli-GPU. */
 uint32_t ft_frag_of(const ft_node_t *node, const ft_demand_t *m);
 
 /*

@@ -8,6 +8,7 @@
 #include <flextopo/frag.h>
 
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define NO_CLASS 0xff
@@ -93,7 +94,7 @@ static void forget_class(ft_mix_t *mix, unsigned c)
 			mix->ring[i] = NO_CLASS;
 	mix->total -= mix->counts[c];
 	mix->counts[c] = 0;
-	mix->cpu_millis[c] = mix->memory_mib[c] = 0;
+	mix->n_points[c] = 0;
 }
 
 static void new_generation(ft_mix_t *mix, unsigned c)
@@ -103,28 +104,42 @@ static void new_generation(ft_mix_t *mix, unsigned c)
 	while (!mix->generations[c]);
 }
 
-/* `sum` / `n` rounded to a multiple of `step`. */
-static uint64_t mean_step(uint64_t sum, uint32_t n, uint64_t step)
-{
-	uint64_t mean = n ? (sum + n / 2) / n : 0;
+typedef struct point {
+	uint32_t cpu_millis;
+	uint32_t memory_mib;
+} point_t;
 
-	return (mean + step / 2) / step * step;
+static int by_cpu(const void *a, const void *b)
+{
+	const point_t *x = a, *y = b;
+
+	return x->cpu_millis != y->cpu_millis
+		   ? (x->cpu_millis > y->cpu_millis) -
+			 (x->cpu_millis < y->cpu_millis)
+		   : (x->memory_mib > y->memory_mib) -
+			 (x->memory_mib < y->memory_mib);
 }
 
-/* Class `c`'s demand asks the mean requests of its pods. */
-static void refresh_means(ft_mix_t *mix, unsigned c)
+/* Class `c`'s points: its pods in the window at the middles of
+ * FT_MIX_POINTS equal shares of them by CPU; all of them when fewer. */
+static void refresh_points(ft_mix_t *mix, unsigned c)
 {
-	ft_demand_t *k = &mix->classes[c];
-	uint64_t cpu =
-	    mean_step(mix->cpu_millis[c], mix->counts[c], FT_MIX_CPU_STEP);
-	uint64_t memory =
-	    mean_step(mix->memory_mib[c], mix->counts[c], FT_MIX_MEMORY_STEP);
+	point_t pods[FT_MIX_WINDOW_MAX];
+	unsigned n = 0, k;
 
-	if (cpu == k->cpu_millis && memory == k->memory_mib)
-		return;
-	k->cpu_millis = (uint32_t)cpu;
-	k->memory_mib = memory;
-	new_generation(mix, c);
+	for (unsigned i = 0; i < mix->window; i++)
+		if (mix->ring[i] == c)
+			pods[n++] = (point_t){mix->ring_cpu_millis[i],
+					      mix->ring_memory_mib[i]};
+	qsort(pods, n, sizeof(pods[0]), by_cpu);
+	k = n < FT_MIX_POINTS ? n : FT_MIX_POINTS;
+	for (unsigned j = 0; j < k; j++) {
+		const point_t *p =
+		    &pods[n == k ? j : (2 * j + 1) * n / (2 * k)];
+		mix->point_cpu_millis[c][j] = p->cpu_millis;
+		mix->point_memory_mib[c][j] = p->memory_mib;
+	}
+	mix->n_points[c] = (uint8_t)k;
 }
 
 /* A slot for a new class: a free one, else the class with the fewest pods. */
@@ -148,7 +163,7 @@ static unsigned new_class(ft_mix_t *mix, const ft_demand_t *key)
 void ft_mix_add(ft_mix_t *mix, const ft_demand_t *d)
 {
 	ft_demand_t key;
-	uint8_t *slot;
+	uint8_t *slot, left;
 	int c;
 
 	if (!mix->window || !ft_mix_class_of(&key, d))
@@ -159,21 +174,18 @@ void ft_mix_add(ft_mix_t *mix, const ft_demand_t *d)
 	if (*slot != NO_CLASS) {
 		mix->counts[*slot]--;
 		mix->total--;
-		mix->cpu_millis[*slot] -= mix->ring_cpu_millis[mix->head];
-		mix->memory_mib[*slot] -= mix->ring_memory_mib[mix->head];
-		if (*slot != c)
-			refresh_means(mix, *slot);
 	}
+	left = *slot;
 	*slot = (uint8_t)c;
 	mix->ring_cpu_millis[mix->head] = ft_demand_cpu_millis(d);
 	mix->ring_memory_mib[mix->head] =
 	    (uint32_t)(d->memory_mib > UINT32_MAX ? UINT32_MAX : d->memory_mib);
 	mix->counts[c]++;
 	mix->total++;
-	mix->cpu_millis[c] += mix->ring_cpu_millis[mix->head];
-	mix->memory_mib[c] += mix->ring_memory_mib[mix->head];
-	refresh_means(mix, (unsigned)c);
 	mix->head = (mix->head + 1) % mix->window;
+	if (left != NO_CLASS && left != c)
+		refresh_points(mix, left);
+	refresh_points(mix, (unsigned)c);
 }
 
 /* Free slices of MIG-enabled GPU `g`: of free instances and uncovered. */
@@ -287,22 +299,59 @@ static uint32_t weighted(const ft_mix_t *mix, uint64_t sum)
 	return (uint32_t)((sum + mix->total / 2) / mix->total);
 }
 
+/* What a node has for the classes: free GPU capacity, unrequested room. */
+typedef struct room {
+	uint32_t free_milli;
+	uint64_t cpu_millis;
+	uint64_t memory_mib;
+	bool memory_known;
+} room_t;
+
+static void room_of(room_t *out, const ft_node_t *node)
+{
+	out->free_milli = free_milli(node, NULL);
+	out->cpu_millis = ft_node_free_cpu_millis(node);
+	out->memory_known = ft_node_free_memory_mib(node, &out->memory_mib);
+}
+
+/*
+ * F_n(m) of class `c` whose units could take `usable` of the free capacity:
+ * averaged over its points, all the free capacity for a point whose requests
+ * the room cannot hold, else the free capacity its units cannot take.
+ */
+static uint32_t class_frag(const ft_mix_t *mix, unsigned c, const room_t *r,
+			   uint32_t usable)
+{
+	unsigned n = mix->n_points[c], fit = 0;
+
+	for (unsigned k = 0; k < n; k++)
+		fit += r->cpu_millis >= mix->point_cpu_millis[c][k] &&
+		       (!r->memory_known ||
+			r->memory_mib >= mix->point_memory_mib[c][k]);
+	if (!n)
+		return less(r->free_milli, usable);
+	return (uint32_t)(((uint64_t)fit * less(r->free_milli, usable) +
+			   (uint64_t)(n - fit) * r->free_milli + n / 2) /
+			  n);
+}
+
 /* F_n under `mix`, and (when not NULL) the instances some class could take. */
 static uint32_t expected(const ft_node_t *node, const ft_mix_t *mix,
 			 uint64_t *mig_usable)
 {
 	uint64_t sum = 0;
-	uint32_t free;
+	room_t room;
 
 	if (!mix || !mix->total || !node->topology)
 		return 0;
-	free = free_milli(node, NULL);
+	room_of(&room, node);
 	for (unsigned c = 0; c < mix->n_classes; c++) {
 		ft_usable_t u;
 		if (!mix->counts[c])
 			continue;
 		usable_cached(&u, node, mix, c);
-		sum += (uint64_t)mix->counts[c] * less(free, u.milli);
+		sum += (uint64_t)mix->counts[c] *
+		       class_frag(mix, c, &room, u.milli);
 		if (mig_usable) {
 			mig_usable[0] |= u.mig[0];
 			mig_usable[1] |= u.mig[1];
@@ -363,13 +412,11 @@ void ft_frag_measure(ft_frag_t *out, const ft_node_t *node, const ft_mix_t *mix)
  * count), keeps them. Otherwise the caller works it out again.
  */
 static bool unchanged(const ft_usable_t *u, const ft_placement_t *p,
-		      const ft_demand_t *m, const ft_node_t *node,
-		      const ft_node_t *next)
+		      const ft_demand_t *m, const ft_node_t *node)
 {
 	if (!u->milli)
 		return true;
-	return ft_place_requests_fit(next, m) &&
-	       !((p->gpus | ft_replica_gpus(p->replicas)) & u->gpus) &&
+	return !((p->gpus | ft_replica_gpus(p->replicas)) & u->gpus) &&
 	       !(p->mig[0] & u->mig[0]) && !(p->mig[1] & u->mig[1]) &&
 	       (!m->exclusive_cpus || ft_cpuset_empty(&p->cpus)) &&
 	       !node->unknown_gpus && !node->unknown_replicas &&
@@ -412,12 +459,16 @@ static const ft_frag_memo_t *memo_find(const ft_node_t *node,
 	return NULL;
 }
 
-/* Work out F_n(m) per class of the mix after `d` is placed on `node`. */
-static int work_after(uint32_t *after, const ft_node_t *node,
-		      const ft_demand_t *d, ft_policy_t policy,
-		      const ft_mix_t *mix)
+/* The node after a placement, as a memo keeps it (ft_frag_memo_t). */
+typedef struct after {
+	room_t room;
+	uint32_t usable[FT_MIX_CLASSES];
+} after_t;
+
+/* Work out what each class of the mix could use after `d` is placed. */
+static int work_after(after_t *out, const ft_node_t *node, const ft_demand_t *d,
+		      ft_policy_t policy, const ft_mix_t *mix)
 {
-	uint32_t free_after;
 	ft_placement_t p;
 	ft_node_t next;
 	int rc;
@@ -425,29 +476,46 @@ static int work_after(uint32_t *after, const ft_node_t *node,
 	if ((rc = ft_place_choose(&p, node, d, policy)) < 0)
 		return rc;
 	preview(&next, node, &p, d);
-	free_after = free_milli(&next, NULL);
+	room_of(&out->room, &next);
 	for (unsigned c = 0; c < mix->n_classes; c++) {
 		const ft_demand_t *m = &mix->classes[c];
 		ft_usable_t u, v;
 		if (!mix->counts[c])
 			continue;
 		usable_cached(&u, node, mix, c);
-		if (unchanged(&u, &p, m, node, &next))
+		if (unchanged(&u, &p, m, node))
 			v = u;
 		else
 			ft_place_usable(&v, &next, m);
-		after[c] = less(free_after, v.milli);
+		out->usable[c] = v.milli;
 	}
 	return 0;
 }
 
+static void memo_read(after_t *out, const ft_frag_memo_t *e)
+{
+	memcpy(out->usable, e->usable, sizeof(out->usable));
+	out->room.free_milli = e->free_milli;
+	out->room.cpu_millis = e->cpu_millis;
+	out->room.memory_mib = e->memory_mib;
+	out->room.memory_known = e->memory_known;
+}
+
+static void memo_write(ft_frag_memo_t *e, const after_t *a)
+{
+	memcpy(e->usable, a->usable, sizeof(e->usable));
+	e->free_milli = a->room.free_milli;
+	e->cpu_millis = a->room.cpu_millis;
+	e->memory_mib = a->room.memory_mib;
+	e->memory_known = a->room.memory_known;
+}
+
 /*
- * F_n(m) per class after `d` is placed: from the node's memo of pod
- * shapes when it has this one, else worked out and remembered.
+ * The node after `d` is placed: from the node's memo of pod shapes when it
+ * has this one, else worked out and remembered.
  */
-static int frag_after(uint32_t *after, const ft_node_t *node,
-		      const ft_demand_t *d, ft_policy_t policy,
-		      const ft_mix_t *mix)
+static int frag_after(after_t *out, const ft_node_t *node, const ft_demand_t *d,
+		      ft_policy_t policy, const ft_mix_t *mix)
 {
 	uint8_t pol = (uint8_t)(d->has_policy ? d->policy : policy);
 	const ft_frag_memo_t *hit = NULL;
@@ -458,12 +526,12 @@ static int frag_after(uint32_t *after, const ft_node_t *node,
 	memo_shape(&shape, d);
 	if (lock_node(node)) {
 		if ((hit = memo_find(node, &shape, pol, mix)))
-			memcpy(after, hit->after, sizeof(hit->after));
+			memo_read(out, hit);
 		unlock_node(node);
 	}
 	if (hit)
 		return 0;
-	if ((rc = work_after(after, node, d, policy, mix)) < 0 ||
+	if ((rc = work_after(out, node, d, policy, mix)) < 0 ||
 	    !lock_node(node))
 		return rc;
 	slot = &node->frag->memo[node->frag->memo_next];
@@ -473,7 +541,7 @@ static int frag_after(uint32_t *after, const ft_node_t *node,
 	/* A class without pods was not worked out: 0 never matches it. */
 	for (unsigned c = 0; c < FT_MIX_CLASSES; c++)
 		slot->generations[c] = mix->counts[c] ? mix->generations[c] : 0;
-	memcpy(slot->after, after, sizeof(slot->after));
+	memo_write(slot, out);
 	node->frag->memo_next = (node->frag->memo_next + 1) % FT_FRAG_MEMO;
 	unlock_node(node);
 	return 0;
@@ -482,25 +550,28 @@ static int frag_after(uint32_t *after, const ft_node_t *node,
 int ft_frag_delta(int64_t *out, const ft_node_t *node, const ft_demand_t *d,
 		  ft_policy_t policy, const ft_mix_t *mix)
 {
-	uint32_t after[FT_MIX_CLASSES] = {0}, free_before;
 	uint64_t sum_before = 0, sum_after = 0;
 	ft_placement_t p;
+	room_t before;
+	after_t after;
 	int rc;
 
 	*out = 0;
 	if (!mix || !mix->total || !node->topology)
 		return (rc = ft_place_choose(&p, node, d, policy)) < 0 ? rc : 0;
-	if ((rc = frag_after(after, node, d, policy, mix)) < 0)
+	memset(&after, 0, sizeof(after));
+	if ((rc = frag_after(&after, node, d, policy, mix)) < 0)
 		return rc;
-	free_before = free_milli(node, NULL);
+	room_of(&before, node);
 	for (unsigned c = 0; c < mix->n_classes; c++) {
 		ft_usable_t u;
 		if (!mix->counts[c])
 			continue;
 		usable_cached(&u, node, mix, c);
-		sum_before +=
-		    (uint64_t)mix->counts[c] * less(free_before, u.milli);
-		sum_after += (uint64_t)mix->counts[c] * after[c];
+		sum_before += (uint64_t)mix->counts[c] *
+			      class_frag(mix, c, &before, u.milli);
+		sum_after += (uint64_t)mix->counts[c] *
+			     class_frag(mix, c, &after.room, after.usable[c]);
 	}
 	*out = (int64_t)weighted(mix, sum_after) -
 	       (int64_t)weighted(mix, sum_before);

@@ -337,14 +337,13 @@ static ft_node_t *busy_node(const char *name, uint32_t cpu_millis,
 }
 
 /*
- * One class per GPU shape, whatever the CPU and memory: the class asks the
- * mean requests of its pods (rounded to FT_MIX_CPU_STEP and
- * FT_MIX_MEMORY_STEP), and gets a new generation when that mean changes.
+ * One class per GPU shape, whatever the CPU and memory: the class's pods'
+ * requests are kept as points, evenly spaced by CPU, worked out again as
+ * pods join and leave the window. The class key asks no CPU or memory.
  */
 static void test_frag__mix_keys_by_gpu_shape(void **state)
 {
 	ft_demand_t small = gpus_demand(1, -1), big = gpus_demand(1, -1);
-	uint32_t generation;
 	ft_mix_t mix;
 
 	(void)state;
@@ -353,26 +352,42 @@ static void test_frag__mix_keys_by_gpu_shape(void **state)
 	big.exclusive_cpus = 6; /* pinned: 6000 millicores */
 	big.memory_mib = 8192;
 	ft_mix_init(&mix, 4);
-	ft_mix_add(&mix, &small);
-	assert_int_equal(mix.classes[0].cpu_millis, 2000);
-	generation = mix.generations[0];
 	ft_mix_add(&mix, &big);
+	ft_mix_add(&mix, &small);
 	assert_int_equal(mix.n_classes, 1);
 	assert_int_equal(mix.counts[0], 2);
-	assert_int_equal(mix.classes[0].cpu_millis, 4000);
-	assert_int_equal(mix.classes[0].memory_mib, 5120);
+	assert_int_equal(mix.classes[0].cpu_millis, 0);
 	assert_int_equal(mix.classes[0].exclusive_cpus, 0);
-	assert_true(mix.generations[0] != generation);
+	assert_int_equal(mix.classes[0].memory_mib, 0);
+	assert_int_equal(mix.n_points[0], 2);
+	assert_int_equal(mix.point_cpu_millis[0][0], 2000); /* by CPU */
+	assert_int_equal(mix.point_memory_mib[0][0], 1024);
+	assert_int_equal(mix.point_cpu_millis[0][1], 6000);
+	assert_int_equal(mix.point_memory_mib[0][1], 8192);
 	ft_mix_add(&mix, &small);
-	ft_mix_add(&mix, &big); /* the window is full: s b s b */
-	generation = mix.generations[0];
-	ft_mix_add(&mix, &small); /* a small leaves: the mean stays */
-	assert_int_equal(mix.generations[0], generation);
-	ft_mix_add(&mix, &small); /* a big leaves: s s s b */
-	assert_int_equal(mix.counts[0], 4);
-	assert_int_equal(mix.classes[0].cpu_millis, 3000); /* 12000 / 4 */
-	assert_int_equal(mix.classes[0].memory_mib, 3072); /* 11264 / 4 */
-	assert_true(mix.generations[0] != generation);
+	ft_mix_add(&mix, &small); /* the window is full: b s s s */
+	ft_mix_add(&mix, &small); /* the big pod leaves */
+	assert_int_equal(mix.n_points[0], 4);
+	for (unsigned k = 0; k < 4; k++)
+		assert_int_equal(mix.point_cpu_millis[0][k], 2000);
+}
+
+/* More pods than points: the points sit at the middles of equal shares. */
+static void test_frag__mix_points_are_quantiles(void **state)
+{
+	ft_demand_t d = gpus_demand(1, -1);
+	ft_mix_t mix;
+
+	(void)state;
+	ft_mix_init(&mix, 64);
+	for (unsigned i = 0; i < 16; i++) {
+		d.cpu_millis = 1000 * (16 - i); /* 16..1 CPUs, out of order */
+		ft_mix_add(&mix, &d);
+	}
+	assert_int_equal(mix.n_points[0], FT_MIX_POINTS);
+	for (unsigned k = 0; k < FT_MIX_POINTS; k++)
+		assert_int_equal(mix.point_cpu_millis[0][k],
+				 1000 * (2 * k + 2));
 }
 
 /*
@@ -395,6 +410,28 @@ static void test_frag__cpu_strands_gpus(void **state)
 	assert_int_equal(ft_frag_of(roomy, &one), 4000);
 	ft_node_unref(cramped);
 	ft_node_unref(roomy);
+}
+
+/*
+ * F_n(m) averages over the class's points: with half of its pods asking more
+ * CPU than the node has left, half the free capacity is a fragment.
+ */
+static void test_frag__points_share_the_fragment(void **state)
+{
+	const int none[] = {-1};
+	ft_node_t *node = busy_node("n", 10000, none); /* 6 CPUs left */
+	ft_demand_t small = gpus_demand(1, -1), big = gpus_demand(1, -1);
+	ft_frag_t f;
+	ft_mix_t mix;
+
+	(void)state;
+	small.cpu_millis = 2000;
+	big.cpu_millis = 8000;
+	mix_of(&mix, &small, 2, &big, 2);
+	ft_frag_measure(&f, node, &mix);
+	assert_int_equal(f.free_milli, 4000);
+	assert_int_equal(f.fragmentation_milli, 2000);
+	ft_node_unref(node);
 }
 
 /*
@@ -843,7 +880,9 @@ int main(void)
 	    cmocka_unit_test(test_frag__shared_fraction),
 	    cmocka_unit_test(test_frag__edges),
 	    cmocka_unit_test(test_frag__mix_keys_by_gpu_shape),
+	    cmocka_unit_test(test_frag__mix_points_are_quantiles),
 	    cmocka_unit_test(test_frag__cpu_strands_gpus),
+	    cmocka_unit_test(test_frag__points_share_the_fragment),
 	    cmocka_unit_test(test_frag__cpu_only_pod_ranked),
 	    cmocka_unit_test(test_frag__scores_of_ranks),
 	    cmocka_unit_test(test_frag__delta_matches_reference),
