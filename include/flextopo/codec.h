@@ -123,13 +123,13 @@ int ft_codec_allocation_from_placement(ft_allocation_t *out,
  * Checked as that package's ParseObserved checks it: the keys version,
  * node, source, gpus, mig and cpuset are required; version is 1; node is
  * not empty; source is "nri" or "podresources"; uuids are non-empty strings,
- * each listed once; replica counts are integers 1-64; cpusets are cpulists
+ * each listed once; replica counts are integers 1-100; cpusets are cpulists
  * ("" is the shared pool). Each entry of "containers" is checked the same
  * way and then dropped: the pod-level lists are the union. Unknown keys are
  * ignored. Lists are bounded by what one pod of the model holds
  * (FT_GPU_MAX GPUs and shared GPUs, FT_ALLOC_MIG_MAX MIG devices, CPU ids
  * below FT_CPU_MAX), which the schema's 64 may exceed. FT_EINVAL with a
- * message naming the key ("replicas[0].count: 0 is outside 1-64"), the
+ * message naming the key ("replicas[0].count: 0 is outside 1-100"), the
  * golden cases being test/fixtures/observed; FT_ENOMEM.
  */
 int ft_codec_observed_decode(ft_observed_t *out, const char *json);

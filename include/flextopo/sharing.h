@@ -102,7 +102,7 @@ const char *ft_sharing_advertised(const ft_sharing_t *s,
  * Decode a device plugin configuration file's text; `name` (the path) is
  * copied into out->file and starts every message. FT_EINVAL with
  * "name:line: field: what is wrong", the field as a path
- * ("sharing.timeSlicing.resources[0].replicas: must be an integer 2..64");
+ * ("sharing.timeSlicing.resources[0].replicas: must be an integer 2..100");
  * the line is left out where it is unknown. FT_ETOOBIG for runaway
  * aliases, FT_ENOMEM. On error *out is left zeroed. Lives in the codec
  * stage (src/codec/sharing.c).

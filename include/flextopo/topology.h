@@ -53,7 +53,7 @@
 #define FT_DOMAIN_MAX 128
 #define FT_NONE	      0xff /* "no PCIe switch" and other absent positions */
 #define FT_REPLICAS_MAX                                                        \
-	64 /* replicas per shared GPU (time-slicing or MPS), at most */
+	100 /* replicas per shared GPU (time-slicing or MPS), at most */
 #define FT_MIG_SLICES                                                          \
 	8 /* memory slices per MIG-capable GPU (NVIDIA MIG user guide) */
 #define FT_MEMORY_UNKNOWN                                                      \

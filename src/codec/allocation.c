@@ -19,7 +19,7 @@
  * always was; the observed annotation is checked as node/internal/alloc
  * (ParseObserved) checks it, so that both read the golden fixtures of
  * test/fixtures/observed alike: required keys, version 1, a node, a known
- * source, uuid strings each listed once, replica counts 1-64, cpulists.
+ * source, uuid strings each listed once, replica counts 1-100, cpulists.
  */
 #include <flextopo/codec.h>
 #include <flextopo/error.h>

@@ -1018,7 +1018,7 @@ static void test_codec__allocation_replicas(void **state)
 			     &back, "{\"replicas\":[{\"gpu\":\"S-0\"}]}"),
 			 FT_EINVAL);
 	assert_string_equal(ft_error_last(), "replicas[0].count: expected an "
-					     "integer 1-64");
+					     "integer 1-100");
 	assert_int_equal(ft_codec_allocation_decode(&back, "{\"replicas\":{}}"),
 			 FT_EINVAL);
 	free(text);

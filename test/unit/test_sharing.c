@@ -196,7 +196,7 @@ static void test_sharing__nothing_shared(void **state)
 
 static void test_sharing__replicas_errors(void **state)
 {
-	static const char *const bad[] = {"1",	"65",  "\"10\"", "2.5",
+	static const char *const bad[] = {"1",	"101", "\"10\"", "2.5",
 					  "-3", "[2]", "true"};
 	char yaml[256];
 
@@ -204,14 +204,14 @@ static void test_sharing__replicas_errors(void **state)
 		snprintf(yaml, sizeof(yaml),
 			 RESOURCE_HEAD "      replicas: %s\n", bad[i]);
 		assert_fails(yaml, "s.yaml:5: " AT_RESOURCE
-				   ".replicas: must be an integer 2..64");
+				   ".replicas: must be an integer 2..100");
 	}
 	assert_fails(RESOURCE_HEAD "      devices: all\n",
 		     "s.yaml:4: " AT_RESOURCE ".replicas: missing");
 	/* A value copied by an alias has no line of its own. */
 	assert_fails("one: &one 1\n" RESOURCE_HEAD "      replicas: *one\n",
 		     "s.yaml: " AT_RESOURCE
-		     ".replicas: must be an integer 2..64");
+		     ".replicas: must be an integer 2..100");
 }
 
 static void test_sharing__devices_errors(void **state)

@@ -884,10 +884,10 @@ static void test_topology__shared_gpu_errors(void **state)
 {
 	expect_error(STRATEGY("", SHARED(0, 1)),
 		     "sockets[0].numaNodes[0].gpus[0].replicas: expected an "
-		     "integer 2-64");
-	expect_error(STRATEGY("", SHARED(0, 65)),
+		     "integer 2-100");
+	expect_error(STRATEGY("", SHARED(0, 101)),
 		     "sockets[0].numaNodes[0].gpus[0].replicas: expected an "
-		     "integer 2-64");
+		     "integer 2-100");
 	expect_error(STRATEGY("", "{'index':0,'uuid':'g0','replicas':4,'mig':{"
 				  "'enabled':true}}"),
 		     "GPU 0: MIG-enabled GPU cannot be shared (replicas)");

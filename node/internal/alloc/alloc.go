@@ -25,7 +25,8 @@ const (
 // Limits of api/allocation.schema.json.
 const (
 	maxGPUs     = 16
-	maxReplicas = 64
+	maxReplicas = 100 // replicas per shared GPU (FT_REPLICAS_MAX)
+	maxListed   = 64  // entries per list of units
 	maxMIGStart = 7
 	maxMIGSize  = 8
 )
@@ -335,8 +336,8 @@ func (o *Observed) validate() error {
 }
 
 func (h *Holding) validate(prefix string) error {
-	if len(h.GPUs) > maxReplicas || len(h.MIG) > maxReplicas || len(h.Replicas) > maxReplicas {
-		return fmt.Errorf("%sgpus, mig, replicas: at most %d each", prefix, maxReplicas)
+	if len(h.GPUs) > maxListed || len(h.MIG) > maxListed || len(h.Replicas) > maxListed {
+		return fmt.Errorf("%sgpus, mig, replicas: at most %d each", prefix, maxListed)
 	}
 	if err := checkUUIDs(prefix+"gpus", h.GPUs); err != nil {
 		return err
