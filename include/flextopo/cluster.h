@@ -295,6 +295,18 @@ typedef struct ft_node_frag {
 	unsigned memo_next; /* the slot the next shape replaces */
 } ft_node_frag_t;
 
+#define FT_FILTER_MEMO 4 /* pod demands remembered per node */
+
+/*
+ * Filter verdicts already worked out on a node, by demand. A node never
+ * changes, so the verdict of an equal demand (byte for byte) is the same;
+ * kube-scheduler asks about the same few pod shapes on thousands of nodes
+ * that mostly did not change since the last pod. The verdict type is
+ * place.h's, kept opaque here so that the model does not include it.
+ * `busy` guards the rest as a try-lock, as in ft_node_frag_t.
+ */
+typedef struct ft_filter_memo ft_filter_memo_t;
+
 typedef struct ft_node {
 	atomic_int refcount;
 	char *name;
@@ -321,6 +333,11 @@ typedef struct ft_node {
 	 * value copies (ft_node_copy_value), which then work without it.
 	 */
 	ft_node_frag_t *frag;
+	/*
+	 * Likewise for filter (ft_place_filter_memo, place.h): NULL in value
+	 * copies and when it could not be allocated.
+	 */
+	ft_filter_memo_t *filter_memo;
 } ft_node_t;
 
 /*
@@ -340,7 +357,8 @@ void ft_node_unref(ft_node_t *node);
 /*
  * A value copy of `node` in `out`, to change its usage: it borrows node's
  * name, topology and holdings (it takes no reference; never ft_node_unref
- * it, and it lives no longer than `node`), and has no fragmentation cache.
+ * it, and it lives no longer than `node`), and has no fragmentation cache
+ * and no filter memo.
  * The reference count, which other threads change, is not read.
  */
 void ft_node_copy_value(ft_node_t *out, const ft_node_t *node);

@@ -321,6 +321,7 @@ static void node_free(ft_node_t *node)
 	free(node->name);
 	free(node->topology_error);
 	free(node->frag);
+	ft_filter_memo_free(node->filter_memo);
 	ft_topology_unref(node->topology);
 	free(node);
 }
@@ -612,6 +613,7 @@ static int node_alloc(ft_node_t **out, const char *name,
 		return ft_error_set(FT_ENOMEM, "node %s: out of memory", name);
 	atomic_init(&node->refcount, 1);
 	node->frag = calloc(1, sizeof(*node->frag));
+	node->filter_memo = ft_filter_memo_new();
 	node->topology = ft_topology_ref(topology);
 	node->name = strdup(name);
 	node->topology_error = topology_error ? strdup(topology_error) : NULL;
@@ -676,6 +678,7 @@ void ft_node_copy_value(ft_node_t *out, const ft_node_t *node)
 	       sizeof(*out) - skip);
 	atomic_init(&out->refcount, 0);
 	out->frag = NULL;
+	out->filter_memo = NULL;
 }
 
 void ft_node_preview(ft_node_t *out, const ft_node_t *node,
@@ -706,7 +709,8 @@ size_t ft_node_footprint(const ft_node_t *node)
 {
 	size_t bytes = sizeof(*node) + strlen(node->name) + 1 +
 		       node->n_holdings * sizeof(*node->holdings) +
-		       (node->frag ? sizeof(*node->frag) : 0);
+		       (node->frag ? sizeof(*node->frag) : 0) +
+		       (node->filter_memo ? ft_filter_memo_size() : 0);
 
 	for (unsigned i = 0; i < node->n_holdings; i++)
 		bytes +=
