@@ -89,10 +89,28 @@ static bool plain(unsigned char c)
 	return !escaped[c];
 }
 
+/* Write "s" at once when nothing in it needs escaping, as node names. */
+static bool put_plain_string(ft_buf_t *b, const char *s)
+{
+	size_t n = 0;
+
+	while (plain((unsigned char)s[n]))
+		n++;
+	if (s[n] || !reserve(b, n + 2))
+		return s[n] == '\0';
+	b->data[b->len] = '"';
+	memcpy(b->data + b->len + 1, s, n);
+	b->data[b->len + 1 + n] = '"';
+	b->len += n + 2;
+	return true;
+}
+
 void ft_buf_put_json_string(ft_buf_t *b, const char *s)
 {
 	char esc[8];
 
+	if (put_plain_string(b, s))
+		return;
 	ft_buf_put(b, "\"", 1);
 	while (*s) {
 		size_t run = 0;

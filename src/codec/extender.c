@@ -211,6 +211,9 @@ void ft_codec_bind_args_dispose(ft_bind_args_t *args)
  * thousands of nodes per request, building and printing a cJSON tree cost
  * more than the placement itself (bench/README.md).
  */
+/* A string literal without strlen: a reply writes some per node. */
+#define PUT_LITERAL(b, literal) ft_buf_put((b), (literal), sizeof(literal) - 1)
+
 struct ft_filter_reply {
 	const ft_extender_args_t *args;
 	ft_buf_t passed; /* "name","name" (NodeNames mode) */
@@ -349,12 +352,14 @@ int ft_codec_priorities_encode(char **out, const ft_extender_args_t *args,
 {
 	ft_buf_t b;
 
-	ft_buf_init(&b, 2 + (size_t)args->n_nodes * 40);
+	ft_buf_init(&b, 2 + (size_t)args->n_nodes * 48);
 	ft_buf_put(&b, "[", 1);
 	for (unsigned i = 0; i < args->n_nodes; i++) {
-		ft_buf_puts(&b, i ? ",{\"Host\":" : "{\"Host\":");
+		if (i)
+			ft_buf_put(&b, ",", 1);
+		PUT_LITERAL(&b, "{\"Host\":");
 		ft_buf_put_json_string(&b, args->node_names[i]);
-		ft_buf_puts(&b, ",\"Score\":");
+		PUT_LITERAL(&b, ",\"Score\":");
 		ft_buf_put_uint(&b, (uint64_t)(scores[i] < 0 ? 0 : scores[i]));
 		ft_buf_put(&b, "}", 1);
 	}
