@@ -2,6 +2,7 @@
  * servers; MIG policies, MIG strategy single and capability matching; NUMA
  * memory (short, and unknown on FlexTopo graphs) and GPUs of unknown
  * locality. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -1792,6 +1793,79 @@ static void test_place__filter_memo_matches_filter(void **state)
 		ft_topology_unref(tops[i]);
 }
 
+#define MEMO_THREADS 4
+#define MEMO_DEMANDS (2 * FT_FILTER_MEMO + 1)
+
+/* Nodes and demands the threads filter, and how often they disagreed. */
+typedef struct {
+	ft_node_t *nodes[6];
+	ft_demand_t demands[MEMO_DEMANDS];
+	unsigned differ[MEMO_THREADS];
+	pthread_barrier_t start;
+} memo_race_t;
+
+typedef struct {
+	memo_race_t *race;
+	unsigned id;
+} memo_racer_t;
+
+static void *memo_racer(void *arg)
+{
+	memo_racer_t *me = arg;
+	memo_race_t *race = me->race;
+
+	pthread_barrier_wait(&race->start);
+	for (unsigned r = 0; r < 50; r++)
+		for (unsigned n = 0; n < 6; n++) {
+			const ft_demand_t *d =
+			    &race->demands[(r + me->id + n) % MEMO_DEMANDS];
+			ft_verdict_t full, fast;
+			ft_place_filter(&full, race->nodes[n], d);
+			ft_place_filter_memo(&fast, race->nodes[n], d);
+			race->differ[me->id] +=
+			    fast.fit != full.fit || fast.level != full.level ||
+			    strcmp(fast.reason, full.reason) != 0;
+		}
+	return NULL;
+}
+
+/*
+ * Threads filtering the same nodes at once, as the extender's workers do,
+ * fill and read the nodes' memos under their try-lock and get
+ * ft_place_filter()'s verdicts. (scripts/test.sh also runs this under
+ * ThreadSanitizer.)
+ */
+static void test_place__filter_memo_concurrent(void **state)
+{
+	static memo_race_t race;
+	ft_topology_t *tops[6];
+	pthread_t threads[MEMO_THREADS];
+	memo_racer_t args[MEMO_THREADS];
+	unsigned seed = 5;
+
+	random_tops(tops);
+	for (unsigned n = 0; n < 6; n++)
+		race.nodes[n] = ft_test_node("n", tops[n], NULL);
+	for (unsigned k = 0; k < MEMO_DEMANDS; k++)
+		race.demands[k] = random_demand(&seed, tops[k % 6]);
+	assert_int_equal(pthread_barrier_init(&race.start, NULL, MEMO_THREADS),
+			 0);
+	for (unsigned i = 0; i < MEMO_THREADS; i++) {
+		args[i] = (memo_racer_t){&race, i};
+		assert_int_equal(
+		    pthread_create(&threads[i], NULL, memo_racer, &args[i]), 0);
+	}
+	for (unsigned i = 0; i < MEMO_THREADS; i++)
+		assert_int_equal(pthread_join(threads[i], NULL), 0);
+	pthread_barrier_destroy(&race.start);
+	for (unsigned i = 0; i < MEMO_THREADS; i++)
+		assert_int_equal(race.differ[i], 0);
+	for (unsigned n = 0; n < 6; n++) {
+		ft_node_unref(race.nodes[n]);
+		ft_topology_unref(tops[n]);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1837,6 +1911,7 @@ int main(void)
 	    cmocka_unit_test(test_place__graph_socket_gpus_reach_socket),
 	    cmocka_unit_test(test_place__graph_gpu_numa_edges_honoured),
 	    cmocka_unit_test(test_place__filter_memo_matches_filter),
+	    cmocka_unit_test(test_place__filter_memo_concurrent),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
