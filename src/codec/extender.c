@@ -550,6 +550,24 @@ void ft_codec_filter_reply_free(ft_filter_reply_t *r)
 	free(r);
 }
 
+/* `,"Score":N}` in one append: a reply writes one per host. */
+static void put_score(ft_buf_t *b, int score)
+{
+	char text[32] = ",\"Score\":";
+	size_t n = sizeof(",\"Score\":") - 1, digits = 0;
+	unsigned v = score < 0 ? 0 : (unsigned)score;
+	char rev[12];
+
+	do {
+		rev[digits++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (digits)
+		text[n++] = rev[--digits];
+	text[n++] = '}';
+	ft_buf_put(b, text, n);
+}
+
 int ft_codec_priorities_encode(char **out, const ft_extender_args_t *args,
 			       const int *scores)
 {
@@ -559,12 +577,11 @@ int ft_codec_priorities_encode(char **out, const ft_extender_args_t *args,
 	ft_buf_put(&b, "[", 1);
 	for (unsigned i = 0; i < args->n_nodes; i++) {
 		if (i)
-			ft_buf_put(&b, ",", 1);
-		PUT_LITERAL(&b, "{\"Host\":");
+			PUT_LITERAL(&b, ",{\"Host\":");
+		else
+			PUT_LITERAL(&b, "{\"Host\":");
 		ft_buf_put_json_string(&b, args->node_names[i]);
-		PUT_LITERAL(&b, ",\"Score\":");
-		ft_buf_put_uint(&b, (uint64_t)(scores[i] < 0 ? 0 : scores[i]));
-		ft_buf_put(&b, "}", 1);
+		put_score(&b, scores[i]);
 	}
 	ft_buf_put(&b, "]", 1);
 	return ft_buf_detach(out, &b);
