@@ -116,6 +116,7 @@ fail() {
 cases=(
 	"scheduler --set mode=scheduler"
 	"extender --set mode=extender"
+	"scheduler-all-pods --set mode=scheduler --set registration.pods=all"
 	"scheduler-full --set mode=scheduler --set replicaCount=2 --set serviceMonitor.enabled=true --set registration.managedResources[0].name=nvidia.com/gpu --set registration.ignorable=true --set scheduler.extraArgs[0]=--kube-api-qps=50 --set priorityClassName=system-cluster-critical --set extender.config.policy=distributed --set extender.config.logLevel=debug"
 	"extender-full --set mode=extender --set podDisruptionBudget.enabled=true --set registration.managedResources[0].name=nvidia.com/gpu --set service.type=NodePort --set extender.config.maxRequestBytes=128Mi --set extender.config.defaultAffinityMode=best-effort"
 	"scheduler-tls --set mode=scheduler --set tls.enabled=true --set tls.secretName=flextopo-tls"
@@ -279,6 +280,8 @@ bad=(
 	"replicaCount=0|at '/replicaCount': minimum"
 	"registration.weight=0|at '/registration/weight': minimum"
 	"registration.httpTimeout=0s|at '/registration/httpTimeout'"
+	"registration.pods=gpu|at '/registration/pods': value must be one of 'devices', 'all'"
+	"registration.pods=all registration.managedResources[0].name=x|registration.managedResources must be empty with registration.pods: all"
 	"scheduler.percentageOfNodesToScore=101|at '/scheduler/percentageOfNodesToScore': maximum"
 	"extender.port=70000|at '/extender/port': maximum"
 	"tls.enabled=true|tls.secretName: tls.enabled needs a kubernetes.io/tls Secret"

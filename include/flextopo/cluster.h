@@ -314,6 +314,18 @@ typedef struct ft_node_frag {
 	unsigned memo_next; /* the slot the next shape replaces */
 } ft_node_frag_t;
 
+#define FT_FILTER_MEMO 4 /* pod demands remembered per node */
+
+/*
+ * Filter verdicts already worked out on a node, by demand. A node never
+ * changes, so the verdict of an equal demand (byte for byte) is the same;
+ * kube-scheduler asks about the same few pod shapes on thousands of nodes
+ * that mostly did not change since the last pod. The verdict type is
+ * place.h's, kept opaque here so that the model does not include it.
+ * `busy` guards the rest as a try-lock, as in ft_node_frag_t.
+ */
+typedef struct ft_filter_memo ft_filter_memo_t;
+
 typedef struct ft_node {
 	atomic_int refcount;
 	char *name;
@@ -342,6 +354,11 @@ typedef struct ft_node {
 	 * value copies (ft_node_copy_value), which then work without it.
 	 */
 	ft_node_frag_t *frag;
+	/*
+	 * Likewise for filter (ft_place_filter_memo, place.h): NULL in value
+	 * copies and when it could not be allocated.
+	 */
+	ft_filter_memo_t *filter_memo;
 } ft_node_t;
 
 /*
@@ -361,7 +378,8 @@ void ft_node_unref(ft_node_t *node);
 /*
  * A value copy of `node` in `out`, to change its usage: it borrows node's
  * name, topology and holdings (it takes no reference; never ft_node_unref
- * it, and it lives no longer than `node`), and has no fragmentation cache.
+ * it, and it lives no longer than `node`), and has no fragmentation cache
+ * and no filter memo.
  * The reference count, which other threads change, is not read.
  */
 void ft_node_copy_value(ft_node_t *out, const ft_node_t *node);
@@ -423,11 +441,20 @@ bool ft_node_mig_used(const ft_node_t *node, unsigned i);
 /* Approximate heap bytes of the node model, topology included. */
 size_t ft_node_footprint(const ft_node_t *node);
 
+/* A hash of node names to positions in a snapshot (private to cluster.c). */
+typedef struct ft_name_index ft_name_index_t;
+
 typedef struct ft_snapshot {
 	atomic_int refcount;
 	uint64_t generation;
 	unsigned n_nodes;
 	ft_node_t **nodes; /* sorted by name; each holds a reference */
+	/*
+	 * Name -> position in `nodes`, for ft_snapshot_find(): a filter over
+	 * 5,000 names spent more on binary search than on encoding its reply.
+	 * Snapshots with the same names share one (ft_snapshot_with).
+	 */
+	ft_name_index_t *index;
 } ft_snapshot_t;
 
 /*
@@ -449,7 +476,7 @@ int ft_snapshot_with(ft_snapshot_t **out, const ft_snapshot_t *base,
 		     ft_node_t *const *replacements, unsigned n,
 		     uint64_t generation);
 
-/* Borrowed node by name (binary search), or NULL. */
+/* Borrowed node by name (a hash lookup), or NULL. */
 const ft_node_t *ft_snapshot_find(const ft_snapshot_t *s, const char *name);
 
 #endif

@@ -137,7 +137,7 @@ int ft_codec_observed_decode(ft_observed_t *out, const char *json);
 /* ExtenderArgs (filter, prioritize) and ExtenderPreemptionArgs' Pod. */
 typedef struct ft_extender_args {
 	ft_arena_t arena;	 /* holds the parsed tree */
-	cJSON *root;		 /* lives in arena; borrowed by the below */
+	cJSON *root;		 /* lives in arena: the body, or just the Pod */
 	const cJSON *pod;	 /* "Pod" */
 	bool node_cache_capable; /* NodeNames was given (else Nodes.items) */
 	unsigned n_nodes;
@@ -145,9 +145,21 @@ typedef struct ft_extender_args {
 	const cJSON **node_objects; /* n_nodes Node objects, or NULL */
 } ft_extender_args_t;
 
-/* FT_EINVAL "bad_json: ..." for malformed JSON or a wrong shape. */
+/*
+ * FT_EINVAL "bad_json: ..." for malformed JSON or a wrong shape. The usual
+ * body (a Pod and NodeNames of plain strings) is scanned without building
+ * a cJSON node per name; any other is parsed whole, as
+ * ft_codec_extender_args_decode_tree() does, with the same result.
+ */
 int ft_codec_extender_args_decode(ft_extender_args_t *out, const char *body,
 				  size_t len);
+/*
+ * The same from one cJSON parse of the whole body: what the fast path is
+ * held to by the tests and the fuzz target. `root` is then the body's
+ * object; after the fast path it is the Pod.
+ */
+int ft_codec_extender_args_decode_tree(ft_extender_args_t *out,
+				       const char *body, size_t len);
 void ft_codec_extender_args_dispose(ft_extender_args_t *args);
 
 /* One node of ExtenderPreemptionArgs: the victims kube-scheduler proposed. */

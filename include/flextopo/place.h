@@ -246,6 +246,24 @@ void ft_place_filter(ft_verdict_t *out, const ft_node_t *node,
 		     const ft_demand_t *d);
 
 /*
+ * ft_place_filter() through the node's filter memo (cluster.h): the verdict
+ * last worked out on `node` for a demand equal to `d`, byte for byte, else
+ * worked out and remembered (the oldest of FT_FILTER_MEMO is replaced). The
+ * same verdict as ft_place_filter() always; a node without a memo, or whose
+ * memo another thread holds, is worked out without it. Thread-safe.
+ */
+void ft_place_filter_memo(ft_verdict_t *out, const ft_node_t *node,
+			  const ft_demand_t *d);
+
+/*
+ * A filter memo for ft_node_build() (NULL when out of memory), its free, and
+ * its size in bytes (ft_node_footprint).
+ */
+ft_filter_memo_t *ft_filter_memo_new(void);
+void ft_filter_memo_free(ft_filter_memo_t *memo);
+size_t ft_filter_memo_size(void);
+
+/*
  * Score 0..10 (kube-scheduler's MinExtenderPriority..MaxExtenderPriority,
  * k8s.io/kube-scheduler/extender/v1/types.go): up to 8 points for the
  * affinity level reachable (8 at the requested level, 2 less per looser

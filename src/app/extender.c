@@ -102,14 +102,16 @@ static void filter_node(ft_filter_reply_t *r, unsigned i, const ft_node_t *node,
 				     NOT_CACHED);
 		return;
 	}
-	ft_place_filter(&v, node, d);
+	ft_place_filter_memo(&v, node, d);
 	ft_decision_add_verdict(dec, node->name, &v);
 	if (v.fit == FT_FIT) {
 		ft_codec_filter_reply_pass(r, i);
 		return;
 	}
-	ft_log(FT_LOG_DEBUG, "filter", pod_name, node->name, v.reason,
-	       "node rejected");
+	/* Checked here: a call that logs nothing still costs, per node. */
+	if (ft_log_enabled(FT_LOG_DEBUG))
+		ft_log(FT_LOG_DEBUG, "filter", pod_name, node->name, v.reason,
+		       "node rejected");
 	ft_codec_filter_reply_fail(r, i, v.reason,
 				   v.fit == FT_UNFIT_UNRESOLVABLE);
 }

@@ -11,6 +11,7 @@
 #include <flextopo/codec.h>
 #include <flextopo/error.h>
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -120,8 +121,8 @@ static int decode_nodes(ft_extender_args_t *out, const cJSON *nodes)
 	return 0;
 }
 
-int ft_codec_extender_args_decode(ft_extender_args_t *out, const char *body,
-				  size_t len)
+int ft_codec_extender_args_decode_tree(ft_extender_args_t *out,
+				       const char *body, size_t len)
 {
 	const cJSON *names, *nodes;
 	int rc;
@@ -153,6 +154,208 @@ int ft_codec_extender_args_decode(ft_extender_args_t *out, const char *body,
 	if (rc < 0)
 		ft_codec_extender_args_dispose(out);
 	return rc;
+}
+
+/* The fast path gives up: parse the whole body instead. */
+#define GIVE_UP 1
+
+/*
+ * The fast path of ExtenderArgs. kube-scheduler names every node in
+ * NodeNames, and cJSON made a node and a copy for each (about 700
+ * instructions per name, the largest part of a filter after the memo);
+ * this scans the top-level object itself, copies the names in one block
+ * and hands every other value to cJSON. It takes only bodies whose answer
+ * it can give exactly as the whole-body parse would (the tree decoder
+ * above): anything else (an escape in a key or a name, a value that does
+ * not start as JSON, nesting near cJSON's limit, no NodeNames array, a
+ * syntax error) returns GIVE_UP, and the caller parses the body whole,
+ * which gives the same arguments or the same error.
+ */
+typedef struct {
+	const char *p, *end;
+} scan_t;
+
+/* cJSON skips every byte up to the space as whitespace. */
+static void skip_space(scan_t *s)
+{
+	while (s->p < s->end && (unsigned char)*s->p <= 32)
+		s->p++;
+}
+
+static bool take(scan_t *s, char c)
+{
+	skip_space(s);
+	if (s->p >= s->end || *s->p != c)
+		return false;
+	s->p++;
+	return true;
+}
+
+/* A string without escapes: its bytes, between the quotes. */
+static bool plain_string(scan_t *s, const char **out, size_t *len)
+{
+	const char *close;
+
+	if (!take(s, '"'))
+		return false;
+	close = memchr(s->p, '"', (size_t)(s->end - s->p));
+	if (!close || memchr(s->p, '\\', (size_t)(close - s->p)))
+		return false;
+	*out = s->p;
+	*len = (size_t)(close - s->p);
+	s->p = close + 1;
+	return true;
+}
+
+/* cJSON_GetObjectItem's key comparison: tolower() on each byte. */
+static bool key_is(const char *key, size_t len, const char *name)
+{
+	if (len != strlen(name))
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (tolower((unsigned char)key[i]) !=
+		    tolower((unsigned char)name[i]))
+			return false;
+	return true;
+}
+
+/* Containers below `item`, counting it: cJSON's nesting of the value. */
+static int nesting(const cJSON *item)
+{
+	int most = 0;
+
+	if (!cJSON_IsArray(item) && !cJSON_IsObject(item))
+		return 0;
+	for (const cJSON *c = item->child; c; c = c->next) {
+		int n = nesting(c);
+		if (n > most)
+			most = n;
+	}
+	return most + 1;
+}
+
+/*
+ * One value that is not NodeNames, parsed by cJSON in the args' arena.
+ * Inside the body's object it sits one level deeper than alone, so a
+ * value as deep as cJSON allows alone is left to the whole parse.
+ */
+static int scan_value(cJSON **out, scan_t *s, ft_arena_t *arena)
+{
+	const char *end = NULL;
+	cJSON *v;
+
+	skip_space(s);
+	if (s->p >= s->end || !strchr("{[\"-0123456789tfn", *s->p) || !*s->p)
+		return GIVE_UP;
+	ft_arena_enter(arena);
+	v = cJSON_ParseWithLengthOpts(s->p, (size_t)(s->end - s->p), &end,
+				      false);
+	ft_arena_leave();
+	if (!v || nesting(v) >= CJSON_NESTING_LIMIT - 1)
+		return GIVE_UP;
+	s->p = end;
+	*out = v;
+	return 0;
+}
+
+/* NodeNames: count and measure, then copy in one block. */
+static int scan_names(ft_extender_args_t *out, scan_t *s)
+{
+	scan_t again = *s;
+	size_t bytes = 0, len;
+	const char *name;
+	char *at;
+
+	if (!take(s, '['))
+		return GIVE_UP;
+	for (bool more = !take(s, ']'); more; more = !take(s, ']')) {
+		if ((out->n_nodes && !take(s, ',')) ||
+		    !plain_string(s, &name, &len))
+			return GIVE_UP;
+		out->n_nodes++;
+		bytes += len + 1;
+	}
+	out->node_names =
+	    calloc(out->n_nodes ? out->n_nodes : 1, sizeof(*out->node_names));
+	at = bytes ? ft_arena_alloc(&out->arena, bytes) : NULL;
+	if (!out->node_names || (bytes && !at))
+		return ft_error_set(FT_ENOMEM, "out of memory");
+	take(&again, '[');
+	for (unsigned i = 0; i < out->n_nodes; i++) {
+		if (i)
+			take(&again, ',');
+		plain_string(&again, &name, &len);
+		out->node_names[i] = memcpy(at, name, len);
+		at[len] = '\0';
+		at += len + 1;
+	}
+	out->node_cache_capable = true;
+	return 0;
+}
+
+/* One "key": value of the body's object. */
+static int scan_member(ft_extender_args_t *out, scan_t *s, unsigned *seen)
+{
+	static const char *const keys[] = {"NodeNames", "Pod"};
+	const char *key;
+	size_t len;
+	cJSON *v = NULL;
+	unsigned k = 0;
+	int rc;
+
+	/* cJSON compares keys as C strings: leave a NUL in one to it. */
+	if (!plain_string(s, &key, &len) || memchr(key, '\0', len) ||
+	    !take(s, ':'))
+		return GIVE_UP;
+	while (k < 2 && !key_is(key, len, keys[k]))
+		k++;
+	/* cJSON_GetObjectItem finds the first of a repeated key. */
+	if (k < 2 && (*seen & (1u << k)))
+		k = 2;
+	if (k < 2)
+		*seen |= 1u << k;
+	if (k == 0)
+		return scan_names(out, s);
+	if ((rc = scan_value(&v, s, &out->arena)) != 0)
+		return rc;
+	if (k == 1)
+		out->root = v;
+	return 0;
+}
+
+static int decode_scan(ft_extender_args_t *out, const char *body, size_t len)
+{
+	scan_t s = {body, body + len};
+	unsigned seen = 0;
+	int rc;
+
+	if (!take(&s, '{'))
+		return GIVE_UP;
+	do {
+		if ((rc = scan_member(out, &s, &seen)) != 0)
+			return rc;
+	} while (take(&s, ','));
+	if (!take(&s, '}') || seen != 3 || !cJSON_IsObject(out->root))
+		return GIVE_UP;
+	out->pod = out->root;
+	return out->arena.failed ? ft_error_set(FT_ENOMEM, "out of memory") : 0;
+}
+
+int ft_codec_extender_args_decode(ft_extender_args_t *out, const char *body,
+				  size_t len)
+{
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	ft_arena_init(&out->arena);
+	ft_arena_install_json_hooks();
+	rc = decode_scan(out, body, len);
+	if (rc == 0)
+		return 0;
+	ft_codec_extender_args_dispose(out);
+	if (rc < 0)
+		return rc;
+	return ft_codec_extender_args_decode_tree(out, body, len);
 }
 
 void ft_codec_extender_args_dispose(ft_extender_args_t *args)
@@ -211,6 +414,9 @@ void ft_codec_bind_args_dispose(ft_bind_args_t *args)
  * thousands of nodes per request, building and printing a cJSON tree cost
  * more than the placement itself (bench/README.md).
  */
+/* A string literal without strlen: a reply writes some per node. */
+#define PUT_LITERAL(b, literal) ft_buf_put((b), (literal), sizeof(literal) - 1)
+
 struct ft_filter_reply {
 	const ft_extender_args_t *args;
 	ft_buf_t passed; /* "name","name" (NodeNames mode) */
@@ -344,19 +550,38 @@ void ft_codec_filter_reply_free(ft_filter_reply_t *r)
 	free(r);
 }
 
+/* `,"Score":N}` in one append: a reply writes one per host. */
+static void put_score(ft_buf_t *b, int score)
+{
+	char text[32] = ",\"Score\":";
+	size_t n = sizeof(",\"Score\":") - 1, digits = 0;
+	unsigned v = score < 0 ? 0 : (unsigned)score;
+	char rev[12];
+
+	do {
+		rev[digits++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (digits)
+		text[n++] = rev[--digits];
+	text[n++] = '}';
+	ft_buf_put(b, text, n);
+}
+
 int ft_codec_priorities_encode(char **out, const ft_extender_args_t *args,
 			       const int *scores)
 {
 	ft_buf_t b;
 
-	ft_buf_init(&b, 2 + (size_t)args->n_nodes * 40);
+	ft_buf_init(&b, 2 + (size_t)args->n_nodes * 48);
 	ft_buf_put(&b, "[", 1);
 	for (unsigned i = 0; i < args->n_nodes; i++) {
-		ft_buf_puts(&b, i ? ",{\"Host\":" : "{\"Host\":");
+		if (i)
+			PUT_LITERAL(&b, ",{\"Host\":");
+		else
+			PUT_LITERAL(&b, "{\"Host\":");
 		ft_buf_put_json_string(&b, args->node_names[i]);
-		ft_buf_puts(&b, ",\"Score\":");
-		ft_buf_put_uint(&b, (uint64_t)(scores[i] < 0 ? 0 : scores[i]));
-		ft_buf_put(&b, "}", 1);
+		put_score(&b, scores[i]);
 	}
 	ft_buf_put(&b, "]", 1);
 	return ft_buf_detach(out, &b);

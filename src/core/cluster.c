@@ -23,6 +23,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* An index that cannot grow its buckets is dropped, never fatal. */
+#define HASH_NONFATAL_OOM 1
+#include <uthash.h>
+
 uint32_t ft_demand_cpu_millis(const ft_demand_t *d)
 {
 	uint64_t pinned = (uint64_t)d->exclusive_cpus * FT_MILLI_CPU;
@@ -326,6 +330,7 @@ static void node_free(ft_node_t *node)
 	free(node->name);
 	free(node->topology_error);
 	free(node->frag);
+	ft_filter_memo_free(node->filter_memo);
 	ft_topology_unref(node->topology);
 	free(node);
 }
@@ -621,6 +626,7 @@ static int node_alloc(ft_node_t **out, const char *name,
 		return ft_error_set(FT_ENOMEM, "node %s: out of memory", name);
 	atomic_init(&node->refcount, 1);
 	node->frag = calloc(1, sizeof(*node->frag));
+	node->filter_memo = ft_filter_memo_new();
 	node->topology = ft_topology_ref(topology);
 	node->name = strdup(name);
 	node->topology_error = topology_error ? strdup(topology_error) : NULL;
@@ -685,6 +691,7 @@ void ft_node_copy_value(ft_node_t *out, const ft_node_t *node)
 	       sizeof(*out) - skip);
 	atomic_init(&out->refcount, 0);
 	out->frag = NULL;
+	out->filter_memo = NULL;
 }
 
 void ft_node_preview(ft_node_t *out, const ft_node_t *node,
@@ -745,7 +752,8 @@ size_t ft_node_footprint(const ft_node_t *node)
 {
 	size_t bytes = sizeof(*node) + strlen(node->name) + 1 +
 		       node->n_holdings * sizeof(*node->holdings) +
-		       (node->frag ? sizeof(*node->frag) : 0);
+		       (node->frag ? sizeof(*node->frag) : 0) +
+		       (node->filter_memo ? ft_filter_memo_size() : 0);
 
 	for (unsigned i = 0; i < node->n_holdings; i++)
 		bytes +=
@@ -759,18 +767,92 @@ size_t ft_node_footprint(const ft_node_t *node)
 	return bytes;
 }
 
-static int find_cmp(const void *key, const void *elem)
-{
-	const ft_node_t *const *n = elem;
-
-	return strcmp(key, (*n)->name);
-}
-
 static int by_name(const void *a, const void *b)
 {
 	const ft_node_t *const *x = a, *const *y = b;
 
 	return strcmp((*x)->name, (*y)->name);
+}
+
+/*
+ * Node names hashed to their positions. It owns copies of the names, so that
+ * snapshots that replace nodes of the same names can share it while the
+ * nodes it was built from are freed.
+ */
+typedef struct {
+	UT_hash_handle hh;
+	unsigned position;
+	char *name;
+} name_entry_t;
+
+struct ft_name_index {
+	atomic_int refcount;
+	name_entry_t *head;
+	name_entry_t *entries; /* one block, n_nodes long */
+	char *names;	       /* the names, NUL-separated, one block */
+};
+
+static void index_unref(ft_name_index_t *ix)
+{
+	if (!ix || atomic_fetch_sub(&ix->refcount, 1) != 1)
+		return;
+	HASH_CLEAR(hh, ix->head);
+	free(ix->entries);
+	free(ix->names);
+	free(ix);
+}
+
+static ft_name_index_t *index_ref(ft_name_index_t *ix)
+{
+	if (ix)
+		atomic_fetch_add(&ix->refcount, 1);
+	return ix;
+}
+
+static int index_alloc(ft_name_index_t **out, const ft_snapshot_t *s)
+{
+	ft_name_index_t *ix = calloc(1, sizeof(*ix));
+	size_t bytes = 0;
+
+	*out = ix;
+	if (!ix)
+		return ft_error_set(FT_ENOMEM, "snapshot: out of memory");
+	atomic_init(&ix->refcount, 1);
+	for (unsigned i = 0; i < s->n_nodes; i++)
+		bytes += strlen(s->nodes[i]->name) + 1;
+	if (!(ix->entries = calloc(s->n_nodes, sizeof(*ix->entries))) ||
+	    !(ix->names = malloc(bytes)))
+		return ft_error_set(FT_ENOMEM, "snapshot: out of memory");
+	return 0;
+}
+
+/* The index of a snapshot with nodes (sorted, no duplicate names). */
+static int index_build(ft_name_index_t **out, const ft_snapshot_t *s)
+{
+	ft_name_index_t *ix = NULL;
+	char *at;
+	int rc;
+
+	if ((rc = index_alloc(&ix, s)) < 0)
+		goto cleanup;
+	at = ix->names;
+	for (unsigned i = 0; i < s->n_nodes; i++) {
+		name_entry_t *e = &ix->entries[i];
+		size_t len = strlen(s->nodes[i]->name);
+		e->position = i;
+		e->name = memcpy(at, s->nodes[i]->name, len + 1);
+		at += len + 1;
+		HASH_ADD_KEYPTR(hh, ix->head, e->name, len, e);
+		if (HASH_COUNT(ix->head) != i + 1) {
+			rc = ft_error_set(FT_ENOMEM, "snapshot: out of memory");
+			goto cleanup;
+		}
+	}
+	*out = ix;
+	ix = NULL;
+cleanup:
+	index_unref(ix);
+	return rc;
 }
 
 int ft_snapshot_new(ft_snapshot_t **out, ft_node_t *const *nodes, unsigned n,
@@ -797,6 +879,8 @@ int ft_snapshot_new(ft_snapshot_t **out, ft_node_t *const *nodes, unsigned n,
 			goto cleanup;
 		}
 	}
+	if (n && (rc = index_build(&s->index, s)) < 0)
+		goto cleanup;
 	*out = s;
 	s = NULL;
 cleanup:
@@ -817,28 +901,26 @@ void ft_snapshot_unref(ft_snapshot_t *s)
 		return;
 	for (unsigned i = 0; i < s->n_nodes; i++)
 		ft_node_unref(s->nodes[i]);
+	index_unref(s->index);
 	free(s->nodes);
 	free(s);
 }
 
-const ft_node_t *ft_snapshot_find(const ft_snapshot_t *s, const char *name)
-{
-	ft_node_t *const *hit;
-
-	if (!s || !s->n_nodes)
-		return NULL;
-	hit = bsearch(name, s->nodes, s->n_nodes, sizeof(*s->nodes), find_cmp);
-	return hit ? *hit : NULL;
-}
-
 static int find_index(const ft_snapshot_t *s, const char *name)
 {
-	ft_node_t *const *hit;
+	name_entry_t *e = NULL;
 
-	if (!s->n_nodes)
+	if (!s->index)
 		return -1;
-	hit = bsearch(name, s->nodes, s->n_nodes, sizeof(*s->nodes), find_cmp);
-	return hit ? (int)(hit - s->nodes) : -1;
+	HASH_FIND_STR(s->index->head, name, e);
+	return e ? (int)e->position : -1;
+}
+
+const ft_node_t *ft_snapshot_find(const ft_snapshot_t *s, const char *name)
+{
+	int at = s ? find_index(s, name) : -1;
+
+	return at < 0 ? NULL : s->nodes[at];
 }
 
 int ft_snapshot_with(ft_snapshot_t **out, const ft_snapshot_t *base,
@@ -858,6 +940,7 @@ int ft_snapshot_with(ft_snapshot_t **out, const ft_snapshot_t *base,
 	}
 	for (unsigned i = 0; i < base->n_nodes; i++)
 		s->nodes[s->n_nodes++] = ft_node_ref(base->nodes[i]);
+	s->index = index_ref(base->index);
 	for (unsigned i = 0; i < n; i++) {
 		int at = find_index(s, replacements[i]->name);
 		if (at < 0) {

@@ -3,10 +3,14 @@
  * prioritize request) and, when it succeeds, the Pod decoder over its "Pod"
  * and the reply encoders over its node list. Any input must either decode
  * into consistent arguments or fail with FT_EINVAL (FT_ENOMEM under memory
- * pressure) and nothing held; never crash or leak.
+ * pressure) and nothing held; never crash or leak. The decoder's fast path
+ * must agree with one cJSON parse of the whole body
+ * (ft_codec_extender_args_decode_tree): the same code and message, names,
+ * Pod and Node objects.
  */
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,12 +84,48 @@ static void encode_replies(const ft_extender_args_t *a)
 	free(scores);
 }
 
+static bool same_json(const cJSON *a, const cJSON *b)
+{
+	char *x = cJSON_PrintUnformatted(a), *y = cJSON_PrintUnformatted(b);
+	bool same = x && y && strcmp(x, y) == 0;
+
+	free(x);
+	free(y);
+	return same;
+}
+
+static void agree(const ft_extender_args_t *fast, int fast_rc,
+		  const char *fast_error, const char *data, size_t size)
+{
+	ft_extender_args_t tree;
+	int rc = ft_codec_extender_args_decode_tree(&tree, data, size);
+
+	if (rc != fast_rc || (rc < 0 && strcmp(ft_error_last(), fast_error)))
+		abort();
+	if (rc < 0)
+		return;
+	if (tree.n_nodes != fast->n_nodes ||
+	    tree.node_cache_capable != fast->node_cache_capable ||
+	    !same_json(tree.pod, fast->pod) ||
+	    !tree.node_objects != !fast->node_objects)
+		abort();
+	for (unsigned i = 0; i < tree.n_nodes; i++)
+		if (strcmp(tree.node_names[i], fast->node_names[i]) ||
+		    (tree.node_objects &&
+		     !same_json(tree.node_objects[i], fast->node_objects[i])))
+			abort();
+	ft_codec_extender_args_dispose(&tree);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	char error[4096];
 	ft_extender_args_t args;
 	ft_pod_t pod;
 	int rc = ft_codec_extender_args_decode(&args, (const char *)data, size);
 
+	snprintf(error, sizeof(error), "%s", rc < 0 ? ft_error_last() : "");
+	agree(&args, rc, error, (const char *)data, size);
 	if (rc < 0) {
 		if (args.root || args.node_names || args.node_objects ||
 		    (rc != FT_EINVAL && rc != FT_ENOMEM))

@@ -2,6 +2,7 @@
  * servers; MIG policies, MIG strategy single and capability matching; NUMA
  * memory (short, and unknown on FlexTopo graphs) and GPUs of unknown
  * locality. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -1051,24 +1052,38 @@ static void check_units_agree(const ft_node_t *node, const ft_demand_t *d)
 }
 
 /*
+ * The servers of the randomised tests: the three reference servers with the
+ * MIG catalog applied, mixed MIG products, an H100 box in mixed and one in
+ * single strategy.
+ */
+static void random_tops(ft_topology_t *out[6])
+{
+	const char *const mixed[4] = {"3g.40gb@0 3g.40gb@4", SEVEN_1G,
+				      "2g.20gb@0 2g.20gb@2 1g.10gb@4", NULL};
+	const char *const single[3] = {"3g.40gb@0 3g.40gb@4",
+				       "3g.40gb@0 3g.40gb@4", ""};
+
+	out[0] = ft_test_topology_4090("R");
+	out[1] = ft_test_topology_a100("A");
+	out[2] = ft_test_topology_pairs4("P");
+	out[3] = mixed_products();
+	out[4] = h100_box(mixed, 4, -1);
+	out[5] = h100_box(single, 3, -1);
+	for (int i = 0; i < 3; i++)
+		ft_mig_catalog_apply(&catalog, out[i]);
+}
+
+/*
  * Property: with capabilities, pod policies, MIG and single-strategy nodes
  * in the mix, choose succeeds exactly when filter says FIT, and a chosen
  * placement uses only free units that meet the capabilities.
  */
 static void test_place__choose_agrees_with_filter_with_requires(void **state)
 {
-	const char *const mixed[4] = {"3g.40gb@0 3g.40gb@4", SEVEN_1G,
-				      "2g.20gb@0 2g.20gb@2 1g.10gb@4", NULL};
-	const char *const single[3] = {"3g.40gb@0 3g.40gb@4",
-				       "3g.40gb@0 3g.40gb@4", ""};
-	ft_topology_t *tops[6] = {
-	    ft_test_topology_4090("R"),	  ft_test_topology_a100("A"),
-	    ft_test_topology_pairs4("P"), mixed_products(),
-	    h100_box(mixed, 4, -1),	  h100_box(single, 3, -1)};
+	ft_topology_t *tops[6];
 	unsigned seed = 4242;
 
-	for (int i = 0; i < 3; i++)
-		ft_mig_catalog_apply(&catalog, tops[i]);
+	random_tops(tops);
 	assert_int_equal(tops[5]->mig_strategy, FT_MIG_STRATEGY_SINGLE);
 	for (int round = 0; round < 90; round++) {
 		ft_topology_t *t = tops[round % 6];
@@ -1724,6 +1739,133 @@ static int teardown(void **state)
 	return 0;
 }
 
+/* Each demand of `pool` through the node's memo, as filter answers it. */
+static void check_memo(const ft_node_t *node, const ft_demand_t *pool,
+		       unsigned n, unsigned *seed)
+{
+	for (unsigned q = 0; q < 3 * n; q++) {
+		const ft_demand_t *d = &pool[(unsigned)rand_r(seed) % n];
+		ft_verdict_t full, fast;
+		ft_place_filter(&full, node, d);
+		ft_place_filter_memo(&fast, node, d);
+		assert_int_equal(fast.fit, full.fit);
+		assert_int_equal(fast.level, full.level);
+		assert_string_equal(fast.reason, full.reason);
+	}
+}
+
+/*
+ * Property: the filter memo answers as ft_place_filter() does, on nodes
+ * filled by random placements of the reference servers, for a pool of
+ * random demands larger than the memo (entries are replaced) asked in
+ * random order; a value copy has no memo.
+ */
+static void test_place__filter_memo_matches_filter(void **state)
+{
+	ft_topology_t *tops[6];
+	ft_demand_t pool[2 * FT_FILTER_MEMO + 1];
+	unsigned seed = 77;
+	ft_node_t copy;
+
+	random_tops(tops);
+	for (int round = 0; round < 60; round++) {
+		ft_topology_t *t = tops[round % 6];
+		ft_node_t *node = ft_test_node("n", t, NULL);
+		ft_pod_t pods[48];
+		unsigned n = 0;
+		for (unsigned k = 0; k < 2 * FT_FILTER_MEMO + 1; k++)
+			pool[k] = random_demand(&seed, t);
+		for (int step = 0; step < 20 && n < 48; step++) {
+			ft_demand_t d = random_demand(&seed, t);
+			ft_placement_t p;
+			check_memo(node, pool, 2 * FT_FILTER_MEMO + 1, &seed);
+			if (ft_place_choose(&p, node, &d, FT_POLICY_PACKED) < 0)
+				continue;
+			node = with_placement(node, &p, pods, &n);
+		}
+		ft_node_copy_value(&copy, node);
+		assert_null(copy.filter_memo);
+		for (unsigned i = 0; i < n; i++)
+			ft_pod_dispose(&pods[i]);
+		ft_node_unref(node);
+	}
+	for (int i = 0; i < 6; i++)
+		ft_topology_unref(tops[i]);
+}
+
+#define MEMO_THREADS 4
+#define MEMO_DEMANDS (2 * FT_FILTER_MEMO + 1)
+
+/* Nodes and demands the threads filter, and how often they disagreed. */
+typedef struct {
+	ft_node_t *nodes[6];
+	ft_demand_t demands[MEMO_DEMANDS];
+	unsigned differ[MEMO_THREADS];
+	pthread_barrier_t start;
+} memo_race_t;
+
+typedef struct {
+	memo_race_t *race;
+	unsigned id;
+} memo_racer_t;
+
+static void *memo_racer(void *arg)
+{
+	memo_racer_t *me = arg;
+	memo_race_t *race = me->race;
+
+	pthread_barrier_wait(&race->start);
+	for (unsigned r = 0; r < 50; r++)
+		for (unsigned n = 0; n < 6; n++) {
+			const ft_demand_t *d =
+			    &race->demands[(r + me->id + n) % MEMO_DEMANDS];
+			ft_verdict_t full, fast;
+			ft_place_filter(&full, race->nodes[n], d);
+			ft_place_filter_memo(&fast, race->nodes[n], d);
+			race->differ[me->id] +=
+			    fast.fit != full.fit || fast.level != full.level ||
+			    strcmp(fast.reason, full.reason) != 0;
+		}
+	return NULL;
+}
+
+/*
+ * Threads filtering the same nodes at once, as the extender's workers do,
+ * fill and read the nodes' memos under their try-lock and get
+ * ft_place_filter()'s verdicts. (scripts/test.sh also runs this under
+ * ThreadSanitizer.)
+ */
+static void test_place__filter_memo_concurrent(void **state)
+{
+	static memo_race_t race;
+	ft_topology_t *tops[6];
+	pthread_t threads[MEMO_THREADS];
+	memo_racer_t args[MEMO_THREADS];
+	unsigned seed = 5;
+
+	random_tops(tops);
+	for (unsigned n = 0; n < 6; n++)
+		race.nodes[n] = ft_test_node("n", tops[n], NULL);
+	for (unsigned k = 0; k < MEMO_DEMANDS; k++)
+		race.demands[k] = random_demand(&seed, tops[k % 6]);
+	assert_int_equal(pthread_barrier_init(&race.start, NULL, MEMO_THREADS),
+			 0);
+	for (unsigned i = 0; i < MEMO_THREADS; i++) {
+		args[i] = (memo_racer_t){&race, i};
+		assert_int_equal(
+		    pthread_create(&threads[i], NULL, memo_racer, &args[i]), 0);
+	}
+	for (unsigned i = 0; i < MEMO_THREADS; i++)
+		assert_int_equal(pthread_join(threads[i], NULL), 0);
+	pthread_barrier_destroy(&race.start);
+	for (unsigned i = 0; i < MEMO_THREADS; i++)
+		assert_int_equal(race.differ[i], 0);
+	for (unsigned n = 0; n < 6; n++) {
+		ft_node_unref(race.nodes[n]);
+		ft_topology_unref(tops[n]);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1768,6 +1910,8 @@ int main(void)
 	    cmocka_unit_test(test_place__graph_edgeless_gpus_reach_node_only),
 	    cmocka_unit_test(test_place__graph_socket_gpus_reach_socket),
 	    cmocka_unit_test(test_place__graph_gpu_numa_edges_honoured),
+	    cmocka_unit_test(test_place__filter_memo_matches_filter),
+	    cmocka_unit_test(test_place__filter_memo_concurrent),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -316,6 +316,47 @@ static void test_state__generations_and_sharing(void **state)
 }
 
 /*
+ * Every name is found at its node, in a new snapshot and in one that
+ * replaced some nodes (and shares the first one's index), after the first
+ * is gone; names that are not there, or only their prefixes, are not.
+ */
+static void test_state__snapshot_finds_every_name(void **state)
+{
+	enum { N = 300 };
+	ft_node_t *nodes[N], *swapped[N / 3];
+	ft_snapshot_t *s1 = NULL, *s2 = NULL;
+	char name[32];
+
+	for (unsigned i = 0; i < N; i++) {
+		snprintf(name, sizeof(name), "node-%u", (i * 7919u) % 1000u);
+		assert_int_equal(
+		    ft_node_build(&nodes[i], name, NULL, "none", NULL, NULL, 0),
+		    0);
+	}
+	assert_int_equal(ft_snapshot_new(&s1, nodes, N, 1), 0);
+	for (unsigned i = 0; i < N / 3; i++)
+		assert_int_equal(ft_node_build(&swapped[i], nodes[3 * i]->name,
+					       NULL, "none", NULL, NULL, 0),
+				 0);
+	assert_int_equal(ft_snapshot_with(&s2, s1, swapped, N / 3, 2), 0);
+	for (unsigned i = 0; i < N; i++)
+		assert_ptr_equal(ft_snapshot_find(s1, nodes[i]->name),
+				 nodes[i]);
+	ft_snapshot_unref(s1);
+	for (unsigned i = 0; i < N; i++)
+		assert_ptr_equal(ft_snapshot_find(s2, nodes[i]->name),
+				 i % 3 ? nodes[i] : swapped[i / 3]);
+	assert_null(ft_snapshot_find(s2, "node-"));
+	assert_null(ft_snapshot_find(s2, "node-1000"));
+	assert_null(ft_snapshot_find(s2, ""));
+	for (unsigned i = 0; i < N; i++)
+		ft_node_unref(nodes[i]);
+	for (unsigned i = 0; i < N / 3; i++)
+		ft_node_unref(swapped[i]);
+	ft_snapshot_unref(s2);
+}
+
+/*
  * Pods without devices still count on their node: their CPU and memory
  * requests are what scoring weighs (ft_node_free_cpu_millis). A finished
  * one counts no more.
@@ -893,6 +934,7 @@ int main(void)
 		test_state__watch_bound_elsewhere_drops_assumption),
 	    cmocka_unit_test(test_state__watch_allocation_takes_gpus),
 	    cmocka_unit_test(test_state__observe_pod),
+	    cmocka_unit_test(test_state__snapshot_finds_every_name),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

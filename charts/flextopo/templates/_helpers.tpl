@@ -131,12 +131,35 @@ the scheduler ConfigMap uses it, and NOTES.txt prints it in extender mode.
 {{- end }}
   httpTimeout: {{ .Values.registration.httpTimeout | quote }}
   ignorable: {{ .Values.registration.ignorable }}
-{{- with .Values.registration.managedResources }}
+{{- $r := .Values.registration }}
+{{- if eq $r.pods "devices" }}
+  # Only pods asking for these reach flextopo (registration.pods: devices).
   managedResources:
-{{- range . }}
+{{- range (include "flextopo.deviceResources" . | fromYamlArray) }}
+    - name: {{ . | quote }}
+      ignoredByScheduler: false
+{{- end }}
+{{- range $r.managedResources }}
+{{- if not (has .name (include "flextopo.deviceResources" $ | fromYamlArray)) }}
     - name: {{ .name | quote }}
       ignoredByScheduler: {{ default false .ignoredByScheduler }}
 {{- end }}
+{{- end }}
+{{- else if $r.managedResources }}
+{{- fail "registration.managedResources must be empty with registration.pods: all" }}
+{{- end }}
+{{- end -}}
+
+{{/*
+The GPU resources of extender.config, as a YAML list: whole GPUs, their
+shared name, and one MIG resource per registration.migProfiles entry.
+*/}}
+{{- define "flextopo.deviceResources" -}}
+{{- $c := .Values.extender.config }}
+- {{ $c.gpuResource | quote }}
+- {{ printf "%s.shared" $c.gpuResource | quote }}
+{{- range .Values.registration.migProfiles }}
+- {{ printf "%s%s" $c.migResourcePrefix . | quote }}
 {{- end }}
 {{- end -}}
 
