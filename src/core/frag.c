@@ -324,10 +324,11 @@ static uint32_t class_frag(const ft_mix_t *mix, unsigned c, const room_t *r,
 {
 	unsigned n = mix->n_points[c], fit = 0;
 
-	for (unsigned k = 0; k < n; k++)
-		fit += r->cpu_millis >= mix->point_cpu_millis[c][k] &&
-		       (!r->memory_known ||
-			r->memory_mib >= mix->point_memory_mib[c][k]);
+	/* The points are in CPU order: none after the first too big fits. */
+	for (unsigned k = 0;
+	     k < n && r->cpu_millis >= mix->point_cpu_millis[c][k]; k++)
+		fit += !r->memory_known ||
+		       r->memory_mib >= mix->point_memory_mib[c][k];
 	if (!n)
 		return less(r->free_milli, usable);
 	return (uint32_t)(((uint64_t)fit * less(r->free_milli, usable) +
