@@ -144,8 +144,9 @@ int ft_frag_delta(int64_t *out, const ft_node_t *node, const ft_demand_t *d,
 
 /*
  * How good a node is for `d`, finely, to rank the nodes of one prioritize
- * request: larger is better, FT_RANK_NONE without topology or room. Three
- * parts, each deciding only between nodes equal in the ones before:
+ * request: larger is better, FT_RANK_NONE without room or (but see below)
+ * topology. Three parts, each deciding only between nodes equal in the ones
+ * before:
  *   1. the affinity level reachable (ft_place_level_points);
  *   2. the fragmentation the placement adds under `mix`, in milli-GPU
  *      (ft_frag_delta; the less the better). It counts CPU and memory: a
@@ -154,7 +155,10 @@ int ft_frag_delta(int64_t *out, const ft_node_t *node, const ft_demand_t *d,
  *   3. the policy (the demand's own wins over `policy`): packed ranks the
  *      node with less free GPU capacity (milli-GPU), then fewer unrequested
  *      CPUs, higher; distributed the opposite.
- * Nothing is rounded, so that nodes tie only when they are alike.
+ * Nothing is rounded, so that nodes tie only when they are alike. A node
+ * without topology ranks for a pod asking neither devices nor an affinity
+ * as one where it strands nothing and no GPU or CPU is left: CPU-only pods
+ * go to the nodes flextopo does not model before they strand GPUs.
  */
 int64_t ft_place_rank(const ft_node_t *node, const ft_demand_t *d,
 		      ft_policy_t policy, const ft_mix_t *mix);

@@ -278,7 +278,7 @@ int ft_place_score(const ft_node_t *node, const ft_demand_t *d,
 /*
  * The affinity part of ft_place_score() alone: 8 at the requested level, 2
  * less per looser level, not below 0; 8 for a demand with neither devices
- * nor an affinity; -1 without topology or room.
+ * nor an affinity (on any node); -1 without topology or room.
  */
 int ft_place_level_points(const ft_node_t *node, const ft_demand_t *d);
 

@@ -595,7 +595,9 @@ static uint32_t clamp_u(uint64_t v, uint32_t max)
 static int64_t policy_part(const ft_node_t *node, const ft_demand_t *d,
 			   ft_policy_t policy)
 {
-	uint32_t gpu = clamp_u(free_milli(node, NULL), RANK_GPU_MAX);
+	/* A node without topology has no GPU flextopo knows of, nor CPUs. */
+	uint32_t gpu =
+	    node->topology ? clamp_u(free_milli(node, NULL), RANK_GPU_MAX) : 0;
 	uint32_t cpu =
 	    clamp_u(ft_node_free_cpu_millis(node) / FT_MILLI_CPU, RANK_CPU_MAX);
 
@@ -622,7 +624,8 @@ int64_t ft_place_rank(const ft_node_t *node, const ft_demand_t *d,
 	int level = ft_place_level_points(node, d);
 	int64_t delta = 0;
 
-	if (level < 0 || ft_frag_delta(&delta, node, d, policy, mix) < 0)
+	if (level < 0 ||
+	    (node->topology && ft_frag_delta(&delta, node, d, policy, mix) < 0))
 		return FT_RANK_NONE;
 	return (int64_t)level << (RANK_FRAG_BITS + RANK_POLICY_BITS) |
 	       frag_part(delta) << RANK_POLICY_BITS |

@@ -908,10 +908,10 @@ int ft_place_level_points(const ft_node_t *node, const ft_demand_t *d)
 {
 	ask_t a;
 
-	if (!node->topology)
-		return -1;
 	if (!ft_demand_wants_devices(d) && !d->has_affinity)
 		return 8;
+	if (!node->topology)
+		return -1;
 	ask_init(&a, node, d, FT_POLICY_PACKED);
 	return level_points(&a);
 }

@@ -357,7 +357,7 @@ func TestChartServerSideDryRun(t *testing.T) {
 		},
 		{
 			name: "scheduler-ha",
-			sets: []string{"mode=scheduler", "replicaCount=2", "registration.managedResources[0].name=nvidia.com/gpu",
+			sets: []string{"mode=scheduler", "replicaCount=2", "registration.pods=devices", "registration.managedResources[0].name=nvidia.com/gpu",
 				"scheduler.extraArgs[0]=--kube-api-qps=50", "priorityClassName=system-cluster-critical"},
 			wantKinds: []string{"ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "ClusterRoleBinding",
 				"ClusterRoleBinding", "ConfigMap", "ConfigMap", "Deployment", "PodDisruptionBudget", "Role", "RoleBinding",

@@ -443,6 +443,7 @@ static void test_frag__cpu_only_pod_ranked(void **state)
 	const int none[] = {-1}, all[] = {0, 1, 2, 3, -1};
 	ft_node_t *idle = busy_node("i", 0, none),
 		  *full = busy_node("f", 0, all);
+	ft_node_t *bare = ft_test_node("x", NULL, NULL);
 	ft_demand_t one = gpus_demand(1, -1), cpu = gpus_demand(0, -1);
 	int64_t delta = 0;
 	ft_mix_t mix;
@@ -457,6 +458,10 @@ static void test_frag__cpu_only_pod_ranked(void **state)
 	for (int p = FT_POLICY_PACKED; p <= FT_POLICY_DISTRIBUTED; p++)
 		assert_true(ft_place_rank(idle, &cpu, (ft_policy_t)p, &mix) <
 			    ft_place_rank(full, &cpu, (ft_policy_t)p, &mix));
+	/* A node flextopo does not model strands no GPU either. */
+	assert_true(ft_place_rank(bare, &cpu, FT_POLICY_PACKED, &mix) >
+		    ft_place_rank(idle, &cpu, FT_POLICY_PACKED, &mix));
+	ft_node_unref(bare);
 	ft_node_unref(idle);
 	ft_node_unref(full);
 }

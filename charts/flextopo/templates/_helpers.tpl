@@ -132,7 +132,7 @@ the scheduler ConfigMap uses it, and NOTES.txt prints it in extender mode.
   httpTimeout: {{ .Values.registration.httpTimeout | quote }}
   ignorable: {{ .Values.registration.ignorable }}
 {{- $r := .Values.registration }}
-{{- if eq $r.pods "devices" }}
+{{- if eq (include "flextopo.registrationPods" .) "devices" }}
   # Only pods asking for these reach flextopo (registration.pods: devices).
   managedResources:
 {{- range (include "flextopo.deviceResources" . | fromYamlArray) }}
@@ -148,6 +148,21 @@ the scheduler ConfigMap uses it, and NOTES.txt prints it in extender mode.
 {{- else if $r.managedResources }}
 {{- fail "registration.managedResources must be empty with registration.pods: all" }}
 {{- end }}
+{{- end -}}
+
+{{/*
+registration.pods resolved: auto is all for the second scheduler (its pods
+opt in, and CPU-only ones are then ranked by the GPUs their CPUs would
+strand) and devices for an existing scheduler (most of its pods are not GPU
+pods and need no round trip to flextopo).
+*/}}
+{{- define "flextopo.registrationPods" -}}
+{{- $p := .Values.registration.pods -}}
+{{- if eq $p "auto" -}}
+{{- ternary "all" "devices" (eq .Values.mode "scheduler") -}}
+{{- else -}}
+{{- $p -}}
+{{- end -}}
 {{- end -}}
 
 {{/*
