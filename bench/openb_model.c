@@ -21,6 +21,13 @@
 #define MAX_NODE_SCORE 100
 #define TYPICAL_SHARE  0.95 /* podPopularityThreshold 95 */
 
+/* A node that passed the filter, its score and, for FGD, its GPU. */
+typedef struct ob_candidate {
+	unsigned node;
+	int64_t score;
+	int gpu;
+} candidate_t;
+
 unsigned ob_below(uint64_t *rng, unsigned n)
 {
 	return n ? (unsigned)(rng_next(rng) % n) : 0;
@@ -336,7 +343,8 @@ int ob_cluster_init(ob_cluster_t *c, const ob_trace_t *t,
 	c->typical = tp;
 	c->left = calloc(t->n_nodes, sizeof(*c->left));
 	c->frag = calloc(t->n_nodes, sizeof(*c->frag));
-	if (!c->left || !c->frag) {
+	c->cand = calloc(t->n_nodes, sizeof(*c->cand));
+	if (!c->left || !c->frag || !c->cand) {
 		ob_cluster_dispose(c);
 		return -1;
 	}
@@ -356,8 +364,10 @@ void ob_cluster_dispose(ob_cluster_t *c)
 {
 	free(c->left);
 	free(c->frag);
+	free(c->cand);
 	c->left = NULL;
 	c->frag = NULL;
+	c->cand = NULL;
 }
 
 bool ob_fits_resources(const ob_cluster_t *c, unsigned node, const ob_pod_t *p)
@@ -568,12 +578,6 @@ static int64_t fgd_score(const ob_cluster_t *c, unsigned node,
 	return fgd_points(c->frag[node], ob_frag(&after, n, c->typical));
 }
 
-typedef struct candidate {
-	unsigned node;
-	int64_t score;
-	int gpu;
-} candidate_t;
-
 /* kube-scheduler's selectHost: the highest score, uniform among ties. */
 static int select_host(const ob_cluster_t *c, const candidate_t *cand,
 		       unsigned n, uint64_t *rng)
@@ -643,22 +647,12 @@ static void score(candidate_t *cand, unsigned n, const ob_cluster_t *c,
 void ob_schedule(ob_cluster_t *c, ob_policy_t policy, const ob_pod_t *p,
 		 uint64_t *rng)
 {
-	static __thread candidate_t *cand;
-	static __thread unsigned cap;
+	candidate_t *cand = c->cand;
 	uint32_t milli[OB_GPU_MAX] = {0};
 	unsigned n, node, gpus;
 	const ob_left_t *l;
 	int pick, gpu;
 
-	if (cap < c->trace->n_nodes) {
-		free(cand);
-		cap = c->trace->n_nodes;
-		if (!(cand = malloc(cap * sizeof(*cand)))) {
-			cap = 0;
-			c->overcommitted = true;
-			return;
-		}
-	}
 	if (!(n = filter(cand, c, p))) {
 		if (getenv("OPENB_DEBUG"))
 			fprintf(stderr,

@@ -110,6 +110,7 @@ typedef struct ob_cluster {
 	bool name_ties; /* ties go to the lowest node name (the simulator's
 			   selectHost) instead of a uniform random choice
 			   (kube-scheduler's) */
+	struct ob_candidate *cand; /* scratch: one per node */
 	/* Per arrived-workload percent, as the simulator's analysis. */
 	double sum_unalloc[OB_LEVELS], sum_frag[OB_LEVELS];
 	unsigned n_level[OB_LEVELS];

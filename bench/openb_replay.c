@@ -53,6 +53,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "bench_client.h"
 #include "bench_util.h"
 #include "openb_model.h"
 
@@ -171,61 +172,7 @@ static void api_stop(api_t *api)
 
 /* ---- the HTTP client (one keep-alive connection) ---- */
 
-typedef struct client {
-	CURL *curl;
-	struct curl_slist *headers;
-	unsigned port;
-	char *reply;
-	size_t len, cap;
-} client_t;
-
-static size_t on_reply(char *data, size_t size, size_t nmemb, void *payload)
-{
-	client_t *c = payload;
-	size_t n = size * nmemb;
-
-	if (c->len + n + 1 > c->cap) {
-		size_t cap = c->cap ? c->cap : 65536;
-		char *grown;
-		while (cap < c->len + n + 1)
-			cap *= 2;
-		if (!(grown = realloc(c->reply, cap)))
-			return 0;
-		c->reply = grown;
-		c->cap = cap;
-	}
-	memcpy(c->reply + c->len, data, n);
-	c->len += n;
-	c->reply[c->len] = '\0';
-	return n;
-}
-
-static int client_open(client_t *c, unsigned port)
-{
-	memset(c, 0, sizeof(*c));
-	c->port = port;
-	c->headers = curl_slist_append(NULL, "Content-Type: application/json");
-	if (c->headers)
-		c->headers = curl_slist_append(c->headers, "Expect:");
-	if (!c->headers || !(c->curl = curl_easy_init()))
-		return -1;
-	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, c->headers);
-	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_reply);
-	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, c);
-	curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c->curl, CURLOPT_TCP_NODELAY, 1L);
-	curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, 60000L);
-	return 0;
-}
-
-static void client_close(client_t *c)
-{
-	if (c->curl)
-		curl_easy_cleanup(c->curl);
-	curl_slist_free_all(c->headers);
-	free(c->reply);
-	memset(c, 0, sizeof(*c));
-}
+typedef bench_client_t client_t;
 
 /* POST `body` (freed) to `path`; the parsed reply, or NULL on failure. */
 static cJSON *client_post(client_t *c, const char *path, char *body)
@@ -241,7 +188,7 @@ static cJSON *client_post(client_t *c, const char *path, char *body)
 	curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, body);
 	curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE,
 			 (curl_off_t)strlen(body));
-	c->len = 0;
+	c->reply_len = 0;
 	code = curl_easy_perform(c->curl);
 	free(body);
 	if (code != CURLE_OK) {
@@ -249,9 +196,10 @@ static cJSON *client_post(client_t *c, const char *path, char *body)
 		return NULL;
 	}
 	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
-	if (status != 200 || !c->len) {
+	c->requests++;
+	if (status != 200 || !c->reply_len) {
 		fprintf(stderr, "%s: HTTP %ld: %.300s\n", path, status,
-			c->len ? c->reply : "(no body)");
+			c->reply_len ? c->reply : "(no body)");
 		return NULL;
 	}
 	return cJSON_Parse(c->reply);
@@ -507,7 +455,7 @@ static int replay_start(replay_t *r)
 	    ft_server_start(r->app.server) < 0)
 		goto fail;
 	port = ft_server_port(r->app.server);
-	return client_open(&r->client, port);
+	return bench_client_open(&r->client, port);
 fail:
 	fprintf(stderr, "extender: %s\n", ft_error_last());
 	return -1;
@@ -515,7 +463,7 @@ fail:
 
 static void replay_stop(replay_t *r)
 {
-	client_close(&r->client);
+	bench_client_close(&r->client);
 	ft_app_dispose(&r->app);
 	api_stop(&r->api);
 }
@@ -752,6 +700,36 @@ static int replay_pod(replay_t *r, ob_cluster_t *c, const ob_pod_t *p,
 	return rc;
 }
 
+/* The extender's own model agrees with the mirror: replicas held per GPU,
+ * no allocation conflicts. */
+static int check_state(replay_t *r, const ob_cluster_t *c)
+{
+	ft_snapshot_t *snap = ft_state_snapshot(r->app.state);
+	int rc = 0;
+
+	for (unsigned i = 0; i < r->trace->n_nodes && rc == 0; i++) {
+		const ft_node_t *node =
+		    ft_snapshot_find(snap, r->trace->nodes[i].name);
+		if (!node || node->conflicts) {
+			rc = -1;
+			break;
+		}
+		for (unsigned g = 0; g < r->trace->nodes[i].n_gpus; g++)
+			if (OB_MILLI - (uint32_t)node->replicas_used[g] *
+					   REPLICA_MILLI !=
+			    c->left[i].gpu[g]) {
+				fprintf(stderr,
+					"%s GPU %u: extender holds %u "
+					"replicas, the replay %u milli free\n",
+					node->name, g, node->replicas_used[g],
+					c->left[i].gpu[g]);
+				rc = -1;
+			}
+	}
+	ft_snapshot_unref(snap);
+	return rc;
+}
+
 static int run_flextopo(ob_cluster_t *c, const options_t *o,
 			const ob_trace_t *t, const unsigned *seq, unsigned n,
 			uint64_t seed, bool intree, unsigned *bind_errors)
@@ -777,6 +755,8 @@ static int run_flextopo(ob_cluster_t *c, const options_t *o,
 	rc = 0;
 	for (unsigned i = 0; i < n && rc == 0; i++)
 		rc = replay_pod(&r, c, &t->pods[seq[i]], i);
+	if (rc == 0 && check_state(&r, c) < 0)
+		c->overcommitted = true;
 	*bind_errors = r.bind_errors;
 cleanup:
 	replay_stop(&r);
