@@ -432,6 +432,7 @@ void ob_cluster_fail(ob_cluster_t *c, const ob_pod_t *p)
 	c->arrived++;
 	c->arrived_milli += ob_pod_gpu_milli(p);
 	c->failed++;
+	c->failed_kind[ob_pod_kind(p)]++;
 	record(c);
 }
 

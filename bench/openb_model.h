@@ -59,6 +59,18 @@ static inline uint64_t ob_pod_gpu_milli(const ob_pod_t *p)
 	return (uint64_t)p->n_gpus * p->gpu_milli;
 }
 
+/* Pod kinds for counting failures: no GPU, a share of one GPU, one whole
+ * GPU, several. */
+#define OB_KINDS 4
+static inline unsigned ob_pod_kind(const ob_pod_t *p)
+{
+	if (!p->n_gpus)
+		return 0;
+	if (p->gpu_milli < OB_MILLI)
+		return 1;
+	return p->n_gpus == 1 ? 2 : 3;
+}
+
 /* Are GPUs a and b of an NVLink node linked (DGX-1 hybrid cube mesh)? */
 bool ob_nvlinked(unsigned a, unsigned b);
 /* Are all GPUs of `mask` pairwise linked? */
@@ -103,6 +115,7 @@ typedef struct ob_cluster {
 	uint64_t used_milli; /* GPU milli requested by the placed pods */
 	uint64_t arrived_milli;
 	unsigned arrived, placed, failed;
+	unsigned failed_kind[OB_KINDS];	      /* by ob_pod_kind() */
 	unsigned multi_nvlink, multi_aligned; /* 2- and 4-GPU pods on NVLink
 						 nodes, and of those the ones
 						 on pairwise-linked GPUs */

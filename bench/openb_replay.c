@@ -98,6 +98,7 @@ typedef struct options {
 typedef struct outcome {
 	double unalloc[OB_LEVELS], frag[OB_LEVELS];
 	unsigned arrived, placed, failed, multi, aligned, bind_errors;
+	unsigned failed_kind[OB_KINDS];
 	double seconds;
 	bool ok;
 } outcome_t;
@@ -777,6 +778,7 @@ static void outcome_fill(outcome_t *out, const ob_cluster_t *c, double s)
 	out->arrived = c->arrived;
 	out->placed = c->placed;
 	out->failed = c->failed;
+	memcpy(out->failed_kind, c->failed_kind, sizeof(out->failed_kind));
 	out->multi = c->multi_nvlink;
 	out->aligned = c->multi_aligned;
 	out->seconds = s;
@@ -979,11 +981,25 @@ static void table(FILE *f, const variant_result_t *v, const options_t *o,
 	}
 }
 
+/* Mean failures per pod kind, "a / b / c / d". */
+static void fail_kinds(FILE *f, const variant_result_t *v, unsigned a)
+{
+	for (unsigned k = 0; k < OB_KINDS; k++) {
+		double x[SEEDS_MAX];
+		for (unsigned s = 0; s < v->n_seeds; s++)
+			x[s] = v->runs[a][s].failed_kind[k];
+		fprintf(f, "%s%.1f", k ? " / " : " ",
+			stat_of(x, v->n_seeds).mean);
+	}
+	fprintf(f, " |");
+}
+
 static void summary(FILE *f, const variant_result_t *v, const options_t *o)
 {
-	fprintf(f, "\n| policy | pods arrived | pods failed | 2-/4-GPU pods "
-		   "on NVLink nodes | NVLink-aligned | s per seed |\n");
-	fprintf(f, "|---|---:|---:|---:|---:|---:|\n");
+	fprintf(f, "\n| policy | pods arrived | pods failed | of which no GPU "
+		   "/ shared / 1 GPU / multi-GPU | 2-/4-GPU pods on NVLink "
+		   "nodes | NVLink-aligned | s per seed |\n");
+	fprintf(f, "|---|---:|---:|---:|---:|---:|---:|\n");
 	for (unsigned a = 0; a < ARMS; a++) {
 		double arr[SEEDS_MAX], fail[SEEDS_MAX], multi[SEEDS_MAX],
 		    share[SEEDS_MAX], secs[SEEDS_MAX];
@@ -999,11 +1015,12 @@ static void summary(FILE *f, const variant_result_t *v, const options_t *o)
 			    r->multi ? 100.0 * r->aligned / r->multi : NAN;
 			secs[k] = r->seconds;
 		}
-		fprintf(f, "| %s | %.0f | %.1f ± %.1f | %.1f |", arm_names[a],
+		fprintf(f, "| %s | %.0f | %.1f ± %.1f |", arm_names[a],
 			stat_of(arr, v->n_seeds).mean,
 			stat_of(fail, v->n_seeds).mean,
-			stat_of(fail, v->n_seeds).sd,
-			stat_of(multi, v->n_seeds).mean);
+			stat_of(fail, v->n_seeds).sd);
+		fail_kinds(f, v, a);
+		fprintf(f, " %.1f |", stat_of(multi, v->n_seeds).mean);
 		s = stat_of(share, v->n_seeds);
 		if (isnan(s.mean))
 			fprintf(f, " - |");
@@ -1027,88 +1044,135 @@ static void report(FILE *f, const variant_result_t *v, unsigned n,
 
 /* ---- the plot ---- */
 
+/* One panel per variant: arrived 80..130 %, where the policies part (below
+ * 80 % every policy places nearly everything and the curves are the line
+ * 100 - arrived). */
+#define PLOT_FROM  80
+#define PLOT_TO	   130
+#define PANEL_W	   330
+#define PANEL_H	   260
+#define PANEL_X0   50
+#define PANEL_Y0   40
+#define PANEL_GAP  60
+#define PLOT_Y_MAX 30.0
+
 static const char *const colours[ARMS] = {"#d62728", "#ff7f0e", "#7f7f7f",
 					  "#1f77b4", "#2ca02c"};
 
-static double px(double arrived)
+typedef struct panel {
+	double x0, y0;
+} panel_t;
+
+static double px(const panel_t *p, double arrived)
 {
-	return 60 + arrived * 5;
-}
-static double py(double pct)
-{
-	return 30 + (100 - pct) * 3.4;
+	return p->x0 + (arrived - PLOT_FROM) * PANEL_W / (PLOT_TO - PLOT_FROM);
 }
 
-static void svg_series(FILE *f, const variant_result_t *v, unsigned a,
-		       bool paper)
+static double py(const panel_t *p, double pct)
+{
+	pct = pct > PLOT_Y_MAX ? PLOT_Y_MAX : pct;
+	return p->y0 + (PLOT_Y_MAX - pct) * PANEL_H / PLOT_Y_MAX;
+}
+
+static void svg_series(FILE *f, const panel_t *pn, const variant_result_t *v,
+		       unsigned a, bool paper)
 {
 	bool open = false;
 
-	for (unsigned k = 0; k <= 130; k++) {
+	for (unsigned k = PLOT_FROM; k <= PLOT_TO; k++) {
 		double y = paper ? v->paper.unalloc[a][k][0]
 				 : arm_stat(v, a, k, false).mean;
 		if (isnan(y))
 			continue;
 		fprintf(f, "%s%.1f,%.1f", open ? " " : "<polyline points=\"",
-			px(k), py(y));
+			px(pn, k), py(pn, y));
 		open = true;
 	}
 	if (open)
 		fprintf(
 		    f,
 		    "\" fill=\"none\" stroke=\"%s\" stroke-width=\"%s\"%s/>\n",
-		    colours[a], paper ? "1" : "2",
-		    paper ? " stroke-dasharray=\"4 3\"" : "");
+		    colours[a], paper ? "1.2" : "2",
+		    paper ? " stroke-dasharray=\"5 3\"" : "");
 }
 
-static int write_svg(const char *path, const variant_result_t *v,
-		     const options_t *o)
+static void svg_axes(FILE *f, const panel_t *p, const char *title)
 {
-	FILE *f = fopen(path, "w");
-	unsigned row = 0;
-
-	if (!f)
-		return -1;
-	fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"900\" "
-		   "height=\"420\" font-family=\"sans-serif\" "
-		   "font-size=\"12\">\n<rect width=\"900\" height=\"420\" "
-		   "fill=\"white\"/>\n");
 	fprintf(f,
-		"<text x=\"60\" y=\"18\">openb_pod_list_%s: unallocated "
-		"GPU %% vs arrived workload (mean of %u seeds; dashed: "
-		"paper)</text>\n",
-		v->name, v->n_seeds);
-	for (unsigned k = 0; k <= 130; k += 10)
+		"<text x=\"%.0f\" y=\"%.0f\" font-weight=\"bold\">%s</text>\n",
+		p->x0, p->y0 - 10, title);
+	for (unsigned k = PLOT_FROM; k <= PLOT_TO; k += 10)
 		fprintf(f,
-			"<line x1=\"%.0f\" y1=\"30\" x2=\"%.0f\" y2=\"370\" "
-			"stroke=\"#eee\"/><text x=\"%.0f\" y=\"388\" "
+			"<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" "
+			"stroke=\"#ddd\"/><text x=\"%.1f\" y=\"%.0f\" "
 			"text-anchor=\"middle\">%u</text>\n",
-			px(k), px(k), px(k), k);
-	for (unsigned y = 0; y <= 100; y += 10)
+			px(p, k), p->y0, px(p, k), p->y0 + PANEL_H, px(p, k),
+			p->y0 + PANEL_H + 16, k);
+	for (unsigned y = 0; y <= PLOT_Y_MAX; y += 5)
 		fprintf(f,
-			"<line x1=\"60\" y1=\"%.0f\" x2=\"710\" y2=\"%.0f\" "
-			"stroke=\"#eee\"/><text x=\"54\" y=\"%.0f\" "
+			"<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" "
+			"stroke=\"#ddd\"/><text x=\"%.0f\" y=\"%.1f\" "
 			"text-anchor=\"end\">%u</text>\n",
-			py(y), py(y), py(y) + 4, y);
-	fprintf(f, "<text x=\"385\" y=\"410\" text-anchor=\"middle\">arrived "
-		   "GPU workload, %% of capacity</text>\n<text x=\"16\" "
-		   "y=\"200\" transform=\"rotate(-90 16 200)\" "
-		   "text-anchor=\"middle\">unallocated GPU %%</text>\n");
+			p->x0, py(p, y), p->x0 + PANEL_W, py(p, y), p->x0 - 6,
+			py(p, y) + 4, y);
+}
+
+static void svg_legend(FILE *f, const options_t *o, double y)
+{
+	double x = PANEL_X0;
+
 	for (unsigned a = 0; a < ARMS; a++) {
-		if (o->arms[a])
-			svg_series(f, v, a, false);
-		if (paper_names[a])
-			svg_series(f, v, a, true);
 		if (!o->arms[a])
 			continue;
 		fprintf(f,
-			"<line x1=\"725\" y1=\"%u\" x2=\"750\" y2=\"%u\" "
-			"stroke=\"%s\" stroke-width=\"2\"/><text x=\"756\" "
-			"y=\"%u\">%s</text>\n",
-			50 + row * 18, 50 + row * 18, colours[a], 54 + row * 18,
+			"<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" "
+			"stroke=\"%s\" stroke-width=\"2\"/><text x=\"%.0f\" "
+			"y=\"%.0f\">%s</text>\n",
+			x, y, x + 24, y, colours[a], x + 30, y + 4,
 			arm_names[a]);
-		row++;
+		x += 40 + 8 * strlen(arm_names[a]);
 	}
+	fprintf(f,
+		"<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" "
+		"stroke=\"#000\" stroke-dasharray=\"5 3\"/><text x=\"%.0f\" "
+		"y=\"%.0f\">the paper's published figures (10 seeds), same "
+		"colour</text>\n",
+		x, y, x + 24, y, x + 30, y + 4);
+}
+
+static int write_svg(const char *path, const variant_result_t *v, unsigned n,
+		     const options_t *o)
+{
+	double width = PANEL_X0 + n * (PANEL_W + PANEL_GAP);
+	double height = PANEL_Y0 + PANEL_H + 90;
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return -1;
+	fprintf(f,
+		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" "
+		"height=\"%.0f\" font-family=\"sans-serif\" "
+		"font-size=\"12\">\n<rect width=\"%.0f\" height=\"%.0f\" "
+		"fill=\"white\"/>\n",
+		width, height, width, height);
+	fprintf(f,
+		"<text x=\"%d\" y=\"%.0f\">x: arrived GPU workload, %% of "
+		"capacity; y: unallocated GPU %%, mean of %u seeds (lower is "
+		"better)</text>\n",
+		PANEL_X0, height - 40, v->n_seeds);
+	for (unsigned i = 0; i < n; i++) {
+		panel_t p = {PANEL_X0 + i * (PANEL_W + PANEL_GAP), PANEL_Y0};
+		char title[128];
+		snprintf(title, sizeof(title), "openb_pod_list_%s", v[i].name);
+		svg_axes(f, &p, title);
+		for (unsigned a = 0; a < ARMS; a++) {
+			if (paper_names[a])
+				svg_series(f, &p, &v[i], a, true);
+			if (o->arms[a])
+				svg_series(f, &p, &v[i], a, false);
+		}
+	}
+	svg_legend(f, o, height - 16);
 	fprintf(f, "</svg>\n");
 	return fclose(f) == 0 ? 0 : -1;
 }
@@ -1301,7 +1365,7 @@ int main(int argc, char **argv)
 				fclose(f);
 			}
 		}
-		if (o.svg && write_svg(o.svg, &v[0], &o) < 0)
+		if (o.svg && write_svg(o.svg, v, o.n_variants, &o) < 0)
 			rc = -1;
 	}
 	curl_global_cleanup();
