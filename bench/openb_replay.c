@@ -372,20 +372,18 @@ typedef struct replay {
 	ft_app_t app;
 	api_t api;
 	client_t client;
-	unsigned *by_name; /* node indexes sorted by name */
-	unsigned *fit;	   /* scratch: node indexes */
-	int64_t *total;	   /* scratch: per node, total score */
+	const ob_node_t **by_name; /* the trace's nodes sorted by name */
+	unsigned *fit;		   /* scratch: node indexes */
+	int64_t *total;		   /* scratch: per node, total score */
 	bool intree, name_ties;
 	uint64_t rng;
 	unsigned bind_errors;
 } replay_t;
 
-static const ob_trace_t *sort_trace;
-
 static int by_name_cmp(const void *a, const void *b)
 {
-	return strcmp(sort_trace->nodes[*(const unsigned *)a].name,
-		      sort_trace->nodes[*(const unsigned *)b].name);
+	return strcmp((*(const ob_node_t *const *)a)->name,
+		      (*(const ob_node_t *const *)b)->name);
 }
 
 static int node_index(const replay_t *r, const char *name)
@@ -394,9 +392,9 @@ static int node_index(const replay_t *r, const char *name)
 
 	while (lo < hi) {
 		unsigned mid = (lo + hi) / 2;
-		int c = strcmp(r->trace->nodes[r->by_name[mid]].name, name);
+		int c = strcmp(r->by_name[mid]->name, name);
 		if (c == 0)
-			return (int)r->by_name[mid];
+			return (int)(r->by_name[mid] - r->trace->nodes);
 		if (c < 0)
 			lo = mid + 1;
 		else
@@ -748,8 +746,7 @@ static int run_flextopo(ob_cluster_t *c, const options_t *o,
 	if (!r.by_name || !r.fit || !r.total)
 		goto cleanup;
 	for (unsigned i = 0; i < t->n_nodes; i++)
-		r.by_name[i] = i;
-	sort_trace = t;
+		r.by_name[i] = &t->nodes[i];
 	qsort(r.by_name, t->n_nodes, sizeof(*r.by_name), by_name_cmp);
 	if (replay_start(&r) < 0)
 		goto cleanup;
