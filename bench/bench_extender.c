@@ -68,6 +68,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_client.h"
 #include "bench_util.h"
 
 #ifndef FT_SOURCE_DIR
@@ -857,14 +858,7 @@ typedef struct request {
 	unsigned n_tokens;
 } request_t;
 
-typedef struct client {
-	CURL *curl;
-	struct curl_slist *headers;
-	unsigned port;
-	char *reply;
-	size_t reply_len, reply_cap;
-	long connects, requests;
-} client_t;
+typedef bench_client_t client_t;
 
 typedef struct run {
 	const bench_options_t *o;
@@ -1159,58 +1153,16 @@ static request_t *next_request(run_t *run, unsigned it)
 
 /* ---- the HTTP client ---- */
 
-static size_t on_reply(char *data, size_t size, size_t nmemb, void *payload)
-{
-	client_t *c = payload;
-	size_t n = size * nmemb;
-
-	if (c->reply_len + n + 1 > c->reply_cap) {
-		size_t cap = c->reply_cap ? c->reply_cap : 65536;
-		char *grown;
-		while (cap < c->reply_len + n + 1)
-			cap *= 2;
-		if (!(grown = realloc(c->reply, cap)))
-			return 0;
-		c->reply = grown;
-		c->reply_cap = cap;
-	}
-	memcpy(c->reply + c->reply_len, data, n);
-	c->reply_len += n;
-	c->reply[c->reply_len] = '\0';
-	return n;
-}
-
-/* One easy handle: libcurl keeps its connection alive between requests. */
 static int client_open(client_t *c, result_t *r, unsigned port)
 {
-	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: "
-						       "application/json");
-
-	memset(c, 0, sizeof(*c));
-	c->port = port;
-	if (h) {
-		c->headers = h;
-		/* Go's client, like kube-scheduler's, sends no Expect. */
-		h = curl_slist_append(h, "Expect:");
-	}
-	if (!h || !(c->curl = curl_easy_init()))
+	if (bench_client_open(c, port) < 0)
 		return fail(r, "libcurl: cannot make a client");
-	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, c->headers);
-	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_reply);
-	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, c);
-	curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c->curl, CURLOPT_TCP_NODELAY, 1L);
-	curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, 60000L);
 	return 0;
 }
 
 static void client_close(client_t *c)
 {
-	if (c->curl)
-		curl_easy_cleanup(c->curl);
-	curl_slist_free_all(c->headers);
-	free(c->reply);
-	memset(c, 0, sizeof(*c));
+	bench_client_close(c);
 }
 
 /* POST `q` to `path`, or GET it when `q` is NULL; *us is the wall time. */
