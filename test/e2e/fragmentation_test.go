@@ -76,9 +76,9 @@ type explainNode struct {
 	Node          string `json:"node"`
 	Verdict       string `json:"verdict"`
 	Score         int    `json:"score"`
+	Rank          *int64 `json:"rank"`
 	Fragmentation *struct {
 		DeltaGPUs float64 `json:"deltaGpus"`
-		Penalty   int     `json:"penalty"`
 	} `json:"fragmentation"`
 	Placement *struct {
 		GPUs []int `json:"gpus"`
@@ -227,8 +227,9 @@ func nvswitchNodeTopo(node string) *Topology {
 // of the same size, so kube-scheduler's own scores tie and the extender's
 // decide. Under policy distributed the extender alone prefers pairs-8
 // (emptier); the 8 pair pods make its 1-GPU placement there raise the
-// node's fragmentation by a GPU (the broken pair's other GPU) and take 3
-// points, while on pairs-4 it lowers it by a GPU.
+// node's fragmentation by a GPU (the broken pair's other GPU), while on
+// pairs-4 it lowers it by a GPU, which ranks pairs-4 first: of the two
+// nodes explained it scores 10, pairs-8 0.
 func TestFragmentationSparesLastFreeNVLinkPair(t *testing.T) {
 	c := requireExtender(t)
 	// No t.Parallel(): see the top of the file.
@@ -304,23 +305,22 @@ func TestFragmentationSparesLastFreeNVLinkPair(t *testing.T) {
 	}
 	fgd := ext.explain(t, s, pod, big, small)
 	want := map[string]struct {
-		delta   float64
-		penalty int
-	}{big: {1, 3}, small: {-1, 0}}
+		delta float64
+		score int
+	}{big: {1, 0}, small: {-1, 10}}
 	for n, w := range want {
 		e := fgd[n]
 		switch {
 		case e.Verdict != "fit":
 			t.Errorf("%s: node %s verdict %q, want fit", ext.name, n, e.Verdict)
-		case e.Fragmentation == nil:
-			t.Errorf("%s: node %s has no fragmentation entry", ext.name, n)
-		case math.Abs(e.Fragmentation.DeltaGPUs-w.delta) > 1e-9 || e.Fragmentation.Penalty != w.penalty:
-			t.Errorf("%s: node %s fragmentation deltaGpus %g penalty %d, want %g and %d",
-				ext.name, n, e.Fragmentation.DeltaGPUs, e.Fragmentation.Penalty, w.delta, w.penalty)
+		case e.Fragmentation == nil || e.Rank == nil:
+			t.Errorf("%s: node %s has no fragmentation entry or rank", ext.name, n)
+		case math.Abs(e.Fragmentation.DeltaGPUs-w.delta) > 1e-9:
+			t.Errorf("%s: node %s fragmentation deltaGpus %g, want %g",
+				ext.name, n, e.Fragmentation.DeltaGPUs, w.delta)
 		}
-		if e.Score != plain[n].Score-w.penalty {
-			t.Errorf("%s: node %s score %d, want %d (%d without fragmentation scoring, less %d)",
-				ext.name, n, e.Score, plain[n].Score-w.penalty, plain[n].Score, w.penalty)
+		if e.Score != w.score {
+			t.Errorf("%s: node %s score %d, want %d", ext.name, n, e.Score, w.score)
 		}
 	}
 	if fgd[small].Score <= fgd[big].Score {
