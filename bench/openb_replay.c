@@ -18,7 +18,8 @@
  *     state as its watch would. With --intree-scores (the arm
  *     "flextopo+in-tree") kube-scheduler's default NodeResourcesFit
  *     LeastAllocated and NodeResourcesBalancedAllocation scores (weight 1
- *     each, 0..100) are added to the extender's score x weight 1 x 10;
+ *     each, 0..100) are added to the extender's score x weight 10 x 10 (the
+ *     shipped weight; the shipped profile turns these two scores off);
  *   - through Random, BestFit and FGD on the plain model (openb_model.h),
  *     with the same sequence, node list and random tie-break.
  *
@@ -65,7 +66,12 @@
 #define VARIANTS_MAX   8
 #define SEEDS_MAX      64
 #define SEED_BASE      42
-#define EXT_SCORE_MUL  10 /* MaxNodeScore / MaxExtenderPriority */
+/* The extender's score counts score x weight x MaxNodeScore /
+ * MaxExtenderPriority (10) in kube-scheduler's total; the weight is the
+ * shipped one (configs/scheduler-config.yaml, the chart's
+ * registration.weight). */
+#define EXT_WEIGHT     10
+#define EXT_SCORE_MUL  (EXT_WEIGHT * 10)
 #define NAMESPACE      "openb"
 
 typedef enum {
