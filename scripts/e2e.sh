@@ -20,6 +20,10 @@
 #    makes that quick). runc and busybox-static come from Debian
 #    (scripts/install-deps.sh). The scenario needs root.
 #
+# 2b. For the preemption study (study_test.go): builds kwok (sigs.k8s.io/kwok)
+#    from its Go module into <cache>/kwok-<version>-<go version>/ unless it is
+#    there, and passes it as KWOK.
+#
 # With CI=true a missing extender binary fails the run; otherwise the
 # placement scenarios are skipped and only the control plane is checked.
 # FLEXTOPO_E2E_REPORT=FILE writes the preemption comparison tables (flextopo's
@@ -113,6 +117,26 @@ if [[ ! -x $containerd_dir/containerd || ! -x $containerd_dir/containerd-shim-ru
 	trap - EXIT
 fi
 containerd_secs=$((SECONDS - containerd_start))
+# kwok for the preemption study (study_test.go): fake kubelets for hundreds
+# of nodes, built from its own Go module (not test/e2e's go.mod, so the
+# k8s-testenv cache key above does not move) into <cache>/kwok-<version>-<go>/.
+kwok_version=v0.8.0
+kwok_dir=$cache_root/kwok-$kwok_version-$(go env GOVERSION)
+kwok_start=$SECONDS
+if [[ ! -x $kwok_dir/kwok ]]; then
+	echo "e2e.sh: building kwok $kwok_version into $kwok_dir"
+	mkdir -p "$cache_root"
+	tmp_kwok=$(mktemp -d "$cache_root/.kwok.XXXXXX")
+	trap 'rm -rf "$tmp_kwok"' EXIT
+	(cd "$tmp_kwok" && GOBIN=$tmp_kwok CGO_ENABLED=0 GOFLAGS=-modcacherw go install -trimpath \
+		-ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$kwok_version")
+	rm -rf "$kwok_dir"
+	mv "$tmp_kwok" "$kwok_dir"
+	trap - EXIT
+fi
+kwok_secs=$((SECONDS - kwok_start))
+echo "e2e.sh: kwok $kwok_version ready in ${kwok_secs}s"
+
 node_agent=$repo_root/build/e2e/flextopo-node
 (cd "$repo_root/node" && go build -buildvcs=false -o "$node_agent" ./cmd/flextopo-node)
 echo "e2e.sh: containerd $containerd_version ready in ${containerd_secs}s; flextopo-node built"
@@ -138,7 +162,7 @@ rc=0
 (
 	cd "$e2e_dir"
 	FLEXTOPO_EXTENDER=$extender K8S_TESTENV=$testenv FLEXTOPO_E2E_REPORT=$report \
-		CONTAINERD_DIR=$containerd_dir FLEXTOPO_NODE=$node_agent \
+		CONTAINERD_DIR=$containerd_dir FLEXTOPO_NODE=$node_agent KWOK=$kwok_dir/kwok \
 		go test -v -count=1 -timeout 20m ./... "$@"
 ) || rc=$?
 test_secs=$((SECONDS - test_start))
