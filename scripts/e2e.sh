@@ -9,7 +9,7 @@
 #    The key hashes test/e2e/go.mod, go.sum, every file under
 #    test/e2e/cmd/, the Go version and target, and the build flags below.
 #    Go's module and build caches stay at their defaults (outside the clone).
-# 2. Runs `go test -v -count=1 -timeout 20m ./...` in test/e2e with
+# 2. Runs `go test -v -count=1 -timeout 30m ./...` in test/e2e with
 #      FLEXTOPO_EXTENDER (default build/flextopo-extender; relative paths are
 #      taken from the repository root) and K8S_TESTENV (the cached binary).
 #
@@ -20,6 +20,8 @@
 #    makes that quick). runc and busybox-static come from Debian
 #    (scripts/install-deps.sh). The scenario needs root.
 #
+#    FLEXTOPO_E2E_NO_CONTAINERD=1 skips that build (for runs that leave the
+#    real node out, such as scripts/preemption-study.sh).
 # 2b. For the preemption study (study_test.go): builds kwok (sigs.k8s.io/kwok)
 #    from its Go module into <cache>/kwok-<version>-<go version>/ unless it is
 #    there, and passes it as KWOK.
@@ -102,7 +104,9 @@ fi
 containerd_version=v2.2.9
 containerd_dir=$cache_root/containerd-$containerd_version-$(go env GOVERSION)
 containerd_start=$SECONDS
-if [[ ! -x $containerd_dir/containerd || ! -x $containerd_dir/containerd-shim-runc-v2 || ! -x $containerd_dir/ctr ]]; then
+if [[ ${FLEXTOPO_E2E_NO_CONTAINERD:-0} == 1 ]]; then
+	echo "e2e.sh: FLEXTOPO_E2E_NO_CONTAINERD=1: containerd not built (the real-node scenario will skip or fail)"
+elif [[ ! -x $containerd_dir/containerd || ! -x $containerd_dir/containerd-shim-runc-v2 || ! -x $containerd_dir/ctr ]]; then
 	echo "e2e.sh: building containerd $containerd_version into $containerd_dir"
 	tmp_bin=$(mktemp -d "$cache_root/.containerd.XXXXXX")
 	trap 'rm -rf "$tmp_bin"' EXIT
@@ -163,7 +167,7 @@ rc=0
 	cd "$e2e_dir"
 	FLEXTOPO_EXTENDER=$extender K8S_TESTENV=$testenv FLEXTOPO_E2E_REPORT=$report \
 		CONTAINERD_DIR=$containerd_dir FLEXTOPO_NODE=$node_agent KWOK=$kwok_dir/kwok \
-		go test -v -count=1 -timeout 20m ./... "$@"
+		go test -v -count=1 -timeout 30m ./... "$@"
 ) || rc=$?
 test_secs=$((SECONDS - test_start))
 

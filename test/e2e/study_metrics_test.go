@@ -359,6 +359,7 @@ type armFigures struct {
 	batchDone              int
 	preemptors, succeeded  int
 	evictions, wasted      int
+	elsewhere              int     // victims whose preemptor ran aligned, on another node
 	lostGPUh               float64 // simulated GPU-hours of evicted work
 	judgeDisagrees         int     // allocation level vs the judge (arms a, b)
 	boundNoAlloc           int
@@ -469,12 +470,14 @@ func (r *studyRecorder) figures(arm string, sc *studyCluster, start time.Time, w
 			if at.IsZero() {
 				at = v.gone
 			}
-			useful := alignedAt[pname] && !p.running.IsZero() && p.node == v.node &&
-				(at.IsZero() || p.running.Sub(at) <= deadline)
-			if useful {
-				ok = true
-			} else {
+			placed := alignedAt[pname] && !p.running.IsZero() && (at.IsZero() || p.running.Sub(at) <= deadline)
+			switch {
+			case !placed:
 				f.wasted++
+			case p.node != v.node:
+				f.elsewhere++
+			default:
+				ok = true
 			}
 		}
 		if ok {
@@ -523,13 +526,13 @@ func ratio(a, b int) string {
 // studyTable is the Markdown table of the arms.
 func studyTable(figs []*armFigures, deadline time.Duration) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "| arm | online pods | placed at requested level (ever) | within %s (scheduled performance) | creation to Running p50 / p99 (s) | never Running | preemptors | successful | evictions | evictions per successful preemption | wasted evictions | batch work lost (GPU-h, simulated) | batch jobs run / finished |\n", deadline)
-	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(&b, "| arm | online pods | placed at requested level (ever) | within %s (scheduled performance) | creation to Running p50 / p99 (s) | never Running | preemptors | successful | evictions | evictions per successful preemption | wasted evictions | victims whose preemptor ran aligned elsewhere | batch work lost (GPU-h, simulated) | batch jobs run / finished |\n", deadline)
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, f := range figs {
-		fmt.Fprintf(&b, "| %s | %d | %s | %s | %.1f / %.1f | %d | %d | %d | %d | %s | %d (%s) | %.0f | %d / %d |\n",
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %.1f / %.1f | %d | %d | %d | %d | %s | %d (%s) | %d | %.0f | %d / %d |\n",
 			f.label, f.online, pct(f.alignedEver, f.online), pct(f.alignedOT, f.online), f.p50, f.p99, f.neverRan,
 			f.preemptors, f.succeeded, f.evictions, ratio(f.evictions, f.succeeded), f.wasted, pct(f.wasted, f.evictions),
-			f.lostGPUh, f.batchRan, f.batchDone)
+			f.elsewhere, f.lostGPUh, f.batchRan, f.batchDone)
 	}
 	return b.String()
 }

@@ -52,14 +52,14 @@ type studyConfig struct {
 	seed     int64
 	source   string
 	deadline time.Duration // an online pod placed later than this is not "on time"
-	grace    int64         // batch pods' terminationGracePeriodSeconds (wall)
+	grace    int64         // batch pods' terminationGracePeriodSeconds (wall; 1 s is the least that is still graceful)
 	queue    int           // batch pods pending at most
 	arms     []string
 }
 
 func parseStudyConfig(spec string) (studyConfig, error) {
 	c := studyConfig{nodes: 1000, wall: 360 * time.Second, seed: 1, source: "synthetic", deadline: 30 * time.Second,
-		grace: 2, arms: []string{armFlextopo, armNoPreempt, armAlone}}
+		grace: 1, arms: []string{armFlextopo, armNoPreempt, armAlone}}
 	for _, kv := range strings.Split(spec, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
 		if !ok {
@@ -117,7 +117,7 @@ func TestPreemptionStudy(t *testing.T) {
 // with its components alive and its pods placed and run by kwok.
 func TestPreemptionStudySmall(t *testing.T) {
 	cfg := studyConfig{nodes: 100, wall: 60 * time.Second, seed: 1, source: "synthetic", deadline: 30 * time.Second,
-		grace: 2, arms: []string{armFlextopo, armNoPreempt, armAlone}}
+		grace: 1, arms: []string{armFlextopo, armNoPreempt, armAlone}}
 	figs := runStudy(t, cfg)
 	for _, f := range figs {
 		if len(f.violations) > 0 {
