@@ -547,7 +547,8 @@ var armColors = map[string]string{armFlextopo: "#1b7837", armNoPreempt: "#e08214
 
 // writeSVGChart draws a line chart with x in [0, xmax] and y in [0, 100].
 func writeSVGChart(path, title, xlabel, ylabel string, xmax float64, series []svgSeries) error {
-	const w, h, left, right, top, bottom = 720.0, 360.0, 60.0, 20.0, 40.0, 50.0
+	// The legend sits under the x axis, where no line can hide it.
+	const w, h, left, right, top, bottom = 720.0, 420.0, 60.0, 20.0, 40.0, 110.0
 	pw, ph := w-left-right, h-top-bottom
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="sans-serif" font-size="12">`+"\n", w, h, w, h)
@@ -564,7 +565,7 @@ func writeSVGChart(path, title, xlabel, ylabel string, xmax float64, series []sv
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.0f" text-anchor="middle">%.0f</text>`+"\n", x, top+ph+16, xmax*float64(i)/6)
 	}
 	fmt.Fprintf(&b, `<rect x="%.0f" y="%.0f" width="%.0f" height="%.0f" fill="none" stroke="#333"/>`+"\n", left, top, pw, ph)
-	fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="middle">%s</text>`+"\n", left+pw/2, h-10, svgEscape(xlabel))
+	fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="middle">%s</text>`+"\n", left+pw/2, top+ph+34, svgEscape(xlabel))
 	fmt.Fprintf(&b, `<text x="16" y="%.0f" text-anchor="middle" transform="rotate(-90 16 %.0f)">%s</text>`+"\n", top+ph/2, top+ph/2, svgEscape(ylabel))
 	for i, s := range series {
 		var pts []string
@@ -577,7 +578,7 @@ func writeSVGChart(path, title, xlabel, ylabel string, xmax float64, series []sv
 			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x, y))
 		}
 		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`+"\n", s.color, strings.Join(pts, " "))
-		ly := top + 14 + float64(i)*16
+		ly := top + ph + 58 + float64(i)*16
 		fmt.Fprintf(&b, `<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="%s" stroke-width="2"/>`+"\n", left+10, ly-4, left+30, ly-4, s.color)
 		fmt.Fprintf(&b, `<text x="%.0f" y="%.0f">%s</text>`+"\n", left+36, ly, svgEscape(s.name))
 	}
