@@ -369,7 +369,8 @@ type armFigures struct {
 	alignedByHour          [24][2]int // per simulated hour of creation: aligned on time, created
 	samples                []allocSample
 	gpuCap                 float64
-	preemptDetail          []string // the first preemptors, for the log
+	preemptDetail          []string  // the first preemptors, for the log
+	victimGrace            []float64 // seconds from a victim's eviction to its removal by kwok
 }
 
 // aligned says whether online pod rec was placed at its requested level.
@@ -457,6 +458,9 @@ func (r *studyRecorder) figures(arm string, sc *studyCluster, start time.Time, w
 				victim, prioOf(v.spec), pname, prioOf(p.spec)))
 		}
 		byPreemptor[pname] = append(byPreemptor[pname], v)
+		if !v.evicted.IsZero() && !v.gone.IsZero() {
+			f.victimGrace = append(f.victimGrace, v.gone.Sub(v.evicted).Seconds())
+		}
 		if !v.running.IsZero() && !v.evicted.IsZero() {
 			f.lostGPUh += v.spec.gpuEq() * v.evicted.Sub(v.running).Seconds() * compression / 3600
 		}

@@ -134,6 +134,10 @@ func TestPreemptionStudySmall(t *testing.T) {
 			t.Errorf("%s: %d online pods bound without an allocation", f.arm, f.boundNoAlloc)
 		}
 	}
+	for _, f := range figs {
+		t.Logf("%s: victims removed by kwok p50 %.1f s, max %.1f s after their eviction (grace %d s)",
+			f.arm, percentile(f.victimGrace, 50), percentile(f.victimGrace, 100), cfg.grace)
+	}
 	t.Logf("small study (figures not asserted):\n%s", studyTable(figs, cfg.deadline))
 }
 
@@ -401,8 +405,9 @@ func writeStudyReport(t *testing.T, dir string, cfg studyConfig, figs []*armFigu
 	fmt.Fprintf(&b, "nodes %d, seed %d, source %s, %s per arm (compression %.0fx), deadline %s\n\n%s",
 		cfg.nodes, cfg.seed, cfg.source, cfg.wall, 86400/cfg.wall.Seconds(), cfg.deadline, studyTable(figs, cfg.deadline))
 	for _, f := range figs {
-		fmt.Fprintf(&b, "\n%s: allocation level vs judge disagreements %d, bound without allocation %d, GPUs held twice %d, victims not lower %d, unresolved Preempted events %d",
-			f.arm, f.judgeDisagrees, f.boundNoAlloc, len(f.violations), len(f.victimNotLower), f.unresolved)
+		fmt.Fprintf(&b, "\n%s: allocation level vs judge disagreements %d, bound without allocation %d, GPUs held twice %d, victims not lower %d, unresolved Preempted events %d, victims removed by kwok p50 %.1f s / max %.1f s after eviction (grace %d s, deletionTimestamp has whole seconds)",
+			f.arm, f.judgeDisagrees, f.boundNoAlloc, len(f.violations), len(f.victimNotLower), f.unresolved,
+			percentile(f.victimGrace, 50), percentile(f.victimGrace, 100), cfg.grace)
 	}
 	b.WriteString("\n")
 	if err := os.WriteFile(filepath.Join(dir, base+".md"), []byte(b.String()), 0o644); err != nil {
