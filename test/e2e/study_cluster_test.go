@@ -39,8 +39,10 @@ const (
 // heartbeats: no node lifecycle controller runs, and 1,000 nodes' heartbeats
 // would cost the 2-core machine more than the workload); pods become
 // Running, finish (Succeeded) after their annRunFor, and a pod marked for
-// deletion is removed at its deletionTimestamp, so a victim's graceful
-// termination period is honoured as a kubelet would.
+// deletion is removed deletionGracePeriodSeconds after kwok sees the mark,
+// so a victim's graceful termination period is honoured as a kubelet would
+// (the deletionTimestamp itself has whole seconds, which would cut the
+// period by up to a second).
 const kwokStages = `apiVersion: config.kwok.x-k8s.io/v1alpha1
 kind: KwokConfiguration
 options:
@@ -189,7 +191,7 @@ spec:
   delay:
     durationMilliseconds: 0
     durationFrom:
-      expressionFrom: '.metadata.deletionTimestamp'
+      expressionFrom: '((.metadata.deletionGracePeriodSeconds // 0) | tostring) + "s"'
   next:
     delete: true
 `
