@@ -9,7 +9,7 @@
 #    The key hashes test/e2e/go.mod, go.sum, every file under
 #    test/e2e/cmd/, the Go version and target, and the build flags below.
 #    Go's module and build caches stay at their defaults (outside the clone).
-# 2. Runs `go test -v -count=1 -timeout 20m ./...` in test/e2e with
+# 2. Runs `go test -v -count=1 -timeout 30m ./...` in test/e2e with
 #      FLEXTOPO_EXTENDER (default build/flextopo-extender; relative paths are
 #      taken from the repository root) and K8S_TESTENV (the cached binary).
 #
@@ -19,6 +19,12 @@
 #    are there, and flextopo-node from node/ into build/e2e/ (Go's build cache
 #    makes that quick). runc and busybox-static come from Debian
 #    (scripts/install-deps.sh). The scenario needs root.
+#
+#    FLEXTOPO_E2E_NO_CONTAINERD=1 skips that build (for runs that leave the
+#    real node out, such as scripts/preemption-study.sh).
+# 2b. For the preemption study (study_test.go): builds kwok (sigs.k8s.io/kwok)
+#    from its Go module into <cache>/kwok-<version>-<go version>/ unless it is
+#    there, and passes it as KWOK.
 #
 # With CI=true a missing extender binary fails the run; otherwise the
 # placement scenarios are skipped and only the control plane is checked.
@@ -98,7 +104,9 @@ fi
 containerd_version=v2.2.9
 containerd_dir=$cache_root/containerd-$containerd_version-$(go env GOVERSION)
 containerd_start=$SECONDS
-if [[ ! -x $containerd_dir/containerd || ! -x $containerd_dir/containerd-shim-runc-v2 || ! -x $containerd_dir/ctr ]]; then
+if [[ ${FLEXTOPO_E2E_NO_CONTAINERD:-0} == 1 ]]; then
+	echo "e2e.sh: FLEXTOPO_E2E_NO_CONTAINERD=1: containerd not built (the real-node scenario will skip or fail)"
+elif [[ ! -x $containerd_dir/containerd || ! -x $containerd_dir/containerd-shim-runc-v2 || ! -x $containerd_dir/ctr ]]; then
 	echo "e2e.sh: building containerd $containerd_version into $containerd_dir"
 	tmp_bin=$(mktemp -d "$cache_root/.containerd.XXXXXX")
 	trap 'rm -rf "$tmp_bin"' EXIT
@@ -113,6 +121,26 @@ if [[ ! -x $containerd_dir/containerd || ! -x $containerd_dir/containerd-shim-ru
 	trap - EXIT
 fi
 containerd_secs=$((SECONDS - containerd_start))
+# kwok for the preemption study (study_test.go): fake kubelets for hundreds
+# of nodes, built from its own Go module (not test/e2e's go.mod, so the
+# k8s-testenv cache key above does not move) into <cache>/kwok-<version>-<go>/.
+kwok_version=v0.8.0
+kwok_dir=$cache_root/kwok-$kwok_version-$(go env GOVERSION)
+kwok_start=$SECONDS
+if [[ ! -x $kwok_dir/kwok ]]; then
+	echo "e2e.sh: building kwok $kwok_version into $kwok_dir"
+	mkdir -p "$cache_root"
+	tmp_kwok=$(mktemp -d "$cache_root/.kwok.XXXXXX")
+	trap 'rm -rf "$tmp_kwok"' EXIT
+	(cd "$tmp_kwok" && GOBIN=$tmp_kwok CGO_ENABLED=0 GOFLAGS=-modcacherw go install -trimpath \
+		-ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$kwok_version")
+	rm -rf "$kwok_dir"
+	mv "$tmp_kwok" "$kwok_dir"
+	trap - EXIT
+fi
+kwok_secs=$((SECONDS - kwok_start))
+echo "e2e.sh: kwok $kwok_version ready in ${kwok_secs}s"
+
 node_agent=$repo_root/build/e2e/flextopo-node
 (cd "$repo_root/node" && go build -buildvcs=false -o "$node_agent" ./cmd/flextopo-node)
 echo "e2e.sh: containerd $containerd_version ready in ${containerd_secs}s; flextopo-node built"
@@ -138,8 +166,8 @@ rc=0
 (
 	cd "$e2e_dir"
 	FLEXTOPO_EXTENDER=$extender K8S_TESTENV=$testenv FLEXTOPO_E2E_REPORT=$report \
-		CONTAINERD_DIR=$containerd_dir FLEXTOPO_NODE=$node_agent \
-		go test -v -count=1 -timeout 20m ./... "$@"
+		CONTAINERD_DIR=$containerd_dir FLEXTOPO_NODE=$node_agent KWOK=$kwok_dir/kwok \
+		go test -v -count=1 -timeout 30m ./... "$@"
 ) || rc=$?
 test_secs=$((SECONDS - test_start))
 
