@@ -70,9 +70,9 @@
  * MaxExtenderPriority (10) in kube-scheduler's total; the weight is the
  * shipped one (configs/scheduler-config.yaml, the chart's
  * registration.weight). */
-#define EXT_WEIGHT     10
-#define EXT_SCORE_MUL  (EXT_WEIGHT * 10)
-#define NAMESPACE      "openb"
+#define EXT_WEIGHT    10
+#define EXT_SCORE_MUL (EXT_WEIGHT * 10)
+#define NAMESPACE     "openb"
 
 typedef enum {
 	ARM_FLEXTOPO = 0,
