@@ -284,20 +284,28 @@ typedef struct ft_frag_cache_entry {
 
 #define FT_FRAG_MEMO 4 /* pod shapes remembered per node */
 
+/* What a node has for the classes of a mix (frag.h). */
+typedef struct ft_frag_room {
+	uint32_t free_milli; /* free GPU capacity, milli-GPU */
+	uint64_t
+	    cpu_millis; /* CPU no pod requested (ft_node_free_cpu_millis) */
+	uint64_t memory_mib; /* memory no pod requested, when known */
+	bool memory_known;
+} ft_frag_room_t;
+
+/* A node after a placement: its room and each class's usable capacity. */
+typedef struct ft_frag_after {
+	ft_frag_room_t room;
+	uint32_t usable[FT_FRAG_CACHE]; /* milli-GPU */
+} ft_frag_after_t;
+
 /* A pod shape weighed on a node: the node after its placement. */
 typedef struct ft_frag_memo {
 	bool used;
 	ft_demand_t shape; /* the pod's class key with its own requests */
 	uint8_t policy;	   /* the policy its placement followed */
-	uint32_t generations[FT_FRAG_CACHE]; /* of the classes below */
-	/* The node after the placement: each class's usable capacity and
-	 * the free capacity, milli-GPU; the unrequested CPU (millicores) and
-	 * memory (MiB; known or not). */
-	uint32_t usable[FT_FRAG_CACHE];
-	uint32_t free_milli;
-	uint64_t cpu_millis;
-	uint64_t memory_mib;
-	bool memory_known;
+	uint32_t generations[FT_FRAG_CACHE]; /* of the classes in `after` */
+	ft_frag_after_t after;
 } ft_frag_memo_t;
 
 /*

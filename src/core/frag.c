@@ -299,15 +299,7 @@ static uint32_t weighted(const ft_mix_t *mix, uint64_t sum)
 	return (uint32_t)((sum + mix->total / 2) / mix->total);
 }
 
-/* What a node has for the classes: free GPU capacity, unrequested room. */
-typedef struct room {
-	uint32_t free_milli;
-	uint64_t cpu_millis;
-	uint64_t memory_mib;
-	bool memory_known;
-} room_t;
-
-static void room_of(room_t *out, const ft_node_t *node)
+static void room_of(ft_frag_room_t *out, const ft_node_t *node)
 {
 	out->free_milli = free_milli(node, NULL);
 	out->cpu_millis = ft_node_free_cpu_millis(node);
@@ -319,8 +311,8 @@ static void room_of(room_t *out, const ft_node_t *node)
  * averaged over its points, all the free capacity for a point whose requests
  * the room cannot hold, else the free capacity its units cannot take.
  */
-static uint32_t class_frag(const ft_mix_t *mix, unsigned c, const room_t *r,
-			   uint32_t usable)
+static uint32_t class_frag(const ft_mix_t *mix, unsigned c,
+			   const ft_frag_room_t *r, uint32_t usable)
 {
 	unsigned n = mix->n_points[c], fit = 0;
 
@@ -341,7 +333,7 @@ static uint32_t expected(const ft_node_t *node, const ft_mix_t *mix,
 			 uint64_t *mig_usable)
 {
 	uint64_t sum = 0;
-	room_t room;
+	ft_frag_room_t room;
 
 	if (!mix || !mix->total || !node->topology)
 		return 0;
@@ -460,15 +452,10 @@ static const ft_frag_memo_t *memo_find(const ft_node_t *node,
 	return NULL;
 }
 
-/* The node after a placement, as a memo keeps it (ft_frag_memo_t). */
-typedef struct after {
-	room_t room;
-	uint32_t usable[FT_MIX_CLASSES];
-} after_t;
-
 /* Work out what each class of the mix could use after `d` is placed. */
-static int work_after(after_t *out, const ft_node_t *node, const ft_demand_t *d,
-		      ft_policy_t policy, const ft_mix_t *mix)
+static int work_after(ft_frag_after_t *out, const ft_node_t *node,
+		      const ft_demand_t *d, ft_policy_t policy,
+		      const ft_mix_t *mix)
 {
 	ft_placement_t p;
 	ft_node_t next;
@@ -493,30 +480,13 @@ static int work_after(after_t *out, const ft_node_t *node, const ft_demand_t *d,
 	return 0;
 }
 
-static void memo_read(after_t *out, const ft_frag_memo_t *e)
-{
-	memcpy(out->usable, e->usable, sizeof(out->usable));
-	out->room.free_milli = e->free_milli;
-	out->room.cpu_millis = e->cpu_millis;
-	out->room.memory_mib = e->memory_mib;
-	out->room.memory_known = e->memory_known;
-}
-
-static void memo_write(ft_frag_memo_t *e, const after_t *a)
-{
-	memcpy(e->usable, a->usable, sizeof(e->usable));
-	e->free_milli = a->room.free_milli;
-	e->cpu_millis = a->room.cpu_millis;
-	e->memory_mib = a->room.memory_mib;
-	e->memory_known = a->room.memory_known;
-}
-
 /*
  * The node after `d` is placed: from the node's memo of pod shapes when it
  * has this one, else worked out and remembered.
  */
-static int frag_after(after_t *out, const ft_node_t *node, const ft_demand_t *d,
-		      ft_policy_t policy, const ft_mix_t *mix)
+static int frag_after(ft_frag_after_t *out, const ft_node_t *node,
+		      const ft_demand_t *d, ft_policy_t policy,
+		      const ft_mix_t *mix)
 {
 	uint8_t pol = (uint8_t)(d->has_policy ? d->policy : policy);
 	const ft_frag_memo_t *hit = NULL;
@@ -527,7 +497,7 @@ static int frag_after(after_t *out, const ft_node_t *node, const ft_demand_t *d,
 	memo_shape(&shape, d);
 	if (lock_node(node)) {
 		if ((hit = memo_find(node, &shape, pol, mix)))
-			memo_read(out, hit);
+			*out = hit->after;
 		unlock_node(node);
 	}
 	if (hit)
@@ -542,7 +512,7 @@ static int frag_after(after_t *out, const ft_node_t *node, const ft_demand_t *d,
 	/* A class without pods was not worked out: 0 never matches it. */
 	for (unsigned c = 0; c < FT_MIX_CLASSES; c++)
 		slot->generations[c] = mix->counts[c] ? mix->generations[c] : 0;
-	memo_write(slot, out);
+	slot->after = *out;
 	node->frag->memo_next = (node->frag->memo_next + 1) % FT_FRAG_MEMO;
 	unlock_node(node);
 	return 0;
@@ -551,10 +521,9 @@ static int frag_after(after_t *out, const ft_node_t *node, const ft_demand_t *d,
 int ft_frag_delta(int64_t *out, const ft_node_t *node, const ft_demand_t *d,
 		  ft_policy_t policy, const ft_mix_t *mix)
 {
-	uint64_t sum_before = 0, sum_after = 0;
+	uint64_t sum_after = 0;
+	ft_frag_after_t after;
 	ft_placement_t p;
-	room_t before;
-	after_t after;
 	int rc;
 
 	*out = 0;
@@ -563,19 +532,13 @@ int ft_frag_delta(int64_t *out, const ft_node_t *node, const ft_demand_t *d,
 	memset(&after, 0, sizeof(after));
 	if ((rc = frag_after(&after, node, d, policy, mix)) < 0)
 		return rc;
-	room_of(&before, node);
-	for (unsigned c = 0; c < mix->n_classes; c++) {
-		ft_usable_t u;
-		if (!mix->counts[c])
-			continue;
-		usable_cached(&u, node, mix, c);
-		sum_before += (uint64_t)mix->counts[c] *
-			      class_frag(mix, c, &before, u.milli);
-		sum_after += (uint64_t)mix->counts[c] *
-			     class_frag(mix, c, &after.room, after.usable[c]);
-	}
+	for (unsigned c = 0; c < mix->n_classes; c++)
+		if (mix->counts[c])
+			sum_after +=
+			    (uint64_t)mix->counts[c] *
+			    class_frag(mix, c, &after.room, after.usable[c]);
 	*out = (int64_t)weighted(mix, sum_after) -
-	       (int64_t)weighted(mix, sum_before);
+	       (int64_t)expected(node, mix, NULL);
 	return 0;
 }
 
