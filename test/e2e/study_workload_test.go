@@ -394,13 +394,15 @@ func openbWorkload(path string, seed int64, gpuCap float64) (*studyWorkload, err
 	life := func(r openbRecord) float64 {
 		return math.Max(3600, math.Min(day, float64(r.delete-r.creation)*lifeScale))
 	}
-	var meanGPU, meanLife float64
-	for _, r := range on {
-		meanGPU += float64(r.gpus)
-		meanLife += life(r)
+	// The mean GPU count and lifetime of some trace records.
+	means := func(recs []openbRecord) (gpus, lifetime float64) {
+		for _, r := range recs {
+			gpus += float64(r.gpus)
+			lifetime += life(r)
+		}
+		return gpus / float64(len(recs)), lifetime / float64(len(recs))
 	}
-	meanGPU /= float64(len(on))
-	meanLife /= float64(len(on))
+	meanGPU, meanLife := means(on)
 	w := &studyWorkload{source: "openb", seed: seed, simSeconds: day}
 	next := 0
 	newOnline := func(at float64, residual bool) float64 {
@@ -422,13 +424,7 @@ func openbWorkload(path string, seed int64, gpuCap float64) (*studyWorkload, err
 	for _, at := range arrivals(rng, day, gpuCap, meanGPU, meanLife, u, 0.55) {
 		newOnline(at, false)
 	}
-	var bGPU, bLife float64
-	for _, r := range ba {
-		bGPU += float64(r.gpus)
-		bLife += life(r)
-	}
-	bGPU /= float64(len(ba))
-	bLife /= float64(len(ba))
+	bGPU, bLife := means(ba)
 	n := batchCount(gpuCap, bGPU, bLife, day)
 	for i := 0; i < n; i++ {
 		r := ba[i%len(ba)]
