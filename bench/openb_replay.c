@@ -65,6 +65,7 @@
 #define ARMS	       5
 #define VARIANTS_MAX   8
 #define SEEDS_MAX      64
+#define SETTINGS_MAX   16
 #define SEED_BASE      42
 /* The extender's score counts score x weight x MaxNodeScore /
  * MaxExtenderPriority (10) in kube-scheduler's total; the weight is the
@@ -94,6 +95,8 @@ typedef struct options {
 	const char *svg;
 	const char *variants[VARIANTS_MAX];
 	unsigned n_variants;
+	char *settings[SETTINGS_MAX]; /* KEY=VALUE over the shipped config */
+	unsigned n_settings;
 	unsigned seeds;
 	unsigned max_pods;
 	bool arms[ARMS];
@@ -437,6 +440,27 @@ static int replay_load(replay_t *r)
 	return 0;
 }
 
+/* The --set overrides, each KEY=VALUE as in the config file. */
+static int apply_settings(ft_config_t *cfg, const options_t *o)
+{
+	int rc = 0;
+
+	for (unsigned i = 0; i < o->n_settings && rc == 0; i++) {
+		char key[128];
+		const char *eq = strchr(o->settings[i], '=');
+		size_t len = eq ? (size_t)(eq - o->settings[i]) : 0;
+		if (!len || len >= sizeof(key))
+			rc = ft_error_set(FT_EINVAL, "--set %s: not KEY=VALUE",
+					  o->settings[i]);
+		else {
+			memcpy(key, o->settings[i], len);
+			key[len] = '\0';
+			rc = ft_config_set(cfg, key, eq + 1);
+		}
+	}
+	return rc;
+}
+
 static int replay_start(replay_t *r)
 {
 	ft_kube_credentials_t creds = {0};
@@ -446,7 +470,7 @@ static int replay_start(replay_t *r)
 
 	if (ft_config_init(&r->app.cfg) < 0 ||
 	    ft_config_set(&r->app.cfg, "logLevel", "error") < 0 ||
-	    ft_app_init(&r->app) < 0 ||
+	    apply_settings(&r->app.cfg, r->o) < 0 || ft_app_init(&r->app) < 0 ||
 	    api_start(&r->api, r->app.opts.annotation_prefix, &api_port) < 0)
 		goto fail;
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u", api_port);
@@ -1037,6 +1061,12 @@ static void summary(FILE *f, const variant_result_t *v, const options_t *o)
 static void report(FILE *f, const variant_result_t *v, unsigned n,
 		   const options_t *o)
 {
+	if (o->n_settings)
+		fprintf(f, "\nflextopo's configuration: the shipped one with");
+	for (unsigned i = 0; i < o->n_settings; i++)
+		fprintf(f, "%s `%s`", i ? "," : "", o->settings[i]);
+	if (o->n_settings)
+		fprintf(f, "\n");
 	for (unsigned i = 0; i < n; i++) {
 		fprintf(f, "\n### openb_pod_list_%s: %u pods per seed\n",
 			v[i].name, v[i].pods);
@@ -1259,8 +1289,9 @@ static void usage(FILE *f)
 		   "default,multigpu50,gpushare100]\n"
 		   "  [--seeds N] [--max-pods N] [--policies "
 		   "flextopo,flextopo+in-tree,random,bestfit,fgd]\n"
-		   "  [--ties random|name] [--report FILE.md] [--svg FILE.svg] "
-		   "[--quiet]\n");
+		   "  [--ties random|name] [--set KEY=VALUE]... [--report "
+		   "FILE.md]\n"
+		   "  [--svg FILE.svg] [--quiet]\n");
 }
 
 static int parse(options_t *o, int argc, char **argv)
@@ -1275,6 +1306,7 @@ static int parse(options_t *o, int argc, char **argv)
 	    {"svg", required_argument, NULL, 'g'},
 	    {"quiet", no_argument, NULL, 'q'},
 	    {"ties", required_argument, NULL, 't'},
+	    {"set", required_argument, NULL, 'c'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0}};
 	static char variants[512];
@@ -1317,6 +1349,11 @@ static int parse(options_t *o, int argc, char **argv)
 			    strcmp(optarg, "random") != 0)
 				return -1;
 			o->name_ties = strcmp(optarg, "name") == 0;
+			break;
+		case 'c':
+			if (o->n_settings == SETTINGS_MAX)
+				return -1;
+			o->settings[o->n_settings++] = optarg;
 			break;
 		case 'h':
 			usage(stdout);
