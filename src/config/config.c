@@ -152,7 +152,7 @@ static const key_spec_t schema[] = {
     NUMBER("decisionLogSize", KEY_UNSIGNED, decision_log_size, "1024", 1,
 	   1048576,
 	   "Scheduling decisions kept for the debug API (1 to 1048576)."),
-    NUMBER("fragmentationWindow", KEY_UNSIGNED, fragmentation_window, "256", 0,
+    NUMBER("fragmentationWindow", KEY_UNSIGNED, fragmentation_window, "64", 0,
 	   4096,
 	   "Recent pods whose GPU requests make the workload mix that "
 	   "fragmentation (FGD) is measured against, 0 to 4096; 0 turns "

@@ -444,7 +444,7 @@ static void test_config__unsigned_keys(void **state)
 	assert_int_equal(cfg.api_timeout_ms, 1);
 	assert_int_equal(cfg.decision_log_size, 1048576);
 	assert_int_equal(cfg.watch_backoff_initial_ms, 3600000);
-	assert_int_equal(cfg.fragmentation_window, 256); /* the default */
+	assert_int_equal(cfg.fragmentation_window, 64); /* the default */
 	assert_int_equal(load(&cfg, "fragmentationWindow: 0\n"), 0);
 	assert_int_equal(cfg.fragmentation_window, 0);
 	assert_int_equal(load(&cfg, "fragmentationWindow: 4096\n"), 0);

@@ -289,7 +289,7 @@ static void test_debug__nodes_fragmentation(void **state)
 	    json_call(fx->debug_port, "GET", "/debug/nodes", NULL, 200);
 	const cJSON *mix = at(root, "workloadMix"), *row, *f;
 
-	assert_int_equal(num(mix, "window"), 256);
+	assert_int_equal(num(mix, "window"), 64);
 	assert_int_equal(num(mix, "pods"), 4);
 	assert_int_equal(cJSON_GetArraySize(at(mix, "classes")), 2);
 	row = find(at(root, "nodes"), "name", "pairs-free");
