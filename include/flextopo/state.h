@@ -72,8 +72,11 @@ void ft_state_observe_pod(ft_state_t *state, const ft_pod_t *pod);
  * Choose and assume a placement for `pod` on `node_name` atomically with
  * respect to other binds: the published snapshot holds it before this
  * returns. *out_annotation receives the allocation annotation JSON (heap,
- * NULL when the pod asks for no devices). Idempotent: if the pod already
- * holds an allocation on that node, that one is returned.
+ * NULL when the pod asks for no devices). A pod that asks for no device, or
+ * a node without topology, is assumed with its CPU and memory requests only
+ * (no annotation), so that scoring counts them before the watch shows the
+ * Binding. Idempotent: if the pod already holds an allocation on that node,
+ * that one is returned.
  * FT_ENOTFOUND (no such node, or no placement: message says why).
  */
 int ft_state_assume(ft_state_t *state, const ft_pod_t *pod,

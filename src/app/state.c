@@ -34,6 +34,8 @@ typedef struct pod_rec {
 	char *uid;
 	ft_pod_t pod;
 	bool assumed;
+	bool assumed_units;  /* the assumption holds devices or CPUs, not
+				only the pod's requests */
 	bool bind_in_flight; /* assumed, Binding not yet answered */
 	bool observed_only;  /* seen in a filter request, not the watch */
 	bool in_mix;	     /* counted in the workload mix */
@@ -259,6 +261,7 @@ static void link_pod(ft_state_t *state, pod_rec_t *r)
 static void drop_assumed(pod_rec_t *r)
 {
 	r->assumed = false;
+	r->assumed_units = false;
 	r->bind_in_flight = false;
 	free(r->assumed_node);
 	r->assumed_node = NULL;
@@ -273,7 +276,7 @@ static void update_pod(ft_state_t *state, pod_rec_t *r, ft_pod_t *pod)
 	r->pod = *pod;
 	memset(pod, 0, sizeof(*pod));
 	if (r->assumed && r->pod.node &&
-	    (r->pod.has_allocation ||
+	    (r->pod.has_allocation || !r->assumed_units ||
 	     strcmp(r->pod.node, r->assumed_node) != 0))
 		drop_assumed(r);
 	if (r->assumed && r->pod.terminal)
@@ -683,7 +686,7 @@ static int gather_pods(node_rec_t *n, ft_pod_t **views, const ft_pod_t ***ptrs,
 	DL_FOREACH(n->pods, p)
 	{
 		(*views)[i] = p->pod; /* shallow: only read during the build */
-		if (p->assumed && !p->pod.has_allocation) {
+		if (p->assumed && p->assumed_units && !p->pod.has_allocation) {
 			(*views)[i].has_allocation = true;
 			(*views)[i].allocation = p->assumed_allocation;
 		}
@@ -882,11 +885,41 @@ static int assume_new(ft_state_t *state, pod_rec_t *r, const ft_pod_t *pod,
 		goto relink;
 	}
 	r->assumed = true;
+	r->assumed_units = true;
 	r->bind_in_flight = true;
 relink:
 	link_pod(state, r);
 	publish(state);
 	return rc;
+}
+
+/*
+ * A pod that asks for no device (or lands on a node without topology) holds
+ * only its CPU and memory requests: assumed on the node with no units, so
+ * that scoring counts them before the watch shows the Binding.
+ */
+static int assume_requests(ft_state_t *state, pod_rec_t *r,
+			   const ft_node_t *node)
+{
+	char *name;
+
+	const ft_demand_t *d = &r->pod.demand;
+
+	if (r->pod.node ||
+	    (r->assumed && !strcmp(r->assumed_node, node->name)) ||
+	    (!ft_demand_cpu_millis(d) && !d->memory_mib &&
+	     !ft_demand_wants_devices(d)))
+		return 0;
+	if (!(name = strdup(node->name)))
+		return ft_error_set(FT_ENOMEM, "state: out of memory");
+	unlink_pod(state, r);
+	drop_assumed(r);
+	r->assumed_node = name;
+	r->assumed = true;
+	r->bind_in_flight = true;
+	link_pod(state, r);
+	publish(state);
+	return 0;
 }
 
 static int assume_locked(ft_state_t *state, const ft_pod_t *pod,
@@ -909,7 +942,7 @@ static int assume_locked(ft_state_t *state, const ft_pod_t *pod,
 				    "pod %s/%s is already bound to node %s",
 				    pod->ns, pod->name, r->pod.node);
 	if (!ft_demand_wants_devices(&pod->demand) || !node->topology)
-		return 0;
+		return assume_requests(state, r, node);
 	held = ft_node_find_holding(node, pod->uid);
 	if (held && (held->gpus || held->mig[0] || held->mig[1] ||
 		     !ft_cpuset_empty(&held->cpus)))
@@ -969,11 +1002,13 @@ void ft_state_confirm(ft_state_t *state, const char *uid)
 	if (r && r->assumed && !r->pod.node &&
 	    (r->pod.node = strdup(r->assumed_node))) {
 		unlink_pod(state, r);
-		ft_allocation_dispose(&r->pod.allocation);
-		r->pod.allocation = r->assumed_allocation;
-		r->pod.has_allocation = true;
-		memset(&r->assumed_allocation, 0,
-		       sizeof(r->assumed_allocation));
+		if (r->assumed_units) {
+			ft_allocation_dispose(&r->pod.allocation);
+			r->pod.allocation = r->assumed_allocation;
+			r->pod.has_allocation = true;
+			memset(&r->assumed_allocation, 0,
+			       sizeof(r->assumed_allocation));
+		}
 		drop_assumed(r);
 		link_pod(state, r);
 		publish(state);

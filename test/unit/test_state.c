@@ -210,6 +210,17 @@ static unsigned assumed_count(ft_state_t *s)
 	return st.assumed;
 }
 
+/* CPU the pods on `name` request, in millicores; UINT32_MAX: no node. */
+static uint32_t requested_cpu(ft_state_t *s, const char *name)
+{
+	ft_snapshot_t *snap = ft_state_snapshot(s);
+	const ft_node_t *n = ft_snapshot_find(snap, name);
+	uint32_t cpu = n ? n->requested_cpu_millis : UINT32_MAX;
+
+	ft_snapshot_unref(snap);
+	return cpu;
+}
+
 static void test_state__empty(void **state)
 {
 	ft_state_t *s = state_new();
@@ -658,6 +669,81 @@ static void test_state__assume_and_confirm(void **state)
 	ft_state_free(s);
 }
 
+/*
+ * A pod asking for no device is assumed with its requests only: its CPU
+ * counts on the node as soon as bind assumes it, with no annotation; forget
+ * takes it back, and the watch showing the pod bound ends the assumption.
+ */
+static void test_state__assume_cpu_only_pod(void **state)
+{
+	ft_state_t *s = state_new();
+	pod_spec_t p = {.uid = "c1", .cpu = "1500m"};
+	pod_spec_t bound = {.uid = "c1", .cpu = "1500m", .node = "n1"};
+	char *ann = (char *)"unset";
+	ft_pod_t pod;
+
+	apply_node(s, "n1");
+	apply_node(s, "n2");
+	decode_pod(&pod, &p);
+	assert_int_equal(requested_cpu(s, "n1"), 0);
+	assert_int_equal(ft_state_assume(s, &pod, "n1", FT_POLICY_PACKED, &ann),
+			 0);
+	assert_null(ann);
+	assert_int_equal(requested_cpu(s, "n1"), 1500);
+	assert_int_equal(gpus_used(s, "n1"), 0);
+	assert_int_equal(assumed_count(s), 1);
+	/* Again on the same node: nothing more. */
+	assert_int_equal(ft_state_assume(s, &pod, "n1", FT_POLICY_PACKED, &ann),
+			 0);
+	assert_int_equal(requested_cpu(s, "n1"), 1500);
+	assert_int_equal(assumed_count(s), 1);
+
+	ft_state_forget(s, "c1");
+	assert_int_equal(requested_cpu(s, "n1"), 0);
+	assert_int_equal(assumed_count(s), 0);
+
+	/* Assumed on n2, then the watch shows it bound there: counted once,
+	 * no longer assumed. */
+	assert_int_equal(ft_state_assume(s, &pod, "n2", FT_POLICY_PACKED, &ann),
+			 0);
+	bound.node = "n2";
+	apply_pod(s, &bound);
+	assert_int_equal(requested_cpu(s, "n2"), 1500);
+	assert_int_equal(requested_cpu(s, "n1"), 0);
+	assert_int_equal(assumed_count(s), 0);
+	/* A bound pod is not assumed again. */
+	assert_int_equal(ft_state_assume(s, &pod, "n2", FT_POLICY_PACKED, &ann),
+			 0);
+	assert_int_equal(assumed_count(s), 0);
+	assert_int_equal(requested_cpu(s, "n2"), 1500);
+	ft_pod_dispose(&pod);
+	ft_state_free(s);
+}
+
+/* In snapshot mode confirm binds a requests-only assumption with no
+ * allocation. */
+static void test_state__confirm_cpu_only_pod(void **state)
+{
+	ft_state_t *s = state_new();
+	pod_spec_t p = {.uid = "c1", .cpu = "2"};
+	char *ann = NULL;
+	ft_pod_t pod, got;
+
+	apply_node(s, "n1");
+	decode_pod(&pod, &p);
+	assert_int_equal(ft_state_assume(s, &pod, "n1", FT_POLICY_PACKED, &ann),
+			 0);
+	ft_state_confirm(s, "c1");
+	assert_int_equal(assumed_count(s), 0);
+	assert_int_equal(requested_cpu(s, "n1"), 2000);
+	assert_int_equal(ft_state_find_pod(s, "c1", &got), 0);
+	assert_string_equal(got.node, "n1");
+	assert_false(got.has_allocation);
+	ft_pod_dispose(&got);
+	ft_pod_dispose(&pod);
+	ft_state_free(s);
+}
+
 static void test_state__assume_is_idempotent(void **state)
 {
 	ft_state_t *s = state_new();
@@ -734,12 +820,23 @@ static void test_state__assume_errors(void **state)
 	assert_int_equal(assumed_count(s), 0);
 	ft_pod_dispose(&pod);
 
-	/* No devices asked: nothing to assume, no annotation. */
+	/* No devices asked: no annotation; only the requests are assumed
+	 * (test_state__assume_cpu_only_pod). */
 	decode_pod(&pod, &plain);
 	assert_int_equal(ft_state_assume(s, &pod, "n1", FT_POLICY_PACKED, &ann),
 			 0);
 	assert_null(ann);
-	assert_int_equal(assumed_count(s), 0);
+	assert_int_equal(assumed_count(s), 1);
+	assert_int_equal(gpus_used(s, "n1"), 0);
+	ft_pod_dispose(&pod);
+
+	/* A node without topology: GPUs are not flextopo's to choose there,
+	 * so a GPU pod gets no annotation either. */
+	decode_pod(&pod, &p);
+	assert_int_equal(
+	    ft_state_assume(s, &pod, "bare", FT_POLICY_PACKED, &ann), 0);
+	assert_null(ann);
+	assert_int_equal(assumed_count(s), 2);
 	ft_pod_dispose(&pod);
 	cJSON_Delete(bare);
 	ft_state_free(s);
@@ -926,6 +1023,8 @@ int main(void)
 	    cmocka_unit_test(test_state__replace_keeps_assumed_pods),
 	    cmocka_unit_test(test_state__assume_and_forget),
 	    cmocka_unit_test(test_state__assume_and_confirm),
+	    cmocka_unit_test(test_state__assume_cpu_only_pod),
+	    cmocka_unit_test(test_state__confirm_cpu_only_pod),
 	    cmocka_unit_test(test_state__assume_is_idempotent),
 	    cmocka_unit_test(test_state__two_assumes_are_disjoint),
 	    cmocka_unit_test(test_state__assume_errors),
