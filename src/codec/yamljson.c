@@ -66,6 +66,7 @@ typedef struct converter {
 	const char *name;
 	const char *text;
 	size_t len;
+	size_t last_line;  /* 1-based line of the input's last character */
 	anchor_t *anchors; /* hash table of cap_anchors slots (a power of 2) */
 	size_t n_anchors;  /* slots in use */
 	size_t cap_anchors;
@@ -438,7 +439,35 @@ static int grow_lines(converter_t *conv)
 	return 0;
 }
 
-/* Alias copies are left out: their text is elsewhere. */
+/*
+ * Lines as libyaml counts them: breaks are LF, CR, CR LF, and the UTF-8
+ * NEL, LS and PS (yaml_parser_scan's IS_BREAK).
+ */
+static size_t count_lines(const char *text, size_t len)
+{
+	const unsigned char *t = (const unsigned char *)text;
+	size_t lines = 1;
+
+	for (size_t i = 0; i < len; i++) {
+		if (t[i] == '\r' && i + 1 < len && t[i + 1] == '\n')
+			i++;
+		if (t[i] == '\r' || t[i] == '\n')
+			lines++;
+		else if (t[i] == 0xc2 && i + 1 < len && t[i + 1] == 0x85)
+			lines++, i++;
+		else if (t[i] == 0xe2 && i + 2 < len && t[i + 1] == 0x80 &&
+			 (t[i + 2] == 0xa8 || t[i + 2] == 0xa9))
+			lines++, i += 2;
+	}
+	return lines;
+}
+
+/*
+ * Alias copies are left out: their text is elsewhere. A node at the end of
+ * a stream whose last line has no break (an empty document after a
+ * comment) is marked by libyaml on the line after it, which the input does
+ * not have: it gets the last line.
+ */
 static int remember_line(converter_t *conv, const cJSON *node,
 			 const yaml_event_t *ev)
 {
@@ -453,7 +482,9 @@ static int remember_line(converter_t *conv, const cJSON *node,
 		slot->node = node;
 		conv->lines->count++;
 	}
-	slot->line = (unsigned)ev->start_mark.line + 1;
+	slot->line = (unsigned)(ev->start_mark.line + 1 < conv->last_line
+				    ? ev->start_mark.line + 1
+				    : conv->last_line);
 	return 0;
 }
 
@@ -831,8 +862,10 @@ int ft_yaml_to_json_lines(cJSON **out, ft_yaml_lines_t **lines,
 		*lines = NULL;
 	/* Created first: adding to it cannot fail, so burying never fails. */
 	conv.graveyard = cJSON_CreateArray();
-	if (lines)
+	if (lines) {
 		conv.lines = calloc(1, sizeof(*conv.lines));
+		conv.last_line = count_lines(text, text ? len : 0);
+	}
 	if (!conv.graveyard || (lines && !conv.lines) ||
 	    !yaml_parser_initialize(&conv.parser)) {
 		cJSON_Delete(conv.graveyard);

@@ -620,10 +620,43 @@ static void test_yamljson__lines(void **state)
 	ft_yaml_lines_free(NULL);
 }
 
+/*
+ * An empty document whose last line has no break: libyaml marks its null
+ * on the line after the input (the fuzzer's find); it gets the last line.
+ * No document at all: no event, line 0 (unknown).
+ */
+static void test_yamljson__lines_end_of_input(void **state)
+{
+	static const struct {
+		const char *yaml;
+		unsigned line;
+	} cases[] = {
+	    {"---\n#%f%f??", 2},       {"---\n# c\n", 3}, {"# c", 0},
+	    {"---\r\n# c", 2},	       {"a:\n  # c", 1},  {"---\xc2\x85# c", 2},
+	    {"---\xe2\x80\xa8# c", 2},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ft_yaml_lines_t *lines = NULL;
+		cJSON *json = NULL;
+		const cJSON *node = NULL;
+		assert_int_equal(
+		    ft_yaml_to_json_lines(&json, &lines, cases[i].yaml,
+					  strlen(cases[i].yaml), "t.yaml"),
+		    0);
+		node = cJSON_IsObject(json) ? json->child : json;
+		assert_int_equal(ft_yaml_line(lines, node), cases[i].line);
+		ft_yaml_lines_free(lines);
+		cJSON_Delete(json);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_yamljson__null_scalars),
+	    cmocka_unit_test(test_yamljson__lines_end_of_input),
 	    cmocka_unit_test(test_yamljson__bool_scalars),
 	    cmocka_unit_test(test_yamljson__int_scalars),
 	    cmocka_unit_test(test_yamljson__large_ints_stay_strings),
