@@ -80,6 +80,20 @@ static bool is_gpu_resource(const ft_codec_options_t *opts, const char *name)
 	       (name[n] == '\0' || strcmp(name + n, ".shared") == 0);
 }
 
+/* Sums that stop at the type's limit: a request list may name a resource
+ * twice, and quantities reach 9e18 milli. */
+static void add_i64(int64_t *acc, int64_t v)
+{
+	if (__builtin_add_overflow(*acc, v, acc))
+		*acc = v > 0 ? INT64_MAX : INT64_MIN;
+}
+
+static void add_u64(uint64_t *acc, uint64_t v)
+{
+	if (__builtin_add_overflow(*acc, v, acc))
+		*acc = UINT64_MAX;
+}
+
 static void add_resource(requests_t *r, decode_ctx_t *ctx, const char *name,
 			 const char *value)
 {
@@ -89,13 +103,13 @@ static void add_resource(requests_t *r, decode_ctx_t *ctx, const char *name,
 
 	if (strcmp(name, "cpu") == 0) {
 		if (ft_quantity_milli(&milli, value) == 0)
-			r->cpu_milli += milli;
+			add_i64(&r->cpu_milli, milli);
 		else
 			note_error(ctx, "resource %s: bad quantity \"%s\"",
 				   name, value);
 	} else if (strcmp(name, "memory") == 0) {
 		if (ft_quantity_mib(&mib, value) == 0)
-			r->memory_mib += mib;
+			add_u64(&r->memory_mib, mib);
 		else
 			note_error(ctx, "resource %s: bad quantity \"%s\"",
 				   name, value);
@@ -109,7 +123,7 @@ static void add_resource(requests_t *r, decode_ctx_t *ctx, const char *name,
 			return;
 		}
 		if (is_gpu_resource(ctx->opts, name)) {
-			r->gpus += (uint64_t)milli / 1000;
+			add_u64(&r->gpus, (uint64_t)milli / 1000);
 			return;
 		}
 		if (!name[plen]) {
@@ -125,7 +139,7 @@ static void add_resource(requests_t *r, decode_ctx_t *ctx, const char *name,
 				   ctx->mig_profile, name + plen);
 		snprintf(ctx->mig_profile, sizeof(ctx->mig_profile), "%s",
 			 name + plen);
-		r->mig += (uint64_t)milli / 1000;
+		add_u64(&r->mig, (uint64_t)milli / 1000);
 	}
 }
 
@@ -163,16 +177,11 @@ static requests_t container_requests(const cJSON *c, decode_ctx_t *ctx)
 
 static void sum_into(requests_t *total, const requests_t *r)
 {
-	if (__builtin_add_overflow(total->cpu_milli, r->cpu_milli,
-				   &total->cpu_milli))
-		total->cpu_milli = INT64_MAX;
-	if (__builtin_add_overflow(total->memory_mib, r->memory_mib,
-				   &total->memory_mib))
-		total->memory_mib = UINT64_MAX;
-	if (__builtin_add_overflow(total->pinned, r->pinned, &total->pinned))
-		total->pinned = INT64_MAX;
-	total->gpus += r->gpus;
-	total->mig += r->mig;
+	add_i64(&total->cpu_milli, r->cpu_milli);
+	add_u64(&total->memory_mib, r->memory_mib);
+	add_i64(&total->pinned, r->pinned);
+	add_u64(&total->gpus, r->gpus);
+	add_u64(&total->mig, r->mig);
 	total->guaranteed = total->guaranteed && r->guaranteed;
 }
 
@@ -241,10 +250,8 @@ static void add_overhead(requests_t *r, const cJSON *spec, decode_ctx_t *ctx)
 		if (cJSON_IsString(item) && item->string)
 			add_resource(&o, ctx, item->string, item->valuestring);
 	}
-	if (__builtin_add_overflow(r->cpu_milli, o.cpu_milli, &r->cpu_milli))
-		r->cpu_milli = INT64_MAX;
-	if (__builtin_add_overflow(r->memory_mib, o.memory_mib, &r->memory_mib))
-		r->memory_mib = UINT64_MAX;
+	add_i64(&r->cpu_milli, o.cpu_milli);
+	add_u64(&r->memory_mib, o.memory_mib);
 }
 
 /* Position of `name` in a NULL-terminated list of names, or -1. */

@@ -314,6 +314,25 @@ static void test_codec__pod_overhead(void **state)
 	ft_pod_dispose(&pod);
 }
 
+/*
+ * A request list naming cpu three times, each 4e15 cores (the pod fuzzer's
+ * find): the sum stops at the largest value instead of overflowing, and the
+ * demand saturates.
+ */
+static void test_codec__pod_huge_requests_saturate(void **state)
+{
+	ft_pod_t pod;
+
+	decode_spec(&pod, "{'containers':[{'name':'a','resources':{"
+			  "'requests':{'cpu':'4e15','cpu':'4e15','cpu':'4e15',"
+			  "'memory':'8Ei','memory':'8Ei'}}},"
+			  "{'name':'b','resources':{'requests':{'cpu':'4e15',"
+			  "'memory':'8Ei'}}}]}");
+	assert_int_equal(pod.demand.cpu_millis, UINT32_MAX);
+	assert_true(pod.demand.memory_mib >= UINT64_C(8) << 40);
+	ft_pod_dispose(&pod);
+}
+
 static void test_codec__pod_guaranteed_pins_integer_cpus(void **state)
 {
 	ft_pod_t pod;
@@ -1548,6 +1567,7 @@ int main(void)
 	    cmocka_unit_test(test_codec__pod_init_containers_max),
 	    cmocka_unit_test(test_codec__pod_sidecars_summed),
 	    cmocka_unit_test(test_codec__pod_overhead),
+	    cmocka_unit_test(test_codec__pod_huge_requests_saturate),
 	    cmocka_unit_test(test_codec__pod_guaranteed_pins_integer_cpus),
 	    cmocka_unit_test(test_codec__pod_burstable_pins_nothing),
 	    cmocka_unit_test(test_codec__pod_overhead_not_pinned),
