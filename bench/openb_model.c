@@ -95,10 +95,46 @@ static int read_csv(const char *path, const char *const *names,
 	return rc;
 }
 
+/* The index of GPU model `name`, added when `add`; -1: unknown or full. */
+static int model_id(ob_trace_t *t, const char *name, bool add)
+{
+	unsigned i = 0;
+
+	while (i < t->n_models && strcmp(t->models[i], name) != 0)
+		i++;
+	if (i == t->n_models && (!add || i == OB_MODELS_MAX))
+		return -1;
+	if (i == t->n_models)
+		snprintf(t->models[t->n_models++], OB_MODEL_MAX, "%s", name);
+	return (int)i;
+}
+
+/*
+ * gpu_spec ("V100M16|V100M32"; empty: any) as model bits. A model no GPU
+ * node has adds no bit, so a pod asking only for such models fits nowhere,
+ * as in the paper's simulator.
+ */
+static uint32_t spec_models(ob_trace_t *t, const char *spec, bool *none)
+{
+	char buf[256], *save = NULL;
+	uint32_t bits = 0;
+
+	*none = !spec || !*spec;
+	snprintf(buf, sizeof(buf), "%s", spec ? spec : "");
+	for (char *tok = strtok_r(buf, "|", &save); tok;
+	     tok = strtok_r(NULL, "|", &save)) {
+		int id = model_id(t, tok, false);
+		if (id >= 0)
+			bits |= UINT32_C(1) << id;
+	}
+	return bits;
+}
+
 static int node_row(void *payload, char **f, const int *col)
 {
 	ob_trace_t *t = payload;
 	ob_node_t *n, *grown;
+	int rc;
 
 	if (!(grown = realloc(t->nodes, (t->n_nodes + 1) * sizeof(*grown))))
 		return -1;
@@ -112,6 +148,11 @@ static int node_row(void *payload, char **f, const int *col)
 	snprintf(n->model, sizeof(n->model), "%s", f[col[4]]);
 	if (n->n_gpus > OB_GPU_MAX || n->n_gpus == 0)
 		return 0; /* CPU-only nodes are not in the paper's cluster */
+	if ((rc = model_id(t, n->model, true)) < 0) {
+		fprintf(stderr, "more than %d GPU models\n", OB_MODELS_MAX);
+		return -1;
+	}
+	n->model_id = (unsigned)rc;
 	n->nvlink = n->n_gpus == 8 && strncmp(n->model, "V100", 4) == 0;
 	t->gpu_capacity_milli += (uint64_t)n->n_gpus * OB_MILLI;
 	t->n_nodes++;
@@ -131,6 +172,13 @@ static int pod_row(void *payload, char **f, const int *col)
 	p->memory_mib = strtoull(f[col[1]], NULL, 10);
 	p->n_gpus = (unsigned)strtoul(f[col[2]], NULL, 10);
 	p->gpu_milli = (uint32_t)strtoul(f[col[3]], NULL, 10);
+	p->models = 0;
+	if (col[4] >= 0) {
+		bool any = true;
+		p->models = spec_models(t, f[col[4]], &any);
+		if (!any && !p->models)
+			p->models = OB_MODELS_NONE;
+	}
 	if (p->n_gpus == 0)
 		p->gpu_milli = 0;
 	else if (p->gpu_milli == 0 || p->gpu_milli > OB_MILLI)
@@ -145,11 +193,11 @@ int ob_trace_load(ob_trace_t *out, const char *node_csv, const char *pod_csv)
 	static const char *const nodes[] = {"sn", "cpu_milli", "memory_mib",
 					    "gpu", "model"};
 	static const char *const pods[] = {"cpu_milli", "memory_mib", "num_gpu",
-					   "gpu_milli"};
+					   "gpu_milli", "gpu_spec"};
 
 	memset(out, 0, sizeof(*out));
 	if (read_csv(node_csv, nodes, 5, node_row, out) < 0 ||
-	    read_csv(pod_csv, pods, 4, pod_row, out) < 0) {
+	    read_csv(pod_csv, pods, 5, pod_row, out) < 0) {
 		ob_trace_dispose(out);
 		return -1;
 	}
@@ -237,7 +285,7 @@ unsigned *ob_sequence(const ob_trace_t *t, uint64_t seed, double ratio,
 static bool same_shape(const ob_pod_t *a, const ob_pod_t *b)
 {
 	return a->cpu_milli == b->cpu_milli && a->gpu_milli == b->gpu_milli &&
-	       a->n_gpus == b->n_gpus;
+	       a->n_gpus == b->n_gpus && a->models == b->models;
 }
 
 /* PodResource.Less: CPU, then GPU milli, then GPU count. */
@@ -249,6 +297,8 @@ static int shape_cmp(const ob_pod_t *a, const ob_pod_t *b)
 		return a->gpu_milli < b->gpu_milli ? -1 : 1;
 	if (a->n_gpus != b->n_gpus)
 		return a->n_gpus < b->n_gpus ? -1 : 1;
+	if (a->models != b->models) /* GpuType, last */
+		return a->models < b->models ? -1 : 1;
 	return 0;
 }
 
@@ -301,8 +351,10 @@ void ob_typical_init(ob_typical_t *out, const ob_trace_t *t)
 
 /* ---- fragmentation (pkg/utils/frag.go NodeGpuShareFragAmountScore) ---- */
 
-double ob_frag(const ob_left_t *l, unsigned n_gpus, const ob_typical_t *tp)
+double ob_frag(const ob_left_t *l, const ob_node_t *node,
+	       const ob_typical_t *tp)
 {
+	unsigned n_gpus = node->n_gpus;
 	uint32_t total = 0;
 	double frag = 0;
 
@@ -314,7 +366,9 @@ double ob_frag(const ob_left_t *l, unsigned n_gpus, const ob_typical_t *tp)
 		const ob_pod_t *m = &tp->shapes[i];
 		unsigned fit = 0;
 		uint32_t small = 0;
-		if (m->gpu_milli == 0) { /* a CPU pod uses no GPU */
+		if (m->gpu_milli == 0 || /* a CPU pod uses no GPU */
+		    (m->models &&	 /* NoAccess: not its GPU model */
+		     !((m->models >> node->model_id) & 1u))) {
 			frag += tp->freq[i] * total;
 			continue;
 		}
@@ -354,7 +408,7 @@ int ob_cluster_init(ob_cluster_t *c, const ob_trace_t *t,
 		c->left[i].memory_mib = n->memory_mib;
 		for (unsigned g = 0; g < n->n_gpus; g++)
 			c->left[i].gpu[g] = OB_MILLI;
-		c->frag[i] = ob_frag(&c->left[i], n->n_gpus, tp);
+		c->frag[i] = ob_frag(&c->left[i], n, tp);
 		c->frag_sum += c->frag[i];
 	}
 	return 0;
@@ -370,10 +424,12 @@ void ob_cluster_dispose(ob_cluster_t *c)
 	c->cand = NULL;
 }
 
-bool ob_fits_resources(const ob_cluster_t *c, unsigned node, const ob_pod_t *p)
+bool ob_fits_in_tree(const ob_cluster_t *c, unsigned node, const ob_pod_t *p)
 {
 	return c->left[node].cpu_milli >= p->cpu_milli &&
-	       c->left[node].memory_mib >= p->memory_mib;
+	       c->left[node].memory_mib >= p->memory_mib &&
+	       (!p->models ||
+		(p->models >> c->trace->nodes[node].model_id) & 1u);
 }
 
 static void record(ob_cluster_t *c)
@@ -422,7 +478,7 @@ void ob_cluster_place(ob_cluster_t *c, const ob_pod_t *p, int node,
 	c->placed++;
 	c->used_milli += ob_pod_gpu_milli(p);
 	c->frag_sum -= c->frag[node];
-	c->frag[node] = ob_frag(l, n->n_gpus, c->typical);
+	c->frag[node] = ob_frag(l, n, c->typical);
 	c->frag_sum += c->frag[node];
 	record(c);
 }
@@ -548,7 +604,8 @@ static int64_t fgd_score(const ob_cluster_t *c, unsigned node,
 			 const ob_pod_t *p, int *gpu)
 {
 	const ob_left_t *l = &c->left[node];
-	unsigned n = c->trace->nodes[node].n_gpus;
+	const ob_node_t *nd = &c->trace->nodes[node];
+	unsigned n = nd->n_gpus;
 	ob_left_t after = *l;
 	int64_t best = 0;
 
@@ -561,7 +618,7 @@ static int64_t fgd_score(const ob_cluster_t *c, unsigned node,
 				continue;
 			after.gpu[g] -= p->gpu_milli;
 			s = fgd_points(c->frag[node],
-				       ob_frag(&after, n, c->typical));
+				       ob_frag(&after, nd, c->typical));
 			after.gpu[g] += p->gpu_milli;
 			if (*gpu < 0 || s > best) {
 				best = s;
@@ -576,7 +633,7 @@ static int64_t fgd_score(const ob_cluster_t *c, unsigned node,
 			after.gpu[g] = 0;
 			need--;
 		}
-	return fgd_points(c->frag[node], ob_frag(&after, n, c->typical));
+	return fgd_points(c->frag[node], ob_frag(&after, nd, c->typical));
 }
 
 /* kube-scheduler's selectHost: the highest score, uniform among ties. */
@@ -624,7 +681,7 @@ static unsigned filter(candidate_t *cand, const ob_cluster_t *c,
 	unsigned n = 0;
 
 	for (unsigned i = 0; i < c->trace->n_nodes; i++)
-		if (ob_fits_resources(c, i, p) &&
+		if (ob_fits_in_tree(c, i, p) &&
 		    gpu_fits(&c->left[i], c->trace->nodes[i].n_gpus, p))
 			cand[n++] = (candidate_t){i, 0, -1};
 	return n;

@@ -19,11 +19,15 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define OB_GPU_MAX     8
-#define OB_MILLI       1000
-#define OB_LEVELS      132 /* arrived workload 0..131 % */
-#define OB_NAME_MAX    32
-#define OB_MODEL_MAX   16
+#define OB_GPU_MAX    8
+#define OB_MILLI      1000
+#define OB_LEVELS     132 /* arrived workload 0..131 % */
+#define OB_NAME_MAX   32
+#define OB_MODEL_MAX  16
+#define OB_MODELS_MAX 31 /* distinct GPU models in one trace */
+#define OB_MODELS_NONE                                                         \
+	(UINT32_C(1) << 31) /* gpu_spec of models no node has                  \
+			     */
 #define OB_TYPICAL_MAX 256
 
 typedef struct ob_node {
@@ -32,7 +36,8 @@ typedef struct ob_node {
 	uint64_t memory_mib;
 	unsigned n_gpus;
 	char model[OB_MODEL_MAX];
-	bool nvlink; /* 8-GPU V100 box: NVLink hybrid cube mesh */
+	unsigned model_id; /* index into ob_trace_t.models */
+	bool nvlink;	   /* 8-GPU V100 box: NVLink hybrid cube mesh */
 } ob_node_t;
 
 typedef struct ob_pod {
@@ -40,6 +45,8 @@ typedef struct ob_pod {
 	uint64_t memory_mib;
 	unsigned n_gpus;
 	uint32_t gpu_milli; /* per GPU: < 1000 only with n_gpus 1 (shared) */
+	uint32_t models;    /* gpu_spec: bits of the GPU models it may run on
+			       (ob_trace_t.models); 0: any node */
 } ob_pod_t;
 
 typedef struct ob_trace {
@@ -48,6 +55,8 @@ typedef struct ob_trace {
 	ob_pod_t *pods;
 	unsigned n_pods;
 	uint64_t gpu_capacity_milli;
+	char models[OB_MODELS_MAX][OB_MODEL_MAX]; /* the GPU nodes' models */
+	unsigned n_models;
 } ob_trace_t;
 
 /* Read the node and pod CSVs; -1 with a message on stderr. */
@@ -102,8 +111,13 @@ typedef struct ob_left {
 	uint32_t gpu[OB_GPU_MAX]; /* milli left per GPU */
 } ob_left_t;
 
-/* FGD's fragmentation of a node (milli-GPU) under the typical pods. */
-double ob_frag(const ob_left_t *l, unsigned n_gpus, const ob_typical_t *tp);
+/*
+ * FGD's fragmentation of `node` with `l` left (milli-GPU) under the typical
+ * pods; a typical pod whose gpu_spec excludes the node's model counts all
+ * its free GPU (the simulator's NoAccess).
+ */
+double ob_frag(const ob_left_t *l, const ob_node_t *node,
+	       const ob_typical_t *tp);
 
 /* The cluster as one policy sees it. */
 typedef struct ob_cluster {
@@ -134,7 +148,12 @@ int ob_cluster_init(ob_cluster_t *c, const ob_trace_t *t,
 void ob_cluster_dispose(ob_cluster_t *c);
 
 /* In-tree NodeResourcesFit: CPU and memory requests fit what is left. */
-bool ob_fits_resources(const ob_cluster_t *c, unsigned node, const ob_pod_t *p);
+/*
+ * kube-scheduler's in-tree filters as the replay has them: NodeResourcesFit
+ * (CPU and memory left) and NodeAffinity (the pod's gpu_spec against the
+ * node's GPU model, the label nvidia.com/gpu.product).
+ */
+bool ob_fits_in_tree(const ob_cluster_t *c, unsigned node, const ob_pod_t *p);
 
 /*
  * Account pod `p` placed on `node` with `milli[g]` taken from GPU g (or

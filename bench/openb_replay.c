@@ -9,7 +9,10 @@
  *
  *   - through flextopo, driven over HTTP as kube-scheduler drives a
  *     nodeCacheCapable extender: the in-tree NodeResourcesFit filter (CPU
- *     and memory) here, then POST /filter with the fitting NodeNames, POST
+ *     and memory) and, for a pod with a gpu_spec, NodeAffinity (a required
+ *     term on the node label nvidia.com/gpu.product, which every node
+ *     carries with its trace model) here, then POST /filter with the
+ *     fitting NodeNames, POST
  *     /prioritize with the nodes that passed, the highest total score with
  *     a seeded random choice among ties (kube-scheduler's selectHost), and
  *     POST /bind. The extender's bind POSTs the Binding to a fake API server
@@ -59,14 +62,15 @@
 #include "bench_util.h"
 #include "openb_model.h"
 
-#define REPLICAS       100
-#define REPLICA_MILLI  (OB_MILLI / REPLICAS)
-#define ARRIVAL_TARGET 1.3
-#define ARMS	       5
-#define VARIANTS_MAX   8
-#define SEEDS_MAX      64
-#define SETTINGS_MAX   16
-#define SEED_BASE      42
+#define REPLICAS	  100
+#define GPU_PRODUCT_LABEL "nvidia.com/gpu.product" /* GPU feature discovery */
+#define REPLICA_MILLI	  (OB_MILLI / REPLICAS)
+#define ARRIVAL_TARGET	  1.3
+#define ARMS		  5
+#define VARIANTS_MAX	  8
+#define SEEDS_MAX	  64
+#define SETTINGS_MAX	  16
+#define SEED_BASE	  42
 /* The extender's score counts score x weight x MaxNodeScore /
  * MaxExtenderPriority (10) in kube-scheduler's total; the weight is the
  * shipped one (configs/scheduler-config.yaml, the chart's
@@ -314,6 +318,8 @@ static cJSON *node_json(const ob_node_t *n, unsigned node, const char *prefix)
 	cJSON_AddStringToObject(obj, "kind", "Node");
 	meta = cJSON_AddObjectToObject(obj, "metadata");
 	cJSON_AddStringToObject(meta, "name", n->name);
+	cJSON_AddStringToObject(cJSON_AddObjectToObject(meta, "labels"),
+				GPU_PRODUCT_LABEL, n->model);
 	ann = cJSON_AddObjectToObject(meta, "annotations");
 	snprintf(key, sizeof(key), "%s/topology", prefix);
 	cJSON_AddStringToObject(ann, key, topo ? topo : "");
@@ -329,8 +335,42 @@ static cJSON *node_json(const ob_node_t *n, unsigned node, const char *prefix)
 	return obj;
 }
 
+/*
+ * gpu_spec as kube-scheduler's NodeAffinity reads it: a required term on
+ * the GPU model label (the replay's in-tree filter, ob_fits_in_tree).
+ */
+static void add_model_affinity(cJSON *spec, const ob_pod_t *p,
+			       const ob_trace_t *t)
+{
+	cJSON *term = cJSON_CreateObject(), *expr = cJSON_CreateObject(),
+	      *values;
+
+	cJSON_AddItemToArray(
+	    cJSON_AddArrayToObject(
+		cJSON_AddObjectToObject(
+		    cJSON_AddObjectToObject(
+			cJSON_AddObjectToObject(spec, "affinity"),
+			"nodeAffinity"),
+		    "requiredDuringSchedulingIgnoredDuringExecution"),
+		"nodeSelectorTerms"),
+	    term);
+	cJSON_AddItemToArray(cJSON_AddArrayToObject(term, "matchExpressions"),
+			     expr);
+	cJSON_AddStringToObject(expr, "key", GPU_PRODUCT_LABEL);
+	cJSON_AddStringToObject(expr, "operator", "In");
+	values = cJSON_AddArrayToObject(expr, "values");
+	for (unsigned m = 0; m < t->n_models; m++)
+		if (p->models & (UINT32_C(1) << m))
+			cJSON_AddItemToArray(values,
+					     cJSON_CreateString(t->models[m]));
+	if (!cJSON_GetArraySize(values))
+		cJSON_AddItemToArray(values,
+				     cJSON_CreateString("no-such-model"));
+}
+
 /* The pod as kube-scheduler has it (Burstable: requests, no limits). */
-static cJSON *pod_json(const ob_pod_t *p, const char *name, const char *prefix)
+static cJSON *pod_json(const ob_pod_t *p, const ob_trace_t *t, const char *name,
+		       const char *prefix)
 {
 	cJSON *pod = cJSON_CreateObject(), *meta, *ann, *spec, *c, *req;
 	char key[256], q[64];
@@ -356,6 +396,8 @@ static cJSON *pod_json(const ob_pod_t *p, const char *name, const char *prefix)
 	}
 	spec = cJSON_AddObjectToObject(pod, "spec");
 	cJSON_AddStringToObject(spec, "schedulerName", "default-scheduler");
+	if (p->models)
+		add_model_affinity(spec, p, t);
 	c = cJSON_CreateObject();
 	cJSON_AddStringToObject(c, "name", "main");
 	req = cJSON_AddObjectToObject(cJSON_AddObjectToObject(c, "resources"),
@@ -705,11 +747,11 @@ static int replay_pod(replay_t *r, ob_cluster_t *c, const ob_pod_t *p,
 	int node = -1, rc = 0;
 
 	for (unsigned i = 0; i < r->trace->n_nodes; i++)
-		if (ob_fits_resources(c, i, p))
+		if (ob_fits_in_tree(c, i, p))
 			r->fit[n++] = i;
 	fitting = n;
 	snprintf(name, sizeof(name), "openb-pod-%06u", seq);
-	pod = pod_json(p, name, r->app.opts.annotation_prefix);
+	pod = pod_json(p, r->trace, name, r->app.opts.annotation_prefix);
 	if (n && (rc = do_filter(r, pod, &n)) == 0 && n)
 		node = do_prioritize(r, c, pod, p, n);
 	if (node >= 0 && do_bind(r, pod, name, (unsigned)node, milli) < 0) {
@@ -1088,7 +1130,7 @@ static void report(FILE *f, const variant_result_t *v, unsigned n,
 #define PANEL_X0   50
 #define PANEL_Y0   40
 #define PANEL_GAP  60
-#define PLOT_Y_MAX 30.0
+#define PLOT_Y_MAX 40.0
 
 static const char *const colours[ARMS] = {"#d62728", "#ff7f0e", "#7f7f7f",
 					  "#1f77b4", "#2ca02c"};
@@ -1286,7 +1328,7 @@ static bool parse_arms(options_t *o, const char *list)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: flextopo-openb-replay [--data DIR] [--variants "
-		   "default,multigpu50,gpushare100]\n"
+		   "default,multigpu50,gpushare100,gpuspec33]\n"
 		   "  [--seeds N] [--max-pods N] [--policies "
 		   "flextopo,flextopo+in-tree,random,bestfit,fgd]\n"
 		   "  [--ties random|name] [--set KEY=VALUE]... [--report "
@@ -1316,7 +1358,8 @@ static int parse(options_t *o, int argc, char **argv)
 	*o = (options_t){.data = "../shared/data/openb", .seeds = 5};
 	for (unsigned a = 0; a < ARMS; a++)
 		o->arms[a] = true;
-	snprintf(variants, sizeof(variants), "default,multigpu50,gpushare100");
+	snprintf(variants, sizeof(variants),
+		 "default,multigpu50,gpushare100,gpuspec33");
 	while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
 		switch (c) {
 		case 'd':

@@ -2,9 +2,10 @@
 # Build and run flextopo-openb-replay (bench/README.md, "openb trace
 # replay"): the FGD paper's openb trace through the extender over HTTP and
 # through Random, BestFit and FGD, 5 seeds of the variants default,
-# multigpu50 and gpushare100, with a markdown report and an SVG plot.
+# multigpu50, gpushare100 and gpuspec33, with a markdown report and an SVG
+# plot.
 #
-#   scripts/openb-replay.sh                         # everything, about 15 min
+#   scripts/openb-replay.sh                         # everything, about 14 min
 #   scripts/openb-replay.sh --variants default --seeds 2
 #   scripts/openb-replay.sh --policies random,bestfit,fgd --ties name
 #
