@@ -24,8 +24,13 @@
 #include "cpuset.h"
 #include "topology.h"
 
-#define FT_PROFILE_MAX	 32 /* longest MIG profile name + 1 ("1g.10gb+me") */
-#define FT_ALLOC_MIG_MAX 16
+#define FT_PROFILE_MAX	    32 /* longest MIG profile name + 1 ("1g.10gb+me") */
+#define FT_GPU_PRODUCTS_MAX 8  /* GPU models a pod's node affinity may name */
+/* The node label of the GPU model, as GPU feature discovery sets it
+ * (gpu-feature-discovery, "nvidia.com/gpu.product": the product name with
+ * spaces as dashes, e.g. NVIDIA-A100-SXM4-80GB). */
+#define FT_GPU_PRODUCT_LABEL "nvidia.com/gpu.product"
+#define FT_ALLOC_MIG_MAX     16
 
 /* flextopo.io/requires "interconnect". */
 typedef enum {
@@ -80,12 +85,29 @@ typedef struct ft_demand {
 	ft_policy_t policy; /* it overrides the configured policy for the pod */
 	bool has_caps;	    /* flextopo.io/requires was given */
 	ft_caps_t caps;
+	/*
+	 * The GPU models the pod may run on, from its nodeSelector and
+	 * required node affinity on FT_GPU_PRODUCT_LABEL: ft_gpu_product_hash()
+	 * of each allowed value, sorted; 0 when they name none or more than
+	 * FT_GPU_PRODUCTS_MAX, or when an affinity term leaves the model free.
+	 * kube-scheduler's NodeAffinity filters on them; flextopo only weighs
+	 * fragmentation with them (frag.h).
+	 */
+	uint8_t n_gpu_products;
+	uint64_t gpu_products[FT_GPU_PRODUCTS_MAX];
 } ft_demand_t;
 
 #define FT_MILLI_CPU 1000 /* millicores per CPU */
 
 /* The demand's CPU request, millicores: at least its pinned CPUs x 1000. */
 uint32_t ft_demand_cpu_millis(const ft_demand_t *d);
+
+/*
+ * FNV-1a of a GPU model name with spaces read as dashes, so that the
+ * topology's "NVIDIA A100-SXM4-80GB" and the label's NVIDIA-A100-SXM4-80GB
+ * hash alike.
+ */
+uint64_t ft_gpu_product_hash(const char *name);
 
 /* True when the demand asks for GPUs, MIG instances or pinned CPUs. */
 bool ft_demand_wants_devices(const ft_demand_t *d);

@@ -146,8 +146,9 @@ bool ft_place_requests_fit(const ft_node_t *node, const ft_demand_t *d);
  * when one rank fits on it. All zero when `d` does not fit the node now,
  * counting its CPU and memory requests against what the node's pods have
  * not requested (ft_node_free_cpu_millis: FGD's "the pod does not fit", so
- * a node whose CPUs are spoken for strands its free GPUs), or the node has
- * no topology.
+ * a node whose CPUs are spoken for strands its free GPUs), the node has
+ * no topology, or none of its GPUs is of a model `d` may run on
+ * (gpu_products: FGD's NoAccess).
  */
 void ft_place_usable(ft_usable_t *out, const ft_node_t *node,
 		     const ft_demand_t *d);

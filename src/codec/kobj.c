@@ -346,6 +346,145 @@ static void decode_fraction(ft_demand_t *d, const cJSON *pod, decode_ctx_t *ctx)
 		   prefix, text);
 }
 
+/* A set of GPU model hashes; `any` when nothing constrains the model. */
+typedef struct {
+	bool any;
+	bool too_many; /* more than FT_GPU_PRODUCTS_MAX: left free */
+	unsigned n;
+	uint64_t h[FT_GPU_PRODUCTS_MAX];
+} products_t;
+
+static bool products_has(const products_t *p, uint64_t h)
+{
+	for (unsigned i = 0; i < p->n; i++)
+		if (p->h[i] == h)
+			return true;
+	return false;
+}
+
+static void products_add(products_t *p, uint64_t h)
+{
+	if (products_has(p, h))
+		return;
+	if (p->n == FT_GPU_PRODUCTS_MAX)
+		p->too_many = true;
+	else
+		p->h[p->n++] = h;
+}
+
+/* Requirement `e` on the model label with operator In: its values. */
+static bool product_requirement(products_t *out, const cJSON *e)
+{
+	const char *key = str_at(e, "key"), *op = str_at(e, "operator");
+	const cJSON *v;
+
+	if (!key || !op || strcmp(key, FT_GPU_PRODUCT_LABEL) != 0 ||
+	    strcmp(op, "In") != 0)
+		return false;
+	*out = (products_t){.any = false};
+	cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(e, "values"))
+	{
+		if (cJSON_IsString(v))
+			products_add(out, ft_gpu_product_hash(v->valuestring));
+	}
+	return true;
+}
+
+/* `a` and `b` both hold: the intersection (`any` is the whole set). */
+static products_t products_and(const products_t *a, const products_t *b)
+{
+	products_t out = {.any = false, .too_many = a->too_many && b->too_many};
+
+	if (a->any || a->too_many)
+		return *b;
+	if (b->any || b->too_many)
+		return *a;
+	for (unsigned i = 0; i < a->n; i++)
+		if (products_has(b, a->h[i]))
+			products_add(&out, a->h[i]);
+	return out;
+}
+
+/* One of `a` or `b` holds: the union. */
+static products_t products_or(const products_t *a, const products_t *b)
+{
+	products_t out = *a;
+
+	out.any = a->any || b->any;
+	out.too_many = a->too_many || b->too_many;
+	for (unsigned i = 0; i < b->n; i++)
+		products_add(&out, b->h[i]);
+	return out;
+}
+
+/*
+ * The models one nodeSelectorTerm allows: its `In` requirements on the
+ * label, ANDed; `any` when it has none. Other operators (NotIn, Exists,
+ * ...) leave the model free here: kube-scheduler still applies them,
+ * flextopo only does not weigh them.
+ */
+static products_t term_products(const cJSON *term)
+{
+	const cJSON *e;
+	products_t p = {.any = true};
+
+	cJSON_ArrayForEach(
+	    e, cJSON_GetObjectItemCaseSensitive(term, "matchExpressions"))
+	{
+		products_t req;
+		if (cJSON_IsObject(e) && product_requirement(&req, e))
+			p = products_and(&p, &req);
+	}
+	return p;
+}
+
+/*
+ * What a pod's nodeSelector and required node affinity (its terms ORed)
+ * allow of the GPU model label, as kube-scheduler's NodeAffinity plugin
+ * reads them (pkg/scheduler/framework/plugins/nodeaffinity).
+ */
+static void decode_products(ft_demand_t *d, const cJSON *spec)
+{
+	const cJSON *terms = cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(
+		    cJSON_GetObjectItemCaseSensitive(spec, "affinity"),
+		    "nodeAffinity"),
+		"requiredDuringSchedulingIgnoredDuringExecution"),
+	    "nodeSelectorTerms");
+	const char *selected =
+	    str_at(cJSON_GetObjectItemCaseSensitive(spec, "nodeSelector"),
+		   FT_GPU_PRODUCT_LABEL);
+	const cJSON *term;
+	products_t p = {.any = true},
+		   terms_p = {.any = !cJSON_IsArray(terms) ||
+				     !cJSON_GetArraySize(terms)};
+
+	if (selected) {
+		p = (products_t){.any = false};
+		products_add(&p, ft_gpu_product_hash(selected));
+	}
+	if (!cJSON_IsArray(terms))
+		terms = NULL;
+	cJSON_ArrayForEach(term, terms)
+	{
+		products_t t = term_products(term);
+		terms_p = products_or(&terms_p, &t);
+	}
+	p = products_and(&p, &terms_p);
+	if (p.any || p.too_many || !p.n)
+		return;
+	for (unsigned i = 0; i < p.n; i++) /* sorted: a canonical key */
+		for (unsigned j = i + 1; j < p.n; j++)
+			if (p.h[j] < p.h[i]) {
+				uint64_t x = p.h[i];
+				p.h[i] = p.h[j];
+				p.h[j] = x;
+			}
+	d->n_gpu_products = (uint8_t)p.n;
+	memcpy(d->gpu_products, p.h, p.n * sizeof(p.h[0]));
+}
+
 static void decode_demand(ft_demand_t *d, const cJSON *pod, decode_ctx_t *ctx)
 {
 	const cJSON *spec = cJSON_GetObjectItemCaseSensitive(pod, "spec");
@@ -366,6 +505,7 @@ static void decode_demand(ft_demand_t *d, const cJSON *pod, decode_ctx_t *ctx)
 	decode_policy(d, pod, ctx);
 	decode_requires(d, pod, ctx);
 	decode_fraction(d, pod, ctx);
+	decode_products(d, spec);
 }
 
 /* RFC 3339 "2026-11-21T04:32:00Z" -> Unix seconds; 0 when absent or bad. */

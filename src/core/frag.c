@@ -42,6 +42,9 @@ bool ft_mix_class_of(ft_demand_t *out, const ft_demand_t *d)
 	out->has_caps = d->has_caps;
 	if (d->has_caps)
 		out->caps = d->caps;
+	out->n_gpu_products = d->n_gpu_products;
+	memcpy(out->gpu_products, d->gpu_products,
+	       d->n_gpu_products * sizeof(d->gpu_products[0]));
 	return true;
 }
 
@@ -58,7 +61,10 @@ static bool same_class(const ft_demand_t *a, const ft_demand_t *b)
 	       a->caps.memory_mib == b->caps.memory_mib &&
 	       a->caps.precisions == b->caps.precisions &&
 	       a->caps.interconnect == b->caps.interconnect &&
-	       a->caps.nvlink_domain == b->caps.nvlink_domain;
+	       a->caps.nvlink_domain == b->caps.nvlink_domain &&
+	       a->n_gpu_products == b->n_gpu_products &&
+	       memcmp(a->gpu_products, b->gpu_products,
+		      a->n_gpu_products * sizeof(a->gpu_products[0])) == 0;
 }
 
 /* The key of the node memo (ft_frag_memo_t): the class key with the

@@ -1312,6 +1312,20 @@ bool ft_place_requests_fit(const ft_node_t *node, const ft_demand_t *d)
 		memory >= d->memory_mib);
 }
 
+/* Does the node have a GPU of a model `d` may run on (any, if it names
+ * none)? */
+static bool product_allowed(const ft_topology_t *t, const ft_demand_t *d)
+{
+	bool ok = !d->n_gpu_products;
+
+	for (unsigned g = 0; !ok && g < t->n_gpus; g++) {
+		uint64_t h = ft_gpu_product_hash(t->gpus[g].model);
+		for (unsigned i = 0; !ok && i < d->n_gpu_products; i++)
+			ok = d->gpu_products[i] == h;
+	}
+	return ok;
+}
+
 void ft_place_usable(ft_usable_t *out, const ft_node_t *node,
 		     const ft_demand_t *d)
 {
@@ -1321,7 +1335,7 @@ void ft_place_usable(ft_usable_t *out, const ft_node_t *node,
 	ask_t a;
 
 	memset(out, 0, sizeof(*out));
-	if (!node->topology)
+	if (!node->topology || !product_allowed(node->topology, d))
 		return;
 	ask_init(&a, node, d, FT_POLICY_PACKED);
 	ad = &a.u.demand;

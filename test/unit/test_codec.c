@@ -333,6 +333,98 @@ static void test_codec__pod_huge_requests_saturate(void **state)
 	ft_pod_dispose(&pod);
 }
 
+/* The GPU models of a pod's nodeSelector and required node affinity. */
+static void products_of(ft_pod_t *pod, const char *spec_extra)
+{
+	char spec[2048];
+
+	snprintf(spec, sizeof(spec),
+		 "{%s'containers':[{'name':'a','resources':{'requests':{"
+		 "'nvidia.com/gpu':'1'}}}]}",
+		 spec_extra);
+	decode_spec(pod, spec);
+}
+
+static bool has_product(const ft_pod_t *pod, const char *name)
+{
+	for (unsigned i = 0; i < pod->demand.n_gpu_products; i++)
+		if (pod->demand.gpu_products[i] == ft_gpu_product_hash(name))
+			return true;
+	return false;
+}
+
+#define AFFINITY(TERMS)                                                        \
+	"'affinity':{'nodeAffinity':{'requiredDuringSchedulingIgnored"         \
+	"DuringExecution':{'nodeSelectorTerms':[" TERMS "]}}},"
+#define IN(...)                                                                \
+	"{'key':'nvidia.com/"                                                  \
+	"gpu.product','operator':'In','values':[" __VA_ARGS__ "]}"
+
+/* How many GPU models a pod with `extra` in its spec is held to. */
+static unsigned n_products(const char *extra)
+{
+	ft_pod_t pod;
+	unsigned n;
+
+	products_of(&pod, extra);
+	n = pod.demand.n_gpu_products;
+	ft_pod_dispose(&pod);
+	return n;
+}
+
+static void test_codec__pod_gpu_products(void **state)
+{
+	ft_pod_t pod;
+
+	assert_int_equal(n_products(""), 0);
+	products_of(&pod,
+		    "'nodeSelector':{'nvidia.com/gpu.product':'NVIDIA-A100-"
+		    "SXM4-80GB','zone':'a'},");
+	assert_int_equal(pod.demand.n_gpu_products, 1);
+	assert_true(has_product(&pod, "NVIDIA A100-SXM4-80GB"));
+	ft_pod_dispose(&pod);
+
+	/* Terms are ORed, requirements in a term ANDed. */
+	products_of(
+	    &pod,
+	    AFFINITY("{'matchExpressions':[" IN("'T4','V100'") "," IN(
+		"'V100','P100'") "]},"
+				 "{'matchExpressions':[" IN("'A10'") "]}"));
+	assert_int_equal(pod.demand.n_gpu_products, 2);
+	assert_true(has_product(&pod, "V100"));
+	assert_true(has_product(&pod, "A10"));
+	ft_pod_dispose(&pod);
+
+	/* nodeSelector and affinity both hold. */
+	products_of(&pod,
+		    "'nodeSelector':{'nvidia.com/gpu.product':'T4'}," AFFINITY(
+			"{'matchExpressions':[" IN("'T4','V100'") "]}"));
+	assert_int_equal(pod.demand.n_gpu_products, 1);
+	assert_true(has_product(&pod, "T4"));
+	ft_pod_dispose(&pod);
+
+	/* A term that leaves the model free, NotIn, more models than flextopo
+	 * keeps, or shapes the API server would reject: not counted. */
+	assert_int_equal(n_products(AFFINITY("{'matchExpressions':[" IN(
+			     "'T4'") "]},"
+				     "{'matchExpressions':[{'key':'zone',"
+				     "'operator':'In','values':['a']}]}")),
+			 0);
+	assert_int_equal(
+	    n_products(AFFINITY("{'matchExpressions':[{'key':'nvidia.com/"
+				"gpu.product','operator':'NotIn','values':"
+				"['T4']}]}")),
+	    0);
+	assert_int_equal(n_products(AFFINITY("{'matchExpressions':[" IN(
+			     "'a','b','c','d','e','f','g','h','i'") "]}")),
+			 0);
+	assert_int_equal(
+	    n_products("'affinity':{'nodeAffinity':{'requiredDuringSchedu"
+		       "lingIgnoredDuringExecution':{'nodeSelectorTerms':"
+		       "{'x':1}}}},'nodeSelector':[1],"),
+	    0);
+}
+
 static void test_codec__pod_guaranteed_pins_integer_cpus(void **state)
 {
 	ft_pod_t pod;
@@ -1568,6 +1660,7 @@ int main(void)
 	    cmocka_unit_test(test_codec__pod_sidecars_summed),
 	    cmocka_unit_test(test_codec__pod_overhead),
 	    cmocka_unit_test(test_codec__pod_huge_requests_saturate),
+	    cmocka_unit_test(test_codec__pod_gpu_products),
 	    cmocka_unit_test(test_codec__pod_guaranteed_pins_integer_cpus),
 	    cmocka_unit_test(test_codec__pod_burstable_pins_nothing),
 	    cmocka_unit_test(test_codec__pod_overhead_not_pinned),

@@ -165,6 +165,29 @@ static void test_frag__of_class(void **state)
 }
 
 /*
+ * A class that may run only on other GPU models finds nothing usable: all
+ * the node's free GPU is a fragment for it (FGD's NoAccess), whichever way
+ * the model is spelled.
+ */
+static void test_frag__of_class_on_another_model(void **state)
+{
+	const int none[] = {-1};
+	ft_node_t *node = pairs_node("n", none); /* four NVIDIA A40 */
+	ft_demand_t one = gpus_demand(1, -1);
+
+	(void)state;
+	one.n_gpu_products = 1;
+	one.gpu_products[0] = ft_gpu_product_hash("Tesla-T4");
+	assert_int_equal(ft_frag_of(node, &one), 4000);
+	one.n_gpu_products = 2;
+	one.gpu_products[1] = ft_gpu_product_hash("NVIDIA-A40");
+	assert_int_equal(ft_frag_of(node, &one), 0);
+	assert_true(ft_gpu_product_hash("NVIDIA A40") ==
+		    ft_gpu_product_hash("NVIDIA-A40"));
+	ft_node_unref(node);
+}
+
+/*
  * NVIDIA/k8s-device-plugin #1193 across nodes: with NVLink-pair pods in the
  * recent mix, a 1-GPU pod scores lower on the node where it would break the
  * last free pair than on the node whose free GPU has no free peer, under
@@ -879,6 +902,7 @@ int main(void)
 	    cmocka_unit_test(test_frag__mix_window),
 	    cmocka_unit_test(test_frag__mix_replaces_rarest_class),
 	    cmocka_unit_test(test_frag__of_class),
+	    cmocka_unit_test(test_frag__of_class_on_another_model),
 	    cmocka_unit_test(test_frag__single_gpu_spares_last_pair),
 	    cmocka_unit_test(test_frag__measure_blocks),
 	    cmocka_unit_test(test_frag__mig_stranded),
