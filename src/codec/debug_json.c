@@ -792,6 +792,8 @@ static cJSON *demand_json(const ft_demand_t *d)
 			    : cJSON_CreateNull());
 	put_str(o, "affinityMode",
 		d->mode == FT_MODE_BEST_EFFORT ? "best-effort" : "guaranteed");
+	if (d->n_gpu_products)
+		put_num(o, "gpuModels", d->n_gpu_products);
 	return o;
 }
 
