@@ -901,9 +901,8 @@ relink:
 static int assume_requests(ft_state_t *state, pod_rec_t *r,
 			   const ft_node_t *node)
 {
-	char *name;
-
 	const ft_demand_t *d = &r->pod.demand;
+	char *name;
 
 	if (r->pod.node ||
 	    (r->assumed && !strcmp(r->assumed_node, node->name)) ||

@@ -449,15 +449,20 @@ static size_t count_lines(const char *text, size_t len)
 	size_t lines = 1;
 
 	for (size_t i = 0; i < len; i++) {
+		size_t width = 0; /* bytes of a break starting at i */
 		if (t[i] == '\r' && i + 1 < len && t[i + 1] == '\n')
-			i++;
-		if (t[i] == '\r' || t[i] == '\n')
-			lines++;
+			width = 2;
+		else if (t[i] == '\r' || t[i] == '\n')
+			width = 1;
 		else if (t[i] == 0xc2 && i + 1 < len && t[i + 1] == 0x85)
-			lines++, i++;
+			width = 2;
 		else if (t[i] == 0xe2 && i + 2 < len && t[i + 1] == 0x80 &&
 			 (t[i + 2] == 0xa8 || t[i + 2] == 0xa9))
-			lines++, i += 2;
+			width = 3;
+		if (width) {
+			lines++;
+			i += width - 1;
+		}
 	}
 	return lines;
 }
