@@ -278,23 +278,6 @@ static long live_rss_kib(void)
 	return status_kib("VmRSS");
 }
 
-static unsigned rng_below(uint64_t *state, unsigned n)
-{
-	return n ? (unsigned)(rng_next(state) % n) : 0;
-}
-
-/* order = a random permutation of 0..n-1 (Fisher-Yates). */
-static void shuffle(unsigned *order, unsigned n, uint64_t *rng)
-{
-	for (unsigned i = 0; i < n; i++)
-		order[i] = i;
-	for (unsigned i = n; i > 1; i--) {
-		unsigned j = rng_below(rng, i), t = order[i - 1];
-		order[i - 1] = order[j];
-		order[j] = t;
-	}
-}
-
 /* Half of n, an odd unit going either way. */
 static unsigned half(unsigned n, uint64_t *rng)
 {

@@ -1,5 +1,5 @@
 /* Helpers shared by the benchmark programs (flextopo-bench,
- * flextopo-policy-table). */
+ * flextopo-policy-table, flextopo-openb-replay). */
 #ifndef FLEXTOPO_BENCH_UTIL_H
 #define FLEXTOPO_BENCH_UTIL_H
 
@@ -18,6 +18,24 @@ static inline uint64_t rng_next(uint64_t *state)
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
 	return z ^ (z >> 31);
+}
+
+/* Uniform in 0..n-1 (0 when n is 0). */
+static inline unsigned rng_below(uint64_t *state, unsigned n)
+{
+	return n ? (unsigned)(rng_next(state) % n) : 0;
+}
+
+/* order = a random permutation of 0..n-1 (Fisher-Yates). */
+static inline void shuffle(unsigned *order, unsigned n, uint64_t *rng)
+{
+	for (unsigned i = 0; i < n; i++)
+		order[i] = i;
+	for (unsigned i = n; i > 1; i--) {
+		unsigned j = rng_below(rng, i), t = order[i - 1];
+		order[i - 1] = order[j];
+		order[j] = t;
+	}
 }
 
 /* CLOCK_MONOTONIC in microseconds. */

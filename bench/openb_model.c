@@ -21,17 +21,7 @@
 #define MAX_NODE_SCORE 100
 #define TYPICAL_SHARE  0.95 /* podPopularityThreshold 95 */
 
-/* A node that passed the filter, its score and, for FGD, its GPU. */
-typedef struct ob_candidate {
-	unsigned node;
-	int64_t score;
-	int gpu;
-} candidate_t;
-
-unsigned ob_below(uint64_t *rng, unsigned n)
-{
-	return n ? (unsigned)(rng_next(rng) % n) : 0;
-}
+typedef ob_candidate_t candidate_t;
 
 /* ---- CSV ---- */
 
@@ -61,8 +51,10 @@ static int column(char **header, unsigned n, const char *name)
 
 typedef int (*row_fn)(void *out, char **f, const int *col);
 
+/* Columns `names`, the first `n_required` of them required (-1 in `col`
+ * for an absent optional one). */
 static int read_csv(const char *path, const char *const *names,
-		    unsigned n_names, row_fn fn, void *out)
+		    unsigned n_names, unsigned n_required, row_fn fn, void *out)
 {
 	FILE *f = fopen(path, "r");
 	char line[1024], head[1024], *hf[32], *rf[32];
@@ -81,7 +73,7 @@ static int read_csv(const char *path, const char *const *names,
 	}
 	nh = split(head, hf, 32);
 	for (unsigned i = 0; i < n_names && rc == 0; i++)
-		if ((col[i] = column(hf, nh, names[i])) < 0 && i < 4) {
+		if ((col[i] = column(hf, nh, names[i])) < 0 && i < n_required) {
 			fprintf(stderr, "%s: no column %s\n", path, names[i]);
 			rc = -1;
 		}
@@ -196,8 +188,8 @@ int ob_trace_load(ob_trace_t *out, const char *node_csv, const char *pod_csv)
 					   "gpu_milli", "gpu_spec"};
 
 	memset(out, 0, sizeof(*out));
-	if (read_csv(node_csv, nodes, 5, node_row, out) < 0 ||
-	    read_csv(pod_csv, pods, 5, pod_row, out) < 0) {
+	if (read_csv(node_csv, nodes, 5, 5, node_row, out) < 0 ||
+	    read_csv(pod_csv, pods, 5, 4, pod_row, out) < 0) {
 		ob_trace_dispose(out);
 		return -1;
 	}
@@ -248,19 +240,13 @@ unsigned *ob_sequence(const ob_trace_t *t, uint64_t seed, double ratio,
 
 	if (!seq)
 		return NULL;
-	for (unsigned i = 0; i < t->n_pods; i++) {
-		seq[i] = i;
+	for (unsigned i = 0; i < t->n_pods; i++)
 		total += ob_pod_gpu_milli(&t->pods[i]);
-	}
-	for (unsigned i = t->n_pods; i > 1; i--) {
-		unsigned j = ob_below(&rng, i), tmp = seq[i - 1];
-		seq[i - 1] = seq[j];
-		seq[j] = tmp;
-	}
+	shuffle(seq, t->n_pods, &rng);
 	/* Tune up: draw with replacement until the next pod would pass the
 	 * target (simulator.go tuneUpPods). */
 	for (;;) {
-		unsigned k = ob_below(&rng, t->n_pods);
+		unsigned k = rng_below(&rng, t->n_pods);
 		uint64_t m = ob_pod_gpu_milli(&t->pods[k]);
 		if ((double)(total + m) > target)
 			break;
@@ -351,15 +337,22 @@ void ob_typical_init(ob_typical_t *out, const ob_trace_t *t)
 
 /* ---- fragmentation (pkg/utils/frag.go NodeGpuShareFragAmountScore) ---- */
 
+static uint32_t gpu_left_total(const ob_left_t *l, unsigned n)
+{
+	uint32_t s = 0;
+
+	for (unsigned g = 0; g < n; g++)
+		s += l->gpu[g];
+	return s;
+}
+
 double ob_frag(const ob_left_t *l, const ob_node_t *node,
 	       const ob_typical_t *tp)
 {
 	unsigned n_gpus = node->n_gpus;
-	uint32_t total = 0;
+	uint32_t total = gpu_left_total(l, n_gpus);
 	double frag = 0;
 
-	for (unsigned g = 0; g < n_gpus; g++)
-		total += l->gpu[g];
 	if (!total)
 		return 0;
 	for (unsigned i = 0; i < tp->n; i++) {
@@ -519,15 +512,6 @@ double ob_frag_at(const ob_cluster_t *c, unsigned pct)
 
 /* ---- baselines ---- */
 
-static uint32_t gpu_left_total(const ob_left_t *l, unsigned n)
-{
-	uint32_t s = 0;
-
-	for (unsigned g = 0; g < n; g++)
-		s += l->gpu[g];
-	return s;
-}
-
 /* Open-Gpu-Share's Filter: enough GPUs with room for the per-GPU share. */
 static bool gpu_fits(const ob_left_t *l, unsigned n, const ob_pod_t *p)
 {
@@ -567,7 +551,7 @@ static int pick_random_gpu(const ob_left_t *l, unsigned n, const ob_pod_t *p,
 	int gpu = -1;
 
 	for (unsigned g = 0; g < n; g++)
-		if (l->gpu[g] >= p->gpu_milli && ob_below(rng, ++seen) == 0)
+		if (l->gpu[g] >= p->gpu_milli && rng_below(rng, ++seen) == 0)
 			gpu = (int)g;
 	return gpu;
 }
@@ -599,6 +583,19 @@ static int64_t fgd_points(double before, double after)
 	return (int64_t)(1.0 / (1.0 + exp(-x)) * MAX_NODE_SCORE);
 }
 
+/*
+ * An earlier GPU of the node has as much left as GPU `g`: the measure, which
+ * does not depend on the GPUs' order, came out the same there, and the first
+ * of equal scores is kept.
+ */
+static bool tried_alike(const ob_left_t *l, unsigned g)
+{
+	for (unsigned k = 0; k < g; k++)
+		if (l->gpu[k] == l->gpu[g])
+			return true;
+	return false;
+}
+
 /* FGD's score of a node and, for a shared pod, the GPU it would take. */
 static int64_t fgd_score(const ob_cluster_t *c, unsigned node,
 			 const ob_pod_t *p, int *gpu)
@@ -607,6 +604,7 @@ static int64_t fgd_score(const ob_cluster_t *c, unsigned node,
 	const ob_node_t *nd = &c->trace->nodes[node];
 	unsigned n = nd->n_gpus;
 	ob_left_t after = *l;
+	uint32_t milli[OB_GPU_MAX] = {0};
 	int64_t best = 0;
 
 	after.cpu_milli -= p->cpu_milli;
@@ -614,7 +612,7 @@ static int64_t fgd_score(const ob_cluster_t *c, unsigned node,
 	if (shared(p)) {
 		for (unsigned g = 0; g < n; g++) {
 			int64_t s;
-			if (l->gpu[g] < p->gpu_milli)
+			if (l->gpu[g] < p->gpu_milli || tried_alike(l, g))
 				continue;
 			after.gpu[g] -= p->gpu_milli;
 			s = fgd_points(c->frag[node],
@@ -628,17 +626,15 @@ static int64_t fgd_score(const ob_cluster_t *c, unsigned node,
 		return best;
 	}
 	/* Whole GPUs: which free ones does not change the measure. */
-	for (unsigned g = 0, need = p->n_gpus; g < n && need; g++)
-		if (after.gpu[g] == OB_MILLI) {
-			after.gpu[g] = 0;
-			need--;
-		}
+	take_whole(milli, l, n, p);
+	for (unsigned g = 0; g < n; g++)
+		after.gpu[g] -= milli[g];
 	return fgd_points(c->frag[node], ob_frag(&after, nd, c->typical));
 }
 
 /* kube-scheduler's selectHost: the highest score, uniform among ties. */
-static int select_host(const ob_cluster_t *c, const candidate_t *cand,
-		       unsigned n, uint64_t *rng)
+int ob_select_host(const ob_cluster_t *c, const ob_candidate_t *cand,
+		   unsigned n, uint64_t *rng)
 {
 	const ob_node_t *nodes = c->trace->nodes;
 	unsigned ties = 0;
@@ -653,7 +649,7 @@ static int select_host(const ob_cluster_t *c, const candidate_t *cand,
 		} else if (c->name_ties
 			       ? strcmp(nodes[cand[i].node].name,
 					nodes[cand[best].node].name) < 0
-			       : ob_below(rng, ++ties) == 0) {
+			       : rng_below(rng, ++ties) == 0) {
 			best = (int)i;
 		}
 	}
@@ -724,10 +720,10 @@ void ob_schedule(ob_cluster_t *c, ob_policy_t policy, const ob_pod_t *p,
 		return;
 	}
 	if (policy == OB_RANDOM)
-		pick = (int)ob_below(rng, n);
+		pick = (int)rng_below(rng, n);
 	else {
 		score(cand, n, c, policy, p);
-		pick = select_host(c, cand, n, rng);
+		pick = ob_select_host(c, cand, n, rng);
 	}
 	node = cand[pick].node;
 	l = &c->left[node];

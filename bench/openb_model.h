@@ -137,11 +137,27 @@ typedef struct ob_cluster {
 	bool name_ties; /* ties go to the lowest node name (the simulator's
 			   selectHost) instead of a uniform random choice
 			   (kube-scheduler's) */
-	struct ob_candidate *cand; /* scratch: one per node */
+	struct ob_candidate *cand; /* scratch: one per node (ob_candidate_t) */
 	/* Per arrived-workload percent, as the simulator's analysis. */
 	double sum_unalloc[OB_LEVELS], sum_frag[OB_LEVELS];
 	unsigned n_level[OB_LEVELS];
 } ob_cluster_t;
+
+/* A node that passed the filter, its score and, for FGD, its GPU (-1:
+ * none chosen). */
+typedef struct ob_candidate {
+	unsigned node;
+	int64_t score;
+	int gpu;
+} ob_candidate_t;
+
+/*
+ * kube-scheduler's selectHost over `n` candidates: the index of the highest
+ * score, uniform among ties from `rng`, or with c->name_ties the lowest
+ * node name (the simulator's); -1 when n is 0.
+ */
+int ob_select_host(const ob_cluster_t *c, const ob_candidate_t *cand,
+		   unsigned n, uint64_t *rng);
 
 int ob_cluster_init(ob_cluster_t *c, const ob_trace_t *t,
 		    const ob_typical_t *tp);
@@ -177,8 +193,5 @@ typedef enum {
 /* Schedule one pod under a baseline policy, ties broken by `rng`. */
 void ob_schedule(ob_cluster_t *c, ob_policy_t policy, const ob_pod_t *p,
 		 uint64_t *rng);
-
-/* Uniform in [0, n) from the bench's splitmix64 stream. */
-unsigned ob_below(uint64_t *rng, unsigned n);
 
 #endif

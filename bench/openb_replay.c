@@ -427,7 +427,8 @@ typedef struct replay {
 	const ob_node_t **by_name; /* the trace's nodes sorted by name */
 	unsigned *fit;		   /* scratch: node indexes */
 	int64_t *total;		   /* scratch: per node, total score */
-	bool intree, name_ties;
+	ob_candidate_t *cand;	   /* scratch: the fitting nodes, scored */
+	bool intree;
 	uint64_t rng;
 	unsigned bind_errors;
 } replay_t;
@@ -618,8 +619,7 @@ static int do_prioritize(replay_t *r, const ob_cluster_t *c, const cJSON *pod,
 	cJSON *reply = client_post(&r->client, "/prioritize",
 				   extender_args(pod, r, r->fit, n));
 	const cJSON *it;
-	int best = -1;
-	unsigned ties = 0;
+	int pick;
 
 	if (!cJSON_IsArray(reply)) {
 		cJSON_Delete(reply);
@@ -637,21 +637,11 @@ static int do_prioritize(replay_t *r, const ob_cluster_t *c, const cJSON *pod,
 			r->total[i] += (int64_t)s->valuedouble * EXT_SCORE_MUL;
 	}
 	cJSON_Delete(reply);
-	/* selectHost: the highest total, uniform among ties. */
-	for (unsigned i = 0; i < n; i++) {
-		unsigned k = r->fit[i];
-		if (best >= 0 && r->total[k] < r->total[best])
-			continue;
-		if (best < 0 || r->total[k] > r->total[best]) {
-			best = (int)k;
-			ties = 1;
-		} else if (r->name_ties ? strcmp(r->trace->nodes[k].name,
-						 r->trace->nodes[best].name) < 0
-					: ob_below(&r->rng, ++ties) == 0) {
-			best = (int)k;
-		}
-	}
-	return best;
+	for (unsigned i = 0; i < n; i++)
+		r->cand[i] =
+		    (ob_candidate_t){r->fit[i], r->total[r->fit[i]], -1};
+	pick = ob_select_host(c, r->cand, n, &r->rng);
+	return pick < 0 ? -1 : (int)r->cand[pick].node;
 }
 
 /* GPU milli per GPU from the Binding's allocation annotation. */
@@ -806,17 +796,14 @@ static int run_flextopo(ob_cluster_t *c, const options_t *o,
 			const ob_trace_t *t, const unsigned *seq, unsigned n,
 			uint64_t seed, bool intree, unsigned *bind_errors)
 {
-	replay_t r = {.o = o,
-		      .trace = t,
-		      .intree = intree,
-		      .name_ties = o->name_ties,
-		      .rng = seed};
+	replay_t r = {.o = o, .trace = t, .intree = intree, .rng = seed};
 	int rc = -1;
 
 	r.by_name = malloc(t->n_nodes * sizeof(*r.by_name));
 	r.fit = malloc(t->n_nodes * sizeof(*r.fit));
 	r.total = calloc(t->n_nodes, sizeof(*r.total));
-	if (!r.by_name || !r.fit || !r.total)
+	r.cand = malloc(t->n_nodes * sizeof(*r.cand));
+	if (!r.by_name || !r.fit || !r.total || !r.cand)
 		goto cleanup;
 	for (unsigned i = 0; i < t->n_nodes; i++)
 		r.by_name[i] = &t->nodes[i];
@@ -833,6 +820,7 @@ cleanup:
 	replay_stop(&r);
 	free(r.by_name);
 	free(r.fit);
+	free(r.cand);
 	free(r.total);
 	return rc;
 }
