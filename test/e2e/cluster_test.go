@@ -195,7 +195,9 @@ func (c *cluster) processes() []*process {
 	return ps
 }
 
-func (c *cluster) start(testenv, extender string) error {
+// startControlPlane generates the PKI and starts etcd and kube-apiserver,
+// with a client of the given QPS and burst.
+func (c *cluster) startControlPlane(testenv string, qps float32, burst int) error {
 	pkiDir, err := c.dir("pki")
 	if err != nil {
 		return err
@@ -216,10 +218,15 @@ func (c *cluster) start(testenv, extender string) error {
 		Host:            c.apiURL,
 		BearerToken:     c.pki.token,
 		TLSClientConfig: rest.TLSClientConfig{CAData: c.pki.caPEM},
-		QPS:             100,
-		Burst:           200,
+		QPS:             qps,
+		Burst:           burst,
 	}
-	if c.client, err = kubernetes.NewForConfig(cfg); err != nil {
+	c.client, err = kubernetes.NewForConfig(cfg)
+	return err
+}
+
+func (c *cluster) start(testenv, extender string) error {
+	if err := c.startControlPlane(testenv, 100, 200); err != nil {
 		return err
 	}
 	c.testenv = testenv

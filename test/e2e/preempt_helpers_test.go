@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 )
 
 // Priority classes of the preemption scenarios (cluster-scoped, created once,
@@ -51,23 +52,35 @@ var (
 	priorityErr  error
 )
 
+// createPriorityClasses creates a PriorityClass per entry of values (one
+// that exists already is kept); those in never get PreemptionPolicy Never.
+func createPriorityClasses(cx context.Context, client kubernetes.Interface, values map[string]int32,
+	never map[string]bool, description string) error {
+	for name, v := range values {
+		pc := &schedulingv1.PriorityClass{
+			ObjectMeta:  metav1.ObjectMeta{Name: name},
+			Value:       v,
+			Description: description,
+		}
+		if never[name] {
+			policy := corev1.PreemptNever
+			pc.PreemptionPolicy = &policy
+		}
+		_, err := client.SchedulingV1().PriorityClasses().Create(cx, pc, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create PriorityClass %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
 func ensurePriorityClasses(t *testing.T, c *cluster) {
 	t.Helper()
 	priorityOnce.Do(func() {
 		cx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		for name, v := range priorityValues {
-			pc := &schedulingv1.PriorityClass{
-				ObjectMeta:  metav1.ObjectMeta{Name: name},
-				Value:       v,
-				Description: "flextopo e2e preemption scenarios",
-			}
-			_, e := c.client.SchedulingV1().PriorityClasses().Create(cx, pc, metav1.CreateOptions{})
-			if e != nil && !apierrors.IsAlreadyExists(e) {
-				priorityErr = fmt.Errorf("create PriorityClass %s: %w", name, e)
-				return
-			}
-		}
+		priorityErr = createPriorityClasses(cx, c.client, priorityValues, nil,
+			"flextopo e2e preemption scenarios")
 	})
 	if priorityErr != nil {
 		t.Fatal(priorityErr)

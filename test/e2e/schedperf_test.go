@@ -31,7 +31,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
@@ -142,10 +141,7 @@ func (s *scenario) addPerfNodes(t *testing.T, count int) []string {
 		if err != nil {
 			return err
 		}
-		capacity := topo.deviceCapacity()
-		capacity[corev1.ResourceCPU] = *resource.NewQuantity(int64(topo.cpuCount()), resource.DecimalSI)
-		capacity[corev1.ResourceMemory] = *resource.NewQuantity(topo.memoryMiB()<<20, resource.BinarySI)
-		capacity[corev1.ResourcePods] = *resource.NewQuantity(110, resource.DecimalSI)
+		capacity := topo.nodeCapacity()
 		now := metav1.Now()
 		created.Status = corev1.NodeStatus{
 			Capacity: capacity, Allocatable: capacity.DeepCopy(), Phase: corev1.NodeRunning,

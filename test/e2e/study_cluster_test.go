@@ -16,11 +16,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	schedulingv1 "k8s.io/api/scheduling/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 )
 
 const (
@@ -30,10 +27,13 @@ const (
 	// wall clock); kwok's pod-complete stage then marks it Succeeded.
 	annRunFor = "e2e.flextopo.io/run-for"
 
-	pcStudyOnline = "study-online" // 1000: online inference, preempts
-	pcStudyBatch  = "study-batch"  // 100: batch inference and training
+	pcStudyOnline = "study-online" // online inference, preempts
+	pcStudyBatch  = "study-batch"  // batch inference and training
 	studySched    = "study"        // the arm's kube-scheduler profile
 )
+
+// studyPriorities: online preempts batch, whose class never preempts.
+var studyPriorities = map[string]int32{pcStudyOnline: 1000, pcStudyBatch: 100}
 
 // kwokStages is kwok's configuration: nodes become Ready once (no
 // heartbeats: no node lifecycle controller runs, and 1,000 nodes' heartbeats
@@ -213,7 +213,10 @@ type studyCluster struct {
 	client kubernetes.Interface // high QPS: the driver creates and deletes fast
 	nodes  []string
 	topos  map[string]*Topology
-	kinds  map[string]string // node -> server kind
+	// devices is each node's device capacity (Topology.deviceCapacity),
+	// worked out once for the samples' check.
+	devices map[string]corev1.ResourceList
+	kinds   map[string]string // node -> server kind
 }
 
 // startStudyControlPlane starts etcd and kube-apiserver in dir.
@@ -224,42 +227,15 @@ func startStudyControlPlane(t *testing.T, dir, testenv string) *studyCluster {
 	}
 	c := &cluster{workDir: dir, repoRoot: env.repoRoot, testenv: testenv}
 	t.Cleanup(c.stop)
-	pkiDir, err := c.dir("pki")
-	if err != nil {
+	if err := c.startControlPlane(testenv, 1000, 2000); err != nil {
 		t.Fatal(err)
 	}
-	if c.pki, err = generatePKI(pkiDir); err != nil {
-		t.Fatalf("generate PKI: %v", err)
-	}
-	if err := c.startEtcd(testenv); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.startAPIServer(testenv); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.writeKubeconfig(); err != nil {
-		t.Fatal(err)
-	}
-	cfg := &rest.Config{
-		Host: c.apiURL, BearerToken: c.pki.token,
-		TLSClientConfig: rest.TLSClientConfig{CAData: c.pki.caPEM},
-		QPS:             1000, Burst: 2000,
-	}
-	if c.client, err = kubernetes.NewForConfig(cfg); err != nil {
-		t.Fatal(err)
-	}
-	sc := &studyCluster{c: c, client: c.client, topos: map[string]*Topology{}, kinds: map[string]string{}}
+	sc := &studyCluster{c: c, client: c.client, topos: map[string]*Topology{}, kinds: map[string]string{},
+		devices: map[string]corev1.ResourceList{}}
 	cx := ctx(t, 30*time.Second)
-	for name, v := range map[string]int32{pcStudyOnline: 1000, pcStudyBatch: 100} {
-		pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: v,
-			Description: "flextopo preemption study"}
-		if name == pcStudyBatch {
-			never := corev1.PreemptNever
-			pc.PreemptionPolicy = &never
-		}
-		if _, err := c.client.SchedulingV1().PriorityClasses().Create(cx, pc, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("create PriorityClass %s: %v", name, err)
-		}
+	if err := createPriorityClasses(cx, c.client, studyPriorities, map[string]bool{pcStudyBatch: true},
+		"flextopo preemption study"); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := c.client.CoreV1().Namespaces().Create(cx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: studyNS}},
 		metav1.CreateOptions{}); err != nil {
@@ -289,10 +265,7 @@ func (sc *studyCluster) addNodes(t *testing.T, nodes []studyNode, kwokBin string
 		if err != nil {
 			return err
 		}
-		capacity := n.topo.deviceCapacity()
-		capacity[corev1.ResourceCPU] = *resource.NewQuantity(int64(n.topo.cpuCount()), resource.DecimalSI)
-		capacity[corev1.ResourceMemory] = *resource.NewQuantity(n.topo.memoryMiB()<<20, resource.BinarySI)
-		capacity[corev1.ResourcePods] = *resource.NewQuantity(110, resource.DecimalSI)
+		capacity := n.topo.nodeCapacity()
 		created.Status = corev1.NodeStatus{Capacity: capacity, Allocatable: capacity.DeepCopy()}
 		_, err = sc.client.CoreV1().Nodes().UpdateStatus(cx, created, metav1.UpdateOptions{})
 		return err
@@ -304,6 +277,7 @@ func (sc *studyCluster) addNodes(t *testing.T, nodes []studyNode, kwokBin string
 		sc.nodes = append(sc.nodes, n.name)
 		sc.topos[n.name] = n.topo
 		sc.kinds[n.name] = n.kind
+		sc.devices[n.name] = n.topo.deviceCapacity()
 	}
 	cfgPath := filepath.Join(sc.c.workDir, "kwok.yaml")
 	if err := os.WriteFile(cfgPath, []byte(kwokStages), 0o600); err != nil {

@@ -202,7 +202,7 @@ func (r *studyRecorder) sample(at float64, sc *studyCluster, byDevice bool) {
 		}
 	}
 	for node, byRes := range counts {
-		capacity := sc.topos[node].deviceCapacity()
+		capacity := sc.devices[node]
 		for res, n := range byRes {
 			q := capacity[corev1.ResourceName(res)]
 			if n > float64(q.Value()) {
@@ -502,9 +502,9 @@ func (r *studyRecorder) figures(arm string, sc *studyCluster, start time.Time, w
 
 func prioOf(p *studyPod) int {
 	if p.online {
-		return 1000
+		return int(studyPriorities[pcStudyOnline])
 	}
-	return 100
+	return int(studyPriorities[pcStudyBatch])
 }
 
 var armLabels = map[string]string{

@@ -331,6 +331,16 @@ func (t *Topology) deviceCapacity() corev1.ResourceList {
 	return out
 }
 
+// nodeCapacity is the whole capacity of a node with topology t: its devices,
+// CPUs, memory and kubelet's default of 110 pods.
+func (t *Topology) nodeCapacity() corev1.ResourceList {
+	capacity := t.deviceCapacity()
+	capacity[corev1.ResourceCPU] = *resource.NewQuantity(int64(t.cpuCount()), resource.DecimalSI)
+	capacity[corev1.ResourceMemory] = *resource.NewQuantity(t.memoryMiB()<<20, resource.BinarySI)
+	capacity[corev1.ResourcePods] = *resource.NewQuantity(110, resource.DecimalSI)
+	return capacity
+}
+
 // migSingle says whether the node runs MIG strategy single, by the rule of
 // README.md ("migStrategy"): the explicit key, else every GPU MIG-enabled
 // with instances of one profile.
