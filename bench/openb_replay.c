@@ -42,6 +42,7 @@
  * leave.
  */
 #include <flextopo/app.h>
+#include <flextopo/codec.h>
 #include <flextopo/error.h>
 
 #include <cjson/cJSON.h>
@@ -309,7 +310,8 @@ static char *topology_json(const ob_node_t *n, unsigned node)
 	return text;
 }
 
-static cJSON *node_json(const ob_node_t *n, unsigned node, const char *prefix)
+static cJSON *node_json(const ob_node_t *n, unsigned node,
+			const ft_codec_options_t *opts)
 {
 	cJSON *obj = cJSON_CreateObject(), *meta, *ann, *status, *alloc;
 	char key[256], q[64], *topo = topology_json(n, node);
@@ -321,7 +323,7 @@ static cJSON *node_json(const ob_node_t *n, unsigned node, const char *prefix)
 	cJSON_AddStringToObject(cJSON_AddObjectToObject(meta, "labels"),
 				GPU_PRODUCT_LABEL, n->model);
 	ann = cJSON_AddObjectToObject(meta, "annotations");
-	snprintf(key, sizeof(key), "%s/topology", prefix);
+	snprintf(key, sizeof(key), "%s/topology", opts->annotation_prefix);
 	cJSON_AddStringToObject(ann, key, topo ? topo : "");
 	free(topo);
 	status = cJSON_AddObjectToObject(obj, "status");
@@ -331,7 +333,7 @@ static cJSON *node_json(const ob_node_t *n, unsigned node, const char *prefix)
 	snprintf(q, sizeof(q), "%lluMi", (unsigned long long)n->memory_mib);
 	cJSON_AddStringToObject(alloc, "memory", q);
 	snprintf(q, sizeof(q), "%u", n->n_gpus * REPLICAS);
-	cJSON_AddStringToObject(alloc, "nvidia.com/gpu", q);
+	cJSON_AddStringToObject(alloc, opts->gpu_resource, q);
 	return obj;
 }
 
@@ -370,7 +372,7 @@ static void add_model_affinity(cJSON *spec, const ob_pod_t *p,
 
 /* The pod as kube-scheduler has it (Burstable: requests, no limits). */
 static cJSON *pod_json(const ob_pod_t *p, const ob_trace_t *t, const char *name,
-		       const char *prefix)
+		       const ft_codec_options_t *opts)
 {
 	cJSON *pod = cJSON_CreateObject(), *meta, *ann, *spec, *c, *req;
 	char key[256], q[64];
@@ -383,15 +385,18 @@ static cJSON *pod_json(const ob_pod_t *p, const ob_trace_t *t, const char *name,
 	cJSON_AddStringToObject(meta, "uid", name);
 	ann = cJSON_AddObjectToObject(meta, "annotations");
 	if (p->n_gpus) {
-		snprintf(key, sizeof(key), "%s/gpu-fraction", prefix);
+		snprintf(key, sizeof(key), "%s/gpu-fraction",
+			 opts->annotation_prefix);
 		snprintf(q, sizeof(q), "%u.%03u", p->gpu_milli / 1000,
 			 p->gpu_milli % 1000);
 		cJSON_AddStringToObject(ann, key, q);
 	}
 	if (p->n_gpus > 1) {
-		snprintf(key, sizeof(key), "%s/affinity", prefix);
+		snprintf(key, sizeof(key), "%s/affinity",
+			 opts->annotation_prefix);
 		cJSON_AddStringToObject(ann, key, "nvlink");
-		snprintf(key, sizeof(key), "%s/affinity-mode", prefix);
+		snprintf(key, sizeof(key), "%s/affinity-mode",
+			 opts->annotation_prefix);
 		cJSON_AddStringToObject(ann, key, "best-effort");
 	}
 	spec = cJSON_AddObjectToObject(pod, "spec");
@@ -408,7 +413,7 @@ static cJSON *pod_json(const ob_pod_t *p, const ob_trace_t *t, const char *name,
 	cJSON_AddStringToObject(req, "memory", q);
 	if (p->n_gpus) {
 		snprintf(q, sizeof(q), "%u", p->n_gpus);
-		cJSON_AddStringToObject(req, "nvidia.com/gpu", q);
+		cJSON_AddStringToObject(req, opts->gpu_resource, q);
 	}
 	cJSON_AddItemToArray(cJSON_AddArrayToObject(spec, "containers"), c);
 	cJSON_AddStringToObject(cJSON_AddObjectToObject(pod, "status"), "phase",
@@ -464,8 +469,7 @@ static int replay_load(replay_t *r)
 	ft_state_replace_begin(state, FT_KIND_NODE);
 	ft_state_replace_begin(state, FT_KIND_POD);
 	for (unsigned i = 0; i < r->trace->n_nodes; i++) {
-		cJSON *n = node_json(&r->trace->nodes[i], i,
-				     r->app.opts.annotation_prefix);
+		cJSON *n = node_json(&r->trace->nodes[i], i, &r->app.opts);
 		ft_state_apply_node(state, n);
 		cJSON_Delete(n);
 	}
@@ -647,27 +651,23 @@ static int do_prioritize(replay_t *r, const ob_cluster_t *c, const cJSON *pod,
 /* GPU milli per GPU from the Binding's allocation annotation. */
 static int allocation_milli(uint32_t *milli, const char *text)
 {
-	cJSON *a = text ? cJSON_Parse(text) : NULL;
-	const cJSON *it;
+	ft_allocation_t a;
 
-	if (!a)
-		return text ? -1 : 0;
-	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(a, "replicas"))
-	{
-		const cJSON *g = cJSON_GetObjectItemCaseSensitive(it, "gpu");
-		const cJSON *n = cJSON_GetObjectItemCaseSensitive(it, "count");
-		int k = cJSON_IsString(g) ? uuid_gpu(g->valuestring) : -1;
-		if (k >= 0 && k < OB_GPU_MAX && cJSON_IsNumber(n))
-			milli[k] += (uint32_t)n->valuedouble * REPLICA_MILLI;
+	if (!text)
+		return 0;
+	if (ft_codec_allocation_decode(&a, text) < 0)
+		return -1;
+	for (unsigned i = 0; i < a.n_replicas; i++) {
+		int k = uuid_gpu(a.replica_gpus[i]);
+		if (k >= 0 && k < OB_GPU_MAX)
+			milli[k] += a.replica_counts[i] * REPLICA_MILLI;
 	}
-	cJSON_ArrayForEach(it,
-			   cJSON_GetObjectItemCaseSensitive(a, "gpuIndexes"))
-	{
-		if (cJSON_IsNumber(it) && it->valuedouble >= 0 &&
-		    it->valuedouble < OB_GPU_MAX)
-			milli[(int)it->valuedouble] += OB_MILLI;
+	for (unsigned i = 0; i < a.n_gpus; i++) {
+		int k = uuid_gpu(a.gpu_uuids[i]);
+		if (k >= 0 && k < OB_GPU_MAX)
+			milli[k] += OB_MILLI;
 	}
-	cJSON_Delete(a);
+	ft_allocation_dispose(&a);
 	return 0;
 }
 
@@ -741,7 +741,7 @@ static int replay_pod(replay_t *r, ob_cluster_t *c, const ob_pod_t *p,
 			r->fit[n++] = i;
 	fitting = n;
 	snprintf(name, sizeof(name), "openb-pod-%06u", seq);
-	pod = pod_json(p, r->trace, name, r->app.opts.annotation_prefix);
+	pod = pod_json(p, r->trace, name, &r->app.opts);
 	if (n && (rc = do_filter(r, pod, &n)) == 0 && n)
 		node = do_prioritize(r, c, pod, p, n);
 	if (node >= 0 && do_bind(r, pod, name, (unsigned)node, milli) < 0) {
