@@ -8,8 +8,11 @@
 
 #include <curl/curl.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "bench_util.h"
 
 typedef struct bench_client {
 	CURL *curl;
@@ -63,6 +66,52 @@ static inline int bench_client_open(bench_client_t *c, unsigned port)
 	curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c->curl, CURLOPT_TCP_NODELAY, 1L);
 	curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, 60000L);
+	return 0;
+}
+
+/*
+ * POST `len` bytes of `body` to `path`, or GET it when `body` is NULL, and
+ * keep the reply in c->reply; *us (when not NULL) is the wall time of the
+ * exchange. 0 for HTTP 200 with a body, else -1 with the reason, starting
+ * with the path, in `err` (`err_size` bytes).
+ */
+static inline int bench_client_request(bench_client_t *c, const char *path,
+				       const char *body, size_t len, double *us,
+				       char *err, size_t err_size)
+{
+	char url[96];
+	long status = 0, connects = 0;
+	CURLcode code;
+	double t0;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u%s", c->port, path);
+	curl_easy_setopt(c->curl, CURLOPT_URL, url);
+	if (body) {
+		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, body);
+		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE,
+				 (curl_off_t)len);
+	} else {
+		curl_easy_setopt(c->curl, CURLOPT_HTTPGET, 1L);
+	}
+	c->reply_len = 0;
+	t0 = now_us();
+	code = curl_easy_perform(c->curl);
+	if (us)
+		*us = now_us() - t0;
+	if (code != CURLE_OK) {
+		snprintf(err, err_size, "%s: %s", path,
+			 curl_easy_strerror(code));
+		return -1;
+	}
+	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_getinfo(c->curl, CURLINFO_NUM_CONNECTS, &connects);
+	c->connects += connects;
+	c->requests++;
+	if (status != 200 || !c->reply_len) {
+		snprintf(err, err_size, "%s: HTTP %ld: %.300s", path, status,
+			 c->reply_len ? c->reply : "(no body)");
+		return -1;
+	}
 	return 0;
 }
 

@@ -1152,33 +1152,11 @@ static void client_close(client_t *c)
 static int client_request(client_t *c, result_t *r, const char *path,
 			  const request_t *q, double *us)
 {
-	char url[64];
-	long status = 0, connects = 0;
-	CURLcode code;
-	double t0;
+	char err[512];
 
-	snprintf(url, sizeof(url), "http://127.0.0.1:%u%s", c->port, path);
-	curl_easy_setopt(c->curl, CURLOPT_URL, url);
-	if (q) {
-		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, q->body);
-		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE,
-				 (curl_off_t)q->len);
-	} else {
-		curl_easy_setopt(c->curl, CURLOPT_HTTPGET, 1L);
-	}
-	c->reply_len = 0;
-	t0 = now_us();
-	code = curl_easy_perform(c->curl);
-	*us = now_us() - t0;
-	if (code != CURLE_OK)
-		return fail(r, "%s: %s", path, curl_easy_strerror(code));
-	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
-	curl_easy_getinfo(c->curl, CURLINFO_NUM_CONNECTS, &connects);
-	c->connects += connects;
-	c->requests++;
-	if (status != 200 || !c->reply_len)
-		return fail(r, "%s: HTTP %ld: %.300s", path, status,
-			    c->reply_len ? c->reply : "(no body)");
+	if (bench_client_request(c, path, q ? q->body : NULL, q ? q->len : 0,
+				 us, err, sizeof(err)) < 0)
+		return fail(r, "%s", err);
 	return 0;
 }
 

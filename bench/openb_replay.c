@@ -193,29 +193,16 @@ typedef bench_client_t client_t;
 /* POST `body` (freed) to `path`; the parsed reply, or NULL on failure. */
 static cJSON *client_post(client_t *c, const char *path, char *body)
 {
-	char url[96];
-	long status = 0;
-	CURLcode code;
+	char err[512];
+	int rc;
 
 	if (!body)
 		return NULL;
-	snprintf(url, sizeof(url), "http://127.0.0.1:%u%s", c->port, path);
-	curl_easy_setopt(c->curl, CURLOPT_URL, url);
-	curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE,
-			 (curl_off_t)strlen(body));
-	c->reply_len = 0;
-	code = curl_easy_perform(c->curl);
+	rc = bench_client_request(c, path, body, strlen(body), NULL, err,
+				  sizeof(err));
 	free(body);
-	if (code != CURLE_OK) {
-		fprintf(stderr, "%s: %s\n", path, curl_easy_strerror(code));
-		return NULL;
-	}
-	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
-	c->requests++;
-	if (status != 200 || !c->reply_len) {
-		fprintf(stderr, "%s: HTTP %ld: %.300s\n", path, status,
-			c->reply_len ? c->reply : "(no body)");
+	if (rc < 0) {
+		fprintf(stderr, "%s\n", err);
 		return NULL;
 	}
 	return cJSON_Parse(c->reply);
