@@ -2272,7 +2272,7 @@ static void print_header(const bench_options_t *o)
 		       o->packed && o->tiered ? ", " : "",
 		       o->tiered ? "tiered priorities" : "");
 	printf(", fragmentationWindow %s",
-	       o->frag_window ? o->frag_window : "256 (default)");
+	       o->frag_window ? o->frag_window : "64 (default)");
 	printf("\n\n");
 }
 
@@ -2578,7 +2578,7 @@ static void usage(FILE *to)
 	    "priority %d more\n"
 	    "  --fragmentation-window N\n"
 	    "                    the config's fragmentationWindow (default "
-	    "256; 0 turns\n"
+	    "64; 0 turns\n"
 	    "                    the fragmentation penalty of prioritize "
 	    "off)\n"
 	    "  --preempt-iterations K\n"
