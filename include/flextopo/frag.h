@@ -18,7 +18,10 @@
  * differ in what they request, so F_n(m) averages over the class's points
  * (ft_mix_t): all the free capacity for a point whose CPU or memory the
  * node's unrequested room cannot hold (ft_node_free_cpu_millis), else what
- * the class's units cannot take.
+ * the class's units cannot take. For ranking, each point may also weigh by
+ * how few nodes could take it (ft_mix_weigh): FGD's measure is local to a
+ * node and would spend the last nodes able to take a rare large pod on pods
+ * that fit anywhere.
  *
  * Units: capacity is in milli-GPU: a whole GPU is 1000, a MIG memory slice
  * 1000 / 8 = 125 (FT_MIG_SLICES, NVIDIA MIG user guide), a replica of a
@@ -49,6 +52,11 @@
 #define FT_MIX_CLASSES	  16
 #define FT_MIX_WINDOW_MAX 4096 /* pods a mix remembers, at most */
 #define FT_MIX_POINTS	  8    /* pods standing for a class's requests */
+#define FT_MIX_SAMPLES	  64   /* pods a class's points are drawn from */
+#define FT_WEIGHT_ONE	  16   /* a point's weight of 1 (ft_mix_t) */
+#define FT_WEIGHT_FROM	  4    /* scarcity below which a point weighs 1 */
+#define FT_WEIGHT_MAX	  64   /* the most a point weighs */
+#define FT_WEIGH_NODES	  256  /* nodes ft_mix_weigh() looks at, at most */
 
 typedef struct ft_mix {
 	unsigned window;    /* pods remembered; 0 turns the mix off */
@@ -61,17 +69,32 @@ typedef struct ft_mix {
 						 node cache */
 	uint32_t total;			      /* sum of counts */
 	/*
-	 * The requests of each class's pods in the window, as up to
-	 * FT_MIX_POINTS of them at evenly spaced quantiles of CPU, each with
-	 * its own memory: millicores (pinned CPUs count 1000 each) and MiB.
+	 * The requests of each class's last FT_MIX_SAMPLES pods, in the window
+	 * or not: millicores (pinned CPUs count 1000 each) and MiB. A class
+	 * seen a few times in the window would otherwise lose its rare large
+	 * requests, which the nodes able to take them must be kept for.
+	 */
+	uint8_t n_samples[FT_MIX_CLASSES]; /* samples kept, to FT_MIX_SAMPLES */
+	uint8_t sample_head[FT_MIX_CLASSES]; /* next sample slot */
+	uint32_t sample_cpu_millis[FT_MIX_CLASSES][FT_MIX_SAMPLES];
+	uint32_t sample_memory_mib[FT_MIX_CLASSES][FT_MIX_SAMPLES];
+	/*
+	 * The samples as up to FT_MIX_POINTS points, in CPU order: each
+	 * distinct sample standing for its copies (point_share) when there
+	 * are at most FT_MIX_POINTS, else samples at evenly spaced quantiles
+	 * of CPU standing for one share each. point_weight, in 1/FT_WEIGHT_ONE,
+	 * is how scarce the nodes are that could take the point
+	 * (ft_mix_weigh); FT_WEIGHT_ONE until weighed.
 	 */
 	uint8_t n_points[FT_MIX_CLASSES];
 	uint32_t point_cpu_millis[FT_MIX_CLASSES][FT_MIX_POINTS];
 	uint32_t point_memory_mib[FT_MIX_CLASSES][FT_MIX_POINTS];
-	unsigned head;			 /* next ring slot */
+	uint8_t point_share[FT_MIX_CLASSES][FT_MIX_POINTS];
+	uint16_t point_weight[FT_MIX_CLASSES][FT_MIX_POINTS];
+	uint32_t class_weight[FT_MIX_CLASSES]; /* sum of share x weight */
+	uint8_t class_shares[FT_MIX_CLASSES];  /* sum of shares */
+	unsigned head;			       /* next ring slot */
 	uint8_t ring[FT_MIX_WINDOW_MAX]; /* class of each pod; 0xff: none */
-	uint32_t ring_cpu_millis[FT_MIX_WINDOW_MAX]; /* each pod's requests */
-	uint32_t ring_memory_mib[FT_MIX_WINDOW_MAX];
 } ft_mix_t;
 
 /* An empty mix of `window` pods (clamped to FT_MIX_WINDOW_MAX). */
@@ -95,6 +118,24 @@ bool ft_mix_class_of(ft_demand_t *out, const ft_demand_t *d);
  * of the pod leaving the window, are worked out again from the window.
  */
 void ft_mix_add(ft_mix_t *mix, const ft_demand_t *d);
+
+/*
+ * Weigh each point of `mix` by how scarce the nodes are that could take it
+ * now, among the `n` nodes of one request (those with topology; at most
+ * FT_WEIGH_NODES of them, evenly spread, are looked at): nodes looked at /
+ * nodes where the class's units are usable (ft_place_usable) and the
+ * point's CPU and memory fit, clamped to FT_WEIGHT_MAX; 1 below
+ * FT_WEIGHT_FROM, and 1 when no node could take it (none is left to keep).
+ *
+ * FGD weighs a typical pod only by how often it comes, so a pod shape that
+ * few nodes can hold counts for as little as it is frequent, and the last
+ * such nodes go to pods that fit anywhere (the openb trace's 120-CPU 8-GPU
+ * pods fit only 39 of its 1,213 nodes: bench/README.md). Weighed, spending
+ * such a node costs in proportion to how few are left. Scarcities below
+ * FT_WEIGHT_FROM stay at 1: weighing them cost the default openb trace
+ * placement quality and protects nothing scarce.
+ */
+void ft_mix_weigh(ft_mix_t *mix, const ft_node_t *const *nodes, unsigned n);
 
 /* GPU capacity of a node and how it is broken up. */
 typedef struct ft_frag {
@@ -149,9 +190,10 @@ int ft_frag_delta(int64_t *out, const ft_node_t *node, const ft_demand_t *d,
  * before:
  *   1. the affinity level reachable (ft_place_level_points);
  *   2. the fragmentation the placement adds under `mix`, in milli-GPU
- *      (ft_frag_delta; the less the better). It counts CPU and memory: a
- *      pod that takes the CPU a node's free GPUs need strands them, so
- *      CPU-only pods are ranked by it too;
+ *      (ft_frag_delta; the less the better), its points weighed as the
+ *      caller weighed them (prioritize: ft_mix_weigh over the request's
+ *      nodes). It counts CPU and memory: a pod that takes the CPU a node's
+ *      free GPUs need strands them, so CPU-only pods are ranked by it too;
  *   3. the policy (the demand's own wins over `policy`): packed ranks the
  *      node with less free GPU capacity (milli-GPU), then fewer unrequested
  *      CPUs, higher; distributed the opposite.

@@ -145,7 +145,7 @@ static double cache_age(ft_app_t *app)
 }
 
 /* Fragmentation figures summed over the nodes of the current snapshot. */
-/* A copy of the workload mix (heap: 6 KB); NULL and FT_ENOMEM set. */
+/* A copy of the workload mix (heap: 17 KB); NULL and FT_ENOMEM set. */
 static ft_mix_t *mix_copy(ft_app_t *app)
 {
 	ft_mix_t *mix = malloc(sizeof(*mix));
@@ -521,6 +521,25 @@ static void score_explained(ft_explain_node_t *nodes, unsigned n)
 	free(ranks);
 }
 
+/* Weigh the mix as prioritize would: over the nodes filter passes. */
+static void weigh_passing(ft_mix_t *mix, const ft_snapshot_t *snap,
+			  const ft_demand_t *d)
+{
+	const ft_node_t **passing =
+	    malloc((snap->n_nodes ? snap->n_nodes : 1) * sizeof(*passing));
+	unsigned n = 0;
+
+	for (unsigned i = 0; passing && i < snap->n_nodes; i++) {
+		ft_verdict_t v;
+		ft_place_filter(&v, snap->nodes[i], d);
+		if (v.fit == FT_FIT)
+			passing[n++] = snap->nodes[i];
+	}
+	if (passing)
+		ft_mix_weigh(mix, passing, n);
+	free(passing);
+}
+
 static int explain(char **body, ft_app_t *app, const ft_pod_t *pod,
 		   const char *only)
 {
@@ -535,6 +554,7 @@ static int explain(char **body, ft_app_t *app, const ft_pod_t *pod,
 		rc = ft_error_set(FT_ENOMEM, "explain: out of memory");
 		goto cleanup;
 	}
+	weigh_passing(mix, snap, &pod->demand);
 	for (unsigned i = 0; i < snap->n_nodes; i++)
 		if (!only || strcmp(snap->nodes[i]->name, only) == 0)
 			explain_node(&nodes[n++], snap->nodes[i], pod, app,

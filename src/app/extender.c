@@ -175,46 +175,85 @@ cleanup:
 	ft_codec_extender_args_dispose(&args);
 }
 
+/* The nodes of a request, looked up once: refs[i] for node_names[i]. */
+static node_ref_t *lookup_all(ft_app_t *app, const ft_snapshot_t *snap,
+			      const ft_extender_args_t *args)
+{
+	node_ref_t *refs =
+	    calloc(args->n_nodes ? args->n_nodes : 1, sizeof(*refs));
+
+	for (unsigned i = 0; refs && i < args->n_nodes; i++)
+		node_lookup(&refs[i], app, snap, args, i);
+	return refs;
+}
+
+static void release_all(node_ref_t *refs, unsigned n)
+{
+	for (unsigned i = 0; refs && i < n; i++)
+		ft_node_unref(refs[i].owned);
+	free(refs);
+}
+
+/*
+ * Rank each node of the request (ft_place_rank) under the mix weighed over
+ * the request's own nodes (ft_mix_weigh). `nodes` is scratch of n entries.
+ */
+static void rank_all(int64_t *ranks, const node_ref_t *refs,
+		     const ft_node_t **nodes, unsigned n, const ft_demand_t *d,
+		     ft_policy_t policy, ft_mix_t *mix)
+{
+	for (unsigned i = 0; i < n; i++)
+		nodes[i] = refs[i].node;
+	ft_mix_weigh(mix, nodes, n);
+	for (unsigned i = 0; i < n; i++)
+		ranks[i] = nodes[i] ? ft_place_rank(nodes[i], d, policy, mix)
+				    : FT_RANK_NONE;
+}
+
 void ft_app_prioritize(ft_http_response_t *out, const ft_http_request_t *req,
 		       void *payload)
 {
 	ft_app_t *app = payload;
 	ft_extender_args_t args;
 	ft_snapshot_t *snap = NULL;
+	node_ref_t *refs = NULL;
+	const ft_node_t **nodes = NULL;
 	int64_t *ranks = NULL;
 	int *scores = NULL;
 	ft_decision_t dec;
 	ft_pod_t pod;
 	char *body = NULL;
 	ft_mix_t mix;
+	unsigned n;
 
 	if (decode_request(out, &args, &pod, app, req) < 0)
 		return;
+	n = args.n_nodes ? args.n_nodes : 1;
 	ft_decision_init(&dec, FT_VERB_PRIORITIZE, pod.ns, pod.name, pod.uid,
 			 pod.priority);
 	snap = ft_state_snapshot(app->state);
 	ft_state_mix(app->state, &mix);
-	scores = calloc(args.n_nodes ? args.n_nodes : 1, sizeof(*scores));
-	ranks = calloc(args.n_nodes ? args.n_nodes : 1, sizeof(*ranks));
-	for (unsigned i = 0; scores && ranks && i < args.n_nodes; i++) {
-		node_ref_t n;
-		node_lookup(&n, app, snap, &args, i);
-		ranks[i] = n.node ? ft_place_rank(n.node, &pod.demand,
-						  app->cfg.policy, &mix)
-				  : FT_RANK_NONE;
-		ft_node_unref(n.owned);
-	}
-	if (scores && ranks)
+	scores = calloc(n, sizeof(*scores));
+	ranks = calloc(n, sizeof(*ranks));
+	nodes = calloc(n, sizeof(*nodes));
+	refs = lookup_all(app, snap, &args);
+	if (scores && ranks && nodes && refs) {
+		rank_all(ranks, refs, nodes, args.n_nodes, &pod.demand,
+			 app->cfg.policy, &mix);
 		ft_scores_of_ranks(scores, ranks, args.n_nodes,
 				   FT_EXTENDER_SCORE_MAX);
-	for (unsigned i = 0; scores && ranks && i < args.n_nodes; i++)
-		ft_decision_add_score(&dec, args.node_names[i], scores[i]);
+		for (unsigned i = 0; i < args.n_nodes; i++)
+			ft_decision_add_score(&dec, args.node_names[i],
+					      scores[i]);
+	}
 	ft_decisions_record(app->decisions, &dec);
-	if (!scores || !ranks ||
+	if (!scores || !ranks || !nodes || !refs ||
 	    ft_codec_priorities_encode(&body, &args, scores) < 0)
 		reply_failure(out, FT_ENOMEM);
 	else
 		reply_json(out, body);
+	release_all(refs, args.n_nodes);
+	free(nodes);
 	free(ranks);
 	free(scores);
 	ft_snapshot_unref(snap);

@@ -101,6 +101,8 @@ static void forget_class(ft_mix_t *mix, unsigned c)
 	mix->total -= mix->counts[c];
 	mix->counts[c] = 0;
 	mix->n_points[c] = 0;
+	mix->n_samples[c] = 0;
+	mix->sample_head[c] = 0;
 }
 
 static void new_generation(ft_mix_t *mix, unsigned c)
@@ -126,26 +128,70 @@ static int by_cpu(const void *a, const void *b)
 			 (x->memory_mib < y->memory_mib);
 }
 
-/* Class `c`'s points: its pods in the window at the middles of
- * FT_MIX_POINTS equal shares of them by CPU; all of them when fewer. */
+/* Set point `k` of class `c`, weighing 1. */
+static void set_point(ft_mix_t *mix, unsigned c, unsigned k, const point_t *p,
+		      unsigned share)
+{
+	mix->point_cpu_millis[c][k] = p->cpu_millis;
+	mix->point_memory_mib[c][k] = p->memory_mib;
+	mix->point_share[c][k] = (uint8_t)share;
+	mix->point_weight[c][k] = FT_WEIGHT_ONE;
+}
+
+/* Points of the `n` sorted `pods`: each distinct one standing for its
+ * copies. The number of points. */
+static unsigned distinct_points(ft_mix_t *mix, unsigned c, const point_t *pods,
+				unsigned n)
+{
+	unsigned k = 0;
+
+	for (unsigned i = 0, run = 1; i < n; i++, run++)
+		if (i + 1 == n || by_cpu(&pods[i], &pods[i + 1]) != 0) {
+			set_point(mix, c, k++, &pods[i], run);
+			run = 0;
+		}
+	return k;
+}
+
+/* Class `c`'s points: its distinct samples when there are at most
+ * FT_MIX_POINTS, else samples at the middles of FT_MIX_POINTS equal
+ * shares of them by CPU. */
 static void refresh_points(ft_mix_t *mix, unsigned c)
 {
-	point_t pods[FT_MIX_WINDOW_MAX];
-	unsigned n = 0, k;
+	point_t pods[FT_MIX_SAMPLES];
+	unsigned n = mix->n_samples[c], k = FT_MIX_POINTS, distinct = 0;
 
-	for (unsigned i = 0; i < mix->window; i++)
-		if (mix->ring[i] == c)
-			pods[n++] = (point_t){mix->ring_cpu_millis[i],
-					      mix->ring_memory_mib[i]};
+	for (unsigned i = 0; i < n; i++)
+		pods[i] = (point_t){mix->sample_cpu_millis[c][i],
+				    mix->sample_memory_mib[c][i]};
 	qsort(pods, n, sizeof(pods[0]), by_cpu);
-	k = n < FT_MIX_POINTS ? n : FT_MIX_POINTS;
-	for (unsigned j = 0; j < k; j++) {
-		const point_t *p =
-		    &pods[n == k ? j : (2 * j + 1) * n / (2 * k)];
-		mix->point_cpu_millis[c][j] = p->cpu_millis;
-		mix->point_memory_mib[c][j] = p->memory_mib;
-	}
+	for (unsigned i = 0; i < n; i++)
+		distinct += !i || by_cpu(&pods[i], &pods[i - 1]) != 0;
+	if (distinct <= FT_MIX_POINTS)
+		k = distinct_points(mix, c, pods, n);
+	else
+		for (unsigned j = 0; j < k; j++)
+			set_point(mix, c, j, &pods[(2 * j + 1) * n / (2 * k)],
+				  1);
 	mix->n_points[c] = (uint8_t)k;
+	mix->class_shares[c] = 0;
+	for (unsigned j = 0; j < k; j++)
+		mix->class_shares[c] += mix->point_share[c][j];
+	mix->class_weight[c] = (uint32_t)mix->class_shares[c] * FT_WEIGHT_ONE;
+}
+
+/* Keep `d`'s requests among class `c`'s samples, the oldest leaving. */
+static void add_sample(ft_mix_t *mix, unsigned c, const ft_demand_t *d)
+{
+	unsigned s = mix->sample_head[c];
+
+	mix->sample_cpu_millis[c][s] = ft_demand_cpu_millis(d);
+	mix->sample_memory_mib[c][s] =
+	    (uint32_t)(d->memory_mib > UINT32_MAX ? UINT32_MAX : d->memory_mib);
+	mix->sample_head[c] = (uint8_t)((s + 1) % FT_MIX_SAMPLES);
+	if (mix->n_samples[c] < FT_MIX_SAMPLES)
+		mix->n_samples[c]++;
+	refresh_points(mix, c);
 }
 
 /* A slot for a new class: a free one, else the class with the fewest pods. */
@@ -169,7 +215,7 @@ static unsigned new_class(ft_mix_t *mix, const ft_demand_t *key)
 void ft_mix_add(ft_mix_t *mix, const ft_demand_t *d)
 {
 	ft_demand_t key;
-	uint8_t *slot, left;
+	uint8_t *slot;
 	int c;
 
 	if (!mix->window || !ft_mix_class_of(&key, d))
@@ -181,17 +227,11 @@ void ft_mix_add(ft_mix_t *mix, const ft_demand_t *d)
 		mix->counts[*slot]--;
 		mix->total--;
 	}
-	left = *slot;
 	*slot = (uint8_t)c;
-	mix->ring_cpu_millis[mix->head] = ft_demand_cpu_millis(d);
-	mix->ring_memory_mib[mix->head] =
-	    (uint32_t)(d->memory_mib > UINT32_MAX ? UINT32_MAX : d->memory_mib);
 	mix->counts[c]++;
 	mix->total++;
 	mix->head = (mix->head + 1) % mix->window;
-	if (left != NO_CLASS && left != c)
-		refresh_points(mix, left);
-	refresh_points(mix, (unsigned)c);
+	add_sample(mix, (unsigned)c, d);
 }
 
 /* Free slices of MIG-enabled GPU `g`: of free instances and uncovered. */
@@ -312,6 +352,15 @@ static void room_of(ft_frag_room_t *out, const ft_node_t *node)
 	out->memory_known = ft_node_free_memory_mib(node, &out->memory_mib);
 }
 
+/* Whether `r` holds the CPU and memory of point `k` of class `c`. */
+static bool point_fits(const ft_mix_t *mix, unsigned c, unsigned k,
+		       const ft_frag_room_t *r)
+{
+	return r->cpu_millis >= mix->point_cpu_millis[c][k] &&
+	       (!r->memory_known ||
+		r->memory_mib >= mix->point_memory_mib[c][k]);
+}
+
 /*
  * F_n(m) of class `c` whose units could take `usable` of the free capacity:
  * averaged over its points, all the free capacity for a point whose requests
@@ -320,18 +369,78 @@ static void room_of(ft_frag_room_t *out, const ft_node_t *node)
 static uint32_t class_frag(const ft_mix_t *mix, unsigned c,
 			   const ft_frag_room_t *r, uint32_t usable)
 {
-	unsigned n = mix->n_points[c], fit = 0;
+	unsigned n = mix->n_points[c];
+	uint64_t fit = 0, div = (uint64_t)mix->class_shares[c] * FT_WEIGHT_ONE;
 
+	if (!n)
+		return less(r->free_milli, usable);
 	/* The points are in CPU order: none after the first too big fits. */
 	for (unsigned k = 0;
 	     k < n && r->cpu_millis >= mix->point_cpu_millis[c][k]; k++)
-		fit += !r->memory_known ||
-		       r->memory_mib >= mix->point_memory_mib[c][k];
-	if (!n)
-		return less(r->free_milli, usable);
-	return (uint32_t)(((uint64_t)fit * less(r->free_milli, usable) +
-			   (uint64_t)(n - fit) * r->free_milli + n / 2) /
-			  n);
+		if (point_fits(mix, c, k, r))
+			fit += (uint64_t)mix->point_weight[c][k] *
+			       mix->point_share[c][k];
+	/* A point that fits strands what its units cannot take, one that
+	 * does not all the free capacity. */
+	return (uint32_t)(((uint64_t)mix->class_weight[c] * r->free_milli -
+			   fit * (r->free_milli - less(r->free_milli, usable)) +
+			   div / 2) /
+			  div);
+}
+
+/* Count `node` among the hosts of each point it could take now. */
+static void count_hosts(uint32_t (*hosts)[FT_MIX_POINTS], const ft_mix_t *mix,
+			const ft_node_t *node)
+{
+	ft_frag_room_t r;
+
+	room_of(&r, node);
+	for (unsigned c = 0; c < mix->n_classes; c++) {
+		ft_usable_t u;
+		if (!mix->counts[c])
+			continue;
+		usable_cached(&u, node, mix, c);
+		for (unsigned k = 0; u.milli && k < mix->n_points[c]; k++)
+			hosts[c][k] += point_fits(mix, c, k, &r);
+	}
+}
+
+/* The weight of a point `hosts` of `seen` nodes could take. */
+static uint16_t scarcity_weight(uint32_t seen, uint32_t hosts)
+{
+	uint64_t w = hosts ? (uint64_t)seen * FT_WEIGHT_ONE / hosts : 0;
+
+	if (w < FT_WEIGHT_FROM * FT_WEIGHT_ONE)
+		return FT_WEIGHT_ONE;
+	return (uint16_t)(w > FT_WEIGHT_MAX * FT_WEIGHT_ONE
+			      ? FT_WEIGHT_MAX * FT_WEIGHT_ONE
+			      : w);
+}
+
+void ft_mix_weigh(ft_mix_t *mix, const ft_node_t *const *nodes, unsigned n)
+{
+	uint32_t hosts[FT_MIX_CLASSES][FT_MIX_POINTS];
+	unsigned look = n < FT_WEIGH_NODES ? n : FT_WEIGH_NODES;
+	uint32_t seen = 0;
+
+	memset(hosts, 0, sizeof(hosts));
+	for (unsigned i = 0; i < look; i++) {
+		const ft_node_t *node = nodes[(uint64_t)i * n / look];
+		if (!node || !node->topology)
+			continue;
+		seen++;
+		count_hosts(hosts, mix, node);
+	}
+	for (unsigned c = 0; c < mix->n_classes; c++) {
+		mix->class_weight[c] = 0;
+		for (unsigned k = 0; k < mix->n_points[c]; k++) {
+			mix->point_weight[c][k] =
+			    scarcity_weight(seen, hosts[c][k]);
+			mix->class_weight[c] +=
+			    (uint32_t)mix->point_weight[c][k] *
+			    mix->point_share[c][k];
+		}
+	}
 }
 
 /* F_n under `mix`, and (when not NULL) the instances some class could take. */

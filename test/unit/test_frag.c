@@ -360,9 +360,10 @@ static ft_node_t *busy_node(const char *name, uint32_t cpu_millis,
 }
 
 /*
- * One class per GPU shape, whatever the CPU and memory: the class's pods'
- * requests are kept as points, evenly spaced by CPU, worked out again as
- * pods join and leave the window. The class key asks no CPU or memory.
+ * One class per GPU shape, whatever the CPU and memory: the requests of the
+ * class's last pods are kept as samples, in the window or not, and stand as
+ * points, each distinct one for its copies. The class key asks no CPU or
+ * memory.
  */
 static void test_frag__mix_keys_by_gpu_shape(void **state)
 {
@@ -389,13 +390,38 @@ static void test_frag__mix_keys_by_gpu_shape(void **state)
 	assert_int_equal(mix.point_memory_mib[0][1], 8192);
 	ft_mix_add(&mix, &small);
 	ft_mix_add(&mix, &small); /* the window is full: b s s s */
-	ft_mix_add(&mix, &small); /* the big pod leaves */
-	assert_int_equal(mix.n_points[0], 4);
-	for (unsigned k = 0; k < 4; k++)
-		assert_int_equal(mix.point_cpu_millis[0][k], 2000);
+	ft_mix_add(&mix, &small); /* the big pod leaves the window */
+	assert_int_equal(mix.counts[0], 4);
+	assert_int_equal(mix.n_samples[0], 5);
+	assert_int_equal(mix.n_points[0], 2); /* but not the samples */
+	assert_int_equal(mix.point_share[0][0], 4);
+	assert_int_equal(mix.point_share[0][1], 1);
+	assert_int_equal(mix.point_cpu_millis[0][1], 6000);
+	for (unsigned k = 0; k < 2; k++)
+		assert_int_equal(mix.point_weight[0][k], FT_WEIGHT_ONE);
 }
 
-/* More pods than points: the points sit at the middles of equal shares. */
+/* A class keeps its last FT_MIX_SAMPLES pods' requests only. */
+static void test_frag__mix_samples_roll(void **state)
+{
+	ft_demand_t d = gpus_demand(1, -1);
+	ft_mix_t mix;
+
+	(void)state;
+	ft_mix_init(&mix, 4);
+	d.cpu_millis = 9000;
+	ft_mix_add(&mix, &d);
+	d.cpu_millis = 1000;
+	for (unsigned i = 0; i < FT_MIX_SAMPLES; i++)
+		ft_mix_add(&mix, &d);
+	assert_int_equal(mix.n_samples[0], FT_MIX_SAMPLES);
+	assert_int_equal(mix.n_points[0], 1);
+	assert_int_equal(mix.point_cpu_millis[0][0], 1000);
+	assert_int_equal(mix.point_share[0][0], FT_MIX_SAMPLES);
+}
+
+/* More distinct samples than points: the points sit at the middles of
+ * equal shares. */
 static void test_frag__mix_points_are_quantiles(void **state)
 {
 	ft_demand_t d = gpus_demand(1, -1);
@@ -408,9 +434,62 @@ static void test_frag__mix_points_are_quantiles(void **state)
 		ft_mix_add(&mix, &d);
 	}
 	assert_int_equal(mix.n_points[0], FT_MIX_POINTS);
-	for (unsigned k = 0; k < FT_MIX_POINTS; k++)
+	for (unsigned k = 0; k < FT_MIX_POINTS; k++) {
 		assert_int_equal(mix.point_cpu_millis[0][k],
 				 1000 * (2 * k + 2));
+		assert_int_equal(mix.point_share[0][k], 1);
+	}
+}
+
+/*
+ * Scarcity: a point that 1 of 16 nodes can take weighs 16, one all can
+ * take 1, one that 1 of 3 can take 1 (below FT_WEIGHT_FROM), and one no
+ * node can take 1 (there is no node left to keep for it). Spending the one
+ * node that can take the scarce point then costs many times what it did.
+ */
+static void test_frag__weigh_scarce_points(void **state)
+{
+	const int none[] = {-1};
+	ft_node_t *roomy = busy_node("r", 0, none); /* 16 CPUs free */
+	const ft_node_t *nodes[16];
+	ft_node_t *common[15];
+	ft_demand_t small = gpus_demand(1, -1), big = gpus_demand(1, -1),
+		    huge = gpus_demand(1, -1), pod = gpus_demand(1, -1);
+	int64_t plain = 0, weighed = 0;
+	ft_mix_t mix;
+
+	(void)state;
+	small.cpu_millis = 2000;
+	big.cpu_millis = 14000;
+	huge.cpu_millis = 32000;
+	pod.cpu_millis = 4000;
+	nodes[0] = roomy;
+	for (unsigned i = 0; i < 15; i++)
+		nodes[i + 1] = common[i] = busy_node("c", 6000, none);
+	ft_mix_init(&mix, 64);
+	ft_mix_add(&mix, &small);
+	ft_mix_add(&mix, &big);
+	ft_mix_add(&mix, &huge);
+	assert_int_equal(
+	    ft_frag_delta(&plain, roomy, &pod, FT_POLICY_PACKED, &mix), 0);
+	ft_mix_weigh(&mix, nodes, 16);
+	assert_int_equal(mix.point_weight[0][0], FT_WEIGHT_ONE);
+	assert_int_equal(mix.point_weight[0][1], 16 * FT_WEIGHT_ONE);
+	assert_int_equal(mix.point_weight[0][2], FT_WEIGHT_ONE);
+	assert_int_equal(
+	    ft_frag_delta(&weighed, roomy, &pod, FT_POLICY_PACKED, &mix), 0);
+	/* F before: the huge point strands all 4 free GPUs, 4000 / 3. After:
+	 * the big and the huge points strand the 3 left, 6000 / 3; weighed,
+	 * the big one counts 16 times. */
+	assert_int_equal(plain, 2000 - 1333);
+	assert_int_equal(weighed, (16 * 3000 + 3000 + 1) / 3 - 1333);
+	ft_mix_weigh(&mix, nodes, 3); /* the roomy node and 2 common */
+	assert_int_equal(mix.point_weight[0][1], FT_WEIGHT_ONE);
+	ft_mix_weigh(&mix, nodes, 0);
+	assert_int_equal(mix.point_weight[0][1], FT_WEIGHT_ONE);
+	for (unsigned i = 0; i < 15; i++)
+		ft_node_unref(common[i]);
+	ft_node_unref(roomy);
 }
 
 /*
@@ -909,7 +988,9 @@ int main(void)
 	    cmocka_unit_test(test_frag__shared_fraction),
 	    cmocka_unit_test(test_frag__edges),
 	    cmocka_unit_test(test_frag__mix_keys_by_gpu_shape),
+	    cmocka_unit_test(test_frag__mix_samples_roll),
 	    cmocka_unit_test(test_frag__mix_points_are_quantiles),
+	    cmocka_unit_test(test_frag__weigh_scarce_points),
 	    cmocka_unit_test(test_frag__cpu_strands_gpus),
 	    cmocka_unit_test(test_frag__points_share_the_fragment),
 	    cmocka_unit_test(test_frag__cpu_only_pod_ranked),
