@@ -493,6 +493,46 @@ static void test_frag__weigh_scarce_points(void **state)
 }
 
 /*
+ * Prioritize over one rare node (16 CPUs free, the only one that takes the
+ * mix's 14-CPU pods) and 3 common ones (10 CPUs free). A 5-CPU pod leaves a
+ * common node too little CPU for the mix's 8-CPU pairs, and the rare node
+ * too little for its 14-CPU pods: unweighed, FGD counts the two alike and
+ * prefers the rare node; weighed, spending the only host of the 14-CPU pods
+ * costs 4 times as much, and a common node wins.
+ */
+static void test_frag__weigh_keeps_scarce_node(void **state)
+{
+	const int none[] = {-1};
+	ft_node_t *rare = busy_node("rare", 0, none), *common[3];
+	const ft_node_t *nodes[4] = {rare};
+	ft_demand_t small = gpus_demand(1, -1), big = gpus_demand(1, -1),
+		    pair = gpus_demand(2, -1), pod = gpus_demand(1, -1);
+	ft_mix_t mix;
+
+	(void)state;
+	small.cpu_millis = 2000;
+	big.cpu_millis = 14000;
+	pair.cpu_millis = 8000;
+	pod.cpu_millis = 5000;
+	for (unsigned i = 0; i < 3; i++)
+		nodes[i + 1] = common[i] = busy_node("common", 6000, none);
+	ft_mix_init(&mix, 64);
+	ft_mix_add(&mix, &small);
+	ft_mix_add(&mix, &big);
+	ft_mix_add(&mix, &pair);
+	ft_mix_add(&mix, &pair);
+	assert_true(ft_place_rank(rare, &pod, FT_POLICY_PACKED, &mix) >
+		    ft_place_rank(common[0], &pod, FT_POLICY_PACKED, &mix));
+	ft_mix_weigh(&mix, nodes, 4);
+	assert_int_equal(mix.point_weight[0][1], 4 * FT_WEIGHT_ONE);
+	assert_true(ft_place_rank(common[0], &pod, FT_POLICY_PACKED, &mix) >
+		    ft_place_rank(rare, &pod, FT_POLICY_PACKED, &mix));
+	for (unsigned i = 0; i < 3; i++)
+		ft_node_unref(common[i]);
+	ft_node_unref(rare);
+}
+
+/*
  * FGD's "the pod does not fit": a node whose CPUs are requested strands its
  * free GPUs for a class that needs CPUs with them.
  */
@@ -991,6 +1031,7 @@ int main(void)
 	    cmocka_unit_test(test_frag__mix_samples_roll),
 	    cmocka_unit_test(test_frag__mix_points_are_quantiles),
 	    cmocka_unit_test(test_frag__weigh_scarce_points),
+	    cmocka_unit_test(test_frag__weigh_keeps_scarce_node),
 	    cmocka_unit_test(test_frag__cpu_strands_gpus),
 	    cmocka_unit_test(test_frag__points_share_the_fragment),
 	    cmocka_unit_test(test_frag__cpu_only_pod_ranked),
