@@ -2597,24 +2597,6 @@ static void usage(FILE *to)
 	    FT_SOURCE_DIR);
 }
 
-static int parse_ulong(unsigned long *out, const char *text, unsigned long min,
-		       unsigned long max)
-{
-	char *end = NULL;
-
-	errno = 0;
-	*out = strtoul(text, &end, 10);
-	if (text[0] < '0' || text[0] > '9' || *end || errno || *out < min ||
-	    *out > max) {
-		fprintf(stderr,
-			"flextopo-bench: \"%s\": expected a number from %lu "
-			"to %lu\n",
-			text, min, max);
-		return -1;
-	}
-	return 0;
-}
-
 static int add_sizes(bench_options_t *o, const char *list)
 {
 	char *copy = strdup(list), *save = NULL, *tok;
@@ -2623,7 +2605,8 @@ static int add_sizes(bench_options_t *o, const char *list)
 
 	for (tok = copy ? strtok_r(copy, ",", &save) : NULL; tok && rc == 0;
 	     tok = strtok_r(NULL, ",", &save)) {
-		if ((rc = parse_ulong(&n, tok, 1, 1000000)) == 0 &&
+		if ((rc = bench_parse_ulong("flextopo-bench", &n, tok, 1,
+					    1000000)) == 0 &&
 		    o->n_sizes >= SIZES_MAX) {
 			fprintf(stderr, "flextopo-bench: at most %d sizes\n",
 				SIZES_MAX);
@@ -2647,22 +2630,25 @@ static int parse_option(bench_options_t *o, int c, bool *sized)
 		*sized = true;
 		return add_sizes(o, optarg);
 	case 'i':
-		if (parse_ulong(&v, optarg, 1, 10000000) < 0)
+		if (bench_parse_ulong("flextopo-bench", &v, optarg, 1,
+				      10000000) < 0)
 			return -1;
 		o->iterations = (unsigned)v;
 		return 0;
 	case 'w':
-		if (parse_ulong(&v, optarg, 0, 10000000) < 0)
+		if (bench_parse_ulong("flextopo-bench", &v, optarg, 0,
+				      10000000) < 0)
 			return -1;
 		o->warmup = (long)v;
 		return 0;
 	case 's':
-		if (parse_ulong(&v, optarg, 0, ULONG_MAX) < 0)
+		if (bench_parse_ulong("flextopo-bench", &v, optarg, 0,
+				      ULONG_MAX) < 0)
 			return -1;
 		o->seed = v;
 		return 0;
 	case 't':
-		if (parse_ulong(&v, optarg, 1, 256) < 0)
+		if (bench_parse_ulong("flextopo-bench", &v, optarg, 1, 256) < 0)
 			return -1;
 		o->threads = (unsigned)v;
 		return 0;
@@ -2676,12 +2662,14 @@ static int parse_option(bench_options_t *o, int c, bool *sized)
 		o->source_dir = optarg;
 		return 0;
 	case 'p':
-		if (parse_ulong(&v, optarg, 0, 10000000) < 0)
+		if (bench_parse_ulong("flextopo-bench", &v, optarg, 0,
+				      10000000) < 0)
 			return -1;
 		o->preempt_iterations = (long)v;
 		return 0;
 	case 'V':
-		if (parse_ulong(&v, optarg, 0, 10000000) < 0)
+		if (bench_parse_ulong("flextopo-bench", &v, optarg, 0,
+				      10000000) < 0)
 			return -1;
 		o->victim_iterations = (long)v;
 		return 0;

@@ -3,7 +3,9 @@
 #ifndef FLEXTOPO_BENCH_UTIL_H
 #define FLEXTOPO_BENCH_UTIL_H
 
+#include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -11,6 +13,28 @@
 #include <cjson/cJSON.h>
 
 /* splitmix64 (Steele, Lea and Flood, 2014): a reproducible stream. */
+/*
+ * A whole number from min to max in `text`, else -1 with a message naming
+ * `tool` and the text on stderr.
+ */
+static inline int bench_parse_ulong(const char *tool, unsigned long *out,
+				    const char *text, unsigned long min,
+				    unsigned long max)
+{
+	char *end = NULL;
+
+	errno = 0;
+	*out = strtoul(text, &end, 10);
+	if (text[0] < '0' || text[0] > '9' || *end || errno || *out < min ||
+	    *out > max) {
+		fprintf(stderr,
+			"%s: \"%s\": expected a number from %lu to %lu\n", tool,
+			text, min, max);
+		return -1;
+	}
+	return 0;
+}
+
 static inline uint64_t rng_next(uint64_t *state)
 {
 	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);

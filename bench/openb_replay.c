@@ -52,6 +52,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,6 +71,7 @@
 #define ARMS		  5
 #define VARIANTS_MAX	  8
 #define SEEDS_MAX	  64
+#define TOOL		  "flextopo-openb-replay"
 #define SETTINGS_MAX	  16
 #define SEED_BASE	  42
 /* The extender's score counts score x weight x MaxNodeScore /
@@ -1328,6 +1330,7 @@ static int parse(options_t *o, int argc, char **argv)
 	    {NULL, 0, NULL, 0}};
 	static char variants[512];
 	char *save = NULL;
+	unsigned long v;
 	int c;
 
 	*o = (options_t){.data = "../shared/data/openb", .seeds = 5};
@@ -1344,10 +1347,16 @@ static int parse(options_t *o, int argc, char **argv)
 			snprintf(variants, sizeof(variants), "%s", optarg);
 			break;
 		case 's':
-			o->seeds = (unsigned)atoi(optarg);
+			if (bench_parse_ulong(TOOL, &v, optarg, 1, SEEDS_MAX) <
+			    0)
+				return -1;
+			o->seeds = (unsigned)v;
 			break;
 		case 'm':
-			o->max_pods = (unsigned)atoi(optarg);
+			if (bench_parse_ulong(TOOL, &v, optarg, 0, UINT_MAX) <
+			    0)
+				return -1;
+			o->max_pods = (unsigned)v;
 			break;
 		case 'p':
 			if (!parse_arms(o, optarg))
