@@ -18,11 +18,8 @@
 set -euo pipefail
 
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-build_dir=${FLEXTOPO_BUILD_DIR:-$repo_root/build}
-case $build_dir in
-/*) ;;
-*) build_dir=$repo_root/$build_dir ;;
-esac
+# shellcheck source=lib/bench-build.sh
+. "$repo_root/scripts/lib/bench-build.sh"
 data=${OPENB_DATA:-$repo_root/../shared/data/openb}
 
 if [[ ! -d $data/csv ]]; then
@@ -31,17 +28,8 @@ if [[ ! -d $data/csv ]]; then
 	exit 0
 fi
 
-if [[ ! -f $build_dir/CMakeCache.txt ]]; then
-	generator=()
-	if command -v ninja >/dev/null 2>&1; then
-		generator=(-G Ninja)
-	fi
-	cmake -S "$repo_root" -B "$build_dir" "${generator[@]}" \
-		-DCMAKE_BUILD_TYPE=RelWithDebInfo -DFLEXTOPO_BENCH=ON
-fi
-cmake --build "$build_dir" --target flextopo-openb-replay
-
-echo "openb-replay.sh: $data, load average: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+bench_build flextopo-openb-replay
+echo "openb-replay.sh: trace $data" >&2
 exec "$build_dir/bench/flextopo-openb-replay" --data "$data" \
 	--report "${OPENB_REPORT:-$build_dir/openb-replay.md}" \
 	--svg "${OPENB_SVG:-$build_dir/openb-unallocated.svg}" "$@"
