@@ -122,7 +122,9 @@ int ft_codec_explain_pod_decode(ft_pod_t *out, const char *body, size_t len,
 				const ft_codec_options_t *opts);
 
 /*
- * {"pod":...,"generation":G,"nodes":[...]}. A node with `listed` gets
+ * {"pod":...,"generation":G,"workloadMix":...,"nodes":[...]}: the mix as
+ * weighed for this pod (ft_mix_weigh over the nodes filter passes), its
+ * classes' requests with their weights. A node with `listed` gets
  * "units": per unit its kind ("gpu", "mig", "shared"), GPU index, uuid (the
  * instance's for MIG), MIG profile, replicas and replicasFree (shared),
  * free, matches, and "failures": per failed capability its name, the
@@ -130,6 +132,7 @@ int ft_codec_explain_pod_decode(ft_pod_t *out, const char *body, size_t len,
  * and the reason filter gives (ft_place_unit_fault).
  */
 int ft_codec_debug_explain(char **out, const ft_pod_t *pod, uint64_t generation,
-			   const ft_explain_node_t *nodes, unsigned n);
+			   const ft_mix_t *mix, const ft_explain_node_t *nodes,
+			   unsigned n);
 
 #endif

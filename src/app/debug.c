@@ -562,7 +562,7 @@ static int explain(char **body, ft_app_t *app, const ft_pod_t *pod,
 	score_explained(nodes, n);
 	rc = only && !n ? ft_error_set(FT_ENOTFOUND, "no node %s", only)
 			: ft_codec_debug_explain(body, pod, snap->generation,
-						 nodes, n);
+						 mix, nodes, n);
 cleanup:
 	free(mix);
 	free(nodes);

@@ -331,6 +331,22 @@ static cJSON *node_row(const ft_node_t *node, const ft_mix_t *mix)
 
 static cJSON *demand_json(const ft_demand_t *d);
 
+/* The points of class `c`: the requests its pods stand for, with weights. */
+static cJSON *points_json(const ft_mix_t *mix, unsigned c)
+{
+	cJSON *arr = cJSON_CreateArray();
+
+	for (unsigned k = 0; arr && k < mix->n_points[c]; k++) {
+		cJSON *pt = push(arr, cJSON_CreateObject());
+		put_num(pt, "cpuMillicores", mix->point_cpu_millis[c][k]);
+		put_num(pt, "memoryMiB", mix->point_memory_mib[c][k]);
+		put_num(pt, "share", mix->point_share[c][k]);
+		put_num(pt, "weight",
+			(double)mix->point_weight[c][k] / FT_WEIGHT_ONE);
+	}
+	return arr;
+}
+
 static cJSON *mix_json(const ft_mix_t *mix)
 {
 	cJSON *o = cJSON_CreateObject(), *classes;
@@ -345,6 +361,7 @@ static cJSON *mix_json(const ft_mix_t *mix)
 		k = push(classes, cJSON_CreateObject());
 		put(k, "demand", demand_json(&mix->classes[c]));
 		put_num(k, "pods", mix->counts[c]);
+		put(k, "requests", points_json(mix, c));
 	}
 	return o;
 }
@@ -1049,7 +1066,8 @@ static cJSON *explain_node_json(const ft_explain_node_t *e,
 }
 
 int ft_codec_debug_explain(char **out, const ft_pod_t *pod, uint64_t generation,
-			   const ft_explain_node_t *nodes, unsigned n)
+			   const ft_mix_t *mix, const ft_explain_node_t *nodes,
+			   unsigned n)
 {
 	cJSON *root = cJSON_CreateObject();
 	cJSON *p = put(root, "pod", cJSON_CreateObject());
@@ -1060,6 +1078,7 @@ int ft_codec_debug_explain(char **out, const ft_pod_t *pod, uint64_t generation,
 	put_num(p, "priority", pod->priority);
 	put(p, "demand", demand_json(&pod->demand));
 	put_num(root, "generation", (double)generation);
+	put(root, "workloadMix", mix_json(mix));
 	arr = put(root, "nodes", cJSON_CreateArray());
 	for (unsigned i = 0; i < n; i++)
 		push(arr, explain_node_json(&nodes[i], &pod->demand.caps));

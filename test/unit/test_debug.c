@@ -292,6 +292,18 @@ static void test_debug__nodes_fragmentation(void **state)
 	assert_int_equal(num(mix, "window"), 64);
 	assert_int_equal(num(mix, "pods"), 4);
 	assert_int_equal(cJSON_GetArraySize(at(mix, "classes")), 2);
+	/* Each class's requests: every pod counted once, unweighed here. */
+	for (const cJSON *k = at(mix, "classes")->child; k; k = k->next) {
+		int shares = 0;
+		for (const cJSON *pt = at(k, "requests")->child; pt;
+		     pt = pt->next) {
+			shares += (int)num(pt, "share");
+			assert_true(num(pt, "weight") == 1);
+			assert_non_null(at(pt, "cpuMillicores"));
+			assert_non_null(at(pt, "memoryMiB"));
+		}
+		assert_int_equal(shares, num(k, "pods"));
+	}
 	row = find(at(root, "nodes"), "name", "pairs-free");
 	f = at(row, "fragmentation");
 	expect_json(f, "{\"freeGpus\":3,\"fragmentedGpus\":0,"
@@ -826,6 +838,13 @@ static void test_debug__explain_fragmentation(void **state)
 	assert_true(num(find(nodes, "node", "a100-0"), "score") >
 		    num(find(nodes, "node", "pairs-free"), "score"));
 	assert_true(cJSON_IsNull(at(find(nodes, "node", "bare-0"), "rank")));
+	/* The mix as weighed for this pod: too few nodes for any scarcity. */
+	assert_int_equal(num(at(root, "workloadMix"), "pods"), 4);
+	for (const cJSON *k = at(at(root, "workloadMix"), "classes")->child; k;
+	     k = k->next)
+		for (const cJSON *pt = at(k, "requests")->child; pt;
+		     pt = pt->next)
+			assert_true(num(pt, "weight") == 1);
 	cJSON_Delete(root);
 }
 
