@@ -15,6 +15,8 @@
 
 _Static_assert(FT_FRAG_CACHE == FT_MIX_CLASSES,
 	       "one node cache entry per mix class");
+_Static_assert(FT_MIX_SAMPLES <= UINT8_MAX,
+	       "sample counts, heads and shares are uint8_t");
 
 /* Class generations are unique across every mix of the process, so that a
  * node's cache never mistakes one mix's class for another's. */
