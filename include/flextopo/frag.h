@@ -70,7 +70,8 @@ typedef struct ft_mix {
 	uint32_t total;			      /* sum of counts */
 	/*
 	 * The requests of each class's last FT_MIX_SAMPLES pods, in the window
-	 * or not: millicores (pinned CPUs count 1000 each) and MiB. A class
+	 * or not, for as long as the class keeps its slot (ft_mix_add):
+	 * millicores (pinned CPUs count 1000 each) and MiB. A class
 	 * seen a few times in the window would otherwise lose its rare large
 	 * requests, which the nodes able to take them must be kept for.
 	 */
