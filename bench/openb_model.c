@@ -425,6 +425,24 @@ bool ob_fits_in_tree(const ob_cluster_t *c, unsigned node, const ob_pod_t *p)
 		(p->models >> c->trace->nodes[node].model_id) & 1u);
 }
 
+/* ob_cluster_t's partial_at_100 and whole_at_100. */
+static void where_unallocated(ob_cluster_t *c, double cap)
+{
+	for (unsigned i = 0; i < c->trace->n_nodes; i++) {
+		const ob_left_t *l = &c->left[i];
+		for (unsigned g = 0; g < c->trace->nodes[i].n_gpus; g++) {
+			double pct = 100.0 * l->gpu[g] / cap;
+			if (l->gpu[g] == OB_MILLI)
+				c->whole_at_100 += pct;
+			else
+				c->partial_at_100 += pct;
+			if (l->gpu[g] == OB_MILLI &&
+			    l->cpu_milli < OB_CPU_SHORT)
+				c->whole_cpu_short_at_100 += pct;
+		}
+	}
+}
+
 static void record(ob_cluster_t *c)
 {
 	double cap = (double)c->trace->gpu_capacity_milli;
@@ -433,6 +451,8 @@ static void record(ob_cluster_t *c)
 
 	if (pct >= OB_LEVELS)
 		return;
+	if (pct == 100 && !c->n_level[pct])
+		where_unallocated(c, cap);
 	c->sum_unalloc[pct] += 100.0 - alloc;
 	c->sum_frag[pct] += 100.0 * c->frag_sum / cap;
 	c->n_level[pct]++;

@@ -141,7 +141,17 @@ typedef struct ob_cluster {
 	/* Per arrived-workload percent, as the simulator's analysis. */
 	double sum_unalloc[OB_LEVELS], sum_frag[OB_LEVELS];
 	unsigned n_level[OB_LEVELS];
+	/*
+	 * Where the unallocated GPU capacity is when arrivals first reach
+	 * 100 %, % of capacity: in GPUs partly taken, and in whole free GPUs
+	 * (of those, on nodes with less than OB_CPU_SHORT millicores left).
+	 */
+	double partial_at_100, whole_at_100, whole_cpu_short_at_100;
 } ob_cluster_t;
+
+/* Millicores: 90 % of the default trace's GPU pods ask at least this (its
+ * commonest GPU pod CPU request); a node with less left strands its GPUs. */
+#define OB_CPU_SHORT 3152
 
 /* A node that passed the filter, its score and, for FGD, its GPU (-1:
  * none chosen). */

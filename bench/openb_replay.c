@@ -116,6 +116,7 @@ typedef struct outcome {
 	double unalloc[OB_LEVELS], frag[OB_LEVELS];
 	unsigned arrived, placed, failed, multi, aligned, bind_errors;
 	unsigned failed_kind[OB_KINDS];
+	double partial100, whole100, whole_short100; /* ob_cluster_t's */
 	double seconds;
 	bool ok;
 } outcome_t;
@@ -826,6 +827,9 @@ static void outcome_fill(outcome_t *out, const ob_cluster_t *c, double s)
 	out->placed = c->placed;
 	out->failed = c->failed;
 	memcpy(out->failed_kind, c->failed_kind, sizeof(out->failed_kind));
+	out->partial100 = c->partial_at_100;
+	out->whole100 = c->whole_at_100;
+	out->whole_short100 = c->whole_cpu_short_at_100;
 	out->multi = c->multi_nvlink;
 	out->aligned = c->multi_aligned;
 	out->seconds = s;
@@ -1043,13 +1047,18 @@ static void fail_kinds(FILE *f, const variant_result_t *v, unsigned a)
 
 static void summary(FILE *f, const variant_result_t *v, const options_t *o)
 {
-	fprintf(f, "\n| policy | pods arrived | pods failed | of which no GPU "
-		   "/ shared / 1 GPU / multi-GPU | 2-/4-GPU pods on NVLink "
-		   "nodes | NVLink-aligned | s per seed |\n");
-	fprintf(f, "|---|---:|---:|---:|---:|---:|---:|\n");
+	fprintf(f,
+		"\n| policy | pods arrived | pods failed | of which no GPU "
+		"/ shared / 1 GPU / multi-GPU | 2-/4-GPU pods on NVLink "
+		"nodes | NVLink-aligned | unallocated at 100 %%: in GPUs "
+		"partly taken / whole GPUs (of those on nodes with < %u "
+		"m CPU left) | s per seed |\n",
+		OB_CPU_SHORT);
+	fprintf(f, "|---|---:|---:|---:|---:|---:|---:|---:|\n");
 	for (unsigned a = 0; a < ARMS; a++) {
 		double arr[SEEDS_MAX], fail[SEEDS_MAX], multi[SEEDS_MAX],
-		    share[SEEDS_MAX], secs[SEEDS_MAX];
+		    share[SEEDS_MAX], secs[SEEDS_MAX], part[SEEDS_MAX],
+		    whole[SEEDS_MAX], shortcpu[SEEDS_MAX];
 		stat_t s;
 		if (!o->arms[a])
 			continue;
@@ -1061,6 +1070,9 @@ static void summary(FILE *f, const variant_result_t *v, const options_t *o)
 			share[k] =
 			    r->multi ? 100.0 * r->aligned / r->multi : NAN;
 			secs[k] = r->seconds;
+			part[k] = r->partial100;
+			whole[k] = r->whole100;
+			shortcpu[k] = r->whole_short100;
 		}
 		fprintf(f, "| %s | %.0f | %.1f ± %.1f |", arm_names[a],
 			stat_of(arr, v->n_seeds).mean,
@@ -1073,6 +1085,10 @@ static void summary(FILE *f, const variant_result_t *v, const options_t *o)
 			fprintf(f, " - |");
 		else
 			fprintf(f, " %.1f ± %.1f %% |", s.mean, s.sd);
+		fprintf(f, " %.2f / %.2f (%.2f) |",
+			stat_of(part, v->n_seeds).mean,
+			stat_of(whole, v->n_seeds).mean,
+			stat_of(shortcpu, v->n_seeds).mean);
 		fprintf(f, " %.1f |\n", stat_of(secs, v->n_seeds).mean);
 	}
 }
