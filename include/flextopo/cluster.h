@@ -102,13 +102,6 @@ typedef struct ft_demand {
 /* The demand's CPU request, millicores: at least its pinned CPUs x 1000. */
 uint32_t ft_demand_cpu_millis(const ft_demand_t *d);
 
-/*
- * FNV-1a of a GPU model name with spaces read as dashes, so that the
- * topology's "NVIDIA A100-SXM4-80GB" and the label's NVIDIA-A100-SXM4-80GB
- * hash alike.
- */
-uint64_t ft_gpu_product_hash(const char *name);
-
 /* True when the demand asks for GPUs, MIG instances or pinned CPUs. */
 bool ft_demand_wants_devices(const ft_demand_t *d);
 

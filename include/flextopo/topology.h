@@ -105,10 +105,18 @@ typedef struct ft_pcie_switch {
 	uint16_t gpus;
 } ft_pcie_switch_t;
 
+/*
+ * FNV-1a of a GPU model name with spaces read as dashes, so that the
+ * topology's "NVIDIA A100-SXM4-80GB" and the label's NVIDIA-A100-SXM4-80GB
+ * (gpu-feature-discovery's nvidia.com/gpu.product) hash alike.
+ */
+uint64_t ft_gpu_product_hash(const char *name);
+
 typedef struct ft_gpu {
-	int index;   /* nvidia-smi index */
-	char *uuid;  /* "GPU-..." */
-	char *model; /* "NVIDIA A100-SXM4-80GB" */
+	int index;	     /* nvidia-smi index */
+	char *uuid;	     /* "GPU-..." */
+	char *model;	     /* "NVIDIA A100-SXM4-80GB" */
+	uint64_t model_hash; /* ft_gpu_product_hash(model) */
 	uint64_t memory_mib;
 	uint8_t numa, socket,
 	    pcie_switch;       /* positions; FT_NONE: no PCIe switch; numa (and

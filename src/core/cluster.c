@@ -27,17 +27,6 @@
 #define HASH_NONFATAL_OOM 1
 #include <uthash.h>
 
-uint64_t ft_gpu_product_hash(const char *name)
-{
-	uint64_t h = UINT64_C(14695981039346656037);
-
-	for (const char *p = name ? name : ""; *p; p++) {
-		h ^= (unsigned char)(*p == ' ' ? '-' : *p);
-		h *= UINT64_C(1099511628211);
-	}
-	return h;
-}
-
 uint32_t ft_demand_cpu_millis(const ft_demand_t *d)
 {
 	uint64_t pinned = (uint64_t)d->exclusive_cpus * FT_MILLI_CPU;

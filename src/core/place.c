@@ -1319,9 +1319,8 @@ static bool product_allowed(const ft_topology_t *t, const ft_demand_t *d)
 	bool ok = !d->n_gpu_products;
 
 	for (unsigned g = 0; !ok && g < t->n_gpus; g++) {
-		uint64_t h = ft_gpu_product_hash(t->gpus[g].model);
 		for (unsigned i = 0; !ok && i < d->n_gpu_products; i++)
-			ok = d->gpu_products[i] == h;
+			ok = d->gpu_products[i] == t->gpus[g].model_hash;
 	}
 	return ok;
 }

@@ -139,6 +139,17 @@ int ft_topology_add_switch(ft_topology_t *t, unsigned numa, int id)
 	return (int)t->n_switches++;
 }
 
+uint64_t ft_gpu_product_hash(const char *name)
+{
+	uint64_t h = UINT64_C(14695981039346656037);
+
+	for (const char *p = name ? name : ""; *p; p++) {
+		h ^= (unsigned char)(*p == ' ' ? '-' : *p);
+		h *= UINT64_C(1099511628211);
+	}
+	return h;
+}
+
 /* A new GPU at `numa` and `socket` (either may be FT_NONE); FT_EINVAL,
  * FT_ENOMEM. */
 static int add_gpu(ft_topology_t *t, unsigned numa, unsigned socket,
@@ -159,6 +170,7 @@ static int add_gpu(ft_topology_t *t, unsigned numa, unsigned socket,
 	g->model = strdup(model ? model : "");
 	if (!g->uuid || !g->model)
 		return ft_error_set(FT_ENOMEM, "GPU %d: out of memory", index);
+	g->model_hash = ft_gpu_product_hash(g->model);
 	g->index = index;
 	g->memory_mib = memory_mib;
 	g->numa = (uint8_t)numa;
