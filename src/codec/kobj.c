@@ -438,6 +438,13 @@ static products_t term_products(const cJSON *term)
 	return p;
 }
 
+static int by_hash(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
 /*
  * What a pod's nodeSelector and required node affinity (its terms ORed)
  * allow of the GPU model label, as kube-scheduler's NodeAffinity plugin
@@ -474,13 +481,7 @@ static void decode_products(ft_demand_t *d, const cJSON *spec)
 	p = products_and(&p, &terms_p);
 	if (p.any || p.too_many || !p.n)
 		return;
-	for (unsigned i = 0; i < p.n; i++) /* sorted: a canonical key */
-		for (unsigned j = i + 1; j < p.n; j++)
-			if (p.h[j] < p.h[i]) {
-				uint64_t x = p.h[i];
-				p.h[i] = p.h[j];
-				p.h[j] = x;
-			}
+	qsort(p.h, p.n, sizeof(p.h[0]), by_hash); /* a canonical key */
 	d->n_gpu_products = (uint8_t)p.n;
 	memcpy(d->gpu_products, p.h, p.n * sizeof(p.h[0]));
 }
