@@ -12,7 +12,6 @@
 
 #include <cjson/cJSON.h>
 
-/* splitmix64 (Steele, Lea and Flood, 2014): a reproducible stream. */
 /*
  * A whole number from min to max in `text`, else -1 with a message naming
  * `tool` and the text on stderr.
@@ -35,6 +34,7 @@ static inline int bench_parse_ulong(const char *tool, unsigned long *out,
 	return 0;
 }
 
+/* splitmix64 (Steele, Lea and Flood, 2014): a reproducible stream. */
 static inline uint64_t rng_next(uint64_t *state)
 {
 	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);

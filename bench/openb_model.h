@@ -25,9 +25,8 @@
 #define OB_NAME_MAX   32
 #define OB_MODEL_MAX  16
 #define OB_MODELS_MAX 31 /* distinct GPU models in one trace */
-#define OB_MODELS_NONE                                                         \
-	(UINT32_C(1) << 31) /* gpu_spec of models no node has                  \
-			     */
+/* The models bit of a gpu_spec that names only models no node has. */
+#define OB_MODELS_NONE (UINT32_C(1) << 31)
 #define OB_TYPICAL_MAX 256
 
 typedef struct ob_node {
