@@ -337,6 +337,12 @@ void ob_typical_init(ob_typical_t *out, const ob_trace_t *t)
 
 /* ---- fragmentation (pkg/utils/frag.go NodeGpuShareFragAmountScore) ---- */
 
+/* `p`'s gpu_spec allows `node`'s GPU model (any, without one). */
+static bool model_allowed(const ob_pod_t *p, const ob_node_t *node)
+{
+	return !p->models || (p->models >> node->model_id) & 1u;
+}
+
 static uint32_t gpu_left_total(const ob_left_t *l, unsigned n)
 {
 	uint32_t s = 0;
@@ -359,9 +365,8 @@ double ob_frag(const ob_left_t *l, const ob_node_t *node,
 		const ob_pod_t *m = &tp->shapes[i];
 		unsigned fit = 0;
 		uint32_t small = 0;
-		if (m->gpu_milli == 0 || /* a CPU pod uses no GPU */
-		    (m->models &&	 /* NoAccess: not its GPU model */
-		     !((m->models >> node->model_id) & 1u))) {
+		if (m->gpu_milli == 0 ||       /* a CPU pod uses no GPU */
+		    !model_allowed(m, node)) { /* NoAccess */
 			frag += tp->freq[i] * total;
 			continue;
 		}
@@ -421,8 +426,7 @@ bool ob_fits_in_tree(const ob_cluster_t *c, unsigned node, const ob_pod_t *p)
 {
 	return c->left[node].cpu_milli >= p->cpu_milli &&
 	       c->left[node].memory_mib >= p->memory_mib &&
-	       (!p->models ||
-		(p->models >> c->trace->nodes[node].model_id) & 1u);
+	       model_allowed(p, &c->trace->nodes[node]);
 }
 
 /* ob_cluster_t's partial_at_100 and whole_at_100. */
