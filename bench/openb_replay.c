@@ -49,10 +49,10 @@
 #include <curl/curl.h>
 
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
-#include <limits.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,16 +64,15 @@
 #include "bench_util.h"
 #include "openb_model.h"
 
-#define REPLICAS	  100
-#define GPU_PRODUCT_LABEL "nvidia.com/gpu.product" /* GPU feature discovery */
-#define REPLICA_MILLI	  (OB_MILLI / REPLICAS)
-#define ARRIVAL_TARGET	  1.3
-#define ARMS		  5
-#define VARIANTS_MAX	  8
-#define SEEDS_MAX	  64
-#define TOOL		  "flextopo-openb-replay"
-#define SETTINGS_MAX	  16
-#define SEED_BASE	  42
+#define REPLICAS       100
+#define REPLICA_MILLI  (OB_MILLI / REPLICAS)
+#define ARRIVAL_TARGET 1.3
+#define ARMS	       5
+#define VARIANTS_MAX   8
+#define SEEDS_MAX      64
+#define TOOL	       "flextopo-openb-replay"
+#define SETTINGS_MAX   16
+#define SEED_BASE      42
 /* The extender's score counts score x weight x MaxNodeScore /
  * MaxExtenderPriority (10) in kube-scheduler's total; the weight is the
  * shipped one (configs/scheduler-config.yaml, the chart's
@@ -311,7 +310,7 @@ static cJSON *node_json(const ob_node_t *n, unsigned node,
 	meta = cJSON_AddObjectToObject(obj, "metadata");
 	cJSON_AddStringToObject(meta, "name", n->name);
 	cJSON_AddStringToObject(cJSON_AddObjectToObject(meta, "labels"),
-				GPU_PRODUCT_LABEL, n->model);
+				FT_GPU_PRODUCT_LABEL, n->model);
 	ann = cJSON_AddObjectToObject(meta, "annotations");
 	snprintf(key, sizeof(key), "%s/topology", opts->annotation_prefix);
 	cJSON_AddStringToObject(ann, key, topo ? topo : "");
@@ -348,7 +347,7 @@ static void add_model_affinity(cJSON *spec, const ob_pod_t *p,
 	    term);
 	cJSON_AddItemToArray(cJSON_AddArrayToObject(term, "matchExpressions"),
 			     expr);
-	cJSON_AddStringToObject(expr, "key", GPU_PRODUCT_LABEL);
+	cJSON_AddStringToObject(expr, "key", FT_GPU_PRODUCT_LABEL);
 	cJSON_AddStringToObject(expr, "operator", "In");
 	values = cJSON_AddArrayToObject(expr, "values");
 	for (unsigned m = 0; m < t->n_models; m++)
