@@ -441,6 +441,31 @@ static void test_frag__mix_points_are_quantiles(void **state)
 	}
 }
 
+/* nodes[0]: a pairs4 node with all 16 CPUs free; the other n - 1: with 6
+ * CPUs requested (10 free). No GPU held. */
+static void rare_and_common(ft_node_t **nodes, unsigned n)
+{
+	const int none[] = {-1};
+
+	for (unsigned i = 0; i < n; i++)
+		nodes[i] = busy_node(i ? "common" : "rare", i ? 6000 : 0, none);
+}
+
+static void unref_all(ft_node_t **nodes, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		ft_node_unref(nodes[i]);
+}
+
+/* `gpus` whole GPUs, no affinity, with `cpu_millis`. */
+static ft_demand_t cpu_gpus_demand(uint32_t gpus, uint32_t cpu_millis)
+{
+	ft_demand_t d = gpus_demand(gpus, -1);
+
+	d.cpu_millis = cpu_millis;
+	return d;
+}
+
 /*
  * Scarcity: a point that 1 of 16 nodes can take weighs 16, one all can
  * take 1, one that 1 of 3 can take 1 (below FT_WEIGHT_FROM), and one no
@@ -449,30 +474,25 @@ static void test_frag__mix_points_are_quantiles(void **state)
  */
 static void test_frag__weigh_scarce_points(void **state)
 {
-	const int none[] = {-1};
-	ft_node_t *roomy = busy_node("r", 0, none); /* 16 CPUs free */
-	const ft_node_t *nodes[16];
-	ft_node_t *common[15];
-	ft_demand_t small = gpus_demand(1, -1), big = gpus_demand(1, -1),
-		    huge = gpus_demand(1, -1), pod = gpus_demand(1, -1);
+	ft_node_t *nodes[16];
+	const ft_node_t *roomy;
+	ft_demand_t small = cpu_gpus_demand(1, 2000),
+		    big = cpu_gpus_demand(1, 14000),
+		    huge = cpu_gpus_demand(1, 32000),
+		    pod = cpu_gpus_demand(1, 4000);
 	int64_t plain = 0, weighed = 0;
 	ft_mix_t mix;
 
 	(void)state;
-	small.cpu_millis = 2000;
-	big.cpu_millis = 14000;
-	huge.cpu_millis = 32000;
-	pod.cpu_millis = 4000;
-	nodes[0] = roomy;
-	for (unsigned i = 0; i < 15; i++)
-		nodes[i + 1] = common[i] = busy_node("c", 6000, none);
+	rare_and_common(nodes, 16);
+	roomy = nodes[0];
 	ft_mix_init(&mix, 64);
 	ft_mix_add(&mix, &small);
 	ft_mix_add(&mix, &big);
 	ft_mix_add(&mix, &huge);
 	assert_int_equal(
 	    ft_frag_delta(&plain, roomy, &pod, FT_POLICY_PACKED, &mix), 0);
-	ft_mix_weigh(&mix, nodes, 16);
+	ft_mix_weigh(&mix, (const ft_node_t *const *)nodes, 16);
 	assert_int_equal(mix.point_weight[0][0], FT_WEIGHT_ONE);
 	assert_int_equal(mix.point_weight[0][1], 16 * FT_WEIGHT_ONE);
 	assert_int_equal(mix.point_weight[0][2], FT_WEIGHT_ONE);
@@ -483,13 +503,12 @@ static void test_frag__weigh_scarce_points(void **state)
 	 * the big one counts 16 times. */
 	assert_int_equal(plain, 2000 - 1333);
 	assert_int_equal(weighed, (16 * 3000 + 3000 + 1) / 3 - 1333);
-	ft_mix_weigh(&mix, nodes, 3); /* the roomy node and 2 common */
+	/* the roomy node and 2 common */
+	ft_mix_weigh(&mix, (const ft_node_t *const *)nodes, 3);
 	assert_int_equal(mix.point_weight[0][1], FT_WEIGHT_ONE);
-	ft_mix_weigh(&mix, nodes, 0);
+	ft_mix_weigh(&mix, (const ft_node_t *const *)nodes, 0);
 	assert_int_equal(mix.point_weight[0][1], FT_WEIGHT_ONE);
-	for (unsigned i = 0; i < 15; i++)
-		ft_node_unref(common[i]);
-	ft_node_unref(roomy);
+	unref_all(nodes, 16);
 }
 
 /*
@@ -502,34 +521,30 @@ static void test_frag__weigh_scarce_points(void **state)
  */
 static void test_frag__weigh_keeps_scarce_node(void **state)
 {
-	const int none[] = {-1};
-	ft_node_t *rare = busy_node("rare", 0, none), *common[3];
-	const ft_node_t *nodes[4] = {rare};
-	ft_demand_t small = gpus_demand(1, -1), big = gpus_demand(1, -1),
-		    pair = gpus_demand(2, -1), pod = gpus_demand(1, -1);
+	ft_node_t *nodes[4];
+	const ft_node_t *rare, *common;
+	ft_demand_t small = cpu_gpus_demand(1, 2000),
+		    big = cpu_gpus_demand(1, 14000),
+		    pair = cpu_gpus_demand(2, 8000),
+		    pod = cpu_gpus_demand(1, 5000);
 	ft_mix_t mix;
 
 	(void)state;
-	small.cpu_millis = 2000;
-	big.cpu_millis = 14000;
-	pair.cpu_millis = 8000;
-	pod.cpu_millis = 5000;
-	for (unsigned i = 0; i < 3; i++)
-		nodes[i + 1] = common[i] = busy_node("common", 6000, none);
+	rare_and_common(nodes, 4);
+	rare = nodes[0];
+	common = nodes[1];
 	ft_mix_init(&mix, 64);
 	ft_mix_add(&mix, &small);
 	ft_mix_add(&mix, &big);
 	ft_mix_add(&mix, &pair);
 	ft_mix_add(&mix, &pair);
 	assert_true(ft_place_rank(rare, &pod, FT_POLICY_PACKED, &mix) >
-		    ft_place_rank(common[0], &pod, FT_POLICY_PACKED, &mix));
-	ft_mix_weigh(&mix, nodes, 4);
+		    ft_place_rank(common, &pod, FT_POLICY_PACKED, &mix));
+	ft_mix_weigh(&mix, (const ft_node_t *const *)nodes, 4);
 	assert_int_equal(mix.point_weight[0][1], 4 * FT_WEIGHT_ONE);
-	assert_true(ft_place_rank(common[0], &pod, FT_POLICY_PACKED, &mix) >
+	assert_true(ft_place_rank(common, &pod, FT_POLICY_PACKED, &mix) >
 		    ft_place_rank(rare, &pod, FT_POLICY_PACKED, &mix));
-	for (unsigned i = 0; i < 3; i++)
-		ft_node_unref(common[i]);
-	ft_node_unref(rare);
+	unref_all(nodes, 4);
 }
 
 /*
