@@ -347,11 +347,17 @@ static uint32_t weighted(const ft_mix_t *mix, uint64_t sum)
 	return (uint32_t)((sum + mix->total / 2) / mix->total);
 }
 
+/* The CPU and memory the node's pods have not requested. */
+static void requests_room(ft_frag_room_t *out, const ft_node_t *node)
+{
+	out->cpu_millis = ft_node_free_cpu_millis(node);
+	out->memory_known = ft_node_free_memory_mib(node, &out->memory_mib);
+}
+
 static void room_of(ft_frag_room_t *out, const ft_node_t *node)
 {
 	out->free_milli = free_milli(node, NULL);
-	out->cpu_millis = ft_node_free_cpu_millis(node);
-	out->memory_known = ft_node_free_memory_mib(node, &out->memory_mib);
+	requests_room(out, node);
 }
 
 /* Whether `r` holds the CPU and memory of point `k` of class `c`. */
@@ -396,7 +402,7 @@ static void count_hosts(uint32_t (*hosts)[FT_MIX_POINTS], const ft_mix_t *mix,
 {
 	ft_frag_room_t r;
 
-	room_of(&r, node);
+	requests_room(&r, node); /* point_fits reads no GPU capacity */
 	for (unsigned c = 0; c < mix->n_classes; c++) {
 		ft_usable_t u;
 		if (!mix->counts[c])
