@@ -10,9 +10,9 @@
 # The build directory is ${FLEXTOPO_BUILD_DIR:-build} under the repository
 # root (scripts/lib/bench-build.sh). When it is not configured yet it is
 # configured RelWithDebInfo (-O2 -g, the project's default); an existing
-# build keeps its own build type, printed before the run. The figures are meant to be
-# read, never asserted: run on an otherwise idle machine, since other load
-# shows up in p99 first.
+# build keeps its own build type, printed before the run. The figures are
+# meant to be read, never asserted: run on an otherwise idle machine, since
+# other load shows up in p99 first.
 set -euo pipefail
 
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
