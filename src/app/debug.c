@@ -469,9 +469,10 @@ static bool lists_units(const ft_node_t *node, const ft_demand_t *d)
 	return a.mig_count || a.ranks || (a.gpus && a.has_caps);
 }
 
+/* Explain `node`, whose filter verdict for the pod is `verdict`. */
 static void explain_node(ft_explain_node_t *e, const ft_node_t *node,
-			 const ft_pod_t *pod, ft_app_t *app,
-			 const ft_mix_t *mix)
+			 const ft_verdict_t *verdict, const ft_pod_t *pod,
+			 ft_app_t *app, const ft_mix_t *mix)
 {
 	const ft_demand_t *d = &pod->demand;
 	ft_policy_t policy = app->cfg.policy;
@@ -479,7 +480,7 @@ static void explain_node(ft_explain_node_t *e, const ft_node_t *node,
 
 	memset(e, 0, sizeof(*e));
 	e->node = node;
-	ft_place_filter(&e->verdict, node, d);
+	e->verdict = *verdict;
 	e->rank = ft_place_rank(node, d, policy, mix);
 	e->weighed = mix->total && ft_frag_delta(&e->frag_delta_milli, node, d,
 						 policy, mix) == 0;
@@ -521,20 +522,18 @@ static void score_explained(ft_explain_node_t *nodes, unsigned n)
 	free(ranks);
 }
 
-/* Weigh the mix as prioritize would: over the nodes filter passes. */
+/* Weigh the mix as prioritize would: over the nodes filter passes, given
+ * each node's verdict. */
 static void weigh_passing(ft_mix_t *mix, const ft_snapshot_t *snap,
-			  const ft_demand_t *d)
+			  const ft_verdict_t *verdicts)
 {
 	const ft_node_t **passing =
 	    malloc((snap->n_nodes ? snap->n_nodes : 1) * sizeof(*passing));
 	unsigned n = 0;
 
-	for (unsigned i = 0; passing && i < snap->n_nodes; i++) {
-		ft_verdict_t v;
-		ft_place_filter(&v, snap->nodes[i], d);
-		if (v.fit == FT_FIT)
+	for (unsigned i = 0; passing && i < snap->n_nodes; i++)
+		if (verdicts[i].fit == FT_FIT)
 			passing[n++] = snap->nodes[i];
-	}
 	if (passing)
 		ft_mix_weigh(mix, passing, n);
 	free(passing);
@@ -546,24 +545,30 @@ static int explain(char **body, ft_app_t *app, const ft_pod_t *pod,
 	ft_snapshot_t *snap = ft_state_snapshot(app->state);
 	ft_mix_t *mix = mix_copy(app); /* one mix for every node */
 	ft_explain_node_t *nodes = NULL;
+	ft_verdict_t *verdicts = NULL; /* filter's, per node of the snapshot */
 	unsigned n = 0;
 	int rc;
 
 	nodes = calloc(snap->n_nodes ? snap->n_nodes : 1, sizeof(*nodes));
-	if (!nodes || !mix) {
+	verdicts =
+	    malloc((snap->n_nodes ? snap->n_nodes : 1) * sizeof(*verdicts));
+	if (!nodes || !verdicts || !mix) {
 		rc = ft_error_set(FT_ENOMEM, "explain: out of memory");
 		goto cleanup;
 	}
-	weigh_passing(mix, snap, &pod->demand);
+	for (unsigned i = 0; i < snap->n_nodes; i++)
+		ft_place_filter(&verdicts[i], snap->nodes[i], &pod->demand);
+	weigh_passing(mix, snap, verdicts);
 	for (unsigned i = 0; i < snap->n_nodes; i++)
 		if (!only || strcmp(snap->nodes[i]->name, only) == 0)
-			explain_node(&nodes[n++], snap->nodes[i], pod, app,
-				     mix);
+			explain_node(&nodes[n++], snap->nodes[i], &verdicts[i],
+				     pod, app, mix);
 	score_explained(nodes, n);
 	rc = only && !n ? ft_error_set(FT_ENOTFOUND, "no node %s", only)
 			: ft_codec_debug_explain(body, pod, snap->generation,
 						 mix, nodes, n);
 cleanup:
+	free(verdicts);
 	free(mix);
 	free(nodes);
 	ft_snapshot_unref(snap);
