@@ -133,6 +133,40 @@ func runOn8x4090(t *testing.T, c *cluster, v preemptionVariant, held []heldPod, 
 	return o, topo
 }
 
+// compareOn8x4090 runs `preemptor` against `held` on an RTX 4090 node with
+// flextopo's preempt verb (variant "<prefix>-ft") and without it
+// ("<prefix>-def"), in parallel, logs and reports the two outcomes side by
+// side under `title`, and returns them (with flextopo's first) with the
+// topology of each variant's node.
+func compareOn8x4090(t *testing.T, c *cluster, prefix string, held []heldPod, preemptor podSpec, title string) (o, d *preemptionOutcome, oTopo, dTopo *Topology) {
+	outs := map[string]*preemptionOutcome{}
+	topos := map[string]*Topology{}
+	var mu sync.Mutex
+	ft, def := withPreemptVerb, withoutVerb
+	ft.id, def.id = prefix+"-ft", prefix+"-def"
+	t.Run("variants", func(t *testing.T) {
+		for _, v := range []preemptionVariant{ft, def} {
+			v := v
+			t.Run(v.id, func(t *testing.T) {
+				t.Parallel()
+				o, topo := runOn8x4090(t, c, v, held, preemptor)
+				checkFreedAligned(o, topo, held, 1, 6)
+				mu.Lock()
+				outs[v.id], topos[v.id] = o, topo
+				mu.Unlock()
+			})
+		}
+	})
+	o, d = outs[ft.id], outs[def.id]
+	if o == nil || d == nil {
+		t.Fatal("a variant did not finish")
+	}
+	table := comparisonTable(title, o, d)
+	t.Log("\n" + table)
+	writeReport(t, c, table)
+	return o, d, topos[ft.id], topos[def.id]
+}
+
 func llmPreemptor(mode string) podSpec {
 	return podSpec{name: "llm", gpus: 1, cpu: "6", memory: "2Gi", guaranteed: true,
 		affinity: "numa", mode: mode, priorityClass: pcHigh}
@@ -149,38 +183,15 @@ func TestPreemptionPaperScenario(t *testing.T) {
 	requireNoPreemptScheduler(t, c)
 
 	held := paperHeld()
-	outs := map[string]*preemptionOutcome{}
-	topos := map[string]*Topology{}
-	var mu sync.Mutex
-	ft, def := withPreemptVerb, withoutVerb
-	ft.id, def.id = "paper-ft", "paper-def"
-	t.Run("variants", func(t *testing.T) {
-		for _, v := range []preemptionVariant{ft, def} {
-			v := v
-			t.Run(v.id, func(t *testing.T) {
-				t.Parallel()
-				o, topo := runOn8x4090(t, c, v, held, llmPreemptor("guaranteed"))
-				checkFreedAligned(o, topo, held, 1, 6)
-				mu.Lock()
-				outs[v.id], topos[v.id] = o, topo
-				mu.Unlock()
-			})
-		}
-	})
-	o, d := outs[ft.id], outs[def.id]
-	if o == nil || d == nil {
-		t.Fatal("a variant did not finish")
-	}
-	table := comparisonTable("Paper scenario, 8x RTX 4090, preemptor 1 GPU + 6 pinned CPUs, numa/guaranteed, priority 1000:", o, d)
-	t.Log("\n" + table)
-	writeReport(t, c, table)
+	o, d, oTopo, _ := compareOn8x4090(t, c, "paper", held, llmPreemptor("guaranteed"),
+		"Paper scenario, 8x RTX 4090, preemptor 1 GPU + 6 pinned CPUs, numa/guaranteed, priority 1000:")
 
 	// With the preempt verb: an aligned set was freed and used.
 	if !o.bound {
 		t.Errorf("with the preempt verb the preemptor did not bind: %s", o.condition)
 	} else {
-		checkNUMAAllocation(t, "llm", o.alloc, topos[ft.id], 6, 1)
-		checkPlacementFree(t, o, topos[ft.id], held)
+		checkNUMAAllocation(t, "llm", o.alloc, oTopo, 6, 1)
+		checkPlacementFree(t, o, oTopo, held)
 	}
 	if o.aligned == "no" {
 		t.Errorf("with the preempt verb the victims %v freed no NUMA node with 1 GPU and 6 CPUs", o.victims)
@@ -213,31 +224,8 @@ func TestPreemptionBestEffortNeverEvictsMore(t *testing.T) {
 	requireNoPreemptScheduler(t, c)
 
 	held := bestEffortHeld()
-	outs := map[string]*preemptionOutcome{}
-	topos := map[string]*Topology{}
-	var mu sync.Mutex
-	ft, def := withPreemptVerb, withoutVerb
-	ft.id, def.id = "be-ft", "be-def"
-	t.Run("variants", func(t *testing.T) {
-		for _, v := range []preemptionVariant{ft, def} {
-			v := v
-			t.Run(v.id, func(t *testing.T) {
-				t.Parallel()
-				o, topo := runOn8x4090(t, c, v, held, llmPreemptor("best-effort"))
-				checkFreedAligned(o, topo, held, 1, 6)
-				mu.Lock()
-				outs[v.id], topos[v.id] = o, topo
-				mu.Unlock()
-			})
-		}
-	})
-	o, d := outs[ft.id], outs[def.id]
-	if o == nil || d == nil {
-		t.Fatal("a variant did not finish")
-	}
-	table := comparisonTable("Best-effort, 8x RTX 4090, preemptor 1 GPU + 6 pinned CPUs, numa/best-effort, priority 1000:", o, d)
-	t.Log("\n" + table)
-	writeReport(t, c, table)
+	o, d, oTopo, dTopo := compareOn8x4090(t, c, "be", held, llmPreemptor("best-effort"),
+		"Best-effort, 8x RTX 4090, preemptor 1 GPU + 6 pinned CPUs, numa/best-effort, priority 1000:")
 
 	if len(o.victims) > len(d.victims) {
 		t.Errorf("best-effort: flextopo evicted %d pods %v, kube-scheduler alone %d %v: it must never evict more",
@@ -246,8 +234,11 @@ func TestPreemptionBestEffortNeverEvictsMore(t *testing.T) {
 	if len(o.victims) == 0 {
 		t.Errorf("best-effort: flextopo evicted nothing")
 	}
-	for _, id := range []string{ft.id, def.id} {
-		ov := outs[id]
+	for _, run := range []struct {
+		ov   *preemptionOutcome
+		topo *Topology
+	}{{o, oTopo}, {d, dTopo}} {
+		ov := run.ov
 		if !ov.bound {
 			t.Errorf("[%s] best-effort preemptor did not bind: %s", ov.variant, ov.condition)
 			continue
@@ -255,7 +246,7 @@ func TestPreemptionBestEffortNeverEvictsMore(t *testing.T) {
 		if ov.alloc != nil && ov.alloc.Mode != "best-effort" {
 			t.Errorf("[%s] allocation mode %q, want best-effort", ov.variant, ov.alloc.Mode)
 		}
-		checkPlacementFree(t, ov, topos[id], held)
+		checkPlacementFree(t, ov, run.topo, held)
 	}
 	if o.bound && d.bound && o.alloc != nil && d.alloc != nil && levelRank(o.alloc.Level) > levelRank(d.alloc.Level) {
 		t.Errorf("best-effort: flextopo reached %s, looser than kube-scheduler's %s at no fewer evictions", o.alloc.Level, d.alloc.Level)
