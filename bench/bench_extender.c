@@ -1239,14 +1239,16 @@ static size_t rank(unsigned n, unsigned per_mille)
 	return r ? (size_t)r - 1 : 0;
 }
 
-/* Sorted samples -> one table row. */
-static void add_row(result_t *r, const char *verb, double *v, unsigned n)
+/* Sort the samples into the next of the `max` rows of a table counting
+ * `*n_rows`; nothing when the table is full or there are no samples. */
+static void append_row(row_t *rows, unsigned *n_rows, unsigned max,
+		       const char *verb, double *v, unsigned n)
 {
 	row_t *row;
 
-	if (r->n_rows >= ROWS_MAX || !n)
+	if (*n_rows >= max || !n)
 		return;
-	row = &r->rows[r->n_rows++];
+	row = &rows[(*n_rows)++];
 	qsort(v, n, sizeof(*v), cmp_double);
 	snprintf(row->verb, sizeof(row->verb), "%s", verb);
 	row->iters = n;
@@ -1254,6 +1256,12 @@ static void add_row(result_t *r, const char *verb, double *v, unsigned n)
 	row->p50 = v[rank(n, 500)];
 	row->p99 = v[rank(n, 990)];
 	row->max = v[n - 1];
+}
+
+/* Sorted samples -> one table row. */
+static void add_row(result_t *r, const char *verb, double *v, unsigned n)
+{
+	append_row(r->rows, &r->n_rows, ROWS_MAX, verb, v, n);
 }
 
 typedef struct series {
@@ -1816,18 +1824,7 @@ static request_t *next_preempt(run_t *run, unsigned it)
 /* Sorted samples -> one row of the preempt table. */
 static void add_prow(result_t *r, const char *verb, double *v, unsigned n)
 {
-	row_t *row;
-
-	if (r->n_prows >= PROWS_MAX || !n)
-		return;
-	row = &r->prows[r->n_prows++];
-	qsort(v, n, sizeof(*v), cmp_double);
-	snprintf(row->verb, sizeof(row->verb), "%s", verb);
-	row->iters = n;
-	row->min = v[0];
-	row->p50 = v[rank(n, 500)];
-	row->p99 = v[rank(n, 990)];
-	row->max = v[n - 1];
+	append_row(r->prows, &r->n_prows, PROWS_MAX, verb, v, n);
 }
 
 /*
