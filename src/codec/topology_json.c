@@ -519,6 +519,19 @@ static int read_reserved(schema_reader_t *r, const cJSON *root)
 	return each_item(&f, false, read_reserved_gpu, r, 0);
 }
 
+/* The optional string `key` of the root: 1 and `*v` when present, 0 when
+ * absent, < 0 when not a string. */
+static int optional_root_string(const char **v, field_t *f, const cJSON *root,
+				const char *key)
+{
+	int rc;
+
+	field_get(f, root, "", key);
+	if (!f->item)
+		return 0;
+	return (rc = field_string(v, f, false)) < 0 ? rc : 1;
+}
+
 /* "migStrategy": "single" | "mixed", optional; finish() checks single. */
 static int read_mig_strategy(ft_topology_t *t, const cJSON *root)
 {
@@ -526,10 +539,7 @@ static int read_mig_strategy(ft_topology_t *t, const cJSON *root)
 	field_t f;
 	int rc;
 
-	field_get(&f, root, "", "migStrategy");
-	if (!f.item)
-		return 0;
-	if ((rc = field_string(&v, &f, false)) < 0)
+	if ((rc = optional_root_string(&v, &f, root, "migStrategy")) <= 0)
 		return rc;
 	if (strcmp(v, "single") == 0)
 		ft_topology_set_mig_strategy(t, FT_MIG_STRATEGY_SINGLE);
@@ -547,10 +557,7 @@ static int read_shared_resource(ft_topology_t *t, const cJSON *root)
 	field_t f;
 	int rc;
 
-	field_get(&f, root, "", "sharedResource");
-	if (!f.item)
-		return 0;
-	if ((rc = field_string(&v, &f, false)) < 0)
+	if ((rc = optional_root_string(&v, &f, root, "sharedResource")) <= 0)
 		return rc;
 	return ft_topology_set_shared_resource(t, v);
 }
