@@ -137,8 +137,12 @@ func runOn8x4090(t *testing.T, c *cluster, v preemptionVariant, held []heldPod, 
 // flextopo's preempt verb (variant "<prefix>-ft") and without it
 // ("<prefix>-def"), in parallel, logs and reports the two outcomes side by
 // side under `title`, and returns them (with flextopo's first) with the
-// topology of each variant's node.
+// topology of each variant's node. It skips without the preempt verb or the
+// second kube-scheduler.
 func compareOn8x4090(t *testing.T, c *cluster, prefix string, held []heldPod, preemptor podSpec, title string) (o, d *preemptionOutcome, oTopo, dTopo *Topology) {
+	requirePreemptVerb(t, c)
+	ensurePriorityClasses(t, c)
+	requireNoPreemptScheduler(t, c)
 	outs := map[string]*preemptionOutcome{}
 	topos := map[string]*Topology{}
 	var mu sync.Mutex
@@ -178,10 +182,6 @@ func llmPreemptor(mode string) podSpec {
 func TestPreemptionPaperScenario(t *testing.T) {
 	c := requireExtender(t)
 	t.Parallel()
-	requirePreemptVerb(t, c)
-	ensurePriorityClasses(t, c)
-	requireNoPreemptScheduler(t, c)
-
 	held := paperHeld()
 	o, d, oTopo, _ := compareOn8x4090(t, c, "paper", held, llmPreemptor("guaranteed"),
 		"Paper scenario, 8x RTX 4090, preemptor 1 GPU + 6 pinned CPUs, numa/guaranteed, priority 1000:")
@@ -219,10 +219,6 @@ func TestPreemptionPaperScenario(t *testing.T) {
 func TestPreemptionBestEffortNeverEvictsMore(t *testing.T) {
 	c := requireExtender(t)
 	t.Parallel()
-	requirePreemptVerb(t, c)
-	ensurePriorityClasses(t, c)
-	requireNoPreemptScheduler(t, c)
-
 	held := bestEffortHeld()
 	o, d, oTopo, dTopo := compareOn8x4090(t, c, "be", held, llmPreemptor("best-effort"),
 		"Best-effort, 8x RTX 4090, preemptor 1 GPU + 6 pinned CPUs, numa/best-effort, priority 1000:")
