@@ -144,7 +144,6 @@ static double cache_age(ft_app_t *app)
 	return now > at ? (double)(now - at) / 1e9 : 0.0;
 }
 
-/* Fragmentation figures summed over the nodes of the current snapshot. */
 /* A copy of the workload mix (heap: 17 KB); NULL and FT_ENOMEM set. */
 static ft_mix_t *mix_copy(ft_app_t *app)
 {
