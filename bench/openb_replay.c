@@ -22,7 +22,12 @@
  *     "flextopo+in-tree") kube-scheduler's default NodeResourcesFit
  *     LeastAllocated and NodeResourcesBalancedAllocation scores (weight 1
  *     each, 0..100) are added to the extender's score x weight 10 x 10 (the
- *     shipped weight; the shipped profile turns these two scores off);
+ *     shipped weight; the shipped profile turns these two scores off).
+ *     kube-scheduler filters every node (percentageOfNodesToScore 100, the
+ *     shipped setting); --nodes-to-score P stops it, as kube-scheduler does,
+ *     once it has found P % of the nodes (0: its adaptive default), from
+ *     where the last pod's search stopped, and counts the pods filter then
+ *     refuses while a node it did not look at had room;
  *   - through Random, BestFit and FGD on the plain model (openb_model.h),
  *     with the same sequence, node list and random tie-break.
  *
@@ -108,12 +113,14 @@ typedef struct options {
 	bool arms[ARMS];
 	bool quiet;
 	bool name_ties;
+	unsigned nodes_to_score; /* percentageOfNodesToScore; 0: adaptive */
 } options_t;
 
 /* One arm's measures for one seed. */
 typedef struct outcome {
 	double unalloc[OB_LEVELS], frag[OB_LEVELS];
 	unsigned arrived, placed, failed, multi, aligned, bind_errors;
+	unsigned refused_with_room; /* refused_with_room of replay_t */
 	unsigned failed_kind[OB_KINDS];
 	double partial100, whole100, whole_short100; /* ob_cluster_t's */
 	double seconds;
@@ -425,6 +432,11 @@ typedef struct replay {
 	bool intree;
 	uint64_t rng;
 	unsigned bind_errors;
+	unsigned next_start; /* kube-scheduler's nextStartNodeIndex */
+	/* Pods filter refused on the nodes kube-scheduler looked at while a
+	 * node it did not look at would have passed (percentageOfNodesToScore
+	 * below 100): kube-scheduler would try preemption, then again later. */
+	unsigned refused_with_room;
 } replay_t;
 
 static int by_name_cmp(const void *a, const void *b)
@@ -714,6 +726,61 @@ static int do_bind(replay_t *r, cJSON *pod, const char *name, unsigned node,
 	return 0;
 }
 
+/*
+ * How many feasible nodes kube-scheduler looks for before it stops filtering:
+ * numFeasibleNodesToFind, pkg/scheduler/schedule_one.go (v1.36). All of them
+ * under 100 nodes; else `percent` of them (0: 50 - nodes / 125, at least 5),
+ * at least 100.
+ */
+static unsigned feasible_to_find(unsigned percent, unsigned nodes)
+{
+	unsigned n;
+
+	if (nodes < 100)
+		return nodes;
+	if (!percent)
+		percent = 50 - nodes / 125 < 5 ? 5 : 50 - nodes / 125;
+	n = nodes * percent / 100;
+	return n < 100 ? 100 : n;
+}
+
+/*
+ * The nodes the in-tree filters pass (CPU and memory, the GPU model's node
+ * affinity) into r->fit, as kube-scheduler's findNodesThatPassFilters finds
+ * them: from where the last pod's search stopped (nextStartNodeIndex),
+ * until it has feasible_to_find() of them; the next search starts after the
+ * nodes this one looked at. kube-scheduler filters in parallel and may look
+ * at a few more nodes before it stops; this looks at them in turn. With
+ * percentageOfNodesToScore 100 (the shipped setting) every feasible node.
+ */
+static unsigned feasible_nodes(replay_t *r, const ob_cluster_t *c,
+			       const ob_pod_t *p, unsigned want)
+{
+	unsigned all = r->trace->n_nodes, n = 0, looked = 0;
+
+	for (; looked < all && n < want; looked++) {
+		unsigned i = (r->next_start + looked) % all;
+		if (ob_fits_in_tree(c, i, p))
+			r->fit[n++] = i;
+	}
+	r->next_start = (r->next_start + looked) % all;
+	return n;
+}
+
+/* Whether filter passes a node among all that fit `p` in-tree, when it
+ * passed none of the `want` kube-scheduler looked at; r->fit is scratch. */
+static bool room_elsewhere(replay_t *r, const ob_cluster_t *c,
+			   const ob_pod_t *p, const cJSON *pod, unsigned want)
+{
+	unsigned n = 0, start = r->next_start;
+
+	if (want >= r->trace->n_nodes)
+		return false;
+	n = feasible_nodes(r, c, p, r->trace->n_nodes);
+	r->next_start = start;
+	return n > want && do_filter(r, pod, &n) == 0 && n;
+}
+
 /* One pod through in-tree fit, filter, prioritize and bind. */
 static int replay_pod(replay_t *r, ob_cluster_t *c, const ob_pod_t *p,
 		      unsigned seq)
@@ -725,14 +792,18 @@ static int replay_pod(replay_t *r, ob_cluster_t *c, const ob_pod_t *p,
 	unsigned fitting = 0;
 	int node = -1, rc = 0;
 
-	for (unsigned i = 0; i < r->trace->n_nodes; i++)
-		if (ob_fits_in_tree(c, i, p))
-			r->fit[n++] = i;
+	unsigned want =
+	    feasible_to_find(r->o->nodes_to_score, r->trace->n_nodes);
+
+	n = feasible_nodes(r, c, p, want);
 	fitting = n;
 	snprintf(name, sizeof(name), "openb-pod-%06u", seq);
 	pod = pod_json(p, r->trace, name, &r->app.opts);
 	if (n && (rc = do_filter(r, pod, &n)) == 0 && n)
 		node = do_prioritize(r, c, pod, p, n);
+	else if (rc == 0 && fitting == want &&
+		 room_elsewhere(r, c, p, pod, want))
+		r->refused_with_room++;
 	if (node >= 0 && do_bind(r, pod, name, (unsigned)node, milli) < 0) {
 		r->bind_errors++;
 		node = -1;
@@ -783,7 +854,7 @@ static int check_state(replay_t *r, const ob_cluster_t *c)
 
 static int run_flextopo(ob_cluster_t *c, const options_t *o,
 			const ob_trace_t *t, const unsigned *seq, unsigned n,
-			uint64_t seed, bool intree, unsigned *bind_errors)
+			uint64_t seed, bool intree, outcome_t *out)
 {
 	replay_t r = {.o = o, .trace = t, .intree = intree, .rng = seed};
 	int rc = -1;
@@ -804,7 +875,8 @@ static int run_flextopo(ob_cluster_t *c, const options_t *o,
 		rc = replay_pod(&r, c, &t->pods[seq[i]], i);
 	if (rc == 0 && check_state(&r, c) < 0)
 		c->overcommitted = true;
-	*bind_errors = r.bind_errors;
+	out->bind_errors = r.bind_errors;
+	out->refused_with_room = r.refused_with_room;
 cleanup:
 	replay_stop(&r);
 	free(r.by_name);
@@ -848,8 +920,8 @@ static int run_arm(outcome_t *out, arm_t arm, const options_t *o,
 		return -1;
 	c.name_ties = o->name_ties;
 	if (arm == ARM_FLEXTOPO || arm == ARM_INTREE)
-		rc = run_flextopo(&c, o, t, seq, n, rng, arm == ARM_INTREE,
-				  &out->bind_errors);
+		rc =
+		    run_flextopo(&c, o, t, seq, n, rng, arm == ARM_INTREE, out);
 	else
 		for (unsigned i = 0; i < n; i++)
 			ob_schedule(&c,
@@ -1092,6 +1164,27 @@ static void summary(FILE *f, const variant_result_t *v, const options_t *o)
 	}
 }
 
+/* Pods the flextopo arms failed on kube-scheduler's window of nodes while a
+ * node outside it had room (replay_t's refused_with_room). */
+static void refused(FILE *f, const variant_result_t *v, const options_t *o)
+{
+	double n[SEEDS_MAX];
+
+	for (unsigned a = ARM_FLEXTOPO; a <= ARM_INTREE; a++) {
+		stat_t s;
+		if (!o->arms[a])
+			continue;
+		for (unsigned k = 0; k < v->n_seeds; k++)
+			n[k] = v->runs[a][k].refused_with_room;
+		s = stat_of(n, v->n_seeds);
+		fprintf(f,
+			"\n%s: %.1f ± %.1f pods per seed refused on the nodes "
+			"kube-scheduler looked at while a node it did not look "
+			"at had room\n",
+			arm_names[a], s.mean, s.sd);
+	}
+}
+
 static void report(FILE *f, const variant_result_t *v, unsigned n,
 		   const options_t *o)
 {
@@ -1101,12 +1194,20 @@ static void report(FILE *f, const variant_result_t *v, unsigned n,
 		fprintf(f, "%s `%s`", i ? "," : "", o->settings[i]);
 	if (o->n_settings)
 		fprintf(f, "\n");
+	if (o->nodes_to_score != 100)
+		fprintf(f,
+			"\nkube-scheduler's percentageOfNodesToScore: %u%s "
+			"(the shipped 100 elsewhere)\n",
+			o->nodes_to_score,
+			o->nodes_to_score ? "" : " (adaptive)");
 	for (unsigned i = 0; i < n; i++) {
 		fprintf(f, "\n### openb_pod_list_%s: %u pods per seed\n",
 			v[i].name, v[i].pods);
 		table(f, &v[i], o, false);
 		table(f, &v[i], o, true);
 		summary(f, &v[i], o);
+		if (o->nodes_to_score != 100)
+			refused(f, &v[i], o);
 	}
 }
 
@@ -1284,10 +1385,12 @@ static int run_variant(variant_result_t *v, const options_t *o)
 				fprintf(
 				    stderr,
 				    "%s seed %llu %s: %u pods, %u failed, "
+				    "%u refused with room elsewhere, "
 				    "unallocated at 100 %% %.2f, %.1f s%s\n",
 				    v->name, (unsigned long long)seed,
 				    arm_names[a], out->arrived, out->failed,
-				    out->unalloc[100], out->seconds,
+				    out->refused_with_room, out->unalloc[100],
+				    out->seconds,
 				    out->ok ? "" : " INVARIANT BROKEN");
 			if (rc == 0 && !out->ok)
 				rc = -2;
@@ -1325,7 +1428,7 @@ static void usage(FILE *f)
 		   "flextopo,flextopo+in-tree,random,bestfit,fgd]\n"
 		   "  [--ties random|name] [--set KEY=VALUE]... [--report "
 		   "FILE.md]\n"
-		   "  [--svg FILE.svg] [--quiet]\n");
+		   "  [--svg FILE.svg] [--nodes-to-score PERCENT] [--quiet]\n");
 }
 
 static int parse(options_t *o, int argc, char **argv)
@@ -1341,6 +1444,7 @@ static int parse(options_t *o, int argc, char **argv)
 	    {"quiet", no_argument, NULL, 'q'},
 	    {"ties", required_argument, NULL, 't'},
 	    {"set", required_argument, NULL, 'c'},
+	    {"nodes-to-score", required_argument, NULL, 'n'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0}};
 	static char variants[512];
@@ -1348,7 +1452,8 @@ static int parse(options_t *o, int argc, char **argv)
 	unsigned long v;
 	int c;
 
-	*o = (options_t){.data = "../shared/data/openb", .seeds = 5};
+	*o = (options_t){
+	    .data = "../shared/data/openb", .seeds = 5, .nodes_to_score = 100};
 	for (unsigned a = 0; a < ARMS; a++)
 		o->arms[a] = true;
 	snprintf(variants, sizeof(variants),
@@ -1391,6 +1496,11 @@ static int parse(options_t *o, int argc, char **argv)
 			    strcmp(optarg, "random") != 0)
 				return -1;
 			o->name_ties = strcmp(optarg, "name") == 0;
+			break;
+		case 'n':
+			if (bench_parse_ulong(TOOL, &v, optarg, 0, 100) < 0)
+				return -1;
+			o->nodes_to_score = (unsigned)v;
 			break;
 		case 'c':
 			if (o->n_settings == SETTINGS_MAX)
