@@ -49,14 +49,15 @@
 #include "config.h"
 #include "place.h"
 
-#define FT_MIX_CLASSES	  16
-#define FT_MIX_WINDOW_MAX 4096 /* pods a mix remembers, at most */
-#define FT_MIX_POINTS	  8    /* pods standing for a class's requests */
-#define FT_MIX_SAMPLES	  64   /* pods a class's points are drawn from */
-#define FT_WEIGHT_ONE	  16   /* a point's weight of 1 (ft_mix_t) */
-#define FT_WEIGHT_FROM	  4    /* scarcity below which a point weighs 1 */
-#define FT_WEIGHT_MAX	  64   /* the most a point weighs */
-#define FT_WEIGH_NODES	  256  /* nodes ft_mix_weigh() looks at, at most */
+#define FT_MIX_CLASSES	     16
+#define FT_MIX_WINDOW_MAX    4096 /* pods a mix remembers, at most */
+#define FT_MIX_POINTS	     8	  /* pods standing for a class's requests */
+#define FT_MIX_SAMPLES	     64	  /* pods a class's points are drawn from */
+#define FT_WEIGHT_ONE	     16	  /* a point's weight of 1 (ft_mix_t) */
+#define FT_WEIGHT_FROM	     4	  /* scarcity below which a point weighs 1 */
+#define FT_WEIGHT_FROM_BOUND 2	  /* the same for a class bound to GPU models */
+#define FT_WEIGHT_MAX	     64	  /* the most a point weighs */
+#define FT_WEIGH_NODES	     256  /* nodes ft_mix_weigh() looks at, at most */
 
 typedef struct ft_mix {
 	unsigned window;    /* pods remembered; 0 turns the mix off */
@@ -126,7 +127,8 @@ void ft_mix_add(ft_mix_t *mix, const ft_demand_t *d);
  * FT_WEIGH_NODES of them, evenly spread, are looked at): nodes looked at /
  * nodes where the class's units are usable (ft_place_usable) and the
  * point's CPU and memory fit, clamped to FT_WEIGHT_MAX; 1 below
- * FT_WEIGHT_FROM, and 1 when no node could take it (none is left to keep).
+ * FT_WEIGHT_FROM (FT_WEIGHT_FROM_BOUND for a class bound to GPU models),
+ * and 1 when no node could take it (none is left to keep).
  *
  * FGD weighs a typical pod only by how often it comes, so a pod shape that
  * few nodes can hold counts for as little as it is frequent, and the last
@@ -134,7 +136,13 @@ void ft_mix_add(ft_mix_t *mix, const ft_demand_t *d);
  * pods fit only 39 of its 1,213 nodes: bench/README.md). Weighed, spending
  * such a node costs in proportion to how few are left. Scarcities below
  * FT_WEIGHT_FROM stay at 1: weighing them cost the default openb trace
- * placement quality and protects nothing scarce.
+ * placement quality and protects nothing scarce. A class bound to GPU
+ * models is weighed from FT_WEIGHT_FROM_BOUND: its hosts are the nodes of
+ * its models, which do not grow as others fill, and a model can be short
+ * although a third of the nodes have it (openb's gpuspec33: 404 of 1,213
+ * nodes are T4 nodes, 13.5 % of the GPUs, for 16 % of the pods, which may
+ * use only T4; weighing those pods' points from 2 instead of 4 left 0.42
+ * points less GPU capacity unallocated at 100 % arrived, bench/README.md).
  */
 void ft_mix_weigh(ft_mix_t *mix, const ft_node_t *const *nodes, unsigned n);
 

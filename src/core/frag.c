@@ -413,12 +413,13 @@ static void count_hosts(uint32_t (*hosts)[FT_MIX_POINTS], const ft_mix_t *mix,
 	}
 }
 
-/* The weight of a point `hosts` of `seen` nodes could take. */
-static uint16_t scarcity_weight(uint32_t seen, uint32_t hosts)
+/* The weight of a point `hosts` of `seen` nodes could take, weighed from a
+ * scarcity of `from`. */
+static uint16_t scarcity_weight(uint32_t seen, uint32_t hosts, unsigned from)
 {
 	uint64_t w = hosts ? (uint64_t)seen * FT_WEIGHT_ONE / hosts : 0;
 
-	if (w < FT_WEIGHT_FROM * FT_WEIGHT_ONE)
+	if (w < from * FT_WEIGHT_ONE)
 		return FT_WEIGHT_ONE;
 	return (uint16_t)(w > FT_WEIGHT_MAX * FT_WEIGHT_ONE
 			      ? FT_WEIGHT_MAX * FT_WEIGHT_ONE
@@ -440,10 +441,13 @@ void ft_mix_weigh(ft_mix_t *mix, const ft_node_t *const *nodes, unsigned n)
 		count_hosts(hosts, mix, node);
 	}
 	for (unsigned c = 0; c < mix->n_classes; c++) {
+		unsigned from = mix->classes[c].n_gpu_products
+				    ? FT_WEIGHT_FROM_BOUND
+				    : FT_WEIGHT_FROM;
 		mix->class_weight[c] = 0;
 		for (unsigned k = 0; k < mix->n_points[c]; k++) {
 			mix->point_weight[c][k] =
-			    scarcity_weight(seen, hosts[c][k]);
+			    scarcity_weight(seen, hosts[c][k], from);
 			mix->class_weight[c] +=
 			    (uint32_t)mix->point_weight[c][k] *
 			    mix->point_share[c][k];

@@ -512,6 +512,31 @@ static void test_frag__weigh_scarce_points(void **state)
 }
 
 /*
+ * A class bound to GPU models is weighed from FT_WEIGHT_FROM_BOUND: a point
+ * that 1 of 3 nodes can take weighs 3 when its class may use only the
+ * nodes' model (NVIDIA A40), 1 when it may use any GPU.
+ */
+static void test_frag__weigh_bound_class_from_lower_scarcity(void **state)
+{
+	ft_node_t *nodes[3];
+	ft_demand_t big = cpu_gpus_demand(1, 14000), bound = big;
+	ft_mix_t mix;
+
+	(void)state;
+	rare_and_common(nodes, 3);
+	bound.n_gpu_products = 1;
+	bound.gpu_products[0] = ft_gpu_product_hash("NVIDIA-A40");
+	ft_mix_init(&mix, 64);
+	ft_mix_add(&mix, &big);
+	ft_mix_add(&mix, &bound);
+	ft_mix_weigh(&mix, (const ft_node_t *const *)nodes, 3);
+	assert_int_equal(mix.n_classes, 2);
+	assert_int_equal(mix.point_weight[0][0], FT_WEIGHT_ONE);
+	assert_int_equal(mix.point_weight[1][0], 3 * FT_WEIGHT_ONE);
+	unref_all(nodes, 3);
+}
+
+/*
  * Prioritize over one rare node (16 CPUs free, the only one that takes the
  * mix's 14-CPU pods) and 3 common ones (10 CPUs free). A 5-CPU pod leaves a
  * common node too little CPU for the mix's 8-CPU pairs, and the rare node
@@ -1037,6 +1062,7 @@ int main(void)
 	    cmocka_unit_test(test_frag__mix_replaces_rarest_class),
 	    cmocka_unit_test(test_frag__of_class),
 	    cmocka_unit_test(test_frag__of_class_on_another_model),
+	    cmocka_unit_test(test_frag__weigh_bound_class_from_lower_scarcity),
 	    cmocka_unit_test(test_frag__single_gpu_spares_last_pair),
 	    cmocka_unit_test(test_frag__measure_blocks),
 	    cmocka_unit_test(test_frag__mig_stranded),
