@@ -790,6 +790,7 @@ static int replay_pod(replay_t *r, ob_cluster_t *c, const ob_pod_t *p,
 	char name[48];
 	cJSON *pod;
 	unsigned fitting = 0;
+	bool refused = false;
 	int node = -1, rc = 0;
 
 	unsigned want =
@@ -803,7 +804,8 @@ static int replay_pod(replay_t *r, ob_cluster_t *c, const ob_pod_t *p,
 		node = do_prioritize(r, c, pod, p, n);
 	else if (rc == 0 && fitting == want &&
 		 room_elsewhere(r, c, p, pod, want))
-		r->refused_with_room++;
+		refused = true;
+	r->refused_with_room += refused;
 	if (node >= 0 && do_bind(r, pod, name, (unsigned)node, milli) < 0) {
 		r->bind_errors++;
 		node = -1;
@@ -811,10 +813,14 @@ static int replay_pod(replay_t *r, ob_cluster_t *c, const ob_pod_t *p,
 	cJSON_Delete(pod);
 	if (node < 0 && getenv("OPENB_DEBUG"))
 		fprintf(stderr,
-			"%s (%u GPUs x %u milli, %u m CPU): %u nodes "
-			"fit CPU and memory, %u passed filter\n",
-			name, p->n_gpus, p->gpu_milli, p->cpu_milli, fitting,
-			n);
+			"%s (%u GPUs x %u milli, %u m CPU) at %.1f %% "
+			"arrived: %u nodes fit CPU and memory, %u passed "
+			"filter%s\n",
+			name, p->n_gpus, p->gpu_milli, p->cpu_milli,
+			100.0 * (double)c->arrived_milli /
+			    (double)r->trace->gpu_capacity_milli,
+			fitting, n,
+			refused ? "; a node not looked at had room" : "");
 	if (node < 0)
 		ob_cluster_fail(c, p);
 	else
@@ -1346,6 +1352,24 @@ static int write_svg(const char *path, const variant_result_t *v, unsigned n,
 	return fclose(f) == 0 ? 0 : -1;
 }
 
+/* One seed's line on stderr; the refusals only where they can happen. */
+static void seed_line(const char *variant, uint64_t seed, arm_t a,
+		      const outcome_t *out, const options_t *o)
+{
+	char refused[64] = "";
+
+	if (o->nodes_to_score != 100 && a <= ARM_INTREE)
+		snprintf(refused, sizeof(refused),
+			 "%u refused with room elsewhere, ",
+			 out->refused_with_room);
+	fprintf(stderr,
+		"%s seed %llu %s: %u pods, %u failed, %sunallocated at 100 %% "
+		"%.2f, %.1f s%s\n",
+		variant, (unsigned long long)seed, arm_names[a], out->arrived,
+		out->failed, refused, out->unalloc[100], out->seconds,
+		out->ok ? "" : " INVARIANT BROKEN");
+}
+
 /* ---- main ---- */
 
 static int run_variant(variant_result_t *v, const options_t *o)
@@ -1382,16 +1406,7 @@ static int run_variant(variant_result_t *v, const options_t *o)
 				continue;
 			rc = run_arm(out, (arm_t)a, o, &t, tp, seq, n, seed);
 			if (!o->quiet)
-				fprintf(
-				    stderr,
-				    "%s seed %llu %s: %u pods, %u failed, "
-				    "%u refused with room elsewhere, "
-				    "unallocated at 100 %% %.2f, %.1f s%s\n",
-				    v->name, (unsigned long long)seed,
-				    arm_names[a], out->arrived, out->failed,
-				    out->refused_with_room, out->unalloc[100],
-				    out->seconds,
-				    out->ok ? "" : " INVARIANT BROKEN");
+				seed_line(v->name, seed, (arm_t)a, out, o);
 			if (rc == 0 && !out->ok)
 				rc = -2;
 		}
