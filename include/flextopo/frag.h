@@ -179,7 +179,16 @@ uint32_t ft_frag_of(const ft_node_t *node, const ft_demand_t *m);
 /*
  * How F_n under `mix` changes when `d` is placed on `node` as
  * ft_place_choose() would place it under `policy`: F after minus F before,
- * milli-GPU (negative when the pod takes capacity that was fragment).
+ * milli-GPU (negative when the pod takes capacity that was fragment), plus
+ * what the placement takes from classes bound to GPU models: for each point
+ * of such a class, the capacity it could use before and cannot after (its
+ * GPUs taken, or the CPU or memory it needs), times how far its scarcity
+ * weight exceeds 1, averaged over the mix (0 until ft_mix_weigh() finds
+ * such a point scarce). FGD counts what a placement strands, not what it
+ * takes, so a pod that may run anywhere would otherwise take the GPUs that
+ * a model's bound pods need at no cost: on openb's gpuspec33 this term left
+ * 0.30 points less GPU capacity unallocated at 100 % arrived
+ * (bench/README.md).
  * FT_ENOTFOUND when there is no placement; FT_EINVAL without topology.
  */
 int ft_frag_delta(int64_t *out, const ft_node_t *node, const ft_demand_t *d,
@@ -198,7 +207,8 @@ int ft_frag_delta(int64_t *out, const ft_node_t *node, const ft_demand_t *d,
  * topology. Three parts, each deciding only between nodes equal in the ones
  * before:
  *   1. the affinity level reachable (ft_place_level_points);
- *   2. the fragmentation the placement adds under `mix`, in milli-GPU
+ *   2. the fragmentation the placement adds under `mix`, and what it takes
+ *      from scarce classes bound to GPU models, in milli-GPU
  *      (ft_frag_delta; the less the better), its points weighed as the
  *      caller weighed them (prioritize: ft_mix_weigh over the request's
  *      nodes). It counts CPU and memory: a pod that takes the CPU a node's

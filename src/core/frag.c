@@ -645,6 +645,50 @@ static int frag_after(ft_frag_after_t *out, const ft_node_t *node,
 	return 0;
 }
 
+/* What point `k` of class `c` could use of `usable` under room `r`. */
+static uint32_t point_avail(const ft_mix_t *mix, unsigned c, unsigned k,
+			    const ft_frag_room_t *r, uint32_t usable)
+{
+	return point_fits(mix, c, k, r) ? usable : 0;
+}
+
+/*
+ * What a placement takes from classes bound to GPU models, milli-GPU: for
+ * each point of such a class, the capacity it could use before and cannot
+ * after (its units taken, or its CPU or memory), times how far the point's
+ * scarcity weight exceeds 1 (ft_mix_weigh), averaged over the mix. FGD
+ * counts what a placement strands, not what it takes: a pod that may run
+ * anywhere would take the GPUs a model's bound pods need at no cost.
+ */
+static uint32_t bound_taken(const ft_node_t *node, const ft_mix_t *mix,
+			    const ft_frag_after_t *after)
+{
+	uint64_t sum = 0;
+	ft_frag_room_t before;
+	bool room = false;
+
+	for (unsigned c = 0; c < mix->n_classes; c++) {
+		uint64_t lost = 0;
+		ft_usable_t u;
+		if (!mix->counts[c] || !mix->classes[c].n_gpu_products)
+			continue;
+		if (!room)
+			room_of(&before, node);
+		room = true;
+		usable_cached(&u, node, mix, c);
+		for (unsigned k = 0; k < mix->n_points[c]; k++)
+			lost += (uint64_t)less(
+				    point_avail(mix, c, k, &before, u.milli),
+				    point_avail(mix, c, k, &after->room,
+						after->usable[c])) *
+				mix->point_share[c][k] *
+				(mix->point_weight[c][k] - FT_WEIGHT_ONE);
+		sum += (uint64_t)mix->counts[c] * lost /
+		       ((uint64_t)mix->class_shares[c] * FT_WEIGHT_ONE);
+	}
+	return weighted(mix, sum);
+}
+
 int ft_frag_delta(int64_t *out, const ft_node_t *node, const ft_demand_t *d,
 		  ft_policy_t policy, const ft_mix_t *mix)
 {
@@ -666,6 +710,7 @@ int ft_frag_delta(int64_t *out, const ft_node_t *node, const ft_demand_t *d,
 			    class_frag(mix, c, &after.room, after.usable[c]);
 	*out = (int64_t)weighted(mix, sum_after) -
 	       (int64_t)expected(node, mix, NULL);
+	*out += bound_taken(node, mix, &after);
 	return 0;
 }
 

@@ -537,6 +537,66 @@ static void test_frag__weigh_bound_class_from_lower_scarcity(void **state)
 }
 
 /*
+ * What a placement takes from a scarce class bound to GPU models counts:
+ * the mix has 1-GPU pods of any model (2 CPUs) and 1-GPU pods bound to the
+ * nodes' model (NVIDIA A40) asking 14 CPUs, which only the rare node of 3
+ * holds (scarcity 3). A 1-GPU pod of any model on the rare node strands
+ * nothing, but takes a GPU the bound pods could use: unweighed it costs 0,
+ * weighed (3 - 1) x 1000 milli, averaged over the 2 classes. One that also
+ * takes the CPU they need costs all 4 GPUs, plus what FGD counts. A class
+ * not bound to a model costs nothing for what is taken, however scarce.
+ */
+static void test_frag__taking_from_bound_class_costs(void **state)
+{
+	ft_node_t *nodes[3], *many[16];
+	ft_demand_t small = cpu_gpus_demand(1, 2000),
+		    bound = cpu_gpus_demand(1, 14000),
+		    pod = cpu_gpus_demand(1, 1000),
+		    hungry = cpu_gpus_demand(1, 3000);
+	int64_t delta = 0;
+	ft_mix_t mix, unbound;
+
+	(void)state;
+	rare_and_common(nodes, 3);
+	bound.n_gpu_products = 1;
+	bound.gpu_products[0] = ft_gpu_product_hash("NVIDIA-A40");
+	mix_of(&mix, &small, 1, &bound, 1);
+	assert_int_equal(
+	    ft_frag_delta(&delta, nodes[0], &pod, FT_POLICY_PACKED, &mix), 0);
+	assert_int_equal(delta, 0);
+	ft_mix_weigh(&mix, (const ft_node_t *const *)nodes, 3);
+	assert_int_equal(mix.point_weight[1][0], 3 * FT_WEIGHT_ONE);
+	assert_int_equal(
+	    ft_frag_delta(&delta, nodes[0], &pod, FT_POLICY_PACKED, &mix), 0);
+	assert_int_equal(delta, (2 * 1000 + 1) / 2);
+	/* After: the bound point no longer fits 13 CPUs; FGD counts the 3
+	 * GPUs left 3 times over, and the bound class loses all 4. */
+	assert_int_equal(
+	    ft_frag_delta(&delta, nodes[0], &hungry, FT_POLICY_PACKED, &mix),
+	    0);
+	assert_int_equal(delta, (3 * 3000 + 1) / 2 + (2 * 4000 + 1) / 2);
+	/* The common nodes cannot hold the bound point: nothing is taken. */
+	assert_int_equal(
+	    ft_frag_delta(&delta, nodes[1], &pod, FT_POLICY_PACKED, &mix), 0);
+	assert_int_equal(delta, (3 * 3000 + 1) / 2 - (3 * 4000 + 1) / 2);
+	unref_all(nodes, 3);
+	/* Unbound, the 14-CPU pods are the second point of the 1-GPU class;
+	 * it weighs 16 among 16 nodes, and taking from it still costs
+	 * nothing: FGD's measure alone decides. */
+	rare_and_common(many, 16);
+	bound.n_gpu_products = 0;
+	mix_of(&unbound, &small, 1, &bound, 1);
+	ft_mix_weigh(&unbound, (const ft_node_t *const *)many, 16);
+	assert_int_equal(unbound.n_classes, 1);
+	assert_int_equal(unbound.point_weight[0][1], 16 * FT_WEIGHT_ONE);
+	assert_int_equal(
+	    ft_frag_delta(&delta, many[0], &pod, FT_POLICY_PACKED, &unbound),
+	    0);
+	assert_int_equal(delta, 0);
+	unref_all(many, 16);
+}
+
+/*
  * Prioritize over one rare node (16 CPUs free, the only one that takes the
  * mix's 14-CPU pods) and 3 common ones (10 CPUs free). A 5-CPU pod leaves a
  * common node too little CPU for the mix's 8-CPU pairs, and the rare node
@@ -1063,6 +1123,7 @@ int main(void)
 	    cmocka_unit_test(test_frag__of_class),
 	    cmocka_unit_test(test_frag__of_class_on_another_model),
 	    cmocka_unit_test(test_frag__weigh_bound_class_from_lower_scarcity),
+	    cmocka_unit_test(test_frag__taking_from_bound_class_costs),
 	    cmocka_unit_test(test_frag__single_gpu_spares_last_pair),
 	    cmocka_unit_test(test_frag__measure_blocks),
 	    cmocka_unit_test(test_frag__mig_stranded),
