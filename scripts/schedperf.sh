@@ -11,7 +11,10 @@
 # FLEXTOPO_SCHEDPERF_THREADS (the extender's HTTP worker threads; default:
 # its own default), FLEXTOPO_SCHEDPERF_BASELINE (another flextopo-extender
 # binary, e.g. an older build, run as a third arm in the same run) and
-# FLEXTOPO_SCHEDPERF_BASELINE_THREADS (its threads). The table
+# FLEXTOPO_SCHEDPERF_BASELINE_THREADS (its threads),
+# FLEXTOPO_SCHEDPERF_NODES_TO_SCORE (the schedulers'
+# percentageOfNodesToScore; default 0, kube-scheduler's adaptive share; the
+# shipped configuration sets 100). The table
 # goes to the log and to build/schedperf.md.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
