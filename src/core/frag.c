@@ -653,46 +653,37 @@ static uint32_t point_avail(const ft_mix_t *mix, unsigned c, unsigned k,
 }
 
 /*
- * What a placement takes from classes bound to GPU models, milli-GPU: for
- * each point of such a class, the capacity it could use before and cannot
- * after (its units taken, or its CPU or memory), times how far the point's
- * scarcity weight exceeds 1 (ft_mix_weigh), averaged over the mix. FGD
- * counts what a placement strands, not what it takes: a pod that may run
- * anywhere would take the GPUs a model's bound pods need at no cost.
+ * What a placement takes from the `count` pods of class `c` when it is
+ * bound to GPU models, milli-GPU: averaged over its points, the capacity
+ * each could use before (`before`, `usable`)
+ * and cannot after (`after`, `usable_after`: its units taken, or its CPU or
+ * memory), times how far the point's scarcity weight exceeds 1
+ * (ft_mix_weigh). 0 for a class of any model. FGD counts what a placement
+ * strands, not what it takes: a pod that may run anywhere would take the
+ * GPUs a model's bound pods need at no cost.
  */
-static uint32_t bound_taken(const ft_node_t *node, const ft_mix_t *mix,
-			    const ft_frag_after_t *after)
+static uint64_t bound_taken(const ft_mix_t *mix, unsigned c, uint32_t count,
+			    const ft_frag_room_t *before, uint32_t usable,
+			    const ft_frag_room_t *after, uint32_t usable_after)
 {
-	uint64_t sum = 0;
-	ft_frag_room_t before;
-	bool room = false;
+	uint64_t lost = 0;
 
-	for (unsigned c = 0; c < mix->n_classes; c++) {
-		uint64_t lost = 0;
-		ft_usable_t u;
-		if (!mix->counts[c] || !mix->classes[c].n_gpu_products)
-			continue;
-		if (!room)
-			room_of(&before, node);
-		room = true;
-		usable_cached(&u, node, mix, c);
-		for (unsigned k = 0; k < mix->n_points[c]; k++)
-			lost += (uint64_t)less(
-				    point_avail(mix, c, k, &before, u.milli),
-				    point_avail(mix, c, k, &after->room,
-						after->usable[c])) *
-				mix->point_share[c][k] *
-				(mix->point_weight[c][k] - FT_WEIGHT_ONE);
-		sum += (uint64_t)mix->counts[c] * lost /
-		       ((uint64_t)mix->class_shares[c] * FT_WEIGHT_ONE);
-	}
-	return weighted(mix, sum);
+	if (!mix->classes[c].n_gpu_products)
+		return 0;
+	for (unsigned k = 0; k < mix->n_points[c]; k++)
+		lost += (uint64_t)less(
+			    point_avail(mix, c, k, before, usable),
+			    point_avail(mix, c, k, after, usable_after)) *
+			mix->point_share[c][k] *
+			(mix->point_weight[c][k] - FT_WEIGHT_ONE);
+	return count * lost / ((uint64_t)mix->class_shares[c] * FT_WEIGHT_ONE);
 }
 
 int ft_frag_delta(int64_t *out, const ft_node_t *node, const ft_demand_t *d,
 		  ft_policy_t policy, const ft_mix_t *mix)
 {
-	uint64_t sum_after = 0;
+	uint64_t sum_before = 0, sum_after = 0, taken = 0;
+	ft_frag_room_t before;
 	ft_frag_after_t after;
 	ft_placement_t p;
 	int rc;
@@ -703,14 +694,23 @@ int ft_frag_delta(int64_t *out, const ft_node_t *node, const ft_demand_t *d,
 	memset(&after, 0, sizeof(after));
 	if ((rc = frag_after(&after, node, d, policy, mix)) < 0)
 		return rc;
-	for (unsigned c = 0; c < mix->n_classes; c++)
-		if (mix->counts[c])
-			sum_after +=
-			    (uint64_t)mix->counts[c] *
-			    class_frag(mix, c, &after.room, after.usable[c]);
+	room_of(&before, node);
+	/* One pass: F before (expected()), F after, and what is taken. */
+	for (unsigned c = 0; c < mix->n_classes; c++) {
+		ft_usable_t u;
+		if (!mix->counts[c])
+			continue;
+		usable_cached(&u, node, mix, c);
+		sum_before += (uint64_t)mix->counts[c] *
+			      class_frag(mix, c, &before, u.milli);
+		sum_after += (uint64_t)mix->counts[c] *
+			     class_frag(mix, c, &after.room, after.usable[c]);
+		taken += bound_taken(mix, c, mix->counts[c], &before, u.milli,
+				     &after.room, after.usable[c]);
+	}
 	*out = (int64_t)weighted(mix, sum_after) -
-	       (int64_t)expected(node, mix, NULL);
-	*out += bound_taken(node, mix, &after);
+	       (int64_t)weighted(mix, sum_before) +
+	       (int64_t)weighted(mix, taken);
 	return 0;
 }
 
