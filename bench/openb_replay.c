@@ -772,7 +772,7 @@ static unsigned feasible_nodes(replay_t *r, const ob_cluster_t *c,
 static bool room_elsewhere(replay_t *r, const ob_cluster_t *c,
 			   const ob_pod_t *p, const cJSON *pod, unsigned want)
 {
-	unsigned n = 0, start = r->next_start;
+	unsigned n, start = r->next_start;
 
 	if (want >= r->trace->n_nodes)
 		return false;
@@ -789,12 +789,10 @@ static int replay_pod(replay_t *r, ob_cluster_t *c, const ob_pod_t *p,
 	unsigned n = 0;
 	char name[48];
 	cJSON *pod;
-	unsigned fitting = 0;
+	unsigned fitting = 0, want = feasible_to_find(r->o->nodes_to_score,
+						      r->trace->n_nodes);
 	bool refused = false;
 	int node = -1, rc = 0;
-
-	unsigned want =
-	    feasible_to_find(r->o->nodes_to_score, r->trace->n_nodes);
 
 	n = feasible_nodes(r, c, p, want);
 	fitting = n;

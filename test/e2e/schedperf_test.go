@@ -408,7 +408,7 @@ func perfSize1(t *testing.T, c *cluster, size perfSize, pairs, qps int, report *
 	pods := perfPods(size.pods, 1)
 	procs := map[string]*process{"kube-apiserver": c.apiserver, "etcd": c.etcd}
 	nodesToScore := envInt("FLEXTOPO_SCHEDPERF_NODES_TO_SCORE", 0)
-	withQPS := func(cfg map[string]interface{}) {
+	withSettings := func(cfg map[string]interface{}) {
 		cc := cfg["clientConnection"].(map[string]interface{})
 		cc["qps"] = qps
 		cc["burst"] = qps
@@ -427,7 +427,7 @@ func perfSize1(t *testing.T, c *cluster, size perfSize, pairs, qps int, report *
 			schedName := fmt.Sprintf("perf-%s-%d-%d", arm, size.nodes, pair)
 			start := func() *process {
 				p, err := c.startExtraScheduler(schedName, schedName, func(cfg map[string]interface{}) error {
-					withQPS(cfg)
+					withSettings(cfg)
 					if arm == "alone" {
 						delete(cfg, "extenders")
 					} else {
