@@ -569,7 +569,7 @@ static int mix_add_pod(ft_mix_t *mix, ft_app_t *app, const cJSON *pod)
 			pod_string(pod, "name"), ft_error_last());
 		return -1;
 	}
-	ft_mix_add(mix, &p.demand);
+	ft_mix_add(mix, &p.demand, &p.rules);
 	ft_pod_dispose(&p);
 	return 0;
 }

@@ -22,6 +22,7 @@
 
 #include "config.h"
 #include "cpuset.h"
+#include "noderules.h"
 #include "topology.h"
 
 #define FT_PROFILE_MAX	    32 /* longest MIG profile name + 1 ("1g.10gb+me") */
@@ -193,6 +194,14 @@ typedef struct ft_pod {
 	    start_time; /* status.startTime, else creationTimestamp, Unix s */
 	bool terminal;	/* Succeeded or Failed: holds nothing */
 	ft_demand_t demand;
+	/*
+	 * Where the pod may run: its nodeSelector, required node affinity (the
+	 * GPU model label included) and tolerations (noderules.h). As with
+	 * demand.gpu_products, kube-scheduler filters on them and flextopo
+	 * only weighs fragmentation with them (the workload mix, frag.h). Kept
+	 * apart from the demand, which placement copies per node.
+	 */
+	ft_node_rules_t rules;
 	char *demand_error; /* a bad flextopo.io annotation; NULL when fine */
 	bool has_allocation;
 	ft_allocation_t allocation;
@@ -355,6 +364,8 @@ typedef struct ft_node {
 	ft_topology_t
 	    *topology;	      /* NULL when the annotation is missing or bad */
 	char *topology_error; /* why topology is NULL; NULL when present */
+	ft_node_labels_t *labels; /* labels and taints (a reference); NULL
+				     when not known */
 	unsigned n_holdings;
 	ft_holding_t *holdings;
 	/* Derived usage. */
@@ -386,15 +397,17 @@ typedef struct ft_node {
 
 /*
  * Build a node from its topology (a reference is taken; may be NULL with
- * `topology_error` saying why) and the pods bound to it (borrowed; terminal
+ * `topology_error` saying why), its labels and taints (a reference is
+ * taken; NULL when not known) and the pods bound to it (borrowed; terminal
  * pods are skipped). A pod holds its observed units when it has them
  * (ft_pod_holds_observed), else its allocation's. Pods whose allocation is
  * absent, or whose units name what this topology lacks, count as usage of
  * unknown placement. `assumed` flags, one per pod, may be NULL. FT_ENOMEM.
  */
 int ft_node_build(ft_node_t **out, const char *name, ft_topology_t *topology,
-		  const char *topology_error, const ft_pod_t *const *pods,
-		  const bool *assumed, unsigned n_pods);
+		  const char *topology_error, ft_node_labels_t *labels,
+		  const ft_pod_t *const *pods, const bool *assumed,
+		  unsigned n_pods);
 ft_node_t *ft_node_ref(ft_node_t *node);
 void ft_node_unref(ft_node_t *node);
 

@@ -90,12 +90,16 @@ int ft_codec_pod_decode(ft_pod_t *out, const cJSON *pod,
  */
 int ft_codec_pdb_decode(ft_pdb_t *out, const cJSON *pdb);
 
-/* A decoded v1 Node: name, and the topology or why there is none. */
+/*
+ * A decoded v1 Node: name, the topology or why there is none, and its
+ * labels and NoSchedule/NoExecute taints (noderules.h).
+ */
 typedef struct ft_node_source {
 	char *name;
-	char *topology_text;	 /* raw annotation, NULL when missing */
-	ft_topology_t *topology; /* NULL when missing or invalid */
-	char *topology_error;	 /* set when topology is NULL */
+	char *topology_text;	  /* raw annotation, NULL when missing */
+	ft_topology_t *topology;  /* NULL when missing or invalid */
+	char *topology_error;	  /* set when topology is NULL */
+	ft_node_labels_t *labels; /* a reference; never NULL once decoded */
 } ft_node_source_t;
 
 /*
@@ -106,6 +110,20 @@ int ft_codec_node_decode(ft_node_source_t *out, const cJSON *node,
 			 const ft_codec_options_t *opts,
 			 const ft_node_source_t *previous);
 void ft_node_source_dispose(ft_node_source_t *src);
+
+/*
+ * A pod's nodeSelector, required node affinity and tolerations from its v1
+ * spec (noderules.h). Never fails: what the rules cannot hold (or what is
+ * malformed; kube-apiserver validates pods) widens them.
+ */
+void ft_codec_node_rules_decode(ft_node_rules_t *out, const cJSON *spec);
+
+/*
+ * A v1 Node's metadata.labels and its spec.taints of effect NoSchedule or
+ * NoExecute, in a new set with one reference (`*out`). Entries that are not
+ * strings are skipped. FT_ENOMEM, with `*out` NULL.
+ */
+int ft_codec_node_labels_decode(ft_node_labels_t **out, const cJSON *node);
 
 /* The allocation annotation of a placement (api/allocation.schema.json). */
 int ft_codec_allocation_encode(char **out, const ft_placement_t *p,

@@ -28,8 +28,9 @@
  * GPU shared into r replicas 1000 / r (rounded down).
  *
  * The workload mix (ft_mix_t) is a window of the last `window` pods placed,
- * grouped into at most FT_MIX_CLASSES classes by what they ask of GPUs
- * (ft_mix_add). Pods asking for no GPU, MIG instance or replica are not part
+ * grouped into at most FT_MIX_CLASSES classes by what they ask of GPUs and
+ * where they may run (GPU models, node affinity and tolerations:
+ * ft_mix_add). Pods asking for no GPU, MIG instance or replica are not part
  * of it: they cannot use GPU capacity, so they would count every free GPU as
  * fragment on every node alike.
  *
@@ -55,14 +56,16 @@
 #define FT_MIX_SAMPLES	     64	  /* pods a class's points are drawn from */
 #define FT_WEIGHT_ONE	     16	  /* a point's weight of 1 (ft_mix_t) */
 #define FT_WEIGHT_FROM	     4	  /* scarcity below which a point weighs 1 */
-#define FT_WEIGHT_FROM_BOUND 2	  /* the same for a class bound to GPU models */
+#define FT_WEIGHT_FROM_BOUND 2	  /* the same for a bound class */
 #define FT_WEIGHT_MAX	     64	  /* the most a point weighs */
 #define FT_WEIGH_NODES	     256  /* nodes ft_mix_weigh() looks at, at most */
 
 typedef struct ft_mix {
 	unsigned window;    /* pods remembered; 0 turns the mix off */
 	unsigned n_classes; /* classes in use (some may count 0) */
-	ft_demand_t classes[FT_MIX_CLASSES];  /* ft_mix_class_of() keys */
+	ft_demand_t classes[FT_MIX_CLASSES]; /* ft_mix_class_of() keys */
+	/* Where each class may run: with its key, what tells classes apart */
+	ft_node_rules_t class_rules[FT_MIX_CLASSES];
 	uint32_t counts[FT_MIX_CLASSES];      /* pods of each in the window */
 	uint32_t generations[FT_MIX_CLASSES]; /* unique in the process and
 						 never 0, set whenever a slot
@@ -104,8 +107,9 @@ void ft_mix_init(ft_mix_t *mix, unsigned window);
 
 /*
  * The class key of a demand: its GPU shape, i.e. what it asks of GPU units
- * (whole GPUs, fraction, MIG profile and count), its affinity and mode and
- * its capabilities. CPU and memory, pinned or not, the policy and the node's
+ * (whole GPUs, fraction, MIG profile and count), its affinity and mode, its
+ * capabilities and the GPU models it may run on. CPU and memory, pinned or
+ * not, the policy and the node's
  * reading of the demand (ranks) are left out: the requests of a class's
  * pods are kept beside it as points (ft_mix_t). False for a demand that asks
  * no GPU unit.
@@ -113,13 +117,18 @@ void ft_mix_init(ft_mix_t *mix, unsigned window);
 bool ft_mix_class_of(ft_demand_t *out, const ft_demand_t *d);
 
 /*
- * Count a placed pod. The oldest pod leaves a full window. A new class when
- * all FT_MIX_CLASSES are in use replaces the one with the fewest pods, whose
- * pods leave the window. A demand asking no GPU unit, or a mix with window
- * 0, is ignored. The points of the class the pod joins, and of the class
- * of the pod leaving the window, are worked out again from the window.
+ * Count a placed pod of demand `d` and node rules `rules` (its nodeSelector,
+ * node affinity and tolerations, noderules.h; NULL: none). Its class is its
+ * class key (ft_mix_class_of) with its rules, equal when written alike in
+ * the same order (the pods of one controller are). The oldest pod leaves a
+ * full window. A new class when all FT_MIX_CLASSES are in use replaces the
+ * one with the fewest pods, whose pods leave the window. A demand asking no
+ * GPU unit, or a mix with window 0, is ignored. The points of the class the
+ * pod joins, and of the class of the pod leaving the window, are worked out
+ * again from the window.
  */
-void ft_mix_add(ft_mix_t *mix, const ft_demand_t *d);
+void ft_mix_add(ft_mix_t *mix, const ft_demand_t *d,
+		const ft_node_rules_t *rules);
 
 /*
  * Weigh each point of `mix` by how scarce the nodes are that could take it
@@ -127,7 +136,8 @@ void ft_mix_add(ft_mix_t *mix, const ft_demand_t *d);
  * FT_WEIGH_NODES of them, evenly spread, are looked at): nodes looked at /
  * nodes where the class's units are usable (ft_place_usable) and the
  * point's CPU and memory fit, clamped to FT_WEIGHT_MAX; 1 below
- * FT_WEIGHT_FROM (FT_WEIGHT_FROM_BOUND for a class bound to GPU models),
+ * FT_WEIGHT_FROM (FT_WEIGHT_FROM_BOUND for a class bound to GPU models or
+ * to nodes by label: ft_node_rules_bound()),
  * and 1 when no node could take it (none is left to keep).
  *
  * FGD weighs a typical pod only by how often it comes, so a pod shape that
@@ -180,7 +190,8 @@ uint32_t ft_frag_of(const ft_node_t *node, const ft_demand_t *m);
  * How F_n under `mix` changes when `d` is placed on `node` as
  * ft_place_choose() would place it under `policy`: F after minus F before,
  * milli-GPU (negative when the pod takes capacity that was fragment), plus
- * what the placement takes from classes bound to GPU models: for each point
+ * what the placement takes from classes bound to GPU models or to nodes by
+ * label: for each point
  * of such a class, the capacity it could use before and cannot after (its
  * GPUs taken, or the CPU or memory it needs), times how far its scarcity
  * weight exceeds 1, averaged over the mix (0 until ft_mix_weigh() finds
@@ -208,7 +219,7 @@ int ft_frag_delta(int64_t *out, const ft_node_t *node, const ft_demand_t *d,
  * before:
  *   1. the affinity level reachable (ft_place_level_points);
  *   2. the fragmentation the placement adds under `mix`, and what it takes
- *      from scarce classes bound to GPU models, in milli-GPU
+ *      from scarce classes bound to GPU models or labels, in milli-GPU
  *      (ft_frag_delta; the less the better), its points weighed as the
  *      caller weighed them (prioritize: ft_mix_weigh over the request's
  *      nodes). It counts CPU and memory: a pod that takes the CPU a node's

@@ -521,17 +521,19 @@ static void score_explained(ft_explain_node_t *nodes, unsigned n)
 	free(ranks);
 }
 
-/* Weigh the mix as prioritize would: over the nodes filter passes, given
- * each node's verdict. */
+/* Weigh the mix as prioritize would: over the nodes kube-scheduler would
+ * send, those the pod's node affinity and tolerations admit, that filter
+ * passes (given each node's verdict). */
 static void weigh_passing(ft_mix_t *mix, const ft_snapshot_t *snap,
-			  const ft_verdict_t *verdicts)
+			  const ft_verdict_t *verdicts, const ft_pod_t *pod)
 {
 	const ft_node_t **passing =
 	    malloc((snap->n_nodes ? snap->n_nodes : 1) * sizeof(*passing));
 	unsigned n = 0;
 
 	for (unsigned i = 0; passing && i < snap->n_nodes; i++)
-		if (verdicts[i].fit == FT_FIT)
+		if (verdicts[i].fit == FT_FIT &&
+		    ft_node_rules_admit(&pod->rules, snap->nodes[i]->labels))
 			passing[n++] = snap->nodes[i];
 	if (passing)
 		ft_mix_weigh(mix, passing, n);
@@ -557,7 +559,7 @@ static int explain(char **body, ft_app_t *app, const ft_pod_t *pod,
 	}
 	for (unsigned i = 0; i < snap->n_nodes; i++)
 		ft_place_filter(&verdicts[i], snap->nodes[i], &pod->demand);
-	weigh_passing(mix, snap, verdicts);
+	weigh_passing(mix, snap, verdicts, pod);
 	for (unsigned i = 0; i < snap->n_nodes; i++)
 		if (!only || strcmp(snap->nodes[i]->name, only) == 0)
 			explain_node(&nodes[n++], snap->nodes[i], &verdicts[i],

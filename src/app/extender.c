@@ -38,7 +38,7 @@ static void node_lookup(node_ref_t *out, ft_app_t *app,
 				 NULL) < 0)
 		return;
 	if (ft_node_build(&out->owned, src.name, src.topology,
-			  src.topology_error, NULL, NULL, 0) == 0)
+			  src.topology_error, src.labels, NULL, NULL, 0) == 0)
 		out->node = out->owned;
 	ft_node_source_dispose(&src);
 }

@@ -253,7 +253,7 @@ static void link_pod(ft_state_t *state, pod_rec_t *r)
 	n->dirty = true;
 	state->dirty = true;
 	if (!r->in_mix) {
-		ft_mix_add(&state->mix, &r->pod.demand);
+		ft_mix_add(&state->mix, &r->pod.demand, &r->pod.rules);
 		r->in_mix = true;
 	}
 }
@@ -710,8 +710,8 @@ static int rebuild_node(node_rec_t *n)
 	if ((rc = gather_pods(n, &views, &ptrs, &assumed, &count)) < 0)
 		goto cleanup;
 	if ((rc = ft_node_build(&built, n->name, n->src.topology,
-				n->src.topology_error, ptrs, assumed, count)) <
-	    0)
+				n->src.topology_error, n->src.labels, ptrs,
+				assumed, count)) < 0)
 		goto cleanup;
 	if (built->conflicts)
 		ft_log(FT_LOG_WARN, "state", NULL, n->name,

@@ -329,7 +329,7 @@ static cJSON *node_row(const ft_node_t *node, const ft_mix_t *mix)
 	return row;
 }
 
-static cJSON *demand_json(const ft_demand_t *d);
+static cJSON *demand_json(const ft_demand_t *d, const ft_node_rules_t *rules);
 
 /* The points of class `c`: the requests its pods stand for, with weights. */
 static cJSON *points_json(const ft_mix_t *mix, unsigned c)
@@ -359,7 +359,8 @@ static cJSON *mix_json(const ft_mix_t *mix)
 		if (!mix->counts[c])
 			continue;
 		k = push(classes, cJSON_CreateObject());
-		put(k, "demand", demand_json(&mix->classes[c]));
+		put(k, "demand",
+		    demand_json(&mix->classes[c], &mix->class_rules[c]));
 		put_num(k, "pods", mix->counts[c]);
 		put(k, "requests", points_json(mix, c));
 	}
@@ -792,7 +793,20 @@ int ft_codec_debug_decisions(char **out, const ft_decision_t *d, unsigned n,
 
 /* ---- a pod ---- */
 
-static cJSON *demand_json(const ft_demand_t *d)
+/* How much of a pod's node affinity and tolerations flextopo weighs. */
+static cJSON *node_rules_json(const ft_node_rules_t *r)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	put_num(o, "requirements", r->n_reqs);
+	put_num(o, "terms", r->n_terms);
+	put_num(o, "tolerations", r->n_tolerations);
+	put(o, "toleratesAll", cJSON_CreateBool(r->tolerates_all));
+	return o;
+}
+
+/* A demand with the node rules it is weighed with. */
+static cJSON *demand_json(const ft_demand_t *d, const ft_node_rules_t *rules)
 {
 	cJSON *o = cJSON_CreateObject();
 
@@ -811,6 +825,8 @@ static cJSON *demand_json(const ft_demand_t *d)
 		d->mode == FT_MODE_BEST_EFFORT ? "best-effort" : "guaranteed");
 	if (d->n_gpu_products)
 		put_num(o, "gpuModels", d->n_gpu_products);
+	if (rules->n_reqs || rules->n_tolerations || rules->tolerates_all)
+		put(o, "nodeRules", node_rules_json(rules));
 	return o;
 }
 
@@ -877,7 +893,7 @@ static cJSON *pod_state_json(const ft_pod_t *pod)
 	put_str(o, "node", pod->node);
 	put_num(o, "priority", pod->priority);
 	put_bool(o, "terminal", pod->terminal);
-	put(o, "demand", demand_json(&pod->demand));
+	put(o, "demand", demand_json(&pod->demand, &pod->rules));
 	put_str(o, "demandError", pod->demand_error);
 	put_bool(o, "hasAllocation", pod->has_allocation);
 	put_str(o, "allocationError", pod->allocation_error);
@@ -1076,7 +1092,7 @@ int ft_codec_debug_explain(char **out, const ft_pod_t *pod, uint64_t generation,
 	put_str(p, "namespace", pod->ns);
 	put_str(p, "name", pod->name);
 	put_num(p, "priority", pod->priority);
-	put(p, "demand", demand_json(&pod->demand));
+	put(p, "demand", demand_json(&pod->demand, &pod->rules));
 	put_num(root, "generation", (double)generation);
 	put(root, "workloadMix", mix_json(mix));
 	arr = put(root, "nodes", cJSON_CreateArray());

@@ -630,6 +630,8 @@ int ft_codec_pod_decode(ft_pod_t *out, const cJSON *pod,
 				    "pod: metadata.name and metadata.uid are "
 				    "required");
 	decode_demand(&out->demand, pod, &ctx);
+	ft_codec_node_rules_decode(
+	    &out->rules, cJSON_GetObjectItemCaseSensitive(pod, "spec"));
 	if ((rc = dup_str(&out->uid, str_at(meta, "uid"))) < 0 ||
 	    (rc = dup_str(&out->name, str_at(meta, "name"))) < 0 ||
 	    (rc = dup_str(&out->ns, str_at(meta, "namespace")
@@ -653,6 +655,7 @@ void ft_node_source_dispose(ft_node_source_t *src)
 	free(src->topology_text);
 	free(src->topology_error);
 	ft_topology_unref(src->topology);
+	ft_node_labels_unref(src->labels);
 	memset(src, 0, sizeof(*src));
 }
 
@@ -701,7 +704,8 @@ int ft_codec_node_decode(ft_node_source_t *out, const cJSON *node,
 	    (rc = dup_str(
 		 &out->topology_text,
 		 annotation(node, opts->annotation_prefix, "topology"))) < 0 ||
-	    (rc = parse_node_topology(out, opts, previous)) < 0)
+	    (rc = parse_node_topology(out, opts, previous)) < 0 ||
+	    (rc = ft_codec_node_labels_decode(&out->labels, node)) < 0)
 		ft_node_source_dispose(out);
 	return rc;
 }

@@ -332,6 +332,7 @@ static void node_free(ft_node_t *node)
 	free(node->frag);
 	ft_filter_memo_free(node->filter_memo);
 	ft_topology_unref(node->topology);
+	ft_node_labels_unref(node->labels);
 	free(node);
 }
 
@@ -617,7 +618,7 @@ static void derive_free(ft_node_t *node)
 
 static int node_alloc(ft_node_t **out, const char *name,
 		      ft_topology_t *topology, const char *topology_error,
-		      unsigned n_pods)
+		      ft_node_labels_t *labels, unsigned n_pods)
 {
 	ft_node_t *node = calloc(1, sizeof(*node));
 
@@ -628,6 +629,7 @@ static int node_alloc(ft_node_t **out, const char *name,
 	node->frag = calloc(1, sizeof(*node->frag));
 	node->filter_memo = ft_filter_memo_new();
 	node->topology = ft_topology_ref(topology);
+	node->labels = ft_node_labels_ref(labels);
 	node->name = strdup(name);
 	node->topology_error = topology_error ? strdup(topology_error) : NULL;
 	node->holdings =
@@ -646,15 +648,16 @@ static int node_alloc(ft_node_t **out, const char *name,
 }
 
 int ft_node_build(ft_node_t **out, const char *name, ft_topology_t *topology,
-		  const char *topology_error, const ft_pod_t *const *pods,
-		  const bool *assumed, unsigned n_pods)
+		  const char *topology_error, ft_node_labels_t *labels,
+		  const ft_pod_t *const *pods, const bool *assumed,
+		  unsigned n_pods)
 {
 	ft_node_t *node = NULL;
 	int rc;
 
 	*out = NULL;
-	if ((rc = node_alloc(&node, name, topology, topology_error, n_pods)) <
-	    0)
+	if ((rc = node_alloc(&node, name, topology, topology_error, labels,
+			     n_pods)) < 0)
 		goto cleanup;
 	for (unsigned i = 0; i < n_pods; i++) {
 		ft_holding_t *h = &node->holdings[node->n_holdings];

@@ -69,6 +69,13 @@ static bool same_class(const ft_demand_t *a, const ft_demand_t *b)
 		      a->n_gpu_products * sizeof(a->gpu_products[0])) == 0;
 }
 
+/* May class `c` run only on some nodes (GPU models, node labels)? */
+static bool class_bound(const ft_mix_t *mix, unsigned c)
+{
+	return mix->classes[c].n_gpu_products ||
+	       ft_node_rules_bound(&mix->class_rules[c]);
+}
+
 /* The key of the node memo (ft_frag_memo_t): the class key with the
  * pod's own requests, which its placement charges. */
 static void memo_shape(ft_demand_t *out, const ft_demand_t *d)
@@ -86,11 +93,13 @@ static bool same_shape(const ft_demand_t *a, const ft_demand_t *b)
 	       a->memory_mib == b->memory_mib;
 }
 
-/* The class equal to `key`, or -1. */
-static int find_class(const ft_mix_t *mix, const ft_demand_t *key)
+/* The class equal to `key` with `rules`, or -1. */
+static int find_class(const ft_mix_t *mix, const ft_demand_t *key,
+		      const ft_node_rules_t *rules)
 {
 	for (unsigned c = 0; c < mix->n_classes; c++)
-		if (same_class(&mix->classes[c], key))
+		if (same_class(&mix->classes[c], key) &&
+		    ft_node_rules_equal(&mix->class_rules[c], rules))
 			return (int)c;
 	return -1;
 }
@@ -197,7 +206,8 @@ static void add_sample(ft_mix_t *mix, unsigned c, const ft_demand_t *d)
 }
 
 /* A slot for a new class: a free one, else the class with the fewest pods. */
-static unsigned new_class(ft_mix_t *mix, const ft_demand_t *key)
+static unsigned new_class(ft_mix_t *mix, const ft_demand_t *key,
+			  const ft_node_rules_t *rules)
 {
 	unsigned c = 0;
 
@@ -210,20 +220,25 @@ static unsigned new_class(ft_mix_t *mix, const ft_demand_t *key)
 		forget_class(mix, c);
 	}
 	mix->classes[c] = *key;
+	mix->class_rules[c] = *rules;
 	new_generation(mix, c);
 	return c;
 }
 
-void ft_mix_add(ft_mix_t *mix, const ft_demand_t *d)
+void ft_mix_add(ft_mix_t *mix, const ft_demand_t *d,
+		const ft_node_rules_t *rules)
 {
+	static const ft_node_rules_t none;
 	ft_demand_t key;
 	uint8_t *slot;
 	int c;
 
+	if (!rules)
+		rules = &none;
 	if (!mix->window || !ft_mix_class_of(&key, d))
 		return;
-	if ((c = find_class(mix, &key)) < 0)
-		c = (int)new_class(mix, &key);
+	if ((c = find_class(mix, &key, rules)) < 0)
+		c = (int)new_class(mix, &key, rules);
 	slot = &mix->ring[mix->head];
 	if (*slot != NO_CLASS) {
 		mix->counts[*slot]--;
@@ -309,9 +324,21 @@ static void unlock_node(const ft_node_t *node)
 }
 
 /*
- * ft_place_usable() of class `c` on `node`, through the node's cache; a
- * node without one, or whose cache another thread holds, works it out
- * alone.
+ * What class `c` could use on `node`: ft_place_usable(), or nothing on a
+ * node its rules rule out (FGD's NoAccess, as for another GPU model).
+ */
+static void class_usable(ft_usable_t *out, const ft_node_t *node,
+			 const ft_mix_t *mix, unsigned c)
+{
+	if (ft_node_rules_admit(&mix->class_rules[c], node->labels))
+		ft_place_usable(out, node, &mix->classes[c]);
+	else
+		memset(out, 0, sizeof(*out));
+}
+
+/*
+ * class_usable() of class `c` on `node`, through the node's cache; a node
+ * without one, or whose cache another thread holds, works it out alone.
  */
 static void usable_cached(ft_usable_t *out, const ft_node_t *node,
 			  const ft_mix_t *mix, unsigned c)
@@ -325,7 +352,7 @@ static void usable_cached(ft_usable_t *out, const ft_node_t *node,
 		out->gpus = e->gpus;
 		memcpy(out->mig, e->mig, sizeof(out->mig));
 	} else {
-		ft_place_usable(out, node, &mix->classes[c]);
+		class_usable(out, node, mix, c);
 	}
 	if (locked && !hit) {
 		e->generation = mix->generations[c];
@@ -441,9 +468,8 @@ void ft_mix_weigh(ft_mix_t *mix, const ft_node_t *const *nodes, unsigned n)
 		count_hosts(hosts, mix, node);
 	}
 	for (unsigned c = 0; c < mix->n_classes; c++) {
-		unsigned from = mix->classes[c].n_gpu_products
-				    ? FT_WEIGHT_FROM_BOUND
-				    : FT_WEIGHT_FROM;
+		unsigned from =
+		    class_bound(mix, c) ? FT_WEIGHT_FROM_BOUND : FT_WEIGHT_FROM;
 		mix->class_weight[c] = 0;
 		for (unsigned k = 0; k < mix->n_points[c]; k++) {
 			mix->point_weight[c][k] =
@@ -601,7 +627,7 @@ static int work_after(ft_frag_after_t *out, const ft_node_t *node,
 		if (unchanged(&u, &p, m, node))
 			v = u;
 		else
-			ft_place_usable(&v, &next, m);
+			class_usable(&v, &next, mix, c);
 		out->usable[c] = v.milli;
 	}
 	return 0;
@@ -654,13 +680,13 @@ static uint32_t point_avail(const ft_mix_t *mix, unsigned c, unsigned k,
 
 /*
  * What a placement takes from the `count` pods of class `c` when it is
- * bound to GPU models, milli-GPU: averaged over its points, the capacity
- * each could use before (`before`, `usable`)
- * and cannot after (`after`, `usable_after`: its units taken, or its CPU or
+ * bound to GPU models or to nodes by label, milli-GPU: averaged over its
+ * points, the capacity each could use before (`before`, `usable`) and
+ * cannot after (`after`, `usable_after`: its units taken, or its CPU or
  * memory), times how far the point's scarcity weight exceeds 1
- * (ft_mix_weigh). 0 for a class of any model. FGD counts what a placement
- * strands, not what it takes: a pod that may run anywhere would take the
- * GPUs a model's bound pods need at no cost.
+ * (ft_mix_weigh). 0 for a class free to run anywhere. FGD counts what a
+ * placement strands, not what it takes: a pod that may run anywhere would
+ * take the GPUs a model's bound pods need at no cost.
  */
 static uint64_t bound_taken(const ft_mix_t *mix, unsigned c, uint32_t count,
 			    const ft_frag_room_t *before, uint32_t usable,
@@ -668,7 +694,7 @@ static uint64_t bound_taken(const ft_mix_t *mix, unsigned c, uint32_t count,
 {
 	uint64_t lost = 0;
 
-	if (!mix->classes[c].n_gpu_products)
+	if (!class_bound(mix, c))
 		return 0;
 	for (unsigned k = 0; k < mix->n_points[c]; k++)
 		lost += (uint64_t)less(

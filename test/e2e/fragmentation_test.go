@@ -28,8 +28,7 @@ import (
 const (
 	// schedFGD is the kube-scheduler profile of the fragmentation test.
 	schedFGD = "flextopo-fgd"
-	// labelPool splits the test's nodes into those the pair pods may use
-	// and those the 1-GPU pod may use.
+	// labelPool marks the test's nodes the 1-GPU pod may use.
 	labelPool = "e2e.flextopo.io/pool"
 
 	fgdWindow = 8
@@ -45,6 +44,10 @@ type debugNodes struct {
 				GPUs         int     `json:"gpus"`
 				Affinity     *string `json:"affinity"`
 				AffinityMode string  `json:"affinityMode"`
+				NodeRules    *struct {
+					Requirements int `json:"requirements"`
+					Tolerations  int `json:"tolerations"`
+				} `json:"nodeRules"`
 			} `json:"demand"`
 			Pods int `json:"pods"`
 		} `json:"classes"`
@@ -221,15 +224,26 @@ func nvswitchNodeTopo(node string) *Topology {
 //	          three free pairs                       pool "single"
 //	pairs-4   4 GPUs, NVLink pairs 0-1 2-3, GPUs 1-3 held: GPU 0 free,
 //	          its peer held                           pool "single"
-//	a100-0/1  8x A100 NVSwitch each, for the pair pods  pool "pairs"
+//	a100-0/1  8x A100 NVSwitch each, where the pair pods go
+//
+// The pair pods may run on any of the test's nodes: a pair they could use is
+// worth keeping only if they could use it (flextopo weighs their
+// nodeSelector and tolerations, include/flextopo/noderules.h). pairs-8 and
+// pairs-4 are cordoned while the pair pods are scheduled, so that
+// kube-scheduler sends them to the A100s, and uncordoned before the 1-GPU
+// pod, which only they may take.
 //
 // pairs-8 and pairs-4 have the same CPUs and memory and one held pod each
 // of the same size, so kube-scheduler's own scores tie and the extender's
 // decide. Under policy distributed the extender alone prefers pairs-8
-// (emptier); the 8 pair pods make its 1-GPU placement there raise the
-// node's fragmentation by a GPU (the broken pair's other GPU), while on
-// pairs-4 it lowers it by a GPU, which ranks pairs-4 first: of the two
-// nodes explained it scores 10, pairs-8 0.
+// (emptier). The pair pods' class is bound by its nodeSelector and only
+// pairs-8 of the two candidates has a free pair, so its point weighs 2
+// (ft_mix_weigh: scarcity 2 / 1, FT_WEIGHT_FROM_BOUND). The 1-GPU placement
+// on pairs-8 strands the broken pair's other GPU (+1 GPU, weighed 2) and
+// takes a GPU from a pair the class could use (+2 GPUs: the pair, times
+// weight - 1): +4 GPUs. On pairs-4 it takes the GPU that was a fragment for
+// pairs: -1 GPU, weighed 2. That ranks pairs-4 first: of the two nodes
+// explained it scores 10, pairs-8 0.
 func TestFragmentationSparesLastFreeNVLinkPair(t *testing.T) {
 	c := requireExtender(t)
 	// No t.Parallel(): see the top of the file.
@@ -258,6 +272,8 @@ func TestFragmentationSparesLastFreeNVLinkPair(t *testing.T) {
 	small := s.addLabelledTopologyNode("pairs-4", pairNodeTopo(s.nodeName("pairs-4"), 4), single)
 	c0 := s.addLabelledTopologyNode("a100-0", nvswitchNodeTopo(s.nodeName("a100-0")), pairs)
 	c1 := s.addLabelledTopologyNode("a100-1", nvswitchNodeTopo(s.nodeName("a100-1")), pairs)
+	s.setUnschedulable(big, true)
+	s.setUnschedulable(small, true)
 	s.createHeldPods(big, "", []heldPod{{name: "holder-8", gpus: []int{6, 7}}})
 	s.createHeldPods(small, "", []heldPod{{name: "holder-4", gpus: []int{1, 2, 3}}})
 	// The holders enter the mix when the extender first sees them on a
@@ -267,11 +283,11 @@ func TestFragmentationSparesLastFreeNVLinkPair(t *testing.T) {
 	control.waitGPUsUsed(t, used)
 
 	// Fill the window with NVLink-pair pods, one at a time, through the
-	// test's own scheduler and extender.
+	// test's own scheduler and extender; the test's nodes are theirs.
 	for i := 0; i < fgdWindow; i++ {
 		name := fmt.Sprintf("pair-%d", i)
 		s.createPod(podSpec{name: name, gpus: 2, cpu: "100m", memory: "64Mi", affinity: "nvlink", mode: "guaranteed",
-			schedulerName: schedFGD, nodeSelector: map[string]string{labelTest: s.id, labelPool: "pairs"}})
+			schedulerName: schedFGD})
 		pod, a := s.waitScheduled(name)
 		if pod.Spec.NodeName != c0 && pod.Spec.NodeName != c1 {
 			t.Fatalf("pod %s on %s, want %s or %s", name, pod.Spec.NodeName, c0, c1)
@@ -288,6 +304,11 @@ func TestFragmentationSparesLastFreeNVLinkPair(t *testing.T) {
 	if d.WorkloadMix.Window != fgdWindow {
 		t.Errorf("%s: workloadMix.window %d, want %d", ext.name, d.WorkloadMix.Window, fgdWindow)
 	}
+	if r := d.WorkloadMix.Classes[0].Demand.NodeRules; r == nil || r.Requirements != 1 {
+		t.Errorf("%s: the pair pods' class has nodeRules %+v, want their one nodeSelector requirement", ext.name, r)
+	}
+	s.setUnschedulable(big, false)
+	s.setUnschedulable(small, false)
 
 	// What each extender would do with the 1-GPU pod.
 	pod := podSpec{name: "one-gpu", gpus: 1, cpu: "100m", memory: "64Mi",
@@ -307,7 +328,7 @@ func TestFragmentationSparesLastFreeNVLinkPair(t *testing.T) {
 	want := map[string]struct {
 		delta float64
 		score int
-	}{big: {1, 0}, small: {-1, 10}}
+	}{big: {4, 0}, small: {-2, 10}}
 	for n, w := range want {
 		e := fgd[n]
 		switch {

@@ -189,6 +189,19 @@ func (s *scenario) addLabelledNode(short, topologyAnnotation string, cpus int, m
 	return name
 }
 
+// setUnschedulable cordons (true) or uncordons a node of the test, as
+// kubectl cordon does: kube-scheduler's NodeUnschedulable filter reads
+// spec.unschedulable.
+func (s *scenario) setUnschedulable(name string, cordoned bool) {
+	s.t.Helper()
+	patch := fmt.Sprintf(`{"spec":{"unschedulable":%t}}`, cordoned)
+	cx := ctx(s.t, 30*time.Second)
+	if _, err := s.c.client.CoreV1().Nodes().Patch(cx, name, types.StrategicMergePatchType, []byte(patch),
+		metav1.PatchOptions{}); err != nil {
+		s.t.Fatalf("set unschedulable %t on node %s: %v", cordoned, name, err)
+	}
+}
+
 // addTopologyNode creates a node whose capacity matches its topology, GPU
 // resources as the NVIDIA device plugin would advertise them.
 func (s *scenario) addTopologyNode(short string, t *Topology) string {

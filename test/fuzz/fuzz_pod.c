@@ -4,7 +4,9 @@
  * allocation annotation and the observed one that flextopo-node writes. The
  * input is parsed as JSON and decoded as a pod; the raw text is also decoded
  * as an allocation annotation, as an observed annotation and as a
- * capability annotation (flextopo.io/requires). Any input must
+ * capability annotation (flextopo.io/requires), and its labels and taints
+ * are read as a Node's, for the pod's node rules to be tried on. Any input
+ * must
  * decode into a consistent pod or fail with FT_EINVAL (FT_ENOMEM under memory
  * pressure) and nothing held; never crash or leak.
  */
@@ -55,6 +57,47 @@ static void check_observed(const ft_observed_t *o)
 			abort();
 }
 
+/* Node rules within their bounds, each requirement in a kept term. */
+static void check_rules(const ft_node_rules_t *r)
+{
+	if (r->n_reqs > FT_RULE_REQS_MAX || r->n_hashes > FT_RULE_HASHES_MAX ||
+	    r->n_tolerations > FT_RULE_TOLERATIONS_MAX)
+		abort();
+	for (unsigned i = 0; i < r->n_reqs; i++) {
+		const ft_node_req_t *q = &r->reqs[i];
+		if (q->op < FT_REQ_IN || q->op > FT_REQ_DOES_NOT_EXIST ||
+		    !q->n || q->first + q->n > r->n_hashes ||
+		    (q->term != FT_RULE_ALL_TERMS && q->term >= r->n_terms))
+			abort();
+	}
+	for (unsigned i = 0; i < r->n_tolerations; i++)
+		if (!r->tolerations[i].effects ||
+		    r->tolerations[i].effects >
+			(FT_TAINT_NO_SCHEDULE | FT_TAINT_NO_EXECUTE))
+			abort();
+}
+
+/* The input's labels and taints as a Node's: sorted, with filtering
+ * effects only; the pod's rules tried on them. */
+static void check_labels(const cJSON *root, const ft_node_rules_t *rules)
+{
+	ft_node_labels_t *l = NULL;
+
+	if (ft_codec_node_labels_decode(&l, root) < 0)
+		return;
+	for (unsigned i = 1; i < l->n_hashes; i++)
+		if (l->hashes[i - 1] > l->hashes[i])
+			abort();
+	for (unsigned i = 0; i < l->n_taints; i++)
+		if (l->taints[i].effect != FT_TAINT_NO_SCHEDULE &&
+		    l->taints[i].effect != FT_TAINT_NO_EXECUTE)
+			abort();
+	if (!ft_node_rules_admit(rules, NULL))
+		abort(); /* unknown labels admit anything */
+	(void)ft_node_rules_admit(rules, l);
+	ft_node_labels_unref(l);
+}
+
 static void check_pod(const ft_pod_t *pod)
 {
 	ft_pod_t copy;
@@ -93,6 +136,7 @@ static void check_pod(const ft_pod_t *pod)
 	      pod->demand.caps.nvlink_domain)))
 		abort();
 	check_allocation(&pod->allocation);
+	check_rules(&pod->rules);
 	if (ft_pod_copy(&copy, pod) == 0)
 		ft_pod_dispose(&copy);
 }
@@ -167,6 +211,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rc = ft_codec_pod_decode(&pod, root, &opts);
 	if (rc == 0) {
 		check_pod(&pod);
+		check_labels(root, &pod.rules);
 		ft_pod_dispose(&pod);
 	} else if (pod.uid || pod.name ||
 		   (rc != FT_EINVAL && rc != FT_ENOMEM)) {

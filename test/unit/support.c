@@ -3,9 +3,31 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
 
 #include <flextopo/codec.h>
+#include <flextopo/cpuset.h>
 #include <flextopo/error.h>
+
+struct cJSON *ft_test_json(const char *text)
+{
+	char *copy = strdup(text);
+	cJSON *out;
+
+	if (!copy)
+		abort();
+	for (char *p = copy; *p; p++)
+		if (*p == '\'')
+			*p = '"';
+	if (!(out = cJSON_Parse(copy))) {
+		fprintf(stderr, "bad test JSON: %s\n", copy);
+		abort();
+	}
+	free(copy);
+	return out;
+}
 
 char *ft_test_read_file(const char *path, size_t *len)
 {
@@ -38,10 +60,6 @@ char *ft_test_read_fixture(const char *relpath, size_t *len)
 	snprintf(path, sizeof(path), "%s/%s", FT_FIXTURES_DIR, relpath);
 	return ft_test_read_file(path, len);
 }
-
-#include <string.h>
-
-#include <flextopo/cpuset.h>
 
 static void must(int rc)
 {
@@ -161,8 +179,8 @@ ft_node_t *ft_test_node(const char *name, ft_topology_t *t,
 		list[n] = pods[n];
 		n++;
 	}
-	must(ft_node_build(&node, name, t, t ? NULL : "no topology", list, NULL,
-			   n));
+	must(ft_node_build(&node, name, t, t ? NULL : "no topology", NULL, list,
+			   NULL, n));
 	return node;
 }
 

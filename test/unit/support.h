@@ -11,6 +11,10 @@ char *ft_test_read_fixture(const char *relpath, size_t *len);
 /* Read any file into a NUL-terminated heap buffer; NULL on failure. */
 char *ft_test_read_file(const char *path, size_t *len);
 
+/* Parse JSON written with single quotes (no quote characters inside);
+ * aborts, printing it, when it does not parse. The caller deletes it. */
+struct cJSON *ft_test_json(const char *text);
+
 #endif
 
 #include <flextopo/cluster.h>

@@ -27,22 +27,6 @@ static const ft_codec_options_t opts = {.annotation_prefix = "flextopo.io",
 					    "nvidia.com/mig-",
 					.default_mode = FT_MODE_GUARANTEED};
 
-/* Parse JSON written with single quotes (no quote characters inside). */
-static cJSON *json(const char *text)
-{
-	char *copy = strdup(text);
-	cJSON *out;
-
-	for (char *p = copy; *p; p++)
-		if (*p == '\'')
-			*p = '"';
-	out = cJSON_Parse(copy);
-	if (!out)
-		fail_msg("bad test JSON: %s", copy);
-	free(copy);
-	return out;
-}
-
 /* Add annotation `key` = `value` to a pod or node object. */
 static void annotate(cJSON *obj, const char *key, const char *value)
 {
@@ -58,10 +42,10 @@ static void annotate(cJSON *obj, const char *key, const char *value)
 static cJSON *pod_object(const char *spec)
 {
 	cJSON *pod =
-	    json("{'metadata':{'name':'p','namespace':'ns','uid':'u-1'}"
-		 "}");
+	    ft_test_json("{'metadata':{'name':'p','namespace':'ns','uid':'u-1'}"
+			 "}");
 
-	cJSON_AddItemToObject(pod, "spec", json(spec));
+	cJSON_AddItemToObject(pod, "spec", ft_test_json(spec));
 	return pod;
 }
 
@@ -798,7 +782,7 @@ static void test_codec__pod_requires(void **state)
 
 static void test_codec__pod_status_fields(void **state)
 {
-	cJSON *obj = json(
+	cJSON *obj = ft_test_json(
 	    "{'metadata':{'name':'p','uid':'u-2','creationTimestamp':"
 	    "'2026-11-20T08:00:00Z'},'spec':{'nodeName':'n1','priority':"
 	    "1000,'containers':[]},'status':{'phase':'Running','startTime':"
@@ -821,8 +805,9 @@ static void test_codec__pod_status_fields(void **state)
 	ft_pod_dispose(&pod);
 	cJSON_Delete(obj);
 
-	obj = json("{'metadata':{'name':'p','uid':'u-3'},'spec':{'nodeName':"
-		   "'','priority':-5}}");
+	obj = ft_test_json(
+	    "{'metadata':{'name':'p','uid':'u-3'},'spec':{'nodeName':"
+	    "'','priority':-5}}");
 	decode_pod(&pod, obj);
 	assert_null(pod.node);
 	assert_int_equal(pod.priority, -5);
@@ -900,7 +885,8 @@ static void test_codec__pod_terminal_phases(void **state)
 		     {"Unknown", false}};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		cJSON *obj = json("{'metadata':{'name':'p','uid':'u'}}");
+		cJSON *obj =
+		    ft_test_json("{'metadata':{'name':'p','uid':'u'}}");
 		cJSON *status = cJSON_AddObjectToObject(obj, "status");
 		ft_pod_t pod;
 
@@ -979,7 +965,7 @@ static void test_codec__pod_not_a_pod(void **state)
 	ft_pod_t pod;
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		cJSON *obj = json(bad[i]);
+		cJSON *obj = ft_test_json(bad[i]);
 		assert_int_equal(ft_codec_pod_decode(&pod, obj, &opts),
 				 FT_EINVAL);
 		assert_null(pod.uid);
@@ -1036,11 +1022,12 @@ static void test_codec__allocation_encode(void **state)
 	assert_int_equal(
 	    ft_codec_allocation_encode(&text, &p, node, FT_MODE_GUARANTEED), 0);
 	got = cJSON_Parse(text);
-	want = json("{'version':1,'node':'a100-0','level':'numa','levels':["
-		    "'nvlink','pcie-switch','numa','socket','node'],'mode':"
-		    "'guaranteed','gpus':['A-4','A-5'],'gpuIndexes':[4,5],"
-		    "'mig':[],'numaNodes':[1],'cpuset':'64-71',"
-		    "'memoryMiB':16384}");
+	want = ft_test_json(
+	    "{'version':1,'node':'a100-0','level':'numa','levels':["
+	    "'nvlink','pcie-switch','numa','socket','node'],'mode':"
+	    "'guaranteed','gpus':['A-4','A-5'],'gpuIndexes':[4,5],"
+	    "'mig':[],'numaNodes':[1],'cpuset':'64-71',"
+	    "'memoryMiB':16384}");
 	if (!cJSON_Compare(want, got, true))
 		fail_msg("allocation %s", text);
 	cJSON_Delete(got);
@@ -1213,7 +1200,8 @@ static const char pairs_topology[] =
 
 static cJSON *node_object(const char *name, const char *topology)
 {
-	cJSON *node = json("{'metadata':{'labels':{'a':'b'}},'status':{}}");
+	cJSON *node =
+	    ft_test_json("{'metadata':{'labels':{'a':'b'}},'status':{}}");
 
 	cJSON_AddStringToObject(cJSON_GetObjectItem(node, "metadata"), "name",
 				name);
@@ -1234,6 +1222,9 @@ static void test_codec__node_decode(void **state)
 	assert_null(src.topology_error);
 	assert_int_equal(src.topology->n_gpus, 2);
 	assert_int_equal(src.topology->gpus[0].nvlink_peers, 0x2);
+	assert_non_null(src.labels); /* a=b: its key and its pair */
+	assert_int_equal(src.labels->n_hashes, 2);
+	assert_int_equal(src.labels->n_taints, 0);
 	ft_node_source_dispose(&src);
 	assert_null(src.name);
 	ft_node_source_dispose(&src);
@@ -1323,7 +1314,7 @@ static void test_codec__node_reuses_topology(void **state)
 
 static void test_codec__node_without_name(void **state)
 {
-	cJSON *obj = json("{'metadata':{'labels':{}}}");
+	cJSON *obj = ft_test_json("{'metadata':{'labels':{}}}");
 	ft_node_source_t src;
 
 	assert_int_equal(ft_codec_node_decode(&src, obj, &opts, NULL),
@@ -1509,7 +1500,7 @@ static void test_codec__bind_args(void **state)
 static void assert_json(const char *text, const char *want_single_quoted)
 {
 	cJSON *got = cJSON_Parse(text);
-	cJSON *want = json(want_single_quoted);
+	cJSON *want = ft_test_json(want_single_quoted);
 	bool same = got && cJSON_Compare(want, got, true);
 	char *w = same ? NULL : cJSON_PrintUnformatted(want);
 

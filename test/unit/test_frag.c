@@ -52,9 +52,9 @@ static void mix_of(ft_mix_t *mix, const ft_demand_t *a, unsigned n,
 {
 	ft_mix_init(mix, 64);
 	for (unsigned i = 0; i < n; i++)
-		ft_mix_add(mix, a);
+		ft_mix_add(mix, a, NULL);
 	for (unsigned i = 0; b && i < m; i++)
-		ft_mix_add(mix, b);
+		ft_mix_add(mix, b, NULL);
 }
 
 /* Pod `uid` holding the whole GPUs of `t` listed by index (-1 ends). */
@@ -95,27 +95,27 @@ static void test_frag__mix_window(void **state)
 
 	(void)state;
 	ft_mix_init(&mix, 4);
-	ft_mix_add(&mix, &cpu);
+	ft_mix_add(&mix, &cpu, NULL);
 	assert_int_equal(mix.total, 0);
-	ft_mix_add(&mix, &one);
-	ft_mix_add(&mix, &one);
-	ft_mix_add(&mix, &pair);
+	ft_mix_add(&mix, &one, NULL);
+	ft_mix_add(&mix, &one, NULL);
+	ft_mix_add(&mix, &pair, NULL);
 	assert_int_equal(mix.n_classes, 2);
 	assert_int_equal(mix.counts[0], 2);
 	assert_int_equal(mix.counts[1], 1);
-	ft_mix_add(&mix, &pair);
-	ft_mix_add(&mix, &pair); /* the first `one` leaves */
-	ft_mix_add(&mix, &pair); /* the second leaves */
+	ft_mix_add(&mix, &pair, NULL);
+	ft_mix_add(&mix, &pair, NULL); /* the first `one` leaves */
+	ft_mix_add(&mix, &pair, NULL); /* the second leaves */
 	assert_int_equal(mix.total, 4);
 	assert_int_equal(mix.counts[0], 0);
 	assert_int_equal(mix.counts[1], 4);
 	one.cpu_millis = 500; /* millicores do not make a class */
 	one.has_policy = true;
-	ft_mix_add(&mix, &one);
+	ft_mix_add(&mix, &one, NULL);
 	assert_int_equal(mix.n_classes, 2);
 	assert_int_equal(mix.counts[0], 1);
 	ft_mix_init(&mix, 0);
-	ft_mix_add(&mix, &one);
+	ft_mix_add(&mix, &one, NULL);
 	assert_int_equal(mix.total, 0);
 }
 
@@ -129,11 +129,11 @@ static void test_frag__mix_replaces_rarest_class(void **state)
 	for (unsigned c = 0; c < FT_MIX_CLASSES; c++) {
 		ft_demand_t d = gpus_demand(c + 1, -1);
 		for (unsigned i = 0; i < (c == 5 ? 1 : 3); i++)
-			ft_mix_add(&mix, &d);
+			ft_mix_add(&mix, &d, NULL);
 	}
 	assert_int_equal(mix.total, 3 * FT_MIX_CLASSES - 2);
 	ft_demand_t fresh = gpus_demand(99, -1);
-	ft_mix_add(&mix, &fresh);
+	ft_mix_add(&mix, &fresh, NULL);
 	assert_int_equal(mix.n_classes, FT_MIX_CLASSES);
 	assert_int_equal(mix.classes[5].gpus, 99);
 	assert_int_equal(mix.counts[5], 1);
@@ -185,6 +185,93 @@ static void test_frag__of_class_on_another_model(void **state)
 	assert_true(ft_gpu_product_hash("NVIDIA A40") ==
 		    ft_gpu_product_hash("NVIDIA-A40"));
 	ft_node_unref(node);
+}
+
+/* Rules of a pod with nodeSelector {key: value}. */
+static ft_node_rules_t selector_rules(const char *key, const char *value)
+{
+	ft_node_rules_t r;
+
+	memset(&r, 0, sizeof(r));
+	r.reqs[r.n_reqs++] = (ft_node_req_t){
+	    .op = FT_REQ_IN, .term = FT_RULE_ALL_TERMS, .first = 0, .n = 1};
+	r.hashes[r.n_hashes++] = ft_label_hash(key, value);
+	return r;
+}
+
+/* Four free NVIDIA A40 on a node labelled pool=`pool`, tainted
+ * `taint`:NoSchedule unless `taint` is NULL. */
+static ft_node_t *pool_node(const char *pool, const char *taint)
+{
+	ft_topology_t *t = ft_test_topology_pairs4("P");
+	ft_node_labels_t *l = ft_node_labels_new();
+	ft_node_t *node = NULL;
+
+	assert_non_null(l);
+	assert_int_equal(ft_node_labels_add(l, "pool", pool), 0);
+	if (taint)
+		assert_int_equal(ft_node_labels_add_taint(l, taint, NULL,
+							  FT_TAINT_NO_SCHEDULE),
+				 0);
+	ft_node_labels_seal(l);
+	assert_int_equal(ft_node_build(&node, pool, t, NULL, l, NULL, NULL, 0),
+			 0);
+	ft_node_labels_unref(l);
+	ft_topology_unref(t);
+	return node;
+}
+
+/* F_n of `node` under a mix of 1-GPU pods with `rules`, milli-GPU. */
+static uint32_t frag_of_ruled(const ft_node_t *node,
+			      const ft_node_rules_t *rules)
+{
+	ft_demand_t one = gpus_demand(1, -1);
+	ft_frag_t f;
+	ft_mix_t mix;
+
+	ft_mix_init(&mix, 64);
+	ft_mix_add(&mix, &one, rules);
+	ft_frag_measure(&f, node, &mix);
+	return f.fragmentation_milli;
+}
+
+/*
+ * A node a class's node affinity or taints rule out strands all its free
+ * GPUs for that class, as one of another GPU model does; a node whose
+ * labels are not known rules nothing out. Pods alike but for their rules
+ * are classes of their own.
+ */
+static void test_frag__of_class_ruled_out_by_node(void **state)
+{
+	const int none[] = {-1};
+	ft_node_t *a = pool_node("a", NULL), *b = pool_node("b", NULL),
+		  *tainted = pool_node("a", "dedicated"),
+		  *unknown = pairs_node("u", none);
+	ft_node_rules_t in_a = selector_rules("pool", "a");
+	ft_demand_t one = gpus_demand(1, -1);
+	ft_mix_t mix;
+
+	(void)state;
+	assert_int_equal(frag_of_ruled(a, &in_a), 0);
+	assert_int_equal(frag_of_ruled(b, &in_a), 4000);
+	assert_int_equal(frag_of_ruled(tainted, &in_a), 4000);
+	assert_int_equal(frag_of_ruled(unknown, &in_a), 0);
+	assert_int_equal(frag_of_ruled(b, NULL), 0);
+	in_a.tolerations[in_a.n_tolerations++] =
+	    (ft_toleration_t){.hash = ft_label_key_hash("dedicated"),
+			      .exists = true,
+			      .effects = FT_TAINT_NO_SCHEDULE};
+	assert_int_equal(frag_of_ruled(tainted, &in_a), 0);
+	ft_mix_init(&mix, 64);
+	ft_mix_add(&mix, &one, NULL);
+	ft_mix_add(&mix, &one, &in_a);
+	ft_mix_add(&mix, &one, NULL);
+	assert_int_equal(mix.n_classes, 2);
+	assert_int_equal(mix.counts[0], 2);
+	ft_node_unref(a);
+	ft_node_unref(b);
+	ft_node_unref(tainted);
+	ft_node_unref(unknown);
 }
 
 /*
@@ -376,8 +463,8 @@ static void test_frag__mix_keys_by_gpu_shape(void **state)
 	big.exclusive_cpus = 6; /* pinned: 6000 millicores */
 	big.memory_mib = 8192;
 	ft_mix_init(&mix, 4);
-	ft_mix_add(&mix, &big);
-	ft_mix_add(&mix, &small);
+	ft_mix_add(&mix, &big, NULL);
+	ft_mix_add(&mix, &small, NULL);
 	assert_int_equal(mix.n_classes, 1);
 	assert_int_equal(mix.counts[0], 2);
 	assert_int_equal(mix.classes[0].cpu_millis, 0);
@@ -388,9 +475,9 @@ static void test_frag__mix_keys_by_gpu_shape(void **state)
 	assert_int_equal(mix.point_memory_mib[0][0], 1024);
 	assert_int_equal(mix.point_cpu_millis[0][1], 6000);
 	assert_int_equal(mix.point_memory_mib[0][1], 8192);
-	ft_mix_add(&mix, &small);
-	ft_mix_add(&mix, &small); /* the window is full: b s s s */
-	ft_mix_add(&mix, &small); /* the big pod leaves the window */
+	ft_mix_add(&mix, &small, NULL);
+	ft_mix_add(&mix, &small, NULL); /* the window is full: b s s s */
+	ft_mix_add(&mix, &small, NULL); /* the big pod leaves the window */
 	assert_int_equal(mix.counts[0], 4);
 	assert_int_equal(mix.n_samples[0], 5);
 	assert_int_equal(mix.n_points[0], 2); /* but not the samples */
@@ -410,10 +497,10 @@ static void test_frag__mix_samples_roll(void **state)
 	(void)state;
 	ft_mix_init(&mix, 4);
 	d.cpu_millis = 9000;
-	ft_mix_add(&mix, &d);
+	ft_mix_add(&mix, &d, NULL);
 	d.cpu_millis = 1000;
 	for (unsigned i = 0; i < FT_MIX_SAMPLES; i++)
-		ft_mix_add(&mix, &d);
+		ft_mix_add(&mix, &d, NULL);
 	assert_int_equal(mix.n_samples[0], FT_MIX_SAMPLES);
 	assert_int_equal(mix.n_points[0], 1);
 	assert_int_equal(mix.point_cpu_millis[0][0], 1000);
@@ -431,7 +518,7 @@ static void test_frag__mix_points_are_quantiles(void **state)
 	ft_mix_init(&mix, 64);
 	for (unsigned i = 0; i < 16; i++) {
 		d.cpu_millis = 1000 * (16 - i); /* 16..1 CPUs, out of order */
-		ft_mix_add(&mix, &d);
+		ft_mix_add(&mix, &d, NULL);
 	}
 	assert_int_equal(mix.n_points[0], FT_MIX_POINTS);
 	for (unsigned k = 0; k < FT_MIX_POINTS; k++) {
@@ -487,9 +574,9 @@ static void test_frag__weigh_scarce_points(void **state)
 	rare_and_common(nodes, 16);
 	roomy = nodes[0];
 	ft_mix_init(&mix, 64);
-	ft_mix_add(&mix, &small);
-	ft_mix_add(&mix, &big);
-	ft_mix_add(&mix, &huge);
+	ft_mix_add(&mix, &small, NULL);
+	ft_mix_add(&mix, &big, NULL);
+	ft_mix_add(&mix, &huge, NULL);
 	assert_int_equal(
 	    ft_frag_delta(&plain, roomy, &pod, FT_POLICY_PACKED, &mix), 0);
 	ft_mix_weigh(&mix, (const ft_node_t *const *)nodes, 16);
@@ -512,27 +599,36 @@ static void test_frag__weigh_scarce_points(void **state)
 }
 
 /*
- * A class bound to GPU models is weighed from FT_WEIGHT_FROM_BOUND: a point
- * that 1 of 3 nodes can take weighs 3 when its class may use only the
- * nodes' model (NVIDIA A40), 1 when it may use any GPU.
+ * A class bound to GPU models or to nodes by label is weighed from
+ * FT_WEIGHT_FROM_BOUND: a point that 1 of 3 nodes can take weighs 3 when
+ * its class may use only the nodes' model (NVIDIA A40), or only nodes of a
+ * label (the nodes' labels are not known, so all 3 qualify), and 1 when it
+ * may use any node. Tolerations alone do not bind a class.
  */
 static void test_frag__weigh_bound_class_from_lower_scarcity(void **state)
 {
 	ft_node_t *nodes[3];
 	ft_demand_t big = cpu_gpus_demand(1, 14000), bound = big;
+	ft_node_rules_t labelled = selector_rules("pool", "a"), tolerant;
 	ft_mix_t mix;
 
 	(void)state;
+	memset(&tolerant, 0, sizeof(tolerant));
+	tolerant.tolerates_all = true;
 	rare_and_common(nodes, 3);
 	bound.n_gpu_products = 1;
 	bound.gpu_products[0] = ft_gpu_product_hash("NVIDIA-A40");
 	ft_mix_init(&mix, 64);
-	ft_mix_add(&mix, &big);
-	ft_mix_add(&mix, &bound);
+	ft_mix_add(&mix, &big, NULL);
+	ft_mix_add(&mix, &bound, NULL);
+	ft_mix_add(&mix, &big, &labelled);
+	ft_mix_add(&mix, &big, &tolerant);
 	ft_mix_weigh(&mix, (const ft_node_t *const *)nodes, 3);
-	assert_int_equal(mix.n_classes, 2);
+	assert_int_equal(mix.n_classes, 4);
 	assert_int_equal(mix.point_weight[0][0], FT_WEIGHT_ONE);
 	assert_int_equal(mix.point_weight[1][0], 3 * FT_WEIGHT_ONE);
+	assert_int_equal(mix.point_weight[2][0], 3 * FT_WEIGHT_ONE);
+	assert_int_equal(mix.point_weight[3][0], FT_WEIGHT_ONE);
 	unref_all(nodes, 3);
 }
 
@@ -619,10 +715,10 @@ static void test_frag__weigh_keeps_scarce_node(void **state)
 	rare = nodes[0];
 	common = nodes[1];
 	ft_mix_init(&mix, 64);
-	ft_mix_add(&mix, &small);
-	ft_mix_add(&mix, &big);
-	ft_mix_add(&mix, &pair);
-	ft_mix_add(&mix, &pair);
+	ft_mix_add(&mix, &small, NULL);
+	ft_mix_add(&mix, &big, NULL);
+	ft_mix_add(&mix, &pair, NULL);
+	ft_mix_add(&mix, &pair, NULL);
 	assert_true(ft_place_rank(rare, &pod, FT_POLICY_PACKED, &mix) >
 		    ft_place_rank(common, &pod, FT_POLICY_PACKED, &mix));
 	ft_mix_weigh(&mix, (const ft_node_t *const *)nodes, 4);
@@ -915,7 +1011,7 @@ static void test_frag__delta_matches_reference(void **state)
 		ft_mix_init(&mix, 32);
 		for (unsigned k = 0, m = 1 + rnd(&seed, 6); k < m; k++) {
 			ft_demand_t c = palette(rnd(&seed, 10));
-			ft_mix_add(&mix, &c);
+			ft_mix_add(&mix, &c, NULL);
 		}
 		if (ft_place_choose(&p, node, &d, FT_POLICY_PACKED) < 0) {
 			assert_int_equal(ft_frag_delta(&delta, node, &d,
@@ -959,13 +1055,13 @@ static void test_frag__memo_ignores_classes_without_pods(void **state)
 
 	(void)state;
 	ft_mix_init(&mix, 4);
-	ft_mix_add(&mix, &pair);
+	ft_mix_add(&mix, &pair, NULL);
 	for (int i = 0; i < 4; i++)
-		ft_mix_add(&mix, &one); /* the pair pod leaves */
+		ft_mix_add(&mix, &one, NULL); /* the pair pod leaves */
 	assert_int_equal(mix.counts[0], 0);
 	assert_int_equal(ft_frag_delta(&memo, a, &one, FT_POLICY_PACKED, &mix),
 			 0);
-	ft_mix_add(&mix, &pair); /* same class, same generation */
+	ft_mix_add(&mix, &pair, NULL); /* same class, same generation */
 	assert_int_equal(ft_frag_delta(&memo, a, &one, FT_POLICY_PACKED, &mix),
 			 0);
 	assert_int_equal(ft_frag_delta(&fresh, b, &one, FT_POLICY_PACKED, &mix),
@@ -1057,7 +1153,7 @@ static void test_frag__concurrent_weighing(void **state)
 	ft_mix_init(&w.mix, 32);
 	for (unsigned k = 0; k < 10; k++) {
 		ft_demand_t c = palette(k);
-		ft_mix_add(&w.mix, &c);
+		ft_mix_add(&w.mix, &c, NULL);
 	}
 	alone.mix = w.mix;
 	weigh_all(&alone, 0);
@@ -1122,6 +1218,7 @@ int main(void)
 	    cmocka_unit_test(test_frag__mix_replaces_rarest_class),
 	    cmocka_unit_test(test_frag__of_class),
 	    cmocka_unit_test(test_frag__of_class_on_another_model),
+	    cmocka_unit_test(test_frag__of_class_ruled_out_by_node),
 	    cmocka_unit_test(test_frag__weigh_bound_class_from_lower_scarcity),
 	    cmocka_unit_test(test_frag__taking_from_bound_class_costs),
 	    cmocka_unit_test(test_frag__single_gpu_spares_last_pair),

@@ -340,14 +340,15 @@ static void test_state__snapshot_finds_every_name(void **state)
 
 	for (unsigned i = 0; i < N; i++) {
 		snprintf(name, sizeof(name), "node-%u", (i * 7919u) % 1000u);
-		assert_int_equal(
-		    ft_node_build(&nodes[i], name, NULL, "none", NULL, NULL, 0),
-		    0);
+		assert_int_equal(ft_node_build(&nodes[i], name, NULL, "none",
+					       NULL, NULL, NULL, 0),
+				 0);
 	}
 	assert_int_equal(ft_snapshot_new(&s1, nodes, N, 1), 0);
 	for (unsigned i = 0; i < N / 3; i++)
 		assert_int_equal(ft_node_build(&swapped[i], nodes[3 * i]->name,
-					       NULL, "none", NULL, NULL, 0),
+					       NULL, "none", NULL, NULL, NULL,
+					       0),
 				 0);
 	assert_int_equal(ft_snapshot_with(&s2, s1, swapped, N / 3, 2), 0);
 	for (unsigned i = 0; i < N; i++)
