@@ -11,7 +11,9 @@
  *     nodeCacheCapable extender: the in-tree NodeResourcesFit filter (CPU
  *     and memory) and, for a pod with a gpu_spec, NodeAffinity (a required
  *     term on the node label nvidia.com/gpu.product, which every node
- *     carries with its trace model) here, then POST /filter with the
+ *     carries with its trace model; --model-label KEY names another label,
+ *     such as a cloud's node pool label, which flextopo does not read as a
+ *     GPU model) here, then POST /filter with the
  *     fitting NodeNames, POST
  *     /prioritize with the nodes that passed, the highest total score with
  *     a seeded random choice among ties (kube-scheduler's selectHost), and
@@ -114,6 +116,7 @@ typedef struct options {
 	bool quiet;
 	bool name_ties;
 	unsigned nodes_to_score; /* percentageOfNodesToScore; 0: adaptive */
+	const char *model_label; /* the node label of the trace's GPU model */
 } options_t;
 
 /* One arm's measures for one seed. */
@@ -307,7 +310,7 @@ static char *topology_json(const ob_node_t *n, unsigned node)
 }
 
 static cJSON *node_json(const ob_node_t *n, unsigned node,
-			const ft_codec_options_t *opts)
+			const ft_codec_options_t *opts, const char *model_label)
 {
 	cJSON *obj = cJSON_CreateObject(), *meta, *ann, *status, *alloc;
 	char key[256], q[64], *topo = topology_json(n, node);
@@ -317,7 +320,7 @@ static cJSON *node_json(const ob_node_t *n, unsigned node,
 	meta = cJSON_AddObjectToObject(obj, "metadata");
 	cJSON_AddStringToObject(meta, "name", n->name);
 	cJSON_AddStringToObject(cJSON_AddObjectToObject(meta, "labels"),
-				FT_GPU_PRODUCT_LABEL, n->model);
+				model_label, n->model);
 	ann = cJSON_AddObjectToObject(meta, "annotations");
 	snprintf(key, sizeof(key), "%s/topology", opts->annotation_prefix);
 	cJSON_AddStringToObject(ann, key, topo ? topo : "");
@@ -335,10 +338,11 @@ static cJSON *node_json(const ob_node_t *n, unsigned node,
 
 /*
  * gpu_spec as kube-scheduler's NodeAffinity reads it: a required term on
- * the GPU model label (the replay's in-tree filter, ob_fits_in_tree).
+ * the GPU model label `model_label` (the replay's in-tree filter,
+ * ob_fits_in_tree).
  */
 static void add_model_affinity(cJSON *spec, const ob_pod_t *p,
-			       const ob_trace_t *t)
+			       const ob_trace_t *t, const char *model_label)
 {
 	cJSON *term = cJSON_CreateObject(), *expr = cJSON_CreateObject(),
 	      *values;
@@ -354,7 +358,7 @@ static void add_model_affinity(cJSON *spec, const ob_pod_t *p,
 	    term);
 	cJSON_AddItemToArray(cJSON_AddArrayToObject(term, "matchExpressions"),
 			     expr);
-	cJSON_AddStringToObject(expr, "key", FT_GPU_PRODUCT_LABEL);
+	cJSON_AddStringToObject(expr, "key", model_label);
 	cJSON_AddStringToObject(expr, "operator", "In");
 	values = cJSON_AddArrayToObject(expr, "values");
 	for (unsigned m = 0; m < t->n_models; m++)
@@ -368,7 +372,7 @@ static void add_model_affinity(cJSON *spec, const ob_pod_t *p,
 
 /* The pod as kube-scheduler has it (Burstable: requests, no limits). */
 static cJSON *pod_json(const ob_pod_t *p, const ob_trace_t *t, const char *name,
-		       const ft_codec_options_t *opts)
+		       const ft_codec_options_t *opts, const char *model_label)
 {
 	cJSON *pod = cJSON_CreateObject(), *meta, *ann, *spec, *c, *req;
 	char key[256], q[64];
@@ -398,7 +402,7 @@ static cJSON *pod_json(const ob_pod_t *p, const ob_trace_t *t, const char *name,
 	spec = cJSON_AddObjectToObject(pod, "spec");
 	cJSON_AddStringToObject(spec, "schedulerName", "default-scheduler");
 	if (p->models)
-		add_model_affinity(spec, p, t);
+		add_model_affinity(spec, p, t, model_label);
 	c = cJSON_CreateObject();
 	cJSON_AddStringToObject(c, "name", "main");
 	req = cJSON_AddObjectToObject(cJSON_AddObjectToObject(c, "resources"),
@@ -470,7 +474,8 @@ static int replay_load(replay_t *r)
 	ft_state_replace_begin(state, FT_KIND_NODE);
 	ft_state_replace_begin(state, FT_KIND_POD);
 	for (unsigned i = 0; i < r->trace->n_nodes; i++) {
-		cJSON *n = node_json(&r->trace->nodes[i], i, &r->app.opts);
+		cJSON *n = node_json(&r->trace->nodes[i], i, &r->app.opts,
+				     r->o->model_label);
 		ft_state_apply_node(state, n);
 		cJSON_Delete(n);
 	}
@@ -797,7 +802,7 @@ static int replay_pod(replay_t *r, ob_cluster_t *c, const ob_pod_t *p,
 	n = feasible_nodes(r, c, p, want);
 	fitting = n;
 	snprintf(name, sizeof(name), "openb-pod-%06u", seq);
-	pod = pod_json(p, r->trace, name, &r->app.opts);
+	pod = pod_json(p, r->trace, name, &r->app.opts, r->o->model_label);
 	if (n && (rc = do_filter(r, pod, &n)) == 0 && n)
 		node = do_prioritize(r, c, pod, p, n);
 	else if (rc == 0 && fitting == want &&
@@ -1198,6 +1203,11 @@ static void report(FILE *f, const variant_result_t *v, unsigned n,
 		fprintf(f, "%s `%s`", i ? "," : "", o->settings[i]);
 	if (o->n_settings)
 		fprintf(f, "\n");
+	if (strcmp(o->model_label, FT_GPU_PRODUCT_LABEL) != 0)
+		fprintf(f,
+			"\nThe GPU model is the node label `%s`, not "
+			"`" FT_GPU_PRODUCT_LABEL "`\n",
+			o->model_label);
 	if (o->nodes_to_score != 100)
 		fprintf(f,
 			"\nkube-scheduler's percentageOfNodesToScore: %u%s "
@@ -1441,7 +1451,8 @@ static void usage(FILE *f)
 		   "flextopo,flextopo+in-tree,random,bestfit,fgd]\n"
 		   "  [--ties random|name] [--set KEY=VALUE]... [--report "
 		   "FILE.md]\n"
-		   "  [--svg FILE.svg] [--nodes-to-score PERCENT] [--quiet]\n");
+		   "  [--svg FILE.svg] [--nodes-to-score PERCENT] "
+		   "[--model-label KEY] [--quiet]\n");
 }
 
 static int parse(options_t *o, int argc, char **argv)
@@ -1458,6 +1469,7 @@ static int parse(options_t *o, int argc, char **argv)
 	    {"ties", required_argument, NULL, 't'},
 	    {"set", required_argument, NULL, 'c'},
 	    {"nodes-to-score", required_argument, NULL, 'n'},
+	    {"model-label", required_argument, NULL, 'l'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0}};
 	static char variants[512];
@@ -1465,8 +1477,10 @@ static int parse(options_t *o, int argc, char **argv)
 	unsigned long v;
 	int c;
 
-	*o = (options_t){
-	    .data = "../shared/data/openb", .seeds = 5, .nodes_to_score = 100};
+	*o = (options_t){.data = "../shared/data/openb",
+			 .seeds = 5,
+			 .nodes_to_score = 100,
+			 .model_label = FT_GPU_PRODUCT_LABEL};
 	for (unsigned a = 0; a < ARMS; a++)
 		o->arms[a] = true;
 	snprintf(variants, sizeof(variants),
@@ -1514,6 +1528,9 @@ static int parse(options_t *o, int argc, char **argv)
 			if (bench_parse_ulong(TOOL, &v, optarg, 0, 100) < 0)
 				return -1;
 			o->nodes_to_score = (unsigned)v;
+			break;
+		case 'l':
+			o->model_label = optarg;
 			break;
 		case 'c':
 			if (o->n_settings == SETTINGS_MAX)
