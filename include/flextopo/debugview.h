@@ -107,7 +107,8 @@ typedef struct ft_explain_node {
 	bool weighed;		  /* ft_frag_delta() ran: `frag_delta_milli` */
 	int64_t frag_delta_milli; /* ft_frag_delta(): change of the node's
 				     fragmentation, plus what is taken from
-				     scarce model-bound classes */
+				     scarce bound classes (GPU models,
+				     node labels) */
 	bool listed; /* ft_place_check_units() ran: `units`, written as
 			"units" (the pod asks capabilities of its GPUs or
 			MIG instances, MIG instances, or shared-GPU ranks) */

@@ -134,11 +134,11 @@ void ft_mix_add(ft_mix_t *mix, const ft_demand_t *d,
  * Weigh each point of `mix` by how scarce the nodes are that could take it
  * now, among the `n` nodes of one request (those with topology; at most
  * FT_WEIGH_NODES of them, evenly spread, are looked at): nodes looked at /
- * nodes where the class's units are usable (ft_place_usable) and the
- * point's CPU and memory fit, clamped to FT_WEIGHT_MAX; 1 below
- * FT_WEIGHT_FROM (FT_WEIGHT_FROM_BOUND for a class bound to GPU models or
- * to nodes by label: ft_node_rules_bound()),
- * and 1 when no node could take it (none is left to keep).
+ * nodes where the class's rules admit the node (noderules.h), its units are
+ * usable (ft_place_usable) and the point's CPU and memory fit, clamped to
+ * FT_WEIGHT_MAX; 1 below FT_WEIGHT_FROM (FT_WEIGHT_FROM_BOUND for a class
+ * bound to GPU models or to nodes by label: ft_node_rules_bound()), and 1
+ * when no node could take it (none is left to keep).
  *
  * FGD weighs a typical pod only by how often it comes, so a pod shape that
  * few nodes can hold counts for as little as it is frequent, and the last
@@ -153,6 +153,8 @@ void ft_mix_add(ft_mix_t *mix, const ft_demand_t *d,
  * nodes are T4 nodes, 13.5 % of the GPUs, for 16 % of the pods, which may
  * use only T4; weighing those pods' points from 2 instead of 4 left 0.42
  * points less GPU capacity unallocated at 100 % arrived, bench/README.md).
+ * So is a class bound to nodes by a label requirement (a node pool, a
+ * zone), for the same reason.
  */
 void ft_mix_weigh(ft_mix_t *mix, const ft_node_t *const *nodes, unsigned n);
 
