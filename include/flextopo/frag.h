@@ -66,6 +66,9 @@ typedef struct ft_mix {
 	ft_demand_t classes[FT_MIX_CLASSES]; /* ft_mix_class_of() keys */
 	/* Where each class may run: with its key, what tells classes apart */
 	ft_node_rules_t class_rules[FT_MIX_CLASSES];
+	/* Bound (ft_mix_weigh): some node looked at is not one the class may
+	 * run on, by its GPU models or node rules */
+	bool class_bound[FT_MIX_CLASSES];
 	uint32_t counts[FT_MIX_CLASSES];      /* pods of each in the window */
 	uint32_t generations[FT_MIX_CLASSES]; /* unique in the process and
 						 never 0, set whenever a slot
@@ -136,9 +139,11 @@ void ft_mix_add(ft_mix_t *mix, const ft_demand_t *d,
  * FT_WEIGH_NODES of them, evenly spread, are looked at): nodes looked at /
  * nodes where the class's rules admit the node (noderules.h), its units are
  * usable (ft_place_usable) and the point's CPU and memory fit, clamped to
- * FT_WEIGHT_MAX; 1 below FT_WEIGHT_FROM (FT_WEIGHT_FROM_BOUND for a class
- * bound to GPU models or to nodes by label: ft_node_rules_bound()), and 1
- * when no node could take it (none is left to keep).
+ * FT_WEIGHT_MAX; 1 below FT_WEIGHT_FROM (FT_WEIGHT_FROM_BOUND for a bound
+ * class), and 1 when no node could take it (none is left to keep). A class
+ * is bound (class_bound) when it names GPU models, or when its node rules
+ * rule out some node looked at: a nodeSelector that every candidate meets
+ * (a label all GPU nodes carry) binds nothing.
  *
  * FGD weighs a typical pod only by how often it comes, so a pod shape that
  * few nodes can hold counts for as little as it is frequent, and the last
@@ -153,8 +158,8 @@ void ft_mix_add(ft_mix_t *mix, const ft_demand_t *d,
  * nodes are T4 nodes, 13.5 % of the GPUs, for 16 % of the pods, which may
  * use only T4; weighing those pods' points from 2 instead of 4 left 0.42
  * points less GPU capacity unallocated at 100 % arrived, bench/README.md).
- * So is a class bound to nodes by a label requirement (a node pool, a
- * zone), for the same reason.
+ * So is a class whose node rules rule out some of the nodes (a node pool,
+ * a zone, a taint), for the same reason.
  */
 void ft_mix_weigh(ft_mix_t *mix, const ft_node_t *const *nodes, unsigned n);
 

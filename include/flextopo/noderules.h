@@ -132,10 +132,6 @@ void ft_node_labels_unref(ft_node_labels_t *l);
 bool ft_node_rules_admit(const ft_node_rules_t *rules,
 			 const ft_node_labels_t *labels);
 
-/* Do the rules name nodes by label (a requirement), so that the pod may
- * run only on some nodes whatever their taints? */
-bool ft_node_rules_bound(const ft_node_rules_t *rules);
-
 /* Are `a` and `b` the same rules, in the same order? */
 bool ft_node_rules_equal(const ft_node_rules_t *a, const ft_node_rules_t *b);
 

@@ -139,6 +139,10 @@ typedef struct ft_usable {
  */
 bool ft_place_requests_fit(const ft_node_t *node, const ft_demand_t *d);
 
+/* Does topology `t` have a GPU of a model `d` may run on (any, when it
+ * names none: demand.gpu_products)? */
+bool ft_place_model_allowed(const ft_topology_t *t, const ft_demand_t *d);
+
 /*
  * The units `d` could take on `node` now: those meeting its capabilities,
  * free, and inside a domain of its level (in guaranteed mode; else the

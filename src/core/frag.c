@@ -69,13 +69,6 @@ static bool same_class(const ft_demand_t *a, const ft_demand_t *b)
 		      a->n_gpu_products * sizeof(a->gpu_products[0])) == 0;
 }
 
-/* May class `c` run only on some nodes (GPU models, node labels)? */
-static bool class_bound(const ft_mix_t *mix, unsigned c)
-{
-	return mix->classes[c].n_gpu_products ||
-	       ft_node_rules_bound(&mix->class_rules[c]);
-}
-
 /* The key of the node memo (ft_frag_memo_t): the class key with the
  * pod's own requests, which its placement charges. */
 static void memo_shape(ft_demand_t *out, const ft_demand_t *d)
@@ -221,6 +214,7 @@ static unsigned new_class(ft_mix_t *mix, const ft_demand_t *key,
 	}
 	mix->classes[c] = *key;
 	mix->class_rules[c] = *rules;
+	mix->class_bound[c] = false;
 	new_generation(mix, c);
 	return c;
 }
@@ -423,9 +417,18 @@ static uint32_t class_frag(const ft_mix_t *mix, unsigned c,
 			  div);
 }
 
-/* Count `node` among the hosts of each point it could take now. */
-static void count_hosts(uint32_t (*hosts)[FT_MIX_POINTS], const ft_mix_t *mix,
-			const ft_node_t *node)
+/* May class `c` run on `node`, by its GPU models and node rules? */
+static bool class_reaches(const ft_node_t *node, const ft_mix_t *mix,
+			  unsigned c)
+{
+	return ft_node_rules_admit(&mix->class_rules[c], node->labels) &&
+	       ft_place_model_allowed(node->topology, &mix->classes[c]);
+}
+
+/* Count `node` among the nodes each class may run on (`reach`) and among
+ * the hosts of each point it could take now. */
+static void count_hosts(uint32_t (*hosts)[FT_MIX_POINTS], uint32_t *reach,
+			const ft_mix_t *mix, const ft_node_t *node)
 {
 	ft_frag_room_t r;
 
@@ -434,6 +437,7 @@ static void count_hosts(uint32_t (*hosts)[FT_MIX_POINTS], const ft_mix_t *mix,
 		ft_usable_t u;
 		if (!mix->counts[c])
 			continue;
+		reach[c] += class_reaches(node, mix, c);
 		usable_cached(&u, node, mix, c);
 		for (unsigned k = 0; u.milli && k < mix->n_points[c]; k++)
 			hosts[c][k] += point_fits(mix, c, k, &r);
@@ -455,21 +459,24 @@ static uint16_t scarcity_weight(uint32_t seen, uint32_t hosts, unsigned from)
 
 void ft_mix_weigh(ft_mix_t *mix, const ft_node_t *const *nodes, unsigned n)
 {
-	uint32_t hosts[FT_MIX_CLASSES][FT_MIX_POINTS];
+	uint32_t hosts[FT_MIX_CLASSES][FT_MIX_POINTS], reach[FT_MIX_CLASSES];
 	unsigned look = n < FT_WEIGH_NODES ? n : FT_WEIGH_NODES;
 	uint32_t seen = 0;
 
 	memset(hosts, 0, sizeof(hosts));
+	memset(reach, 0, sizeof(reach));
 	for (unsigned i = 0; i < look; i++) {
 		const ft_node_t *node = nodes[(uint64_t)i * n / look];
 		if (!node || !node->topology)
 			continue;
 		seen++;
-		count_hosts(hosts, mix, node);
+		count_hosts(hosts, reach, mix, node);
 	}
 	for (unsigned c = 0; c < mix->n_classes; c++) {
-		unsigned from =
-		    class_bound(mix, c) ? FT_WEIGHT_FROM_BOUND : FT_WEIGHT_FROM;
+		unsigned from;
+		mix->class_bound[c] = reach[c] < seen;
+		from =
+		    mix->class_bound[c] ? FT_WEIGHT_FROM_BOUND : FT_WEIGHT_FROM;
 		mix->class_weight[c] = 0;
 		for (unsigned k = 0; k < mix->n_points[c]; k++) {
 			mix->point_weight[c][k] =
@@ -694,7 +701,7 @@ static uint64_t bound_taken(const ft_mix_t *mix, unsigned c, uint32_t count,
 {
 	uint64_t lost = 0;
 
-	if (!class_bound(mix, c))
+	if (!mix->class_bound[c])
 		return 0;
 	for (unsigned k = 0; k < mix->n_points[c]; k++)
 		lost += (uint64_t)less(

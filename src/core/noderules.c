@@ -196,11 +196,6 @@ bool ft_node_rules_admit(const ft_node_rules_t *rules,
 			   taints_tolerated(rules, labels));
 }
 
-bool ft_node_rules_bound(const ft_node_rules_t *rules)
-{
-	return rules->n_reqs > 0;
-}
-
 static bool same_req(const ft_node_req_t *a, const ft_node_req_t *b)
 {
 	return a->op == b->op && a->term == b->term && a->first == b->first &&

@@ -1312,9 +1312,7 @@ bool ft_place_requests_fit(const ft_node_t *node, const ft_demand_t *d)
 		memory >= d->memory_mib);
 }
 
-/* Does the node have a GPU of a model `d` may run on (any, if it names
- * none)? */
-static bool product_allowed(const ft_topology_t *t, const ft_demand_t *d)
+bool ft_place_model_allowed(const ft_topology_t *t, const ft_demand_t *d)
 {
 	bool ok = !d->n_gpu_products;
 
@@ -1334,7 +1332,7 @@ void ft_place_usable(ft_usable_t *out, const ft_node_t *node,
 	ask_t a;
 
 	memset(out, 0, sizeof(*out));
-	if (!node->topology || !product_allowed(node->topology, d))
+	if (!node->topology || !ft_place_model_allowed(node->topology, d))
 		return;
 	ask_init(&a, node, d, FT_POLICY_PACKED);
 	ad = &a.u.demand;

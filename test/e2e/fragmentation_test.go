@@ -236,14 +236,11 @@ func nvswitchNodeTopo(node string) *Topology {
 // pairs-8 and pairs-4 have the same CPUs and memory and one held pod each
 // of the same size, so kube-scheduler's own scores tie and the extender's
 // decide. Under policy distributed the extender alone prefers pairs-8
-// (emptier). The pair pods' class is bound by its nodeSelector and only
-// pairs-8 of the two candidates has a free pair, so its point weighs 2
-// (ft_mix_weigh: scarcity 2 / 1, FT_WEIGHT_FROM_BOUND). The 1-GPU placement
-// on pairs-8 strands the broken pair's other GPU (+1 GPU, weighed 2) and
-// takes a GPU from a pair the class could use (+2 GPUs: the pair, times
-// weight - 1): +4 GPUs. On pairs-4 it takes the GPU that was a fragment for
-// pairs: -1 GPU, weighed 2. That ranks pairs-4 first: of the two nodes
-// explained it scores 10, pairs-8 0.
+// (emptier); the 8 pair pods make its 1-GPU placement there raise the
+// node's fragmentation by a GPU (the broken pair's other GPU), while on
+// pairs-4 it lowers it by a GPU, which ranks pairs-4 first: of the two
+// nodes explained it scores 10, pairs-8 0. (The pair pods' nodeSelector
+// admits both candidates, so it does not bind their class: ft_mix_weigh.)
 func TestFragmentationSparesLastFreeNVLinkPair(t *testing.T) {
 	c := requireExtender(t)
 	// No t.Parallel(): see the top of the file.
@@ -328,7 +325,7 @@ func TestFragmentationSparesLastFreeNVLinkPair(t *testing.T) {
 	want := map[string]struct {
 		delta float64
 		score int
-	}{big: {4, 0}, small: {-2, 10}}
+	}{big: {1, 0}, small: {-1, 10}}
 	for n, w := range want {
 		e := fgd[n]
 		switch {

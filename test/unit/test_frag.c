@@ -538,6 +538,16 @@ static void rare_and_common(ft_node_t **nodes, unsigned n)
 		nodes[i] = busy_node(i ? "common" : "rare", i ? 6000 : 0, none);
 }
 
+/* An 8x RTX 4090 node, free: of another GPU model than the others here. */
+static ft_node_t *other_model_node(void)
+{
+	ft_topology_t *t = ft_test_topology_4090("R");
+	ft_node_t *node = ft_test_node("other", t, NULL);
+
+	ft_topology_unref(t);
+	return node;
+}
+
 static void unref_all(ft_node_t **nodes, unsigned n)
 {
 	for (unsigned i = 0; i < n; i++)
@@ -599,44 +609,80 @@ static void test_frag__weigh_scarce_points(void **state)
 }
 
 /*
- * A class bound to GPU models or to nodes by label is weighed from
- * FT_WEIGHT_FROM_BOUND: a point that 1 of 3 nodes can take weighs 3 when
- * its class may use only the nodes' model (NVIDIA A40), or only nodes of a
- * label (the nodes' labels are not known, so all 3 qualify), and 1 when it
- * may use any node. Tolerations alone do not bind a class.
+ * A class bound to GPU models is weighed from FT_WEIGHT_FROM_BOUND: among a
+ * rare and a common NVIDIA A40 node and an RTX 4090 one, a 14-CPU point
+ * that only the rare node can take weighs 3 when its class may use only
+ * the A40 (bound: the 4090 node is ruled out); the same pods of any model
+ * can also take the 4090 node, and weigh 1 (scarcity 3 / 2, under
+ * FT_WEIGHT_FROM). Among A40 nodes alone, the model binds nothing.
  */
 static void test_frag__weigh_bound_class_from_lower_scarcity(void **state)
 {
 	ft_node_t *nodes[3];
 	ft_demand_t big = cpu_gpus_demand(1, 14000), bound = big;
-	ft_node_rules_t labelled = selector_rules("pool", "a"), tolerant;
 	ft_mix_t mix;
 
 	(void)state;
-	memset(&tolerant, 0, sizeof(tolerant));
-	tolerant.tolerates_all = true;
-	rare_and_common(nodes, 3);
+	rare_and_common(nodes, 2);
+	nodes[2] = other_model_node();
 	bound.n_gpu_products = 1;
 	bound.gpu_products[0] = ft_gpu_product_hash("NVIDIA-A40");
 	ft_mix_init(&mix, 64);
 	ft_mix_add(&mix, &big, NULL);
 	ft_mix_add(&mix, &bound, NULL);
-	ft_mix_add(&mix, &big, &labelled);
-	ft_mix_add(&mix, &big, &tolerant);
 	ft_mix_weigh(&mix, (const ft_node_t *const *)nodes, 3);
-	assert_int_equal(mix.n_classes, 4);
+	assert_int_equal(mix.n_classes, 2);
+	assert_true(mix.class_bound[1]);
 	assert_int_equal(mix.point_weight[0][0], FT_WEIGHT_ONE);
 	assert_int_equal(mix.point_weight[1][0], 3 * FT_WEIGHT_ONE);
-	assert_int_equal(mix.point_weight[2][0], 3 * FT_WEIGHT_ONE);
-	assert_int_equal(mix.point_weight[3][0], FT_WEIGHT_ONE);
+	ft_mix_weigh(&mix, (const ft_node_t *const *)nodes, 2);
+	assert_false(mix.class_bound[1]);
 	unref_all(nodes, 3);
 }
 
 /*
+ * A class is bound by its node rules when some node looked at is one they
+ * rule out: pods of pool a among nodes of pools a and b, not among nodes
+ * of pool a alone. A selector every node looked at meets (Exists pool),
+ * tolerations alone, or no rules bind nothing.
+ */
+static void test_frag__bound_by_nodes_ruled_out(void **state)
+{
+	ft_node_t *nodes[4] = {pool_node("a", NULL), pool_node("a", NULL),
+			       pool_node("a", NULL), pool_node("b", NULL)};
+	ft_node_rules_t in_a = selector_rules("pool", "a"), any_pool, tolerant;
+	ft_demand_t one = gpus_demand(1, -1);
+	ft_mix_t mix;
+
+	(void)state;
+	memset(&any_pool, 0, sizeof(any_pool));
+	any_pool.reqs[any_pool.n_reqs++] = (ft_node_req_t){
+	    .op = FT_REQ_EXISTS, .term = FT_RULE_ALL_TERMS, .first = 0, .n = 1};
+	any_pool.hashes[any_pool.n_hashes++] = ft_label_key_hash("pool");
+	memset(&tolerant, 0, sizeof(tolerant));
+	tolerant.tolerates_all = true;
+	ft_mix_init(&mix, 64);
+	ft_mix_add(&mix, &one, &in_a);
+	ft_mix_add(&mix, &one, &any_pool);
+	ft_mix_add(&mix, &one, &tolerant);
+	ft_mix_add(&mix, &one, NULL);
+	assert_int_equal(mix.n_classes, 4);
+	ft_mix_weigh(&mix, (const ft_node_t *const *)nodes, 4);
+	assert_true(mix.class_bound[0]);
+	assert_false(mix.class_bound[1]);
+	assert_false(mix.class_bound[2]);
+	assert_false(mix.class_bound[3]);
+	ft_mix_weigh(&mix, (const ft_node_t *const *)nodes, 3); /* pool a */
+	assert_false(mix.class_bound[0]);
+	unref_all(nodes, 4);
+}
+
+/*
  * What a placement takes from a scarce class bound to GPU models counts:
- * the mix has 1-GPU pods of any model (2 CPUs) and 1-GPU pods bound to the
- * nodes' model (NVIDIA A40) asking 14 CPUs, which only the rare node of 3
- * holds (scarcity 3). A 1-GPU pod of any model on the rare node strands
+ * the mix has 1-GPU pods of any model (2 CPUs) and 1-GPU pods bound to
+ * NVIDIA A40 asking 14 CPUs, which only the rare node of 3 holds (scarcity
+ * 3; the third node is an RTX 4090 one). A 1-GPU pod of any model on the
+ * rare node strands
  * nothing, but takes a GPU the bound pods could use: unweighed it costs 0,
  * weighed (3 - 1) x 1000 milli, averaged over the 2 classes. One that also
  * takes the CPU they need costs all 4 GPUs, plus what FGD counts. A class
@@ -653,7 +699,8 @@ static void test_frag__taking_from_bound_class_costs(void **state)
 	ft_mix_t mix, unbound;
 
 	(void)state;
-	rare_and_common(nodes, 3);
+	rare_and_common(nodes, 2);
+	nodes[2] = other_model_node(); /* it binds the A40 class */
 	bound.n_gpu_products = 1;
 	bound.gpu_products[0] = ft_gpu_product_hash("NVIDIA-A40");
 	mix_of(&mix, &small, 1, &bound, 1);
@@ -1220,6 +1267,7 @@ int main(void)
 	    cmocka_unit_test(test_frag__of_class_on_another_model),
 	    cmocka_unit_test(test_frag__of_class_ruled_out_by_node),
 	    cmocka_unit_test(test_frag__weigh_bound_class_from_lower_scarcity),
+	    cmocka_unit_test(test_frag__bound_by_nodes_ruled_out),
 	    cmocka_unit_test(test_frag__taking_from_bound_class_costs),
 	    cmocka_unit_test(test_frag__single_gpu_spares_last_pair),
 	    cmocka_unit_test(test_frag__measure_blocks),
