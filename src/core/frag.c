@@ -363,9 +363,22 @@ static uint32_t less(uint32_t a, uint32_t b)
 	return b < a ? a - b : 0;
 }
 
-static uint32_t weighted(const ft_mix_t *mix, uint64_t sum)
+/*
+ * How much class `c` counts in the mix's average, in FT_MASS_ONE: its pods,
+ * times its pods per GPU when it asks a fraction of one (frag.h, ft_mix_t).
+ */
+static uint64_t class_mass(const ft_mix_t *mix, unsigned c)
 {
-	return (uint32_t)((sum + mix->total / 2) / mix->total);
+	uint32_t f = mix->classes[c].gpu_fraction_milli;
+
+	return (uint64_t)mix->counts[c] *
+	       (f && f < 1000 ? FT_MASS_ONE * 1000 / f : FT_MASS_ONE);
+}
+
+/* `sum` over the classes, each weighed by its mass, averaged over `mass`. */
+static uint32_t weighted(uint64_t sum, uint64_t mass)
+{
+	return mass ? (uint32_t)((sum + mass / 2) / mass) : 0;
 }
 
 /* The CPU and memory the node's pods have not requested. */
@@ -492,7 +505,7 @@ void ft_mix_weigh(ft_mix_t *mix, const ft_node_t *const *nodes, unsigned n)
 static uint32_t expected(const ft_node_t *node, const ft_mix_t *mix,
 			 uint64_t *mig_usable)
 {
-	uint64_t sum = 0;
+	uint64_t sum = 0, mass = 0;
 	ft_frag_room_t room;
 
 	if (!mix || !mix->total || !node->topology)
@@ -500,17 +513,18 @@ static uint32_t expected(const ft_node_t *node, const ft_mix_t *mix,
 	room_of(&room, node);
 	for (unsigned c = 0; c < mix->n_classes; c++) {
 		ft_usable_t u;
-		if (!mix->counts[c])
+		uint64_t m = class_mass(mix, c);
+		if (!m)
 			continue;
+		mass += m;
 		usable_cached(&u, node, mix, c);
-		sum += (uint64_t)mix->counts[c] *
-		       class_frag(mix, c, &room, u.milli);
+		sum += m * class_frag(mix, c, &room, u.milli);
 		if (mig_usable) {
 			mig_usable[0] |= u.mig[0];
 			mig_usable[1] |= u.mig[1];
 		}
 	}
-	return weighted(mix, sum);
+	return weighted(sum, mass);
 }
 
 /* Slices of free instances that no class of the mix could take now. */
@@ -686,7 +700,7 @@ static uint32_t point_avail(const ft_mix_t *mix, unsigned c, unsigned k,
 }
 
 /*
- * What a placement takes from the `count` pods of class `c` when it is
+ * What a placement takes from class `c`, of mass `mass`, when it is
  * bound to GPU models or to nodes by label, milli-GPU: averaged over its
  * points, the capacity each could use before (`before`, `usable`) and
  * cannot after (`after`, `usable_after`: its units taken, or its CPU or
@@ -695,7 +709,7 @@ static uint32_t point_avail(const ft_mix_t *mix, unsigned c, unsigned k,
  * placement strands, not what it takes: a pod that may run anywhere would
  * take the GPUs a model's bound pods need at no cost.
  */
-static uint64_t bound_taken(const ft_mix_t *mix, unsigned c, uint32_t count,
+static uint64_t bound_taken(const ft_mix_t *mix, unsigned c, uint64_t mass,
 			    const ft_frag_room_t *before, uint32_t usable,
 			    const ft_frag_room_t *after, uint32_t usable_after)
 {
@@ -709,13 +723,13 @@ static uint64_t bound_taken(const ft_mix_t *mix, unsigned c, uint32_t count,
 			    point_avail(mix, c, k, after, usable_after)) *
 			mix->point_share[c][k] *
 			(mix->point_weight[c][k] - FT_WEIGHT_ONE);
-	return count * lost / ((uint64_t)mix->class_shares[c] * FT_WEIGHT_ONE);
+	return mass * lost / ((uint64_t)mix->class_shares[c] * FT_WEIGHT_ONE);
 }
 
 int ft_frag_delta(int64_t *out, const ft_node_t *node, const ft_demand_t *d,
 		  ft_policy_t policy, const ft_mix_t *mix)
 {
-	uint64_t sum_before = 0, sum_after = 0, taken = 0;
+	uint64_t sum_before = 0, sum_after = 0, taken = 0, mass = 0;
 	ft_frag_room_t before;
 	ft_frag_after_t after;
 	ft_placement_t p;
@@ -731,19 +745,20 @@ int ft_frag_delta(int64_t *out, const ft_node_t *node, const ft_demand_t *d,
 	/* One pass: F before (expected()), F after, and what is taken. */
 	for (unsigned c = 0; c < mix->n_classes; c++) {
 		ft_usable_t u;
-		if (!mix->counts[c])
+		uint64_t m = class_mass(mix, c);
+		if (!m)
 			continue;
+		mass += m;
 		usable_cached(&u, node, mix, c);
-		sum_before += (uint64_t)mix->counts[c] *
-			      class_frag(mix, c, &before, u.milli);
-		sum_after += (uint64_t)mix->counts[c] *
-			     class_frag(mix, c, &after.room, after.usable[c]);
-		taken += bound_taken(mix, c, mix->counts[c], &before, u.milli,
-				     &after.room, after.usable[c]);
+		sum_before += m * class_frag(mix, c, &before, u.milli);
+		sum_after +=
+		    m * class_frag(mix, c, &after.room, after.usable[c]);
+		taken += bound_taken(mix, c, m, &before, u.milli, &after.room,
+				     after.usable[c]);
 	}
-	*out = (int64_t)weighted(mix, sum_after) -
-	       (int64_t)weighted(mix, sum_before) +
-	       (int64_t)weighted(mix, taken);
+	*out = (int64_t)weighted(sum_after, mass) -
+	       (int64_t)weighted(sum_before, mass) +
+	       (int64_t)weighted(taken, mass);
 	return 0;
 }
 

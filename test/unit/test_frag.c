@@ -429,6 +429,30 @@ static void test_frag__shared_fraction(void **state)
 	ft_node_unref(busy);
 }
 
+/*
+ * A class asking a fraction of a GPU counts its pods times its pods per
+ * GPU: with one whole-GPU pod and one 0.25-GPU pod in the mix, a node whose
+ * GPU 0 is half taken strands its half GPU for the whole-GPU pods (500
+ * milli) and nothing for the quarter ones, which weigh 4 times as much: F
+ * is 500 x 1 / (1 + 4) = 100 milli, not FGD's (500 + 0) / 2.
+ */
+static void test_frag__fraction_weighs_by_pods_per_gpu(void **state)
+{
+	ft_node_t *half = shared_node(10, 0, 5);
+	ft_demand_t whole = fraction_demand(1, 1000),
+		    quarter = fraction_demand(1, 250);
+	ft_frag_t f;
+	ft_mix_t mix;
+
+	(void)state;
+	mix_of(&mix, &whole, 1, &quarter, 1);
+	assert_int_equal(mix.n_classes, 2);
+	ft_frag_measure(&f, half, &mix);
+	assert_int_equal(f.free_milli, 3500);
+	assert_int_equal(f.fragmentation_milli, 100);
+	ft_node_unref(half);
+}
+
 /* A pairs4 node (16 CPUs, 128 GiB) with one pod requesting `cpu_millis`
  * and holding the whole GPUs listed (-1 ends). */
 static ft_node_t *busy_node(const char *name, uint32_t cpu_millis,
@@ -990,15 +1014,20 @@ static ft_node_t *random_node(unsigned *seed, ft_topology_t *t, ft_pod_t *pods,
 	return ft_test_node("r", t, list);
 }
 
-/* F under `mix` from ft_frag_of alone: no cache, no shortcut. */
+/* F under `mix` from ft_frag_of alone: no cache, no shortcut. Each class
+ * counts its pods, times its pods per GPU when it asks a fraction. */
 static int64_t reference(const ft_node_t *node, const ft_mix_t *mix)
 {
-	uint64_t sum = 0;
+	uint64_t sum = 0, mass = 0;
 
-	for (unsigned c = 0; c < mix->n_classes; c++)
-		sum += (uint64_t)mix->counts[c] *
-		       ft_frag_of(node, &mix->classes[c]);
-	return (int64_t)((sum + mix->total / 2) / mix->total);
+	for (unsigned c = 0; c < mix->n_classes; c++) {
+		uint32_t f = mix->classes[c].gpu_fraction_milli;
+		uint64_t m = (uint64_t)mix->counts[c] *
+			     (f && f < 1000 ? 1000000 / f : 1000);
+		sum += m * ft_frag_of(node, &mix->classes[c]);
+		mass += m;
+	}
+	return (int64_t)((sum + mass / 2) / mass);
 }
 
 /*
@@ -1273,6 +1302,7 @@ int main(void)
 	    cmocka_unit_test(test_frag__measure_blocks),
 	    cmocka_unit_test(test_frag__mig_stranded),
 	    cmocka_unit_test(test_frag__shared_fraction),
+	    cmocka_unit_test(test_frag__fraction_weighs_by_pods_per_gpu),
 	    cmocka_unit_test(test_frag__edges),
 	    cmocka_unit_test(test_frag__mix_keys_by_gpu_shape),
 	    cmocka_unit_test(test_frag__mix_samples_roll),
