@@ -152,9 +152,9 @@ void ft_mix_add(ft_mix_t *mix, const ft_demand_t *d,
  * usable (ft_place_usable) and the point's CPU and memory fit, clamped to
  * FT_WEIGHT_MAX; 1 below FT_WEIGHT_FROM (FT_WEIGHT_FROM_BOUND for a bound
  * class), and 1 when no node could take it (none is left to keep). A class
- * is bound (class_bound) when it names GPU models, or when its node rules
- * rule out some node looked at: a nodeSelector that every candidate meets
- * (a label all GPU nodes carry) binds nothing.
+ * is bound (class_bound) when its GPU models or its node rules rule out some
+ * node looked at: a nodeSelector that every candidate meets (a label all GPU
+ * nodes carry), or GPU models every candidate has, bind nothing.
  *
  * FGD weighs a typical pod only by how often it comes, so a pod shape that
  * few nodes can hold counts for as little as it is frequent, and the last

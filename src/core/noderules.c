@@ -28,8 +28,9 @@ uint64_t ft_label_key_hash(const char *key)
 
 uint64_t ft_label_hash(const char *key, const char *value)
 {
-	/* '=' cannot end a key, so the pair never hashes as a key does. */
-	return fnv(fnv(FNV_OFFSET, key) ^ '=', value) * FNV_PRIME;
+	/* FNV-1a of "key=value": a key holds no '=', so no two pairs, and no
+	 * pair and key, are the same string. */
+	return fnv(fnv(fnv(FNV_OFFSET, key), "="), value);
 }
 
 uint8_t ft_taint_effect(const char *effect)

@@ -262,6 +262,12 @@ static void test_noderules__equal(void **state)
 	assert_false(ft_node_rules_equal(&a, &d));
 	assert_true(ft_label_hash("a", "b") != ft_label_hash("ab", ""));
 	assert_true(ft_label_hash("a", "") != ft_label_key_hash("a"));
+	/* The boundary between key and value does not slide: with '=' only
+	 * XORed in, "gpu"/"dev" and "gpuY"/"Xv" hashed alike. */
+	assert_true(ft_label_hash("gpu", "dev") != ft_label_hash("gpuY", "Xv"));
+	assert_true(ft_label_hash("k", "xy") != ft_label_hash("kE", "D"));
+	assert_true(admits("{" TERMS(EXPR(REQ("pool", "NotIn", "'dev'"))) "}",
+			   "'poolY':'Xv'", ""));
 }
 
 int main(void)
