@@ -303,6 +303,7 @@ typedef struct ft_frag_cache_entry {
 	uint32_t generation; /* of the mix class it is for; 0: empty */
 	uint32_t milli;
 	uint16_t gpus;
+	bool reaches; /* the class's GPU models and node rules admit the node */
 	uint64_t mig[2];
 } ft_frag_cache_entry_t;
 

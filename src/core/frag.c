@@ -318,44 +318,55 @@ static void unlock_node(const ft_node_t *node)
 }
 
 /*
- * What class `c` could use on `node`: ft_place_usable(), or nothing on a
- * node its rules rule out (FGD's NoAccess, as for another GPU model).
+ * What class `c` could use on `node` (ft_place_usable), nothing where its
+ * GPU models or node rules rule the node out (FGD's NoAccess). Whether
+ * they admit it.
  */
-static void class_usable(ft_usable_t *out, const ft_node_t *node,
+static bool class_usable(ft_usable_t *out, const ft_node_t *node,
 			 const ft_mix_t *mix, unsigned c)
 {
-	if (ft_node_rules_admit(&mix->class_rules[c], node->labels))
+	bool reaches =
+	    node->topology &&
+	    ft_place_model_allowed(node->topology, &mix->classes[c]) &&
+	    ft_node_rules_admit(&mix->class_rules[c], node->labels);
+
+	if (reaches)
 		ft_place_usable(out, node, &mix->classes[c]);
 	else
 		memset(out, 0, sizeof(*out));
+	return reaches;
 }
 
 /*
  * class_usable() of class `c` on `node`, through the node's cache; a node
  * without one, or whose cache another thread holds, works it out alone.
  */
-static void usable_cached(ft_usable_t *out, const ft_node_t *node,
+static bool usable_cached(ft_usable_t *out, const ft_node_t *node,
 			  const ft_mix_t *mix, unsigned c)
 {
 	ft_frag_cache_entry_t *e = node->frag ? &node->frag->cache[c] : NULL;
 	bool locked = lock_node(node);
 	bool hit = locked && e->generation == mix->generations[c];
+	bool reaches;
 
 	if (hit) {
 		out->milli = e->milli;
 		out->gpus = e->gpus;
 		memcpy(out->mig, e->mig, sizeof(out->mig));
+		reaches = e->reaches;
 	} else {
-		class_usable(out, node, mix, c);
+		reaches = class_usable(out, node, mix, c);
 	}
 	if (locked && !hit) {
 		e->generation = mix->generations[c];
 		e->milli = out->milli;
 		e->gpus = out->gpus;
 		memcpy(e->mig, out->mig, sizeof(e->mig));
+		e->reaches = reaches;
 	}
 	if (locked)
 		unlock_node(node);
+	return reaches;
 }
 
 static uint32_t less(uint32_t a, uint32_t b)
@@ -430,14 +441,6 @@ static uint32_t class_frag(const ft_mix_t *mix, unsigned c,
 			  div);
 }
 
-/* May class `c` run on `node`, by its GPU models and node rules? */
-static bool class_reaches(const ft_node_t *node, const ft_mix_t *mix,
-			  unsigned c)
-{
-	return ft_node_rules_admit(&mix->class_rules[c], node->labels) &&
-	       ft_place_model_allowed(node->topology, &mix->classes[c]);
-}
-
 /* Count `node` among the nodes each class may run on (`reach`) and among
  * the hosts of each point it could take now. */
 static void count_hosts(uint32_t (*hosts)[FT_MIX_POINTS], uint32_t *reach,
@@ -450,8 +453,7 @@ static void count_hosts(uint32_t (*hosts)[FT_MIX_POINTS], uint32_t *reach,
 		ft_usable_t u;
 		if (!mix->counts[c])
 			continue;
-		reach[c] += class_reaches(node, mix, c);
-		usable_cached(&u, node, mix, c);
+		reach[c] += usable_cached(&u, node, mix, c);
 		for (unsigned k = 0; u.milli && k < mix->n_points[c]; k++)
 			hosts[c][k] += point_fits(mix, c, k, &r);
 	}
@@ -501,30 +503,93 @@ void ft_mix_weigh(ft_mix_t *mix, const ft_node_t *const *nodes, unsigned n)
 	}
 }
 
-/* F_n under `mix`, and (when not NULL) the instances some class could take. */
-static uint32_t expected(const ft_node_t *node, const ft_mix_t *mix,
-			 uint64_t *mig_usable)
+/* What point `k` of class `c` could use of `usable` under room `r`. */
+static uint32_t point_avail(const ft_mix_t *mix, unsigned c, unsigned k,
+			    const ft_frag_room_t *r, uint32_t usable)
 {
-	uint64_t sum = 0, mass = 0;
-	ft_frag_room_t room;
+	return point_fits(mix, c, k, r) ? usable : 0;
+}
 
-	if (!mix || !mix->total || !node->topology)
+/*
+ * What a placement takes from class `c`, of mass `mass`, when it is
+ * bound to GPU models or to nodes by label, milli-GPU: averaged over its
+ * points, the capacity each could use before (`before`, `usable`) and
+ * cannot after (`after`, `usable_after`: its units taken, or its CPU or
+ * memory), times how far the point's scarcity weight exceeds 1
+ * (ft_mix_weigh). 0 for a class free to run anywhere. FGD counts what a
+ * placement strands, not what it takes: a pod that may run anywhere would
+ * take the GPUs a model's bound pods need at no cost.
+ */
+static uint64_t bound_taken(const ft_mix_t *mix, unsigned c, uint64_t mass,
+			    const ft_frag_room_t *before, uint32_t usable,
+			    const ft_frag_room_t *after, uint32_t usable_after)
+{
+	uint64_t lost = 0;
+
+	if (!mix->class_bound[c])
 		return 0;
-	room_of(&room, node);
+	for (unsigned k = 0; k < mix->n_points[c]; k++)
+		lost += (uint64_t)less(
+			    point_avail(mix, c, k, before, usable),
+			    point_avail(mix, c, k, after, usable_after)) *
+			mix->point_share[c][k] *
+			(mix->point_weight[c][k] - FT_WEIGHT_ONE);
+	return mass * lost / ((uint64_t)mix->class_shares[c] * FT_WEIGHT_ONE);
+}
+
+/* The mix's classes summed over one node, each weighed by its mass. */
+typedef struct frag_sums {
+	uint64_t before; /* F_n(m) now */
+	uint64_t after;	 /* F_n(m) after a placement */
+	uint64_t taken;	 /* bound_taken() by the placement */
+	uint64_t mass;	 /* of the classes summed */
+} frag_sums_t;
+
+/*
+ * One pass over the classes of `mix` on `node`, whose room is `room`: F
+ * before and, when `after` (the node after a placement) is given, F after
+ * and what the placement takes. The instances some class could take now
+ * go into `mig_usable` when it is not NULL.
+ */
+static void sum_classes(frag_sums_t *out, const ft_node_t *node,
+			const ft_mix_t *mix, const ft_frag_room_t *room,
+			const ft_frag_after_t *after, uint64_t *mig_usable)
+{
+	memset(out, 0, sizeof(*out));
 	for (unsigned c = 0; c < mix->n_classes; c++) {
 		ft_usable_t u;
 		uint64_t m = class_mass(mix, c);
 		if (!m)
 			continue;
-		mass += m;
+		out->mass += m;
 		usable_cached(&u, node, mix, c);
-		sum += m * class_frag(mix, c, &room, u.milli);
+		out->before += m * class_frag(mix, c, room, u.milli);
+		if (after) {
+			out->after += m * class_frag(mix, c, &after->room,
+						     after->usable[c]);
+			out->taken +=
+			    bound_taken(mix, c, m, room, u.milli, &after->room,
+					after->usable[c]);
+		}
 		if (mig_usable) {
 			mig_usable[0] |= u.mig[0];
 			mig_usable[1] |= u.mig[1];
 		}
 	}
-	return weighted(sum, mass);
+}
+
+/* F_n under `mix`, and (when not NULL) the instances some class could take. */
+static uint32_t expected(const ft_node_t *node, const ft_mix_t *mix,
+			 uint64_t *mig_usable)
+{
+	ft_frag_room_t room;
+	frag_sums_t s;
+
+	if (!mix || !mix->total || !node->topology)
+		return 0;
+	room_of(&room, node);
+	sum_classes(&s, node, mix, &room, NULL, mig_usable);
+	return weighted(s.before, s.mass);
 }
 
 /* Slices of free instances that no class of the mix could take now. */
@@ -692,45 +757,11 @@ static int frag_after(ft_frag_after_t *out, const ft_node_t *node,
 	return 0;
 }
 
-/* What point `k` of class `c` could use of `usable` under room `r`. */
-static uint32_t point_avail(const ft_mix_t *mix, unsigned c, unsigned k,
-			    const ft_frag_room_t *r, uint32_t usable)
-{
-	return point_fits(mix, c, k, r) ? usable : 0;
-}
-
-/*
- * What a placement takes from class `c`, of mass `mass`, when it is
- * bound to GPU models or to nodes by label, milli-GPU: averaged over its
- * points, the capacity each could use before (`before`, `usable`) and
- * cannot after (`after`, `usable_after`: its units taken, or its CPU or
- * memory), times how far the point's scarcity weight exceeds 1
- * (ft_mix_weigh). 0 for a class free to run anywhere. FGD counts what a
- * placement strands, not what it takes: a pod that may run anywhere would
- * take the GPUs a model's bound pods need at no cost.
- */
-static uint64_t bound_taken(const ft_mix_t *mix, unsigned c, uint64_t mass,
-			    const ft_frag_room_t *before, uint32_t usable,
-			    const ft_frag_room_t *after, uint32_t usable_after)
-{
-	uint64_t lost = 0;
-
-	if (!mix->class_bound[c])
-		return 0;
-	for (unsigned k = 0; k < mix->n_points[c]; k++)
-		lost += (uint64_t)less(
-			    point_avail(mix, c, k, before, usable),
-			    point_avail(mix, c, k, after, usable_after)) *
-			mix->point_share[c][k] *
-			(mix->point_weight[c][k] - FT_WEIGHT_ONE);
-	return mass * lost / ((uint64_t)mix->class_shares[c] * FT_WEIGHT_ONE);
-}
-
 int ft_frag_delta(int64_t *out, const ft_node_t *node, const ft_demand_t *d,
 		  ft_policy_t policy, const ft_mix_t *mix)
 {
-	uint64_t sum_before = 0, sum_after = 0, taken = 0, mass = 0;
 	ft_frag_room_t before;
+	frag_sums_t s;
 	ft_frag_after_t after;
 	ft_placement_t p;
 	int rc;
@@ -742,23 +773,10 @@ int ft_frag_delta(int64_t *out, const ft_node_t *node, const ft_demand_t *d,
 	if ((rc = frag_after(&after, node, d, policy, mix)) < 0)
 		return rc;
 	room_of(&before, node);
-	/* One pass: F before (expected()), F after, and what is taken. */
-	for (unsigned c = 0; c < mix->n_classes; c++) {
-		ft_usable_t u;
-		uint64_t m = class_mass(mix, c);
-		if (!m)
-			continue;
-		mass += m;
-		usable_cached(&u, node, mix, c);
-		sum_before += m * class_frag(mix, c, &before, u.milli);
-		sum_after +=
-		    m * class_frag(mix, c, &after.room, after.usable[c]);
-		taken += bound_taken(mix, c, m, &before, u.milli, &after.room,
-				     after.usable[c]);
-	}
-	*out = (int64_t)weighted(sum_after, mass) -
-	       (int64_t)weighted(sum_before, mass) +
-	       (int64_t)weighted(taken, mass);
+	sum_classes(&s, node, mix, &before, &after, NULL);
+	*out = (int64_t)weighted(s.after, s.mass) -
+	       (int64_t)weighted(s.before, s.mass) +
+	       (int64_t)weighted(s.taken, s.mass);
 	return 0;
 }
 
