@@ -243,6 +243,39 @@ bool ft_place_fits_level(const ft_node_t *node, const ft_demand_t *d,
 			 ft_level_t level);
 
 /*
+ * Free units of one domain for a demand, or a domain's capacity when usage
+ * is ignored: whole GPUs meeting the demand (none for a demand of ranks),
+ * ranks of a shared demand that fit (one per shared GPU with a fraction,
+ * else free replicas), instances of its MIG profile, CPUs and memory (MiB)
+ * of the domain's NUMA nodes; memory_unknown when one of them has memory
+ * the topology does not know.
+ */
+typedef struct ft_room {
+	uint32_t gpus, mig, cpus;
+	uint32_t shared;
+	uint64_t memory_mib;
+	bool memory_unknown;
+} ft_room_t;
+
+/*
+ * The rooms ft_place_fits_domain() compares with the demand: domain `domain`
+ * of `node` (topology present) in `domain_out`, and the whole node less the
+ * usage of unknown placement in `node_out`, for the demand and units of `u`
+ * (ft_place_units on the node's topology). The demand fits the domain now
+ * exactly when ft_place_room_fits() holds for both. For a search that asks
+ * many times about one demand (victims.h).
+ */
+void ft_place_rooms(ft_room_t *domain_out, ft_room_t *node_out,
+		    const ft_node_t *node, const ft_units_t *u,
+		    unsigned domain);
+
+/*
+ * Does room `r` hold demand `d`: enough GPUs, ranks, instances and CPUs, and
+ * with pinned CPUs enough memory unless it is unknown?
+ */
+bool ft_place_room_fits(const ft_room_t *r, const ft_demand_t *d);
+
+/*
  * Decide whether `d` fits `node` now. Never fails. A node without topology
  * passes a pod that asks neither an affinity nor capabilities, and is
  * unresolvable for the others.

@@ -23,14 +23,7 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Free units inside one domain (or its capacity, when usage is ignored). */
-typedef struct {
-	uint32_t gpus, mig, cpus;
-	uint32_t shared; /* ranks of a shared demand that fit, one per GPU
-			    with a fraction, else free replicas */
-	uint64_t memory_mib;
-	bool memory_unknown; /* a NUMA node of unknown memory: unchecked */
-} room_t;
+typedef ft_room_t room_t;
 
 /* One request on one node: the adapted demand, its units and the policy. */
 typedef struct {
@@ -328,7 +321,7 @@ static const ft_domain_t *node_domain(const ft_topology_t *t)
 }
 
 /* Node-wide room after the usage whose placement is unknown. */
-static bool node_room_fits(const ask_t *a)
+static room_t node_room(const ask_t *a)
 {
 	const ft_node_t *node = a->node;
 	room_t r = domain_room(a, node_domain(a->t), false);
@@ -340,7 +333,12 @@ static bool node_room_fits(const ask_t *a)
 	r.shared = r.shared > node->unknown_replicas
 		       ? r.shared - node->unknown_replicas
 		       : 0;
-	return room_fits(r, &a->u.demand);
+	return r;
+}
+
+static bool node_room_fits(const ask_t *a)
+{
+	return room_fits(node_room(a), &a->u.demand);
 }
 
 static bool level_fits(const ask_t *a, ft_level_t level, bool ignore_usage)
@@ -366,6 +364,24 @@ bool ft_place_fits_domain(const ft_node_t *node, const ft_demand_t *d,
 	return node_room_fits(&a) &&
 	       room_fits(domain_room(&a, &a.t->domains[domain], false),
 			 &a.u.demand);
+}
+
+void ft_place_rooms(ft_room_t *domain_out, ft_room_t *node_out,
+		    const ft_node_t *node, const ft_units_t *u, unsigned domain)
+{
+	ask_t a;
+
+	a.node = node;
+	a.t = node->topology;
+	a.u = *u;
+	a.policy = FT_POLICY_PACKED;
+	*domain_out = domain_room(&a, &a.t->domains[domain], false);
+	*node_out = node_room(&a);
+}
+
+bool ft_place_room_fits(const ft_room_t *r, const ft_demand_t *d)
+{
+	return room_fits(*r, d);
 }
 
 bool ft_place_fits_level(const ft_node_t *node, const ft_demand_t *d,
