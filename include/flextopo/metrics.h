@@ -22,6 +22,11 @@
  *                                           the scheduler's ("passed"), or
  *                                           dropped ("dropped")
  *   preemption_victims_total{mode}          counter
+ *   victim_searches_total{result}           counter: node searches of the
+ *                                           preempt verb by whether the
+ *                                           set is the cheapest ("exact")
+ *                                           or why not (victims.h,
+ *                                           ft_victim_fallback_name)
  *   binds_total{result}                     counter: bound | failed
  *   bind_affinity_level_total{level}        counter: level reached at bind
  *   nodes, nodes_bad_topology, pods, assumed_pods, snapshot_generation,
@@ -52,6 +57,7 @@
 #include "config.h"
 #include "decisions.h"
 #include "topology.h"
+#include "victims.h"
 
 /* Upper bounds of the latency buckets, in seconds (+Inf is implied). */
 #define FT_METRICS_BUCKETS 15
@@ -84,6 +90,9 @@ typedef enum {
 void ft_metrics_preempt(ft_metrics_t *m, ft_affinity_mode_t mode,
 			const unsigned nodes[FT_PREEMPT_OUTCOMES],
 			unsigned victims);
+
+/* One victim search of the preempt verb, by its fallback (victims.h). */
+void ft_metrics_victim_search(ft_metrics_t *m, ft_victim_fallback_t fallback);
 
 /*
  * One bind: `bound` or failed; `level` the affinity level the placement

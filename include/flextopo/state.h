@@ -101,8 +101,10 @@ void ft_state_confirm(ft_state_t *state, const char *uid);
 
 /*
  * The budgets covering the holdings of `node` (a node of a snapshot from
- * this state), for ft_victims_search(). Holdings whose pod is unknown or
- * matches no budget get none.
+ * this state), for ft_victims_search(), matched as kube-scheduler matches
+ * them (victims.h): holdings whose pod is unknown, has no labels or matches
+ * no budget get none, and a budget with an empty or null selector covers
+ * no pod. Matches past the view's bounds set out->truncated.
  */
 void ft_state_pdb_view(ft_state_t *state, const ft_node_t *node,
 		       ft_pdb_view_t *out);

@@ -14,9 +14,13 @@
  *   5. latest earliest start time among the highest-priority victims.
  *
  * The search is exact: per affinity domain that could host the preemptor, a
- * branch and bound over the pods holding units in that domain, pruned by the
- * best cost so far and by "even evicting every remaining candidate would not
- * be enough". Pure: no I/O, no clock.
+ * branch and bound over the pods holding units in that domain. It prunes a
+ * branch by a lower bound on the cost of any set that completes it (how many
+ * more pods the shortest resource still needs, knapsack-style, and the
+ * cheapest priorities that many pods can have), by the start times that
+ * decide ties, and by symmetry between pods of the same priority that free
+ * the same amounts. A pod that two holdings claim (a conflict, cluster.h) is
+ * freed only when both go. Pure: no I/O, no clock.
  */
 #ifndef FLEXTOPO_VICTIMS_H
 #define FLEXTOPO_VICTIMS_H
@@ -25,25 +29,71 @@
 #include <stdint.h>
 
 #include "cluster.h"
+#include "pdb.h"
 #include "place.h"
 
-#define FT_VICTIM_MAX  64 /* holdings considered per node */
-#define FT_PDB_MAX     32 /* PodDisruptionBudgets per node search */
-#define FT_PDB_PER_POD 4  /* budgets one pod may match */
+/*
+ * Pods per node the search considers: kubelet's maxPods defaults to 110
+ * (k8s.io/kubelet/config/v1beta1, KubeletConfiguration.MaxPods) and managed
+ * platforms allow up to 256 (GKE's maximum pods per node). On a node with
+ * more candidates the cheapest FT_VICTIM_MAX are searched and the answer is
+ * reported as not exact (FT_VICTIM_TOO_MANY_PODS).
+ */
+#define FT_VICTIM_MAX  256
+#define FT_PDB_MAX     64 /* PodDisruptionBudgets per node search */
+#define FT_PDB_PER_POD 8  /* budgets one pod may match */
 
 /*
  * The PodDisruptionBudgets that cover the pods of one node, as kube-scheduler
- * counts violations (default_preemption.go, filterPodsWithPDBViolation):
- * evicting a pod spends one disruption of every budget it matches; a pod
- * whose eviction takes any of them below zero is one violation.
+ * counts violations (pkg/scheduler/framework/plugins/defaultpreemption/
+ * default_preemption.go, filterPodsWithPDBViolation): evicting a pod spends
+ * one disruption of every budget it matches; a pod whose eviction takes any
+ * of them below zero is one violation. As there, a budget with an empty or
+ * null selector and a pod without labels match nothing (ft_pdb_counts).
+ * Holding `i` of the node matches budgets of[i][0..n_of[i])
+ * (i < FT_VICTIM_MAX).
  */
 typedef struct ft_pdb_view {
 	unsigned n_budgets;
+	/*
+	 * Some matches were left out: more than FT_PDB_MAX budgets, a pod
+	 * matching more than FT_PDB_PER_POD, or a budget on a holding past
+	 * FT_VICTIM_MAX. The search then reports FT_VICTIM_PDB_LIMIT.
+	 */
+	bool truncated;
 	int32_t allowed[FT_PDB_MAX]; /* status.disruptionsAllowed */
 	uint8_t n_of[FT_VICTIM_MAX]; /* per holding: budgets matched */
 	uint8_t of[FT_VICTIM_MAX][FT_PDB_PER_POD];
 } ft_pdb_view_t;
-#define FT_VICTIM_EXACT_MAX 64 /* candidates per domain searched exactly */
+
+/*
+ * The view of `node`'s holdings against `budgets` (n of them, borrowed):
+ * `pods[i]` is the pod of holding i, NULL when unknown (it matches none).
+ * Matched with ft_pdb_counts() (pdb.h).
+ */
+void ft_victims_pdb_view(ft_pdb_view_t *out, const ft_node_t *node,
+			 const ft_pod_t *const *pods,
+			 const ft_pdb_t *const *budgets, unsigned n_budgets);
+
+/* Why a search is not exact; the first reason met is kept. */
+typedef enum {
+	FT_VICTIM_EXACT = 0,
+	FT_VICTIM_TOO_MANY_PODS = 1, /* more candidates than FT_VICTIM_MAX */
+	FT_VICTIM_VISIT_LIMIT = 2,   /* FT_VICTIM_VISITS ran out: the best set
+					found by then stands */
+	FT_VICTIM_PDB_LIMIT = 3,     /* ft_pdb_view_t.truncated */
+	FT_VICTIM_FALLBACKS = 4,
+} ft_victim_fallback_t;
+
+/* "exact", "too-many-pods", "visit-limit", "pdb-limit". */
+const char *ft_victim_fallback_name(ft_victim_fallback_t f);
+
+/*
+ * Branch-and-bound nodes visited per node search before the best set so far
+ * stands: a guard against pathological nodes, not a bound that decides
+ * (bench/README.md, "Victim search", measures visits on crowded nodes).
+ */
+#define FT_VICTIM_VISITS 200000
 
 typedef struct ft_victim_cost {
 	unsigned pdb_violations;
@@ -56,8 +106,10 @@ typedef struct ft_victim_cost {
 
 typedef struct ft_victim_set {
 	bool found;
-	bool exact;	  /* false when a domain had too many candidates */
-	ft_level_t level; /* level the preemptor reaches after eviction */
+	bool exact; /* the set is the cheapest: fallback is FT_VICTIM_EXACT */
+	ft_victim_fallback_t fallback;
+	unsigned long visits; /* branch-and-bound nodes visited */
+	ft_level_t level;     /* level the preemptor reaches after eviction */
 	unsigned n;
 	uint16_t holdings[FT_VICTIM_MAX]; /* indexes into node->holdings, by
 					     descending priority */
@@ -67,16 +119,45 @@ typedef struct ft_victim_set {
 /* <0 when `a` is cheaper than `b`, 0 when equal, >0 otherwise. */
 int ft_victims_compare(const ft_victim_cost_t *a, const ft_victim_cost_t *b);
 
-/* The cost of evicting holdings `idx[0..n)` of `node` (`pdb` may be NULL). */
+/*
+ * The cost of evicting holdings `idx[0..n)` of `node` (`pdb` may be NULL).
+ * Budgets are spent in kube-scheduler's order of victims (higher priority
+ * first, then the earlier start: pkg/scheduler/util/utils.go,
+ * MoreImportantPod), so the violations are a function of the set and never
+ * fall when a pod is added.
+ */
 void ft_victims_cost(ft_victim_cost_t *out, const ft_node_t *node,
 		     const uint16_t *idx, unsigned n, const ft_pdb_view_t *pdb);
 
 /*
  * Would `d` fit on `node` at `level` if the holdings in `idx` were gone?
- * (`level` FT_LEVEL_NODE checks counts only.)
+ * The same answer as ft_place_fits_level() on the node built without those
+ * pods: a unit two holdings claim stays held while one of them remains.
  */
 bool ft_victims_feasible(const ft_node_t *node, const ft_demand_t *d,
 			 ft_level_t level, const uint16_t *idx, unsigned n);
+
+/*
+ * Does holding `h` hold anything the model tracks: a GPU, MIG instance,
+ * replica or pinned CPU, known or of unknown placement, or memory charged
+ * to NUMA nodes? A pod that holds none (it only requests CPU or memory
+ * from the shared pool) is never a candidate of the search.
+ */
+bool ft_victims_holds_units(const ft_holding_t *h);
+
+/*
+ * The holdings to evict on `node`: the search's set, then those of the
+ * proposed victims (kube-scheduler's, by uid; n_proposed of them) that hold
+ * nothing the model tracks. kube-scheduler proposed those for CPU, memory
+ * or pod counts that flextopo does not model, so they stay victims.
+ * Proposed uids that are no holding of the node are left to the caller.
+ * `out` has room for `cap` (at least set->n); returns the count.
+ */
+unsigned ft_victims_with_proposed(uint16_t *out, unsigned cap,
+				  const ft_node_t *node,
+				  const ft_victim_set_t *set,
+				  const char *const *proposed,
+				  unsigned n_proposed);
 
 /*
  * Search the victims for a preemptor of `priority` with demand `d`. `pdb`,

@@ -39,6 +39,7 @@ struct ft_metrics {
 	histogram_t latency[FT_VERB_COUNT];
 	atomic_ullong preempt_nodes[2][FT_PREEMPT_OUTCOMES];
 	atomic_ullong preempt_victims[2];
+	atomic_ullong victim_searches[FT_VICTIM_FALLBACKS];
 	atomic_ullong binds[2]; /* bound, failed */
 	atomic_ullong bind_levels[FT_LEVEL_COUNT];
 };
@@ -87,6 +88,12 @@ void ft_metrics_preempt(ft_metrics_t *m, ft_affinity_mode_t mode,
 	for (unsigned o = 0; o < FT_PREEMPT_OUTCOMES; o++)
 		add(&m->preempt_nodes[k][o], nodes[o]);
 	add(&m->preempt_victims[k], victims);
+}
+
+void ft_metrics_victim_search(ft_metrics_t *m, ft_victim_fallback_t fallback)
+{
+	if (m && (unsigned)fallback < FT_VICTIM_FALLBACKS)
+		add(&m->victim_searches[fallback], 1);
 }
 
 void ft_metrics_bind(ft_metrics_t *m, bool bound, ft_level_t level)
@@ -240,6 +247,15 @@ static void write_preemption(ft_buf_t *b, ft_metrics_t *m)
 	for (unsigned k = 0; k < 2; k++)
 		sample_uint(b, "preemption_victims_total", "mode",
 			    mode_names[k], get(&m->preempt_victims[k]));
+	family(b, "victim_searches_total", "counter",
+	       "Victim searches of preempt requests, one per candidate node "
+	       "searched, by result: exact (the cheapest set), or why the set "
+	       "found may not be the cheapest (too-many-pods, visit-limit, "
+	       "pdb-limit).");
+	for (unsigned f = 0; f < FT_VICTIM_FALLBACKS; f++)
+		sample_uint(b, "victim_searches_total", "result",
+			    ft_victim_fallback_name((ft_victim_fallback_t)f),
+			    get(&m->victim_searches[f]));
 }
 
 static void write_binds(ft_buf_t *b, ft_metrics_t *m)

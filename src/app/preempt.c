@@ -5,11 +5,14 @@
  * does. The scheduler trusts the reply and does not re-check it
  * (pkg/scheduler/framework/preemption/preemption.go, callExtenders).
  *
- * Proposed victims that hold nothing the model tracks (no GPU, MIG instance
- * or pinned CPU) are kept: the scheduler proposed them for CPU, memory or pod
- * counts that flextopo does not model. PodDisruptionBudgets come from the
- * watch and are counted as kube-scheduler counts them (victims.h); where the
+ * Proposed victims that hold nothing the model tracks (no GPU, MIG instance,
+ * replica, pinned CPU or NUMA-charged memory) are kept: the scheduler
+ * proposed them for CPU, memory or pod counts that flextopo does not model.
+ * PodDisruptionBudgets come from the watch and are counted as kube-scheduler
+ * counts them (victims.h), over every victim of the reply; where the
  * scheduler's own victims are passed through, so is its NumPDBViolations.
+ * A search that may not have found the cheapest set says why in the
+ * decision log and in the metric victim_searches_total.
  */
 #include <flextopo/app.h>
 #include <flextopo/debug.h>
@@ -56,20 +59,39 @@ static int32_t cached_priority(ft_app_t *app, const char *uid)
 	return priority;
 }
 
-/* Our set, plus proposed victims the model does not track. */
+/*
+ * The holdings `idx` to evict, plus the proposed victims the model does not
+ * know at all, by descending priority.
+ */
 static void merge(victims_t *out, ft_app_t *app, const ft_node_t *node,
-		  const ft_victim_set_t *set, const ft_preempt_node_t *proposed)
+		  const uint16_t *idx, unsigned n_idx,
+		  const ft_preempt_node_t *proposed)
 {
 	out->n = 0;
-	for (unsigned i = 0; i < set->n; i++) {
-		const ft_holding_t *h = &node->holdings[set->holdings[i]];
+	for (unsigned i = 0; i < n_idx; i++) {
+		const ft_holding_t *h = &node->holdings[idx[i]];
 		add_victim(out, h->uid, h->priority);
 	}
-	for (unsigned i = 0; i < proposed->n_victims; i++)
-		if (!ft_node_find_holding(node, proposed->victim_uids[i]))
-			add_victim(
-			    out, proposed->victim_uids[i],
-			    cached_priority(app, proposed->victim_uids[i]));
+	for (unsigned i = 0; i < proposed->n_victims; i++) {
+		const char *uid = proposed->victim_uids[i];
+		if (!ft_node_find_holding(node, uid))
+			add_victim(out, uid, cached_priority(app, uid));
+	}
+}
+
+/* Why a search is not exact, closing the reason's parenthesis. */
+static const char *fallback_reason(ft_victim_fallback_t f)
+{
+	switch (f) {
+	case FT_VICTIM_TOO_MANY_PODS:
+		return "more candidates than the search holds)";
+	case FT_VICTIM_VISIT_LIMIT:
+		return "visit limit reached, best set found kept)";
+	case FT_VICTIM_PDB_LIMIT:
+		return "some PodDisruptionBudgets not counted)";
+	default:
+		return ")";
+	}
 }
 
 static int keep_node(ft_preempt_reply_t *r, const ft_preempt_node_t *n,
@@ -126,7 +148,10 @@ static int decide(ft_preempt_reply_t *r, ft_app_t *app,
 	const ft_node_t *node = ft_snapshot_find(snap, n->name);
 	ft_pdb_view_t pdb;
 	ft_victim_set_t set;
+	ft_victim_cost_t cost;
 	ft_decision_node_t *row;
+	uint16_t idx[FT_VICTIM_MAX * 2];
+	unsigned n_idx;
 	victims_t v;
 	char reason[160];
 
@@ -138,6 +163,7 @@ static int decide(ft_preempt_reply_t *r, ft_app_t *app,
 				    dec);
 	ft_state_pdb_view(app->state, node, &pdb);
 	ft_victims_search(&set, node, &pod->demand, pod->priority, &pdb);
+	ft_metrics_victim_search(app->metrics, set.fallback);
 	if (!set.found) {
 		snprintf(reason, sizeof(reason),
 			 "no set of lower-priority pods frees a %s placement",
@@ -147,12 +173,17 @@ static int decide(ft_preempt_reply_t *r, ft_app_t *app,
 		ft_decision_add_node(dec, n->name, FT_VERDICT_DROPPED, reason);
 		return 0;
 	}
-	merge(&v, app, node, &set, n);
+	n_idx = ft_victims_with_proposed(idx, FT_VICTIM_MAX * 2, node, &set,
+					 n->victim_uids, n->n_victims);
+	merge(&v, app, node, idx, n_idx, n);
 	if (!v.n)
 		return pass_through(r, n, "fits without eviction", pod->name,
 				    dec);
-	snprintf(reason, sizeof(reason), "level %s%s", ft_level_name(set.level),
-		 set.exact ? "" : " (heuristic: too many candidates)");
+	/* Budgets are counted over every victim of the reply. */
+	ft_victims_cost(&cost, node, idx, n_idx, &pdb);
+	snprintf(reason, sizeof(reason), "level %s%s%s",
+		 ft_level_name(set.level), set.exact ? "" : " (not exact: ",
+		 set.exact ? "" : fallback_reason(set.fallback));
 	ft_log(FT_LOG_DEBUG, "preempt", pod->name, n->name, reason,
 	       "%u victims chosen (scheduler proposed %u)", v.n, n->n_victims);
 	if ((row =
@@ -162,7 +193,7 @@ static int decide(ft_preempt_reply_t *r, ft_app_t *app,
 		row->n_victims = v.n;
 	}
 	note_victims(dec, row, node, &v);
-	return keep_node(r, n, &v, set.cost.pdb_violations);
+	return keep_node(r, n, &v, cost.pdb_violations);
 }
 
 void ft_app_preempt(ft_http_response_t *out, const ft_http_request_t *req,

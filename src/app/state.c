@@ -384,62 +384,39 @@ void ft_state_delete_pdb(ft_state_t *state, const cJSON *obj)
 	ft_pdb_dispose(&pdb);
 }
 
-static bool pdb_spares(const ft_pdb_t *pdb, const ft_pod_t *pod)
-{
-	for (unsigned i = 0; i < pdb->n_disrupted; i++)
-		if (strcmp(pdb->disrupted[i], pod->name) == 0)
-			return true;
-	return false;
-}
-
-/* The budget index of `b` in `out`, adding it; -1 when full. */
-static int budget_index(ft_pdb_view_t *out, const pdb_rec_t **seen,
-			const pdb_rec_t *b)
-{
-	for (unsigned i = 0; i < out->n_budgets; i++)
-		if (seen[i] == b)
-			return (int)i;
-	if (out->n_budgets >= FT_PDB_MAX)
-		return -1;
-	seen[out->n_budgets] = b;
-	out->allowed[out->n_budgets] = b->pdb.disruptions_allowed;
-	return (int)out->n_budgets++;
-}
-
-static void view_holding(ft_pdb_view_t *out, const pdb_rec_t **seen,
-			 ft_state_t *state, unsigned i, const char *uid)
-{
-	pod_rec_t *p = NULL;
-	pdb_rec_t *b, *tmp;
-
-	HASH_FIND_STR(state->pods, uid, p);
-	if (!p)
-		return;
-	HASH_ITER(hh, state->pdbs, b, tmp)
-	{
-		int k;
-		if (out->n_of[i] >= FT_PDB_PER_POD ||
-		    strcmp(b->pdb.ns, p->pod.ns) != 0 ||
-		    !ft_selector_matches(&b->pdb.selector, p->pod.labels,
-					 p->pod.n_labels) ||
-		    pdb_spares(&b->pdb, &p->pod))
-			continue;
-		if ((k = budget_index(out, seen, b)) >= 0)
-			out->of[i][out->n_of[i]++] = (uint8_t)k;
-	}
-}
-
 void ft_state_pdb_view(ft_state_t *state, const ft_node_t *node,
 		       ft_pdb_view_t *out)
 {
-	const pdb_rec_t *seen[FT_PDB_MAX];
+	const ft_pod_t **pods = NULL;
+	const ft_pdb_t **budgets = NULL;
+	pdb_rec_t *b, *tmp;
+	unsigned n = 0;
 
 	memset(out, 0, sizeof(*out));
 	pthread_mutex_lock(&state->mu);
-	for (unsigned i = 0;
-	     state->pdbs && i < node->n_holdings && i < FT_VICTIM_MAX; i++)
-		view_holding(out, seen, state, i, node->holdings[i].uid);
+	if (!state->pdbs || !node->n_holdings)
+		goto cleanup;
+	pods = calloc(node->n_holdings, sizeof(*pods));
+	budgets = calloc(HASH_COUNT(state->pdbs), sizeof(*budgets));
+	if (!pods || !budgets) {
+		/* Out of memory: say that budgets went uncounted. */
+		out->truncated = true;
+		goto cleanup;
+	}
+	for (unsigned i = 0; i < node->n_holdings; i++) {
+		pod_rec_t *p = NULL;
+		HASH_FIND_STR(state->pods, node->holdings[i].uid, p);
+		pods[i] = p ? &p->pod : NULL;
+	}
+	HASH_ITER(hh, state->pdbs, b, tmp)
+	{
+		budgets[n++] = &b->pdb;
+	}
+	ft_victims_pdb_view(out, node, pods, budgets, n);
+cleanup:
 	pthread_mutex_unlock(&state->mu);
+	free(pods);
+	free(budgets);
 }
 
 static bool same_text(const char *a, const char *b)

@@ -963,6 +963,9 @@ static cJSON *victims_json(const ft_node_t *node, const ft_victim_set_t *s)
 
 	put_bool(o, "found", s->found);
 	put_bool(o, "exact", s->exact);
+	put(o, "fallback",
+	    cJSON_CreateString(ft_victim_fallback_name(s->fallback)));
+	put(o, "visits", cJSON_CreateNumber((double)s->visits));
 	put(o, "level", level_or_null(s->found ? s->level : FT_LEVEL_COUNT));
 	pods = put(o, "pods", cJSON_CreateArray());
 	for (unsigned i = 0; s->found && i < s->n; i++)

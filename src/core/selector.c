@@ -83,3 +83,20 @@ void ft_pdb_dispose(ft_pdb_t *pdb)
 	free(pdb->disrupted);
 	memset(pdb, 0, sizeof(*pdb));
 }
+
+static bool listed(char *const *names, unsigned n, const char *name)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (strcmp(names[i], name) == 0)
+			return true;
+	return false;
+}
+
+bool ft_pdb_counts(const ft_pdb_t *pdb, const char *ns, const char *name,
+		   char *const *labels, unsigned n)
+{
+	return n && pdb->selector.n_reqs && ns && pdb->ns &&
+	       strcmp(pdb->ns, ns) == 0 &&
+	       ft_selector_matches(&pdb->selector, labels, n) &&
+	       !(name && listed(pdb->disrupted, pdb->n_disrupted, name));
+}

@@ -171,11 +171,11 @@ void ft_test_pod(ft_pod_t *out, const char *uid, int32_t priority,
 ft_node_t *ft_test_node(const char *name, ft_topology_t *t,
 			ft_pod_t *const *pods)
 {
-	const ft_pod_t *list[64];
+	const ft_pod_t *list[320];
 	ft_node_t *node = NULL;
 	unsigned n = 0;
 
-	while (pods && pods[n] && n < 64) {
+	while (pods && pods[n] && n < 320) {
 		list[n] = pods[n];
 		n++;
 	}

@@ -1250,6 +1250,360 @@ static void test_victims__unknown_gpu_locality(void **state)
 	ft_topology_unref(t);
 }
 
+/* ---- cases found by comparing /preempt answers with a brute force ------- */
+
+/* Many pods in one heap block, with their NULL-terminated list. */
+typedef struct {
+	ft_pod_t pods[300];
+	ft_pod_t *list[301];
+	unsigned n;
+} crowd_t;
+
+static crowd_t *crowd_new(void)
+{
+	crowd_t *c = calloc(1, sizeof(*c));
+
+	assert_non_null(c);
+	return c;
+}
+
+/* The next pod of `c`: holding `uuids` (NULL-terminated) and `cpus`. */
+static ft_pod_t *crowd_add(crowd_t *c, const char *uid, int32_t priority,
+			   const char *const *uuids, const char *cpus)
+{
+	ft_pod_t *p = &c->pods[c->n];
+
+	assert_true(c->n < 300);
+	ft_test_pod(p, uid, priority, uuids, cpus, 0);
+	c->list[c->n++] = p;
+	c->list[c->n] = NULL;
+	return p;
+}
+
+static void crowd_free(crowd_t *c)
+{
+	for (unsigned i = 0; i < c->n; i++)
+		ft_pod_dispose(&c->pods[i]);
+	free(c);
+}
+
+static const char *const a100_low[] = {"A-0", "A-1", "A-2", "A-3", NULL};
+static const char *const a100_high[] = {"A-4", "A-5", "A-6", "A-7", NULL};
+
+/* The uids of victims `set` in order, comma-separated, for asserts. */
+static const char *victim_uids(char *buf, size_t size, const ft_node_t *node,
+			       const uint16_t *idx, unsigned n)
+{
+	size_t at = 0;
+
+	buf[0] = '\0';
+	for (unsigned i = 0; i < n && at < size; i++)
+		at +=
+		    (size_t)snprintf(buf + at, size - at, "%s%s", i ? "," : "",
+				     node->holdings[idx[i]].uid);
+	return buf;
+}
+
+/*
+ * kube-scheduler proposes [x, hog, y]: x and y hold four GPUs each, hog
+ * only requests CPU from the shared pool. The search evicts x alone (its
+ * NUMA node's GPUs); hog stays a victim, since kube-scheduler needed its
+ * CPU, and y does not.
+ */
+static void test_victims__untracked_proposed_victim_kept(void **state)
+{
+	ft_topology_t *t = ft_test_topology_a100("A");
+	crowd_t *c = crowd_new();
+	ft_demand_t d = demand(4, 0, FT_LEVEL_NUMA, FT_MODE_GUARANTEED);
+	const char *proposed[3] = {"x", "hog", "y"};
+	uint16_t idx[FT_VICTIM_MAX + 3];
+	ft_victim_set_t got;
+	ft_node_t *node;
+	char uids[64];
+	unsigned n;
+
+	crowd_add(c, "x", 0, a100_low, NULL)->start_time = 100;
+	crowd_add(c, "hog", 0, NULL, NULL)->demand.cpu_millis = 2000;
+	crowd_add(c, "y", 0, a100_high, NULL)->start_time = 50;
+	node = ft_test_node("n", t, c->list);
+	assert_false(ft_victims_holds_units(&node->holdings[1]));
+	ft_victims_search(&got, node, &d, 1000, NULL);
+	assert_true(got.found && got.exact);
+	assert_string_equal(
+	    victim_uids(uids, sizeof(uids), node, got.holdings, got.n), "x");
+	n = ft_victims_with_proposed(idx, FT_VICTIM_MAX + 3, node, &got,
+				     proposed, 3);
+	assert_string_equal(victim_uids(uids, sizeof(uids), node, idx, n),
+			    "x,hog");
+	ft_node_unref(node);
+	crowd_free(c);
+	ft_topology_unref(t);
+}
+
+/*
+ * GPU 0 is claimed twice: x (priority 100) by its allocation, y (priority
+ * 0, placed without flextopo) as the node agent observed it. Evicting y
+ * frees nothing while x holds GPU 0, so the pair needs GPU 7 and one of the
+ * priority-50 pods on GPUs 1-6.
+ */
+static void test_victims__double_claimed_gpu_not_freed_alone(void **state)
+{
+	ft_topology_t *t = ft_test_topology_a100("A");
+	crowd_t *c = crowd_new();
+	ft_demand_t d = demand(2, 0, FT_LEVEL_NVLINK, FT_MODE_GUARANTEED);
+	const char *const gpu0[] = {"A-0", NULL};
+	ft_victim_set_t got;
+	ft_observed_t *o;
+	ft_node_t *node;
+	ft_pod_t *y;
+	uint16_t only_y = 1;
+
+	crowd_add(c, "x", 100, gpu0, NULL);
+	y = crowd_add(c, "y", 0, NULL, NULL);
+	o = calloc(1, sizeof(*o));
+	assert_non_null(o);
+	o->node = strdup("n");
+	o->source = FT_OBSERVED_PODRESOURCES;
+	o->units.gpu_uuids[o->units.n_gpus++] = strdup("A-0");
+	y->observed = o;
+	for (unsigned g = 1; g < 7; g++) {
+		char uid[8], uuid[8];
+		const char *one[2] = {uuid, NULL};
+		snprintf(uid, sizeof(uid), "z%u", g);
+		snprintf(uuid, sizeof(uuid), "A-%u", g);
+		crowd_add(c, uid, 50, one, NULL);
+	}
+	node = ft_test_node("n", t, c->list);
+	assert_int_equal(node->conflicts, 1);
+	assert_false(
+	    ft_victims_feasible(node, &d, FT_LEVEL_NVLINK, &only_y, 1));
+	ft_victims_search(&got, node, &d, 1000, NULL);
+	assert_true(got.found && got.exact);
+	assert_int_equal(got.n, 1);
+	assert_int_equal(node->holdings[got.holdings[0]].priority, 50);
+	assert_int_equal(got.level, FT_LEVEL_NVLINK);
+	assert_true(fits_rebuilt(t, c->pods, c->n, got.holdings, got.n, &d,
+				 FT_LEVEL_NVLINK));
+	ft_node_unref(node);
+	crowd_free(c);
+	ft_topology_unref(t);
+}
+
+/*
+ * 21 batch pods of priority 0 on NUMA node 0 of an A100 box (64 CPUs per
+ * NUMA node): five pin 4 CPUs, sixteen pin 2; 12 CPUs are free and NUMA
+ * node 1 is held by a pod above the preemptor. A preemptor pinning 32 CPUs
+ * needs 20 more: the five 4-CPU pods are the fewest, so the cheapest.
+ */
+static void test_victims__exact_with_many_equal_priorities(void **state)
+{
+	ft_topology_t *t = ft_test_topology_a100("A");
+	crowd_t *c = crowd_new();
+	ft_demand_t d = demand(0, 32, FT_LEVEL_NUMA, FT_MODE_GUARANTEED);
+	ft_victim_set_t got;
+	ft_node_t *node;
+	unsigned cpu = 0;
+
+	crowd_add(c, "serving", 5000, NULL, "64-127");
+	for (unsigned i = 0; i < 21; i++) {
+		char uid[16], cpus[16];
+		unsigned k = i < 5 ? 4 : 2;
+		snprintf(uid, sizeof(uid), "%s-%u", k == 4 ? "wide" : "narrow",
+			 i);
+		snprintf(cpus, sizeof(cpus), "%u-%u", cpu, cpu + k - 1);
+		crowd_add(c, uid, 0, NULL, cpus)->start_time = (int64_t)i;
+		cpu += k;
+	}
+	node = ft_test_node("n", t, c->list);
+	ft_victims_search(&got, node, &d, 1000, NULL);
+	assert_true(got.found);
+	assert_true(got.exact);
+	assert_int_equal(got.fallback, FT_VICTIM_EXACT);
+	assert_int_equal(got.n, 5);
+	for (unsigned i = 0; i < got.n; i++)
+		assert_memory_equal(node->holdings[got.holdings[i]].uid, "wide",
+				    4);
+	ft_node_unref(node);
+	crowd_free(c);
+	ft_topology_unref(t);
+}
+
+/* A budget allowing `allowed` disruptions, selecting app=`app`. */
+static void budget_init(ft_pdb_t *out, const char *app, int32_t allowed)
+{
+	memset(out, 0, sizeof(*out));
+	out->ns = strdup("default");
+	out->name = strdup(app ? app : "all");
+	out->disruptions_allowed = allowed;
+	if (!app)
+		return;
+	out->selector.n_reqs = 1;
+	out->selector.reqs = calloc(1, sizeof(*out->selector.reqs));
+	out->selector.reqs->key = strdup("app");
+	out->selector.reqs->op = FT_SEL_IN;
+	out->selector.reqs->n_values = 1;
+	out->selector.reqs->values = calloc(1, sizeof(char *));
+	out->selector.reqs->values[0] = strdup(app);
+}
+
+static void label(ft_pod_t *pod, const char *app)
+{
+	char text[64];
+
+	snprintf(text, sizeof(text), "app=%s", app);
+	pod->labels = calloc(1, sizeof(char *));
+	pod->labels[0] = strdup(text);
+	pod->n_labels = 1;
+}
+
+/* Holdings in pod order: every pod of the crowd is bound and running. */
+static void view_budgets(ft_pdb_view_t *out, const ft_node_t *node,
+			 const crowd_t *c, const ft_pdb_t *budgets, unsigned n)
+{
+	const ft_pod_t *pods[300];
+	const ft_pdb_t *list[4];
+
+	assert_int_equal(node->n_holdings, c->n);
+	for (unsigned i = 0; i < c->n; i++)
+		pods[i] = &c->pods[i];
+	for (unsigned i = 0; i < n; i++)
+		list[i] = &budgets[i];
+	ft_victims_pdb_view(out, node, pods, list, n);
+}
+
+/*
+ * 64 DaemonSet-like pods come first on the node. A (priority 10) is covered
+ * by a budget allowing no disruption, B (priority 20) by none: evicting B
+ * violates nothing, so B is the answer, whatever A's position.
+ */
+static void test_victims__budgets_past_the_64th_pod(void **state)
+{
+	ft_topology_t *t = ft_test_topology_a100("A");
+	crowd_t *c = crowd_new();
+	ft_demand_t d = demand(4, 0, FT_LEVEL_NUMA, FT_MODE_GUARANTEED);
+	ft_victim_set_t got;
+	ft_pdb_view_t pdb;
+	ft_pdb_t budget;
+	ft_node_t *node;
+
+	for (unsigned i = 0; i < 64; i++) {
+		char uid[16];
+		snprintf(uid, sizeof(uid), "daemon-%u", i);
+		label(crowd_add(c, uid, 2000, NULL, NULL), "daemon");
+	}
+	label(crowd_add(c, "A", 10, a100_low, NULL), "a");
+	label(crowd_add(c, "B", 20, a100_high, NULL), "b");
+	node = ft_test_node("n", t, c->list);
+	budget_init(&budget, "a", 0);
+	view_budgets(&pdb, node, c, &budget, 1);
+	assert_false(pdb.truncated);
+	assert_int_equal(pdb.n_of[64], 1);
+	ft_victims_search(&got, node, &d, 1000, &pdb);
+	assert_true(got.found && got.exact);
+	assert_int_equal(got.n, 1);
+	assert_string_equal(node->holdings[got.holdings[0]].uid, "B");
+	assert_int_equal(got.cost.pdb_violations, 0);
+	ft_pdb_dispose(&budget);
+	ft_node_unref(node);
+	crowd_free(c);
+	ft_topology_unref(t);
+}
+
+/* One socket, two NUMA nodes of 96 CPUs (0-95, 96-191), no GPUs. */
+static ft_topology_t *cpu_box_96(void)
+{
+	ft_topology_t *t = NULL;
+	ft_cpuset_t cpus;
+
+	assert_int_equal(ft_topology_new(&t), 0);
+	assert_int_equal(ft_topology_add_socket(t, 0), 0);
+	assert_int_equal(ft_cpuset_parse(&cpus, "0-95"), 0);
+	assert_int_equal(ft_topology_add_numa(t, 0, 0, &cpus, 262144), 0);
+	assert_int_equal(ft_cpuset_parse(&cpus, "96-191"), 0);
+	assert_int_equal(ft_topology_add_numa(t, 0, 1, &cpus, 262144), 1);
+	assert_int_equal(ft_topology_finish(t), 0);
+	return t;
+}
+
+/*
+ * 64 pods of priority 100-163 pin one CPU each of NUMA node 0; Z (priority
+ * 0), listed after them, pins 8. A preemptor needing 8 more CPUs there
+ * evicts Z alone.
+ */
+static void test_victims__candidates_past_the_64th(void **state)
+{
+	ft_topology_t *t = cpu_box_96();
+	crowd_t *c = crowd_new();
+	ft_demand_t d = demand(0, 32, FT_LEVEL_NUMA, FT_MODE_GUARANTEED);
+	ft_victim_set_t got;
+	ft_node_t *node;
+
+	crowd_add(c, "serving", 5000, NULL, "96-191");
+	for (unsigned i = 0; i < 64; i++) {
+		char uid[16], cpus[8];
+		snprintf(uid, sizeof(uid), "one-%u", i);
+		snprintf(cpus, sizeof(cpus), "%u", i);
+		crowd_add(c, uid, (int32_t)(100 + i), NULL, cpus);
+	}
+	crowd_add(c, "Z", 0, NULL, "64-71");
+	node = ft_test_node("n", t, c->list);
+	ft_victims_search(&got, node, &d, 1000, NULL);
+	assert_true(got.found && got.exact);
+	assert_int_equal(got.n, 1);
+	assert_string_equal(node->holdings[got.holdings[0]].uid, "Z");
+	ft_node_unref(node);
+	crowd_free(c);
+	ft_topology_unref(t);
+}
+
+/*
+ * p (priority 10) is covered by a budget selecting app=p, q (priority 20)
+ * only by one with an empty selector, both allowing no disruption.
+ * kube-scheduler counts no budget for q (an empty selector matches no pod
+ * there), so evicting q violates none and is cheaper than p. A pod without
+ * labels matches no budget, even one that selects by NotIn.
+ */
+static void test_victims__budgets_counted_as_kube_scheduler_counts(void **state)
+{
+	ft_topology_t *t = ft_test_topology_a100("A");
+	crowd_t *c = crowd_new();
+	ft_demand_t d = demand(4, 0, FT_LEVEL_NUMA, FT_MODE_GUARANTEED);
+	ft_victim_set_t got;
+	ft_pdb_view_t pdb;
+	ft_pdb_t budgets[2];
+	ft_node_t *node;
+	ft_pod_t *p;
+
+	p = crowd_add(c, "p", 10, a100_low, NULL);
+	label(p, "p");
+	label(crowd_add(c, "q", 20, a100_high, NULL), "q");
+	node = ft_test_node("n", t, c->list);
+	budget_init(&budgets[0], "p", 0);
+	budget_init(&budgets[1], NULL, 0);
+	view_budgets(&pdb, node, c, budgets, 2);
+	assert_int_equal(pdb.n_of[0], 1);
+	assert_int_equal(pdb.n_of[1], 0);
+	ft_victims_search(&got, node, &d, 1000, &pdb);
+	assert_true(got.found && got.exact);
+	assert_int_equal(got.n, 1);
+	assert_string_equal(node->holdings[got.holdings[0]].uid, "q");
+	assert_int_equal(got.cost.pdb_violations, 0);
+	/* No labels: no budget, whatever its selector. */
+	budgets[0].selector.reqs[0].op = FT_SEL_NOT_IN;
+	assert_true(ft_pdb_counts(&budgets[0], "default", "q", p->labels, 0) ==
+		    false);
+	assert_true(
+	    ft_pdb_counts(&budgets[0], "default", "q", c->pods[1].labels, 1));
+	budgets[0].selector.nothing = true;
+	assert_false(
+	    ft_pdb_counts(&budgets[0], "default", "q", c->pods[1].labels, 1));
+	ft_pdb_dispose(&budgets[0]);
+	ft_pdb_dispose(&budgets[1]);
+	ft_node_unref(node);
+	crowd_free(c);
+	ft_topology_unref(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1268,6 +1622,13 @@ int main(void)
 		test_victims__mig_none_when_only_other_profiles_are_lower),
 	    cmocka_unit_test(test_victims__mig_unknown_placement_given_back),
 	    cmocka_unit_test(test_victims__unknown_gpu_locality),
+	    cmocka_unit_test(test_victims__untracked_proposed_victim_kept),
+	    cmocka_unit_test(test_victims__double_claimed_gpu_not_freed_alone),
+	    cmocka_unit_test(test_victims__exact_with_many_equal_priorities),
+	    cmocka_unit_test(test_victims__budgets_past_the_64th_pod),
+	    cmocka_unit_test(test_victims__candidates_past_the_64th),
+	    cmocka_unit_test(
+		test_victims__budgets_counted_as_kube_scheduler_counts),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
