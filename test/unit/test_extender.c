@@ -33,10 +33,11 @@
 
 #include "support.h"
 
-#define CLUSTER	       FT_FIXTURES_DIR "/cluster/small.yaml"
-#define MIG_CLUSTER    FT_FIXTURES_DIR "/cluster/mig.yaml"
-#define SHARED_CLUSTER FT_FIXTURES_DIR "/cluster/shared.yaml"
-#define WIRE	       FT_FIXTURES_DIR "/wire"
+#define CLUSTER		FT_FIXTURES_DIR "/cluster/small.yaml"
+#define MIG_CLUSTER	FT_FIXTURES_DIR "/cluster/mig.yaml"
+#define SHARED_CLUSTER	FT_FIXTURES_DIR "/cluster/shared.yaml"
+#define VICTIMS_CLUSTER FT_FIXTURES_DIR "/cluster/victims.yaml"
+#define WIRE		FT_FIXTURES_DIR "/wire"
 
 /* Pods of test/fixtures/cluster/small.yaml. */
 #define UID_HOLDER_A  "00000000-0000-4000-8000-00000000000a"
@@ -242,6 +243,18 @@ static void test_extender__wire_bind(void **state)
 static void test_extender__wire_preempt(void **state)
 {
 	const verb_t v = {"preempt", ft_app_preempt, NULL};
+
+	run_verb(&v);
+}
+
+/*
+ * The victim search's hard cases on victims.yaml: a proposed victim that
+ * holds nothing tracked, a GPU claimed twice, equal priorities, budgets and
+ * candidates past the 64th pod, a budget with an empty selector.
+ */
+static void test_extender__wire_preempt_victims(void **state)
+{
+	const verb_t v = {"preempt-victims", ft_app_preempt, VICTIMS_CLUSTER};
 
 	run_verb(&v);
 }
@@ -866,6 +879,7 @@ int main(void)
 	    cmocka_unit_test(test_extender__wire_prioritize),
 	    cmocka_unit_test(test_extender__wire_bind),
 	    cmocka_unit_test(test_extender__wire_preempt),
+	    cmocka_unit_test(test_extender__wire_preempt_victims),
 	    cmocka_unit_test(test_extender__wire_filter_mig),
 	    cmocka_unit_test(test_extender__wire_bind_mig),
 	    cmocka_unit_test(test_extender__wire_filter_shared),
