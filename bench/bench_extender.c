@@ -98,6 +98,8 @@
 #define TARGET_PREEMPT_NODES  500u
 #define TARGET_PREEMPT_P99_US 10000.0
 #define TARGET_VICTIM_P99_US  1000.0
+/* The victim search on a node of kubelet's default 110 pods. */
+#define TARGET_CROWDED_P99_US 10000.0
 
 /* Pods of the cluster have priorities 0..FILL_PRIORITY_MAX (their own random
  * stream), the preemptor PREEMPTOR_PRIORITY: every pod is a candidate. */
@@ -114,12 +116,12 @@
 #define PREEMPT_ITERATIONS_LARGE 40u
 #define PREEMPT_SECONDS_MAX	 60.0
 
-/* The victim search alone: nodes of MICRO_PODS pods, MICRO_VARIANTS of each
- * server kind and priority mode, at most MICRO_SECONDS_MAX seconds per node
- * kind, priority mode and preemptor. */
+/* The victim search alone: MICRO_VARIANTS nodes of each server kind and
+ * layout (pods per node and priorities), at most MICRO_SECONDS_MAX seconds
+ * per node kind, layout and preemptor. */
 #define MICRO_KINDS	     3
-#define MICRO_MODES	     2
-#define MICRO_PODS	     60
+#define MICRO_LAYOUTS	     6
+#define PACKED_PODS	     60 /* pods per node with --packed */
 #define MICRO_POD_CPUS	     4
 #define MICRO_VARIANTS	     8
 #define MICRO_ITERATIONS     2000u
@@ -365,7 +367,9 @@ typedef struct generator {
 	unsigned memory_pct;	 /* memory of a pinned pod: this share of its
 				    CPUs' part of the NUMA node's memory */
 	int32_t device_priority; /* added to pods holding GPUs or MIG */
+	bool equal_priority;	 /* every pod of priority 0 */
 	bool packed;		 /* plan_packed instead of plan_half */
+	unsigned packed_pods;	 /* pods per node of plan_packed */
 } generator_t;
 
 /* Where generated objects go: the state directly, or a List's items. */
@@ -385,6 +389,7 @@ static int generator_init(generator_t *g, result_t *r, const bench_options_t *o,
 	g->opts = opts;
 	g->packed = o->packed;
 	g->memory_pct = o->packed ? 50 : 100;
+	g->packed_pods = PACKED_PODS;
 	g->device_priority = o->tiered ? TIERED_PRIORITY : 0;
 	for (unsigned k = 0; k < KINDS; k++) {
 		char *text;
@@ -706,6 +711,8 @@ static int emit_pod(generator_t *g, sink_t *s, const char *node,
 	ft_cpuset_t got;
 	cJSON *pod = NULL;
 
+	if (g->equal_priority)
+		priority = 0;
 	ft_cpuset_take_lowest(&got, free_cpus, p->cpus);
 	ft_cpuset_andnot(free_cpus, free_cpus, &got);
 	snprintf(name, sizeof(name), "%s-p%u", node, g->pods);
@@ -724,34 +731,35 @@ static int emit_pod(generator_t *g, sink_t *s, const char *node,
 
 /* What the pods of one node hold; returns how many pods. */
 typedef unsigned (*planner_fn)(pod_plan_t *plans, const node_facts_t *f,
-			       uint64_t *rng);
+			       generator_t *g);
 
 /* The fill of the synthetic cluster: about half of everything. */
 static unsigned plan_half(pod_plan_t *plans, const node_facts_t *f,
-			  uint64_t *rng)
+			  generator_t *g)
 {
-	return plan_cpus(plans, plan_devices(plans, f, rng), f);
+	return plan_cpus(plans, plan_devices(plans, f, &g->rng), f);
 }
 
 /*
  * A packed node for the victim search alone: one pod per whole GPU and per
  * MIG instance, then CPU-only pods on the NUMA nodes in turn up to
- * MICRO_PODS. Every pod pins one CPU of its NUMA node; the CPUs left there
- * after a slack of 1/16 go one at a time to random pods, at most
+ * g->packed_pods. Every pod pins one CPU of its NUMA node; the CPUs left
+ * there after a slack of 1/16 go one at a time to random pods, at most
  * MICRO_POD_CPUS each. A NUMA node with more pods than CPUs leaves some
  * without pinned CPUs (they ask 500m).
  */
 static unsigned plan_packed(pod_plan_t *plans, const node_facts_t *f,
-			    uint64_t *rng)
+			    generator_t *g)
 {
-	unsigned n = 0, on[MICRO_PODS];
+	unsigned n = 0, on[PLANS_MAX], want = g->packed_pods;
+	uint64_t *rng = &g->rng;
 
-	for (unsigned i = 0; i < f->n_gpus && n < MICRO_PODS; i++)
+	for (unsigned i = 0; i < f->n_gpus && n < want; i++)
 		plans[n++] =
 		    (pod_plan_t){(uint16_t)(1u << i), -1, f->gpus[i].numa, 0};
-	for (unsigned i = 0; i < f->n_mig && n < MICRO_PODS; i++)
+	for (unsigned i = 0; i < f->n_mig && n < want; i++)
 		plans[n++] = (pod_plan_t){0, (int)i, f->mig[i].numa, 0};
-	for (unsigned m = 0; n < MICRO_PODS; m = (m + 1) % f->n_numa)
+	for (unsigned m = 0; n < want; m = (m + 1) % f->n_numa)
 		plans[n++] = (pod_plan_t){0, -1, m, 0};
 	for (unsigned m = 0; m < f->n_numa; m++) {
 		unsigned cap = ft_cpuset_count(&f->numa[m].cpus);
@@ -761,7 +769,7 @@ static unsigned plan_packed(pod_plan_t *plans, const node_facts_t *f,
 				on[k++] = i;
 		for (unsigned i = 0; i < k && budget; i++, budget--)
 			plans[on[i]].cpus = 1;
-		while (k && budget && tries++ < 64 * MICRO_PODS) {
+		while (k && budget && tries++ < 64 * want) {
 			pod_plan_t *p = &plans[on[rng_below(rng, k)]];
 			if (p->cpus && p->cpus < MICRO_POD_CPUS) {
 				p->cpus++;
@@ -777,7 +785,7 @@ static int emit_pods(generator_t *g, sink_t *s, const char *node,
 {
 	pod_plan_t plans[PLANS_MAX];
 	ft_cpuset_t free_cpus[FT_NUMA_MAX];
-	unsigned n = plan(plans, f, &g->rng);
+	unsigned n = plan(plans, f, g);
 
 	for (unsigned m = 0; m < f->n_numa; m++)
 		free_cpus[m] = f->numa[m].cpus;
@@ -2063,26 +2071,47 @@ typedef struct micro_row {
 	row_t t;			     /* microseconds */
 	double found, exact;		     /* fractions of the searches */
 	double victims;			     /* per search that found a set */
+	double visits;			     /* branch-and-bound nodes, mean */
 	unsigned levels[FT_LEVEL_COUNT + 1]; /* level reached, when found */
 } micro_row_t;
 
 typedef struct micro {
 	result_t r; /* for its error */
 	unsigned variants, n_rows;
-	micro_row_t rows[MICRO_KINDS * MICRO_MODES * PSHAPES];
+	micro_row_t rows[MICRO_KINDS * MICRO_LAYOUTS * PSHAPES];
 } micro_t;
 
-/* Priority modes: every pod 0..100, or device holders TIERED_PRIORITY more. */
-static const char *const micro_modes[MICRO_MODES] = {"random", "tiered"};
+/*
+ * Pods per node and their priorities: every pod random 0..100, device
+ * holders TIERED_PRIORITY more ("tiered"), or every pod 0 ("equal": batch
+ * jobs of one priority, told apart by start time); 60 pods, or kubelet's
+ * default maxPods of 110 ("crowded").
+ */
+typedef struct micro_layout {
+	const char *prio;
+	unsigned pods;
+	int32_t device_priority;
+	bool equal;
+} micro_layout_t;
 
-static void micro_name(char *buf, size_t size, unsigned kind, unsigned mode,
+static const micro_layout_t micro_layouts[MICRO_LAYOUTS] = {
+    {"random", PACKED_PODS, 0, false},
+    {"tiered", PACKED_PODS, TIERED_PRIORITY, false},
+    {"equal", PACKED_PODS, 0, true},
+    {"random", 110, 0, false},
+    {"tiered", 110, TIERED_PRIORITY, false},
+    {"equal", 110, 0, true},
+};
+
+static void micro_name(char *buf, size_t size, unsigned kind, unsigned layout,
 		       unsigned v)
 {
-	snprintf(buf, size, "victims-%s-%s-v%u", kinds[micro_kinds[kind]].label,
-		 micro_modes[mode], v);
+	snprintf(buf, size, "victims-%s-%s-%u-v%u",
+		 kinds[micro_kinds[kind]].label, micro_layouts[layout].prio,
+		 micro_layouts[layout].pods, v);
 }
 
-/* MICRO_VARIANTS nodes of each kind and mode, packed, loaded. */
+/* MICRO_VARIANTS nodes of each kind and layout, packed, loaded. */
 static int micro_load(ft_app_t *app, generator_t *g, result_t *r)
 {
 	sink_t sink = {app->state, NULL};
@@ -2093,11 +2122,13 @@ static int micro_load(ft_app_t *app, generator_t *g, result_t *r)
 	ft_state_replace_begin(app->state, FT_KIND_NODE);
 	ft_state_replace_begin(app->state, FT_KIND_POD);
 	for (unsigned i = 0;
-	     i < MICRO_KINDS * MICRO_MODES * MICRO_VARIANTS && rc == 0; i++) {
-		unsigned k = i / (MICRO_MODES * MICRO_VARIANTS);
-		unsigned m = i / MICRO_VARIANTS % MICRO_MODES;
+	     i < MICRO_KINDS * MICRO_LAYOUTS * MICRO_VARIANTS && rc == 0; i++) {
+		unsigned k = i / (MICRO_LAYOUTS * MICRO_VARIANTS);
+		unsigned m = i / MICRO_VARIANTS % MICRO_LAYOUTS;
 		unsigned v = i % MICRO_VARIANTS;
-		g->device_priority = m ? TIERED_PRIORITY : 0;
+		g->device_priority = micro_layouts[m].device_priority;
+		g->equal_priority = micro_layouts[m].equal;
+		g->packed_pods = micro_layouts[m].pods;
 		micro_name(name, sizeof(name), k, m, v);
 		snprintf(suffix, sizeof(suffix), "-v%u%u%u", k, m, v);
 		rc = emit_host(g, &sink, r, micro_kinds[k], name, suffix,
@@ -2108,7 +2139,7 @@ static int micro_load(ft_app_t *app, generator_t *g, result_t *r)
 	return rc;
 }
 
-/* The nodes of kind `k` and mode `m` from the snapshot, checked as built. */
+/* The nodes of kind `k` and layout `m` from the snapshot, checked as built. */
 static int micro_nodes(const ft_node_t **out, const ft_snapshot_t *snap,
 		       result_t *r, unsigned k, unsigned m)
 {
@@ -2120,7 +2151,7 @@ static int micro_nodes(const ft_node_t **out, const ft_snapshot_t *snap,
 		node = out[v] = ft_snapshot_find(snap, name);
 		if (!node || !node->topology || node->conflicts ||
 		    node->unknown_gpus || node->unknown_cpus ||
-		    node->n_holdings != MICRO_PODS)
+		    node->n_holdings != micro_layouts[m].pods)
 			return fail(r,
 				    "%s: not loaded as built (%u pods "
 				    "held, %u conflicts)",
@@ -2138,7 +2169,7 @@ static int micro_series(micro_row_t *row, ft_app_t *app,
 	unsigned warmup = iterations >= 4 * MICRO_VARIANTS ? MICRO_VARIANTS : 0;
 	unsigned n = 0, found = 0, exact = 0;
 	double *v = calloc(iterations, sizeof(double)), t0 = now_us();
-	double victims = 0;
+	double victims = 0, visits = 0;
 	ft_pdb_view_t pdbs[MICRO_VARIANTS];
 
 	if (!v)
@@ -2161,6 +2192,7 @@ static int micro_series(micro_row_t *row, ft_app_t *app,
 		v[n++] = t1;
 		found += set.found;
 		exact += set.exact;
+		visits += (double)set.visits;
 		if (set.found) {
 			victims += set.n;
 			row->levels[set.level <= FT_LEVEL_COUNT
@@ -2177,13 +2209,15 @@ static int micro_series(micro_row_t *row, ft_app_t *app,
 	row->found = (double)found / n;
 	row->exact = (double)exact / n;
 	row->victims = found ? victims / found : 0;
+	row->visits = visits / n;
 	free(v);
 	return 0;
 }
 
 /*
- * ft_victims_search alone, on packed 8-GPU nodes of MICRO_PODS pods with
- * random priorities below the preemptor's, for each preemptor shape.
+ * ft_victims_search alone, on packed 8-GPU nodes of each layout
+ * (micro_layouts), priorities below the preemptor's, for each preemptor
+ * shape.
  */
 static int run_micro(micro_t *mc, const bench_options_t *o)
 {
@@ -2222,16 +2256,16 @@ static int run_micro(micro_t *mc, const bench_options_t *o)
 		cJSON_Delete(pod);
 	}
 	snap = ft_state_snapshot(app.state);
-	for (unsigned i = 0; i < MICRO_KINDS * MICRO_MODES && rc == 0; i++) {
-		unsigned k = i / MICRO_MODES, m = i % MICRO_MODES;
+	for (unsigned i = 0; i < MICRO_KINDS * MICRO_LAYOUTS && rc == 0; i++) {
+		unsigned k = i / MICRO_LAYOUTS, m = i % MICRO_LAYOUTS;
 		if ((rc = micro_nodes(nodes, snap, r, k, m)) < 0)
 			break;
 		for (unsigned s = 0; s < PSHAPES && rc == 0; s++) {
 			micro_row_t *row = &mc->rows[mc->n_rows++];
 			row->kind = kinds[micro_kinds[k]].label;
-			row->prio = micro_modes[m];
+			row->prio = micro_layouts[m].prio;
 			row->shape = pshapes[s].name;
-			row->pods = MICRO_PODS;
+			row->pods = micro_layouts[m].pods;
 			if (micro_series(row, &app, nodes, &pods[s],
 					 iterations) < 0)
 				rc = fail(r, "samples: out of memory");
@@ -2411,21 +2445,22 @@ static void print_micro(const micro_t *mc)
 	if (!mc || !mc->r.ok || !mc->n_rows)
 		return;
 	printf("victim search alone (ft_victims_search): %u variants of each "
-	       "node and priority mode, %u pods each; priorities random "
-	       "0..%d, or tiered (GPU and MIG holders %d more); preemptor "
-	       "%d\n",
-	       mc->variants, MICRO_PODS, FILL_PRIORITY_MAX, TIERED_PRIORITY,
+	       "node and layout; priorities random 0..%d, tiered (GPU and MIG "
+	       "holders %d more) or equal (all 0); preemptor %d\n",
+	       mc->variants, FILL_PRIORITY_MAX, TIERED_PRIORITY,
 	       PREEMPTOR_PRIORITY);
-	printf("%-8s %-6s %-17s %6s %9s %9s %9s %9s %6s %6s %7s  %s\n", "node",
-	       "prio", "preemptor", "iters", "min_us", "p50_us", "p99_us",
-	       "max_us", "found", "exact", "victims", "level");
+	printf("%-8s %-6s %4s %-17s %6s %9s %9s %9s %9s %6s %6s %7s %8s  %s\n",
+	       "node", "prio", "pods", "preemptor", "iters", "min_us", "p50_us",
+	       "p99_us", "max_us", "found", "exact", "victims", "visits",
+	       "level");
 	for (unsigned i = 0; i < mc->n_rows; i++) {
 		const micro_row_t *w = &mc->rows[i];
-		printf("%-8s %-6s %-17s %6u %9.1f %9.1f %9.1f %9.1f %5.0f%% "
-		       "%5.0f%% %7.2f  %s\n",
-		       w->kind, w->prio, w->shape, w->t.iters, w->t.min,
-		       w->t.p50, w->t.p99, w->t.max, 100.0 * w->found,
-		       100.0 * w->exact, w->victims, level_reached(w));
+		printf(
+		    "%-8s %-6s %4u %-17s %6u %9.1f %9.1f %9.1f %9.1f %5.0f%% "
+		    "%5.0f%% %7.2f %8.0f  %s\n",
+		    w->kind, w->prio, w->pods, w->shape, w->t.iters, w->t.min,
+		    w->t.p50, w->t.p99, w->t.max, 100.0 * w->found,
+		    100.0 * w->exact, w->victims, w->visits, level_reached(w));
 	}
 	printf("\n");
 }
@@ -2474,19 +2509,21 @@ static void print_targets(const result_t *res, unsigned n)
 	}
 }
 
-/* Per 8-GPU node kind and priority mode: the slowest preemptor's p99, and
- * the lowest share of exact answers. */
+/* Per 8-GPU node kind and layout: the slowest preemptor's p99, and the
+ * lowest share of exact answers. */
 static void print_micro_targets(const micro_t *mc)
 {
-	for (unsigned j = 0; mc && mc->r.ok && j < MICRO_KINDS * MICRO_MODES;
+	for (unsigned j = 0; mc && mc->r.ok && j < MICRO_KINDS * MICRO_LAYOUTS;
 	     j++) {
-		const char *kind = kinds[micro_kinds[j / MICRO_MODES]].label;
-		const char *mode = micro_modes[j % MICRO_MODES];
+		const char *kind = kinds[micro_kinds[j / MICRO_LAYOUTS]].label;
+		const micro_layout_t *l = &micro_layouts[j % MICRO_LAYOUTS];
+		double aim = l->pods > PACKED_PODS ? TARGET_CROWDED_P99_US
+						   : TARGET_VICTIM_P99_US;
 		const micro_row_t *worst = NULL, *least = NULL;
 		for (unsigned i = 0; i < mc->n_rows; i++) {
 			const micro_row_t *w = &mc->rows[i];
 			if (strcmp(w->kind, kind) != 0 ||
-			    strcmp(w->prio, mode) != 0)
+			    strcmp(w->prio, l->prio) != 0 || w->pods != l->pods)
 				continue;
 			if (!worst || w->t.p99 > worst->t.p99)
 				worst = w;
@@ -2496,11 +2533,10 @@ static void print_micro_targets(const micro_t *mc)
 		if (!worst)
 			continue;
 		printf("aim: 8-GPU node with %u pods (%s, %s priorities), "
-		       "victim search p99 %.1f us (%s, the slowest) well "
-		       "under %.0f us: %s; ",
-		       MICRO_PODS, kind, mode, worst->t.p99, worst->shape,
-		       TARGET_VICTIM_P99_US,
-		       worst->t.p99 < TARGET_VICTIM_P99_US ? "met" : "MISSED");
+		       "victim search p99 %.1f us (%s, the slowest) under "
+		       "%.0f us: %s; ",
+		       l->pods, kind, l->prio, worst->t.p99, worst->shape, aim,
+		       worst->t.p99 < aim ? "met" : "MISSED");
 		if (least->exact < 1)
 			printf("exact: %.0f%% of %s searches (the fewest)\n",
 			       100.0 * least->exact, least->shape);
@@ -2589,7 +2625,7 @@ static void usage(FILE *to)
 	    "each; 0: skip)\n"
 	    "  --source-dir DIR  the tree holding api/examples/ (default "
 	    "%s)\n",
-	    MICRO_PODS, TIERED_PRIORITY, PREEMPT_ITERATIONS_SMALL,
+	    PACKED_PODS, TIERED_PRIORITY, PREEMPT_ITERATIONS_SMALL,
 	    PREEMPT_ITERATIONS_LARGE, MICRO_ITERATIONS, MICRO_SECONDS_MAX,
 	    FT_SOURCE_DIR);
 }
