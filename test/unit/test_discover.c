@@ -637,6 +637,48 @@ static void test_discover__vm_without_locality(void **state)
 	ft_topology_unref(t);
 }
 
+/*
+ * A real machine: test/fixtures/hwloc/h100-vm-lstopo.xml is `lstopo --of xml`
+ * on a virtual machine with one NVIDIA H100 80GB HBM3 (driver 580.159.04),
+ * one NUMA node and the GPU on the host bus with sysfs numa_node -1. There
+ * flextopo-discover with the real NVML printed exactly `want` below; the
+ * fake NVML answers as that NVML did (the uuid, name and memory nvidia-smi
+ * showed).
+ */
+static void test_discover__h100_vm_real(void **state)
+{
+	static const unsigned buses[1] = {0x00};
+	static const char *want =
+	    "{\"version\":1,\"sockets\":[{\"id\":0,\"numaNodes\":[{\"id\":0,"
+	    "\"cpus\":\"0-15\",\"memoryMiB\":4571,\"gpus\":[{\"index\":0,"
+	    "\"uuid\":\"GPU-b25e4eb2-0d35-b6ef-0869-242ae5faf4b6\",\"model\":"
+	    "\"NVIDIA H100 80GB HBM3\",\"memoryMiB\":81559}]}]}]}";
+	warnings_t w;
+	ft_topology_t *t;
+	char *text = NULL;
+
+	fake_reset(buses, 1, "NVIDIA H100 80GB HBM3", 81559);
+	snprintf(fake.gpus[0].bus_id, sizeof(fake.gpus[0].bus_id),
+		 "0000:00:06.0");
+	fake.gpus[0].bus = 0;
+	snprintf(fake.gpus[0].uuid, sizeof(fake.gpus[0].uuid),
+		 "GPU-b25e4eb2-0d35-b6ef-0869-242ae5faf4b6");
+	t = discover("h100-vm-lstopo.xml", &fake_nvml, &w);
+	assert_int_equal(ft_codec_topology_encode(&text, t), 0);
+	assert_string_equal(text, want);
+	assert_int_equal(w.count, 0);
+	free(text);
+	ft_topology_unref(t);
+	/* Without NVML, hwloc's OpenCL device names no uuid: the stand-in. */
+	t = discover("h100-vm-lstopo.xml", NULL, &w);
+	assert_string_equal(t->gpus[0].uuid, "GPU-PCI-0000:00:06.0");
+	assert_int_equal(t->numa[t->gpus[0].numa].id, 0);
+	assert_non_null(strstr(w.text, "GPU 0000:00:06.0: neither NVML nor "
+				       "hwloc knows it: index 0"));
+	assert_round_trip(t);
+	ft_topology_unref(t);
+}
+
 static void test_discover__this_machine(void **state)
 {
 	ft_discover_options_t opts = {0};
@@ -1236,6 +1278,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_discover__rtx4090),
 	    cmocka_unit_test(test_discover__v100_hwloc_nvlink),
+	    cmocka_unit_test(test_discover__h100_vm_real),
 	    cmocka_unit_test(test_discover__a100_hwloc_nvswitch),
 	    cmocka_unit_test(test_discover__no_gpu),
 	    cmocka_unit_test(test_discover__root_port_and_cpuless_numa),

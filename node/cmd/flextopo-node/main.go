@@ -15,6 +15,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -49,6 +50,7 @@ type options struct {
 	observeEvery, topologyEvery                time.Duration
 	nvidiaProc, sysRoot                        string
 	gpuResource, migPrefix, sharedResource     string
+	printInventory                             bool
 }
 
 func parseFlags() (*options, error) {
@@ -72,8 +74,11 @@ func parseFlags() (*options, error) {
 	fs.StringVar(&o.gpuResource, "gpu-resource", enforce.DefaultResources.GPU, "resource name of whole GPUs")
 	fs.StringVar(&o.migPrefix, "mig-resource-prefix", enforce.DefaultResources.MIGPrefix, "resource name prefix of MIG devices (mixed strategy)")
 	fs.StringVar(&o.sharedResource, "shared-resource", "", "resource name of shared GPU replicas, when not the GPU resource (the topology's sharedResource)")
+	fs.BoolVar(&o.printInventory, "print-inventory", false, "print what the agent sees on this node (GPUs and their device minors, online CPUs and NUMA nodes) as JSON, and exit")
 	flag.Parse()
 	switch {
+	case o.printInventory:
+		return o, nil
 	case o.node == "":
 		return nil, errors.New("--node-name (or $NODE_NAME) is required")
 	case o.mode != "enforce" && o.mode != "observe":
@@ -90,7 +95,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, "flextopo-node:", err)
 		os.Exit(2)
 	}
-	if err = run(o); err != nil {
+	if o.printInventory {
+		err = printInventory(o)
+	} else {
+		err = run(o)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "flextopo-node:", err)
 		os.Exit(1)
 	}
@@ -189,6 +199,18 @@ func inventorySource(kc kubernetes.Interface, o *options, pub *agent.Publisher) 
 		}
 		return inventory.Read(roots, topo)
 	}
+}
+
+// printInventory shows what the agent reads from the NVIDIA driver and sysfs
+// (MIG devices need the topology, which it does not read here).
+func printInventory(o *options) error {
+	inv, err := inventory.Read(inventory.Roots{NvidiaProc: o.nvidiaProc, Sys: o.sysRoot}, "")
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(inventory.Summarize(inv))
 }
 
 // runNRI connects the plugin and reconnects (the runtime may restart) until

@@ -18,6 +18,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -165,4 +166,43 @@ func addMIG(gpu map[string]any, out map[string]string) {
 			}
 		}
 	}
+}
+
+// Summary is an inventory as flextopo-node --print-inventory shows it: what
+// the agent would enforce against on this node.
+type Summary struct {
+	GPUs      []SummaryGPU      `json:"gpus"`
+	CPUs      []int             `json:"cpus"`
+	NUMANodes []int             `json:"numaNodes"`
+	MIGParent map[string]string `json:"migParents,omitempty"`
+}
+
+// SummaryGPU is one GPU the driver lists, with the device node the agent
+// gives a container that is allocated it.
+type SummaryGPU struct {
+	UUID   string `json:"uuid"`
+	Minor  int    `json:"minor"`
+	Device string `json:"device"`
+}
+
+// Summarize orders inv for printing: GPUs by minor, CPUs and NUMA nodes
+// ascending.
+func Summarize(inv *enforce.Inventory) Summary {
+	s := Summary{GPUs: []SummaryGPU{}, CPUs: sortedKeys(inv.CPUs), NUMANodes: sortedKeys(inv.NUMANodes), MIGParent: inv.MIGParent}
+	for uuid, minor := range inv.GPUMinor {
+		s.GPUs = append(s.GPUs, SummaryGPU{UUID: uuid, Minor: minor, Device: fmt.Sprintf("/dev/nvidia%d", minor)})
+	}
+	sort.Slice(s.GPUs, func(i, j int) bool { return s.GPUs[i].Minor < s.GPUs[j].Minor })
+	return s
+}
+
+func sortedKeys(m map[int]bool) []int {
+	out := []int{}
+	for k, on := range m {
+		if on {
+			out = append(out, k)
+		}
+	}
+	sort.Ints(out)
+	return out
 }

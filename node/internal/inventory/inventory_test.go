@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"flextopo.dev/node/internal/enforce"
 )
 
 func write(t *testing.T, path, text string) {
@@ -80,5 +82,43 @@ func TestReadErrors(t *testing.T) {
 	write(t, filepath.Join(root, "devices/system/cpu/online"), "1-0\n")
 	if _, err := Read(r, ""); err == nil || !strings.Contains(err.Error(), "cpu/online") {
 		t.Errorf("error %v", err)
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	inv := &enforce.Inventory{
+		GPUMinor:  map[string]int{"GPU-b": 3, "GPU-a": 0},
+		CPUs:      map[int]bool{8: true, 0: true, 1: true},
+		NUMANodes: map[int]bool{1: true, 0: true},
+	}
+	got := Summarize(inv)
+	want := Summary{
+		GPUs:      []SummaryGPU{{"GPU-a", 0, "/dev/nvidia0"}, {"GPU-b", 3, "/dev/nvidia3"}},
+		CPUs:      []int{0, 1, 8},
+		NUMANodes: []int{0, 1},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Summarize = %+v, want %+v", got, want)
+	}
+}
+
+// TestReadRealH100 reads the driver's file as it was on a real NVIDIA H100
+// 80GB HBM3 with the open kernel module 580.159.04, byte for byte (tabs
+// included): this driver adds a "GPU Firmware" line.
+func TestReadRealH100(t *testing.T) {
+	root := t.TempDir()
+	r := Roots{NvidiaProc: filepath.Join(root, "nvidia"), Sys: filepath.Join(root, "sys")}
+	write(t, filepath.Join(r.NvidiaProc, "gpus/0000:00:06.0/information"),
+		"Model: \t\t NVIDIA H100 80GB HBM3\nIRQ:   \t\t 41\nGPU UUID: \t GPU-b25e4eb2-0d35-b6ef-0869-242ae5faf4b6\n"+
+			"Video BIOS: \t 96.00.da.00.0c\nBus Type: \t PCIe\nDMA Size: \t 52 bits\nDMA Mask: \t 0xfffffffffffff\n"+
+			"Bus Location: \t 0000:00:06.0\nDevice Minor: \t 0\nGPU Firmware: \t 580.159.04\nGPU Excluded:\t No\n")
+	write(t, filepath.Join(r.Sys, "devices/system/cpu/online"), "0-15\n")
+	write(t, filepath.Join(r.Sys, "devices/system/node/online"), "0\n")
+	inv, err := Read(r, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(inv.GPUMinor, map[string]int{"GPU-b25e4eb2-0d35-b6ef-0869-242ae5faf4b6": 0}) {
+		t.Errorf("GPUs %v", inv.GPUMinor)
 	}
 }
