@@ -22,6 +22,7 @@
 #include "arena.h"
 #include "cluster.h"
 #include "config.h"
+#include "dra.h"
 #include "mig.h"
 #include "pdb.h"
 #include "place.h"
@@ -89,6 +90,14 @@ int ft_codec_pod_decode(ft_pod_t *out, const cJSON *pod,
  * (as policy/v1 does for a null selector). FT_EINVAL naming the field.
  */
 int ft_codec_pdb_decode(ft_pdb_t *out, const cJSON *pdb);
+
+/*
+ * Decode a resource.k8s.io/v1 ResourceSlice or ResourceClaim (dra.h).
+ * FT_EINVAL naming the object and field ("resourceslice x:
+ * spec.devices[1].attributes.uuid: want a string"), FT_ENOMEM.
+ */
+int ft_codec_dra_slice_decode(ft_dra_slice_t *out, const cJSON *obj);
+int ft_codec_dra_claim_decode(ft_dra_claim_t *out, const cJSON *obj);
 
 /*
  * A decoded v1 Node: name, the topology or why there is none, and its

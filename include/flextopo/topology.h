@@ -116,6 +116,8 @@ typedef struct ft_gpu {
 	int index;	     /* nvidia-smi index */
 	char *uuid;	     /* "GPU-..." */
 	char *model;	     /* "NVIDIA A100-SXM4-80GB" */
+	char *pci_bus_id;    /* "0000:07:00.0" (sysfs spelling), or NULL when
+				the annotation does not say */
 	uint64_t model_hash; /* ft_gpu_product_hash(model) */
 	uint64_t memory_mib;
 	uint8_t numa, socket,
@@ -205,6 +207,9 @@ void ft_topology_unref(ft_topology_t *t);
  */
 int ft_topology_add_socket(ft_topology_t *t, int id);
 /* `memory_mib` may be FT_MEMORY_UNKNOWN (numa_memory_unknown). */
+/* Record GPU position `g`'s PCI bus id (copied). FT_EINVAL, FT_ENOMEM. */
+int ft_topology_set_gpu_pci_bus_id(ft_topology_t *t, unsigned g,
+				   const char *bus_id);
 int ft_topology_add_numa(ft_topology_t *t, unsigned socket, int id,
 			 const ft_cpuset_t *cpus, uint64_t memory_mib);
 int ft_topology_add_switch(ft_topology_t *t, unsigned numa, int id);

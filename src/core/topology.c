@@ -67,6 +67,7 @@ void ft_topology_unref(ft_topology_t *t)
 	for (unsigned i = 0; i < t->n_gpus; i++) {
 		free(t->gpus[i].uuid);
 		free(t->gpus[i].model);
+		free(t->gpus[i].pci_bus_id);
 	}
 	for (unsigned i = 0; i < t->n_mig; i++) {
 		free(t->mig[i].profile);
@@ -186,6 +187,22 @@ static int add_gpu(ft_topology_t *t, unsigned numa, unsigned socket,
 	if (pcie_switch != FT_NONE)
 		t->switches[pcie_switch].gpus |= bit;
 	return (int)t->n_gpus++;
+}
+
+int ft_topology_set_gpu_pci_bus_id(ft_topology_t *t, unsigned g,
+				   const char *bus_id)
+{
+	char *copy;
+
+	if (g >= t->n_gpus || !bus_id || !bus_id[0])
+		return ft_error_set(FT_EINVAL, "GPU position %u: no PCI bus id",
+				    g);
+	if (!(copy = strdup(bus_id)))
+		return ft_error_set(FT_ENOMEM, "GPU position %u: out of memory",
+				    g);
+	free(t->gpus[g].pci_bus_id);
+	t->gpus[g].pci_bus_id = copy;
+	return 0;
 }
 
 int ft_topology_add_gpu(ft_topology_t *t, unsigned numa, unsigned pcie_switch,
