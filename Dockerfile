@@ -1,9 +1,12 @@
 # flextopo container images: the extender (the default target) and the node
 # agent (target node: flextopo-node with flextopo-discover).
 #
-# Build (needs a Docker/BuildKit engine; CI has none and only lints this file):
+# Build (with a Docker/BuildKit engine, or without one by buildah):
 #   docker build -t flextopo/extender:0.1.0 .
 #   docker build --target node -t flextopo/node:0.1.0 .
+# CI has no engine. scripts/image-check.sh builds the build stage's files with its
+# script (scripts/release-build.sh) under GCC and clang, then the extender image
+# itself with Debian's buildah, and runs its entrypoint once.
 # The runtime stage holds the binary and the shared libraries it links, runs
 # as an unprivileged user, and works with a read-only root filesystem.
 
@@ -27,9 +30,9 @@ COPY include include
 COPY src src
 COPY test test
 COPY bench bench
-RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release -DFLEXTOPO_TESTS=OFF -DFLEXTOPO_BENCH=OFF \
- && cmake --build /build --target flextopo-extender flextopo-discover \
- && strip /build/flextopo-extender /build/flextopo-discover
+# The build and its flags live in the script, which CI runs too.
+COPY scripts/release-build.sh scripts/
+RUN scripts/release-build.sh /build
 
 # The node agent is Go (NRI and kubelet's PodResources API have maintained Go
 # libraries); a static binary.

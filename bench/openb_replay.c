@@ -11,9 +11,11 @@
  *     nodeCacheCapable extender: the in-tree NodeResourcesFit filter (CPU
  *     and memory) and, for a pod with a gpu_spec, NodeAffinity (a required
  *     term on the node label nvidia.com/gpu.product, which every node
- *     carries with its trace model; --model-label KEY names another label,
+ *     carries with its GPU model; --model-label KEY names another label,
  *     such as a cloud's node pool label, which flextopo does not read as a
- *     GPU model) here, then POST /filter with the
+ *     GPU model; --model-labels says how the label's values spell the
+ *     model: GPU feature discovery's NVML name with dashes, the default,
+ *     or the trace's site codes) here, then POST /filter with the
  *     fitting NodeNames, POST
  *     /prioritize with the nodes that passed, the highest total score with
  *     a seeded random choice among ties (kube-scheduler's selectHost), and
@@ -46,7 +48,8 @@
  * node serves whole and fractional pods as the paper's GPU-sharing cluster
  * does. The trace's fractions are multiples of 10 milli, so none rounds; the
  * measures count what the pod asked, the free capacity what the replicas
- * leave.
+ * leave. The topology's GPU model is always the GPU's NVML name, as
+ * flextopo-discover writes it, whatever the labels spell.
  */
 #include <flextopo/app.h>
 #include <flextopo/codec.h>
@@ -102,6 +105,13 @@ static const char *const arm_names[ARMS] = {"flextopo", "flextopo+in-tree",
 static const char *const paper_names[ARMS] = {NULL, NULL, "01-Random",
 					      "05-BestFit", "06-FGD"};
 
+/* How the GPU model label's values, and the pods' affinity on it, spell a
+ * GPU model. */
+typedef enum {
+	MODEL_LABELS_GFD = 0,  /* NVML's name with dashes: Tesla-T4 */
+	MODEL_LABELS_SITE = 1, /* the trace's code: T4, V100M16 */
+} model_labels_t;
+
 typedef struct options {
 	const char *data;
 	const char *report;
@@ -117,6 +127,7 @@ typedef struct options {
 	bool name_ties;
 	unsigned nodes_to_score; /* percentageOfNodesToScore; 0: adaptive */
 	const char *model_label; /* the node label of the trace's GPU model */
+	model_labels_t model_labels; /* how its values spell the model */
 } options_t;
 
 /* One arm's measures for one seed. */
@@ -235,15 +246,59 @@ static int uuid_gpu(const char *uuid)
 	return n > 6 ? atoi(uuid + n - 6) : -1;
 }
 
+/*
+ * The NVML name (nvmlDeviceGetName) of trace model `code`, which
+ * flextopo-discover writes as the topology's GPU model. The trace names its
+ * models by site codes (DATA-README.md of the openb data); the 8-GPU V100
+ * boxes are DGX-1-like SXM2 servers (NVLink, "Topology built for each
+ * node" in bench/README.md). G1-G3 are undisclosed: "NVIDIA <code>".
+ */
+static void nvml_name(char *buf, size_t size, const char *code)
+{
+	static const char *const names[][2] = {
+	    {"V100M16", "Tesla V100-SXM2-16GB"},
+	    {"V100M32", "Tesla V100-SXM2-32GB"},
+	    {"P100", "Tesla P100-PCIE-16GB"},
+	    {"T4", "Tesla T4"},
+	    {"A10", "NVIDIA A10"},
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(code, names[i][0]) == 0) {
+			snprintf(buf, size, "%s", names[i][1]);
+			return;
+		}
+	snprintf(buf, size, "NVIDIA %s", code);
+}
+
+/*
+ * The GPU model label's value for trace model `code`: GPU feature
+ * discovery's (nvidia.com/gpu.product: the NVML name with its spaces as
+ * dashes) or the site code itself.
+ */
+static void model_label_value(char *buf, size_t size, const char *code,
+			      model_labels_t spelling)
+{
+	if (spelling == MODEL_LABELS_SITE) {
+		snprintf(buf, size, "%s", code);
+		return;
+	}
+	nvml_name(buf, size, code);
+	for (char *p = buf; *p; p++)
+		if (*p == ' ')
+			*p = '-';
+}
+
 static cJSON *gpu_json(const ob_node_t *n, unsigned node, unsigned g)
 {
 	cJSON *gpu = cJSON_CreateObject(), *links;
-	char uuid[64];
+	char uuid[64], model[OB_MODEL_MAX + 32];
 
 	gpu_uuid(uuid, sizeof(uuid), node, g);
+	nvml_name(model, sizeof(model), n->model);
 	cJSON_AddNumberToObject(gpu, "index", g);
 	cJSON_AddStringToObject(gpu, "uuid", uuid);
-	cJSON_AddStringToObject(gpu, "model", n->model);
+	cJSON_AddStringToObject(gpu, "model", model);
 	cJSON_AddNumberToObject(gpu, "memoryMiB",
 				strstr(n->model, "32") ? 32768 : 16384);
 	cJSON_AddNumberToObject(gpu, "replicas", REPLICAS);
@@ -310,17 +365,19 @@ static char *topology_json(const ob_node_t *n, unsigned node)
 }
 
 static cJSON *node_json(const ob_node_t *n, unsigned node,
-			const ft_codec_options_t *opts, const char *model_label)
+			const ft_codec_options_t *opts, const options_t *o)
 {
 	cJSON *obj = cJSON_CreateObject(), *meta, *ann, *status, *alloc;
-	char key[256], q[64], *topo = topology_json(n, node);
+	char key[256], q[64], model[OB_MODEL_MAX + 32],
+	    *topo = topology_json(n, node);
 
 	cJSON_AddStringToObject(obj, "apiVersion", "v1");
 	cJSON_AddStringToObject(obj, "kind", "Node");
 	meta = cJSON_AddObjectToObject(obj, "metadata");
 	cJSON_AddStringToObject(meta, "name", n->name);
+	model_label_value(model, sizeof(model), n->model, o->model_labels);
 	cJSON_AddStringToObject(cJSON_AddObjectToObject(meta, "labels"),
-				model_label, n->model);
+				o->model_label, model);
 	ann = cJSON_AddObjectToObject(meta, "annotations");
 	snprintf(key, sizeof(key), "%s/topology", opts->annotation_prefix);
 	cJSON_AddStringToObject(ann, key, topo ? topo : "");
@@ -338,14 +395,15 @@ static cJSON *node_json(const ob_node_t *n, unsigned node,
 
 /*
  * gpu_spec as kube-scheduler's NodeAffinity reads it: a required term on
- * the GPU model label `model_label` (the replay's in-tree filter,
- * ob_fits_in_tree).
+ * the GPU model label o->model_label, its values spelt as the nodes' labels
+ * are (the replay's in-tree filter, ob_fits_in_tree).
  */
 static void add_model_affinity(cJSON *spec, const ob_pod_t *p,
-			       const ob_trace_t *t, const char *model_label)
+			       const ob_trace_t *t, const options_t *o)
 {
 	cJSON *term = cJSON_CreateObject(), *expr = cJSON_CreateObject(),
 	      *values;
+	char model[OB_MODEL_MAX + 32];
 
 	cJSON_AddItemToArray(
 	    cJSON_AddArrayToObject(
@@ -358,13 +416,16 @@ static void add_model_affinity(cJSON *spec, const ob_pod_t *p,
 	    term);
 	cJSON_AddItemToArray(cJSON_AddArrayToObject(term, "matchExpressions"),
 			     expr);
-	cJSON_AddStringToObject(expr, "key", model_label);
+	cJSON_AddStringToObject(expr, "key", o->model_label);
 	cJSON_AddStringToObject(expr, "operator", "In");
 	values = cJSON_AddArrayToObject(expr, "values");
-	for (unsigned m = 0; m < t->n_models; m++)
-		if (p->models & (UINT32_C(1) << m))
-			cJSON_AddItemToArray(values,
-					     cJSON_CreateString(t->models[m]));
+	for (unsigned m = 0; m < t->n_models; m++) {
+		if (!(p->models & (UINT32_C(1) << m)))
+			continue;
+		model_label_value(model, sizeof(model), t->models[m],
+				  o->model_labels);
+		cJSON_AddItemToArray(values, cJSON_CreateString(model));
+	}
 	if (!cJSON_GetArraySize(values))
 		cJSON_AddItemToArray(values,
 				     cJSON_CreateString("no-such-model"));
@@ -372,7 +433,7 @@ static void add_model_affinity(cJSON *spec, const ob_pod_t *p,
 
 /* The pod as kube-scheduler has it (Burstable: requests, no limits). */
 static cJSON *pod_json(const ob_pod_t *p, const ob_trace_t *t, const char *name,
-		       const ft_codec_options_t *opts, const char *model_label)
+		       const ft_codec_options_t *opts, const options_t *o)
 {
 	cJSON *pod = cJSON_CreateObject(), *meta, *ann, *spec, *c, *req;
 	char key[256], q[64];
@@ -402,7 +463,7 @@ static cJSON *pod_json(const ob_pod_t *p, const ob_trace_t *t, const char *name,
 	spec = cJSON_AddObjectToObject(pod, "spec");
 	cJSON_AddStringToObject(spec, "schedulerName", "default-scheduler");
 	if (p->models)
-		add_model_affinity(spec, p, t, model_label);
+		add_model_affinity(spec, p, t, o);
 	c = cJSON_CreateObject();
 	cJSON_AddStringToObject(c, "name", "main");
 	req = cJSON_AddObjectToObject(cJSON_AddObjectToObject(c, "resources"),
@@ -474,8 +535,8 @@ static int replay_load(replay_t *r)
 	ft_state_replace_begin(state, FT_KIND_NODE);
 	ft_state_replace_begin(state, FT_KIND_POD);
 	for (unsigned i = 0; i < r->trace->n_nodes; i++) {
-		cJSON *n = node_json(&r->trace->nodes[i], i, &r->app.opts,
-				     r->o->model_label);
+		cJSON *n =
+		    node_json(&r->trace->nodes[i], i, &r->app.opts, r->o);
 		ft_state_apply_node(state, n);
 		cJSON_Delete(n);
 	}
@@ -802,7 +863,7 @@ static int replay_pod(replay_t *r, ob_cluster_t *c, const ob_pod_t *p,
 	n = feasible_nodes(r, c, p, want);
 	fitting = n;
 	snprintf(name, sizeof(name), "openb-pod-%06u", seq);
-	pod = pod_json(p, r->trace, name, &r->app.opts, r->o->model_label);
+	pod = pod_json(p, r->trace, name, &r->app.opts, r->o);
 	if (n && (rc = do_filter(r, pod, &n)) == 0 && n)
 		node = do_prioritize(r, c, pod, p, n);
 	else if (rc == 0 && fitting == want &&
@@ -1208,6 +1269,11 @@ static void report(FILE *f, const variant_result_t *v, unsigned n,
 			"\nThe GPU model is the node label `%s`, not "
 			"`" FT_GPU_PRODUCT_LABEL "`\n",
 			o->model_label);
+	if (o->model_labels == MODEL_LABELS_SITE)
+		fprintf(f,
+			"\nThe GPU model label's values are the trace's "
+			"site codes (V100M16), not GPU feature discovery's "
+			"spelling of the NVML name (Tesla-V100-SXM2-16GB)\n");
 	if (o->nodes_to_score != 100)
 		fprintf(f,
 			"\nkube-scheduler's percentageOfNodesToScore: %u%s "
@@ -1443,6 +1509,18 @@ static bool parse_arms(options_t *o, const char *list)
 	return true;
 }
 
+/* --model-labels: "gfd" or "site-codes". */
+static bool parse_model_labels(options_t *o, const char *arg)
+{
+	if (strcmp(arg, "gfd") == 0)
+		o->model_labels = MODEL_LABELS_GFD;
+	else if (strcmp(arg, "site-codes") == 0)
+		o->model_labels = MODEL_LABELS_SITE;
+	else
+		return false;
+	return true;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: flextopo-openb-replay [--data DIR] [--variants "
@@ -1452,7 +1530,8 @@ static void usage(FILE *f)
 		   "  [--ties random|name] [--set KEY=VALUE]... [--report "
 		   "FILE.md]\n"
 		   "  [--svg FILE.svg] [--nodes-to-score PERCENT] "
-		   "[--model-label KEY] [--quiet]\n");
+		   "[--model-label KEY]\n"
+		   "  [--model-labels gfd|site-codes] [--quiet]\n");
 }
 
 static int parse(options_t *o, int argc, char **argv)
@@ -1470,6 +1549,7 @@ static int parse(options_t *o, int argc, char **argv)
 	    {"set", required_argument, NULL, 'c'},
 	    {"nodes-to-score", required_argument, NULL, 'n'},
 	    {"model-label", required_argument, NULL, 'l'},
+	    {"model-labels", required_argument, NULL, 'L'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0}};
 	static char variants[512];
@@ -1531,6 +1611,10 @@ static int parse(options_t *o, int argc, char **argv)
 			break;
 		case 'l':
 			o->model_label = optarg;
+			break;
+		case 'L':
+			if (!parse_model_labels(o, optarg))
+				return -1;
 			break;
 		case 'c':
 			if (o->n_settings == SETTINGS_MAX)

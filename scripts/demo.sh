@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install what is missing, build, and run the extender on the embedded demo
-# cluster (configs/demo-cluster.yaml); show one real filter request and its
+# cluster (configs/demo-cluster.yaml); show one real filter request
+# (configs/demo-filter.json) and its
 # reply, then keep serving on 127.0.0.1:8888 until Ctrl-C.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -20,12 +21,7 @@ for _ in $(seq 50); do
 	sleep 0.1
 done
 
-request='{"Pod":{"metadata":{"name":"llm-0","namespace":"online","uid":"demo-uid-1",
- "annotations":{"flextopo.io/affinity":"numa","flextopo.io/affinity-mode":"guaranteed"}},
- "spec":{"containers":[{"name":"server","resources":{
-  "requests":{"cpu":"8","memory":"32Gi","nvidia.com/gpu":"2"},
-  "limits":{"cpu":"8","memory":"32Gi","nvidia.com/gpu":"2"}}}]}},
- "NodeNames":["demo-rtx4090-0","demo-a100-0","demo-h100-0","demo-broken-0"]}'
+request=$(cat configs/demo-filter.json)
 echo "== POST /filter: a numa-guaranteed pod with 8 CPUs and 2 GPUs"
 echo "$request"
 echo "== reply"

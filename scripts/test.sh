@@ -2,7 +2,8 @@
 # The whole test suite: format check, warnings-as-errors build, unit tests,
 # fuzz-corpus replays, the same under AddressSanitizer/UBSan, a short libFuzzer
 # run of every fuzz target, the core tests under valgrind, the node agent's Go
-# tests, and the end-to-end suite against a real kube-apiserver and
+# tests, the container image's build (its Release flags under GCC and clang,
+# then the image itself), and the end-to-end suite against a real kube-apiserver and
 # kube-scheduler (and a real kubelet, containerd and runc for the node agent).
 #
 #   scripts/test.sh            everything
@@ -56,8 +57,9 @@ echo "== node agent (gofmt, go vet, go test -race: the mapping, golden fixtures,
 echo "== API: schemathesis on both listeners, /metrics through prometheus_client, a demo node's SVG in headless Chromium"
 FLEXTOPO_EXTENDER=build/flextopo-extender scripts/api-check.sh
 
-echo "== Dockerfile (hadolint; no Docker engine here)"
+echo "== Dockerfile: hadolint, the image's build under GCC and clang, the image built by buildah and run"
 scripts/docker-lint.sh
+scripts/image-check.sh
 
 echo "== Helm chart (lint, template, values schema; helm built from its Go module)"
 scripts/chart-check.sh

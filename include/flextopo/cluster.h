@@ -87,12 +87,17 @@ typedef struct ft_demand {
 	bool has_caps;	    /* flextopo.io/requires was given */
 	ft_caps_t caps;
 	/*
-	 * The GPU models the pod may run on, from its nodeSelector and
-	 * required node affinity on FT_GPU_PRODUCT_LABEL: ft_gpu_product_hash()
-	 * of each allowed value, sorted; 0 when they name none or more than
+	 * The GPU model names the pod's nodeSelector and required node
+	 * affinity allow on FT_GPU_PRODUCT_LABEL: ft_gpu_product_hash() of
+	 * each allowed value, sorted; 0 when they name none or more than
 	 * FT_GPU_PRODUCTS_MAX, or when an affinity term leaves the model free.
-	 * kube-scheduler's NodeAffinity filters on them; flextopo only weighs
-	 * fragmentation with them (frag.h).
+	 * A hint, shown in the debug API (gpuModels) and part of the workload
+	 * mix's class key, that decides nothing: the label's values need not
+	 * be the topology's model names (site codes such as V100M16, GPU
+	 * feature discovery's MIG-strategy suffixes, a provider's own
+	 * scheme). Where a pod may run is its node rules (ft_pod_t.rules,
+	 * noderules.h) matched against the node's labels, which hold the same
+	 * requirement, as kube-scheduler's NodeAffinity filter matches it.
 	 */
 	uint8_t n_gpu_products;
 	uint64_t gpu_products[FT_GPU_PRODUCTS_MAX];
@@ -196,10 +201,10 @@ typedef struct ft_pod {
 	ft_demand_t demand;
 	/*
 	 * Where the pod may run: its nodeSelector, required node affinity (the
-	 * GPU model label included) and tolerations (noderules.h). As with
-	 * demand.gpu_products, kube-scheduler filters on them and flextopo
-	 * only weighs fragmentation with them (the workload mix, frag.h). Kept
-	 * apart from the demand, which placement copies per node.
+	 * GPU model label included) and tolerations (noderules.h).
+	 * kube-scheduler filters on them and flextopo only weighs
+	 * fragmentation with them (the workload mix, frag.h). Kept apart from
+	 * the demand, which placement copies per node.
 	 */
 	ft_node_rules_t rules;
 	char *demand_error; /* a bad flextopo.io annotation; NULL when fine */
@@ -303,7 +308,7 @@ typedef struct ft_frag_cache_entry {
 	uint32_t generation; /* of the mix class it is for; 0: empty */
 	uint32_t milli;
 	uint16_t gpus;
-	bool reaches; /* the class's GPU models and node rules admit the node */
+	bool reaches; /* the class's node rules admit the node */
 	uint64_t mig[2];
 } ft_frag_cache_entry_t;
 

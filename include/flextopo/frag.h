@@ -39,10 +39,14 @@
  *
  * The workload mix (ft_mix_t) is a window of the last `window` pods placed,
  * grouped into at most FT_MIX_CLASSES classes by what they ask of GPUs and
- * where they may run (GPU models, node affinity and tolerations:
- * ft_mix_add). Pods asking for no GPU, MIG instance or replica are not part
- * of it: they cannot use GPU capacity, so they would count every free GPU as
- * fragment on every node alike.
+ * where they may run (nodeSelector, node affinity and tolerations:
+ * ft_mix_add). The nodes a class may use are those whose labels and taints
+ * its rules admit, as kube-scheduler's NodeAffinity and TaintToleration
+ * filters decide (noderules.h); a GPU model name read out of a label value
+ * (demand.gpu_products) is a hint that never narrows them, since a label
+ * value need not be the topology's model name. Pods asking for no GPU, MIG
+ * instance or replica are not part of it: they cannot use GPU capacity, so
+ * they would count every free GPU as fragment on every node alike.
  *
  * All of it is pure: no I/O, no allocation. Two exceptions to the model's
  * immutability, both invisible in results: each node keeps a cache of what
@@ -78,7 +82,7 @@ typedef struct ft_mix {
 	/* Where each class may run: with its key, what tells classes apart */
 	ft_node_rules_t class_rules[FT_MIX_CLASSES];
 	/* Bound (ft_mix_weigh): some node looked at is not one the class may
-	 * run on, by its GPU models or node rules */
+	 * run on, by its node rules */
 	bool class_bound[FT_MIX_CLASSES];
 	uint32_t counts[FT_MIX_CLASSES];      /* pods of each in the window */
 	uint32_t generations[FT_MIX_CLASSES]; /* unique in the process and
@@ -122,8 +126,8 @@ void ft_mix_init(ft_mix_t *mix, unsigned window);
 /*
  * The class key of a demand: its GPU shape, i.e. what it asks of GPU units
  * (whole GPUs, fraction, MIG profile and count), its affinity and mode, its
- * capabilities and the GPU models it may run on. CPU and memory, pinned or
- * not, the policy and the node's
+ * capabilities and the GPU model names its rules allow (a hint: they rule
+ * no node out). CPU and memory, pinned or not, the policy and the node's
  * reading of the demand (ranks) are left out: the requests of a class's
  * pods are kept beside it as points (ft_mix_t). False for a demand that asks
  * no GPU unit.
@@ -152,9 +156,9 @@ void ft_mix_add(ft_mix_t *mix, const ft_demand_t *d,
  * usable (ft_place_usable) and the point's CPU and memory fit, clamped to
  * FT_WEIGHT_MAX; 1 below FT_WEIGHT_FROM (FT_WEIGHT_FROM_BOUND for a bound
  * class), and 1 when no node could take it (none is left to keep). A class
- * is bound (class_bound) when its GPU models or its node rules rule out some
- * node looked at: a nodeSelector that every candidate meets (a label all GPU
- * nodes carry), or GPU models every candidate has, bind nothing.
+ * is bound (class_bound) when its node rules rule out some node looked at:
+ * a nodeSelector that every candidate meets (a label all GPU nodes carry,
+ * or a GPU model every candidate has) binds nothing.
  *
  * FGD weighs a typical pod only by how often it comes, so a pod shape that
  * few nodes can hold counts for as little as it is frequent, and the last
@@ -163,8 +167,9 @@ void ft_mix_add(ft_mix_t *mix, const ft_demand_t *d,
  * such a node costs in proportion to how few are left. Scarcities below
  * FT_WEIGHT_FROM stay at 1: weighing them cost the default openb trace
  * placement quality and protects nothing scarce. A class bound to GPU
- * models is weighed from FT_WEIGHT_FROM_BOUND: its hosts are the nodes of
- * its models, which do not grow as others fill, and a model can be short
+ * models (by a node affinity on their label) is weighed from
+ * FT_WEIGHT_FROM_BOUND: its hosts are the nodes of its models, which do
+ * not grow as others fill, and a model can be short
  * although a third of the nodes have it (openb's gpuspec33: 404 of 1,213
  * nodes are T4 nodes, 13.5 % of the GPUs, for 16 % of the pods, which may
  * use only T4; weighing those pods' points from 2 instead of 4 left 0.42
@@ -208,8 +213,8 @@ uint32_t ft_frag_of(const ft_node_t *node, const ft_demand_t *m);
  * How F_n under `mix` changes when `d` is placed on `node` as
  * ft_place_choose() would place it under `policy`: F after minus F before,
  * milli-GPU (negative when the pod takes capacity that was fragment), plus
- * what the placement takes from classes bound to GPU models or to nodes by
- * label: for each point
+ * what the placement takes from classes bound to nodes by label (a GPU
+ * model's label, a node pool): for each point
  * of such a class, the capacity it could use before and cannot after (its
  * GPUs taken, or the CPU or memory it needs), times how far its scarcity
  * weight exceeds 1, averaged over the mix (0 until ft_mix_weigh() finds
@@ -237,7 +242,7 @@ int ft_frag_delta(int64_t *out, const ft_node_t *node, const ft_demand_t *d,
  * before:
  *   1. the affinity level reachable (ft_place_level_points);
  *   2. the fragmentation the placement adds under `mix`, and what it takes
- *      from scarce classes bound to GPU models or labels, in milli-GPU
+ *      from scarce classes bound to nodes by label, in milli-GPU
  *      (ft_frag_delta; the less the better), its points weighed as the
  *      caller weighed them (prioritize: ft_mix_weigh over the request's
  *      nodes). It counts CPU and memory: a pod that takes the CPU a node's

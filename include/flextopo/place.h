@@ -139,10 +139,6 @@ typedef struct ft_usable {
  */
 bool ft_place_requests_fit(const ft_node_t *node, const ft_demand_t *d);
 
-/* Does topology `t` have a GPU of a model `d` may run on (any, when it
- * names none: demand.gpu_products)? */
-bool ft_place_model_allowed(const ft_topology_t *t, const ft_demand_t *d);
-
 /*
  * The units `d` could take on `node` now: those meeting its capabilities,
  * free, and inside a domain of its level (in guaranteed mode; else the
@@ -150,9 +146,9 @@ bool ft_place_model_allowed(const ft_topology_t *t, const ft_demand_t *d);
  * when one rank fits on it. All zero when `d` does not fit the node now,
  * counting its CPU and memory requests against what the node's pods have
  * not requested (ft_node_free_cpu_millis: FGD's "the pod does not fit", so
- * a node whose CPUs are spoken for strands its free GPUs), the node has
- * no topology, or none of its GPUs is of a model `d` may run on
- * (gpu_products: FGD's NoAccess).
+ * a node whose CPUs are spoken for strands its free GPUs), or the node
+ * has no topology. Where `d` may run at all (FGD's NoAccess) is not asked
+ * here: the workload mix asks it of the node's labels (frag.h).
  */
 void ft_place_usable(ft_usable_t *out, const ft_node_t *node,
 		     const ft_demand_t *d);

@@ -106,19 +106,20 @@ typedef struct ft_pcie_switch {
 } ft_pcie_switch_t;
 
 /*
- * FNV-1a of a GPU model name with spaces read as dashes, so that the
- * topology's "NVIDIA A100-SXM4-80GB" and the label's NVIDIA-A100-SXM4-80GB
- * (gpu-feature-discovery's nvidia.com/gpu.product) hash alike.
+ * FNV-1a of a GPU model name with spaces read as dashes, so that
+ * "NVIDIA A100-SXM4-80GB" (NVML's name, the topology's model) and
+ * NVIDIA-A100-SXM4-80GB (gpu-feature-discovery's nvidia.com/gpu.product)
+ * hash alike: the GPU model names of a pod's node rules
+ * (demand.gpu_products, cluster.h).
  */
 uint64_t ft_gpu_product_hash(const char *name);
 
 typedef struct ft_gpu {
-	int index;	     /* nvidia-smi index */
-	char *uuid;	     /* "GPU-..." */
-	char *model;	     /* "NVIDIA A100-SXM4-80GB" */
-	char *pci_bus_id;    /* "0000:07:00.0" (sysfs spelling), or NULL when
-				the annotation does not say */
-	uint64_t model_hash; /* ft_gpu_product_hash(model) */
+	int index;	  /* nvidia-smi index */
+	char *uuid;	  /* "GPU-..." */
+	char *model;	  /* "NVIDIA A100-SXM4-80GB" */
+	char *pci_bus_id; /* "0000:07:00.0" (sysfs spelling), or NULL when the
+			     annotation does not say */
 	uint64_t memory_mib;
 	uint8_t numa, socket,
 	    pcie_switch;       /* positions; FT_NONE: no PCIe switch; numa (and

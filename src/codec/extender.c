@@ -258,7 +258,17 @@ static int scan_value(cJSON **out, scan_t *s, ft_arena_t *arena)
 	return 0;
 }
 
-/* NodeNames: count and measure, then copy in one block. */
+/* Name `i` of a NodeNames array: its comma, then a plain string. */
+static bool next_name(scan_t *s, unsigned i, const char **out, size_t *len)
+{
+	return (!i || take(s, ',')) && plain_string(s, out, len);
+}
+
+/*
+ * NodeNames: count and measure, then copy in one block. The copy scans the
+ * same bytes again, and checks each name as the count did, so that it never
+ * reads a name the scan did not find.
+ */
 static int scan_names(ft_extender_args_t *out, scan_t *s)
 {
 	scan_t again = *s;
@@ -269,8 +279,7 @@ static int scan_names(ft_extender_args_t *out, scan_t *s)
 	if (!take(s, '['))
 		return GIVE_UP;
 	for (bool more = !take(s, ']'); more; more = !take(s, ']')) {
-		if ((out->n_nodes && !take(s, ',')) ||
-		    !plain_string(s, &name, &len))
+		if (!next_name(s, out->n_nodes, &name, &len))
 			return GIVE_UP;
 		out->n_nodes++;
 		bytes += len + 1;
@@ -282,9 +291,8 @@ static int scan_names(ft_extender_args_t *out, scan_t *s)
 		return ft_error_set(FT_ENOMEM, "out of memory");
 	take(&again, '[');
 	for (unsigned i = 0; i < out->n_nodes; i++) {
-		if (i)
-			take(&again, ',');
-		plain_string(&again, &name, &len);
+		if (!next_name(&again, i, &name, &len))
+			return GIVE_UP;
 		out->node_names[i] = memcpy(at, name, len);
 		at[len] = '\0';
 		at += len + 1;

@@ -319,16 +319,15 @@ static void unlock_node(const ft_node_t *node)
 
 /*
  * What class `c` could use on `node` (ft_place_usable), nothing where its
- * GPU models or node rules rule the node out (FGD's NoAccess). Whether
- * they admit it.
+ * node rules rule the node out (FGD's NoAccess). Whether they admit it.
+ * The rules match the node's labels as kube-scheduler does; the GPU model
+ * names of the class key are a hint and rule nothing out (frag.h).
  */
 static bool class_usable(ft_usable_t *out, const ft_node_t *node,
 			 const ft_mix_t *mix, unsigned c)
 {
-	bool reaches =
-	    node->topology &&
-	    ft_place_model_allowed(node->topology, &mix->classes[c]) &&
-	    ft_node_rules_admit(&mix->class_rules[c], node->labels);
+	bool reaches = node->topology &&
+		       ft_node_rules_admit(&mix->class_rules[c], node->labels);
 
 	if (reaches)
 		ft_place_usable(out, node, &mix->classes[c]);
@@ -512,10 +511,10 @@ static uint32_t point_avail(const ft_mix_t *mix, unsigned c, unsigned k,
 
 /*
  * What a placement takes from class `c`, of mass `mass`, when it is
- * bound to GPU models or to nodes by label, milli-GPU: averaged over its
- * points, the capacity each could use before (`before`, `usable`) and
- * cannot after (`after`, `usable_after`: its units taken, or its CPU or
- * memory), times how far the point's scarcity weight exceeds 1
+ * bound to nodes by label (a GPU model's, a node pool's), milli-GPU:
+ * averaged over its points, the capacity each could use before (`before`,
+ * `usable`) and cannot after (`after`, `usable_after`: its units taken, or
+ * its CPU or memory), times how far the point's scarcity weight exceeds 1
  * (ft_mix_weigh). 0 for a class free to run anywhere. FGD counts what a
  * placement strands, not what it takes: a pod that may run anywhere would
  * take the GPUs a model's bound pods need at no cost.

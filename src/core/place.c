@@ -1328,17 +1328,6 @@ bool ft_place_requests_fit(const ft_node_t *node, const ft_demand_t *d)
 		memory >= d->memory_mib);
 }
 
-bool ft_place_model_allowed(const ft_topology_t *t, const ft_demand_t *d)
-{
-	bool ok = !d->n_gpu_products;
-
-	for (unsigned g = 0; !ok && g < t->n_gpus; g++) {
-		for (unsigned i = 0; !ok && i < d->n_gpu_products; i++)
-			ok = d->gpu_products[i] == t->gpus[g].model_hash;
-	}
-	return ok;
-}
-
 void ft_place_usable(ft_usable_t *out, const ft_node_t *node,
 		     const ft_demand_t *d)
 {
@@ -1348,7 +1337,7 @@ void ft_place_usable(ft_usable_t *out, const ft_node_t *node,
 	ask_t a;
 
 	memset(out, 0, sizeof(*out));
-	if (!node->topology || !ft_place_model_allowed(node->topology, d))
+	if (!node->topology)
 		return;
 	ask_init(&a, node, d, FT_POLICY_PACKED);
 	ad = &a.u.demand;

@@ -171,7 +171,6 @@ static int add_gpu(ft_topology_t *t, unsigned numa, unsigned socket,
 	g->model = strdup(model ? model : "");
 	if (!g->uuid || !g->model)
 		return ft_error_set(FT_ENOMEM, "GPU %d: out of memory", index);
-	g->model_hash = ft_gpu_product_hash(g->model);
 	g->index = index;
 	g->memory_mib = memory_mib;
 	g->numa = (uint8_t)numa;

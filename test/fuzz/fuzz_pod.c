@@ -6,9 +6,10 @@
  * as an allocation annotation, as an observed annotation and as a
  * capability annotation (flextopo.io/requires), and its labels and taints
  * are read as a Node's, for the pod's node rules to be tried on. Any input
- * must
- * decode into a consistent pod or fail with FT_EINVAL (FT_ENOMEM under memory
- * pressure) and nothing held; never crash or leak.
+ * must decode into a consistent pod or fail with FT_EINVAL (FT_ENOMEM under
+ * memory pressure) and nothing held; never crash or leak. Where
+ * kube-scheduler would let the pod run on that node, the node rules must
+ * too: they may widen, never narrow (noderules.h).
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -77,6 +78,213 @@ static void check_rules(const ft_node_rules_t *r)
 			abort();
 }
 
+/*
+ * kube-scheduler's NodeAffinity and TaintToleration filters on the input as
+ * both the Pod and the Node, read as strings: nodeSelector and required
+ * node affinity as k8s.io/component-helpers/scheduling/corev1/nodeaffinity
+ * matches them, taints as k8s.io/api/core/v1 Toleration.ToleratesTaint
+ * tolerates them. What an API server would refuse fails, and so do Gt, Lt
+ * and matchFields, which are not written here, so that this never admits
+ * more than kube-scheduler. The node rules may admit more, never less.
+ */
+static const cJSON *at(const cJSON *obj, const char *key)
+{
+	return cJSON_GetObjectItemCaseSensitive(obj, key);
+}
+
+/* `v` when it is an array, else NULL: for cJSON_ArrayForEach, whose
+ * argument must not be an expression. */
+static const cJSON *array(const cJSON *v)
+{
+	return cJSON_IsArray(v) ? v : NULL;
+}
+
+static const cJSON *object(const cJSON *v)
+{
+	return cJSON_IsObject(v) ? v : NULL;
+}
+
+/* A string member's value; "" when absent or not a string. */
+static const char *text(const cJSON *obj, const char *key)
+{
+	const cJSON *v = at(obj, key);
+
+	return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+/* A node label's value; NULL when the node has no such label. */
+static const char *label(const cJSON *labels, const char *key)
+{
+	const cJSON *v = at(labels, key);
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* Is `have` (NULL: no label) one of `values`, all strings? -1 when one is
+ * not a string or there are none. */
+static int listed(const char *have, const cJSON *values)
+{
+	const cJSON *v;
+	int in = 0;
+
+	if (!cJSON_GetArraySize(array(values)))
+		return -1;
+	cJSON_ArrayForEach(v, array(values))
+	{
+		if (!cJSON_IsString(v))
+			return -1;
+		in |= have && strcmp(have, v->valuestring) == 0;
+	}
+	return in;
+}
+
+/* One matchExpression: In, NotIn, Exists or DoesNotExist. */
+static bool ref_requirement(const cJSON *e, const cJSON *labels)
+{
+	const char *op = text(e, "operator");
+	const char *have = label(labels, text(e, "key"));
+	bool exists = strcmp(op, "Exists") == 0;
+	int in;
+
+	if (!cJSON_IsString(at(e, "key")))
+		return false;
+	if (exists || strcmp(op, "DoesNotExist") == 0)
+		return !cJSON_GetArraySize(at(e, "values")) &&
+		       (have != NULL) == exists;
+	in = listed(have, at(e, "values"));
+	return in >= 0 && (strcmp(op, "In") == 0      ? in
+			   : strcmp(op, "NotIn") == 0 ? !in
+						      : false);
+}
+
+/* One nodeSelectorTerm: all its requirements; an empty term matches no
+ * node. */
+static bool ref_term(const cJSON *term, const cJSON *labels)
+{
+	const cJSON *e;
+	bool ok = cJSON_GetArraySize(array(at(term, "matchExpressions"))) &&
+		  !cJSON_GetArraySize(at(term, "matchFields"));
+
+	cJSON_ArrayForEach(e, array(at(term, "matchExpressions")))
+	{
+		ok = ok && ref_requirement(e, labels);
+	}
+	return ok;
+}
+
+static const cJSON *required_terms(const cJSON *spec)
+{
+	return at(at(at(at(spec, "affinity"), "nodeAffinity"),
+		     "requiredDuringSchedulingIgnoredDuringExecution"),
+		  "nodeSelectorTerms");
+}
+
+static bool ref_affinity(const cJSON *spec, const cJSON *labels)
+{
+	const cJSON *selector = at(spec, "nodeSelector"), *e;
+	bool ok = !selector || cJSON_IsObject(selector);
+	bool any = !at(at(at(spec, "affinity"), "nodeAffinity"),
+		       "requiredDuringSchedulingIgnoredDuringExecution");
+
+	cJSON_ArrayForEach(e, object(selector))
+	{
+		const char *have = label(labels, e->string);
+		ok = ok && cJSON_IsString(e) && have &&
+		     strcmp(have, e->valuestring) == 0;
+	}
+	cJSON_ArrayForEach(e, array(required_terms(spec)))
+	{
+		any = any || ref_term(e, labels);
+	}
+	return ok && any;
+}
+
+static bool ref_tolerates(const cJSON *t, const cJSON *taint)
+{
+	const char *op = text(t, "operator"), *key = text(t, "key");
+	const char *effect = text(t, "effect");
+
+	if (*effect && strcmp(effect, text(taint, "effect")) != 0)
+		return false;
+	if (*key && strcmp(key, text(taint, "key")) != 0)
+		return false;
+	if (strcmp(op, "Exists") == 0)
+		return true;
+	/* Equal (the default) without a key is refused by the API server. */
+	return (!*op || strcmp(op, "Equal") == 0) && *key &&
+	       strcmp(text(t, "value"), text(taint, "value")) == 0;
+}
+
+static bool ref_tolerated(const cJSON *spec)
+{
+	const cJSON *taint, *t;
+	bool ok = true;
+
+	cJSON_ArrayForEach(taint, array(at(spec, "taints")))
+	{
+		const char *effect = text(taint, "effect");
+		bool tolerated = false;
+		if (!cJSON_IsString(at(taint, "key")) ||
+		    (strcmp(effect, "NoSchedule") != 0 &&
+		     strcmp(effect, "NoExecute") != 0))
+			continue; /* PreferNoSchedule does not filter */
+		cJSON_ArrayForEach(t, array(at(spec, "tolerations")))
+		{
+			tolerated = tolerated || ref_tolerates(t, taint);
+		}
+		ok = ok && tolerated;
+	}
+	return ok;
+}
+
+/*
+ * Keys that the rules' hashes cannot tell apart as kube-scheduler does: a
+ * key repeated in an object (Go keeps the last, cJSON finds the first) or
+ * holding '=' (a pair hashes as "key=value"). The API server refuses both.
+ */
+static bool odd_keys(const cJSON *obj)
+{
+	const cJSON *e;
+	bool odd = false;
+
+	cJSON_ArrayForEach(e, object(obj))
+	{
+		odd = odd || strchr(e->string, '=') || at(obj, e->string) != e;
+	}
+	return odd;
+}
+
+static bool odd_requirement_keys(const cJSON *spec)
+{
+	const cJSON *term, *e;
+	bool odd = false;
+
+	cJSON_ArrayForEach(term, array(required_terms(spec)))
+	{
+		cJSON_ArrayForEach(e, array(at(term, "matchExpressions")))
+		{
+			odd = odd || strchr(text(e, "key"), '=');
+		}
+	}
+	return odd;
+}
+
+/* Where kube-scheduler lets the input's pod run on the input's node, the
+ * node rules do too. */
+static void check_admit(const cJSON *root, const ft_node_rules_t *rules,
+			const ft_node_labels_t *l)
+{
+	const cJSON *spec = at(root, "spec");
+	const cJSON *labels = at(at(root, "metadata"), "labels");
+
+	if (odd_keys(labels) || odd_keys(at(spec, "nodeSelector")) ||
+	    odd_requirement_keys(spec))
+		return;
+	if (ref_affinity(spec, labels) && ref_tolerated(spec) &&
+	    !ft_node_rules_admit(rules, l))
+		abort();
+}
+
 /* The input's labels and taints as a Node's: sorted, with filtering
  * effects only; the pod's rules tried on them. */
 static void check_labels(const cJSON *root, const ft_node_rules_t *rules)
@@ -94,7 +302,7 @@ static void check_labels(const cJSON *root, const ft_node_rules_t *rules)
 			abort();
 	if (!ft_node_rules_admit(rules, NULL))
 		abort(); /* unknown labels admit anything */
-	(void)ft_node_rules_admit(rules, l);
+	check_admit(root, rules, l);
 	ft_node_labels_unref(l);
 }
 

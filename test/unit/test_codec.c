@@ -1251,8 +1251,9 @@ static void test_codec__node_broken_annotation(void **state)
 {
 	static const char *const prefix = "annotation flextopo.io/topology: ";
 	static const char *const broken[] = {
-	    "{\"version\":1,\"sockets\":[{\"id\":0,\"numaNodes\":[{\"id\":0,"
-	    "\"cpus\":\"0-x\",\"memoryMiB\":1}]}]}",
+	    /* one string, split to fit the line */
+	    ("{\"version\":1,\"sockets\":[{\"id\":0,\"numaNodes\":[{\"id\":0,"
+	     "\"cpus\":\"0-x\",\"memoryMiB\":1}]}]}"),
 	    "not json", "", "[]", "{\"version\":2,\"sockets\":[]}"};
 
 	for (size_t i = 0; i < sizeof(broken) / sizeof(broken[0]); i++) {

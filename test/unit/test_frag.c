@@ -165,26 +165,50 @@ static void test_frag__of_class(void **state)
 }
 
 /*
- * A class that may run only on other GPU models finds nothing usable: all
- * the node's free GPU is a fragment for it (FGD's NoAccess), whichever way
- * the model is spelled.
+ * A node of topology `t` (a reference is taken) holding `pods` (NULL or
+ * NULL-terminated), labelled FT_GPU_PRODUCT_LABEL=`product` unless
+ * `product` is NULL (labels not known).
  */
-static void test_frag__of_class_on_another_model(void **state)
+static ft_node_t *product_node(const char *name, ft_topology_t *t,
+			       ft_pod_t *const *pods, const char *product)
 {
-	const int none[] = {-1};
-	ft_node_t *node = pairs_node("n", none); /* four NVIDIA A40 */
-	ft_demand_t one = gpus_demand(1, -1);
+	const ft_pod_t *list[2] = {pods ? pods[0] : NULL, NULL};
+	ft_node_labels_t *l = NULL;
+	ft_node_t *node = NULL;
 
-	(void)state;
-	one.n_gpu_products = 1;
-	one.gpu_products[0] = ft_gpu_product_hash("Tesla-T4");
-	assert_int_equal(ft_frag_of(node, &one), 4000);
-	one.n_gpu_products = 2;
-	one.gpu_products[1] = ft_gpu_product_hash("NVIDIA-A40");
-	assert_int_equal(ft_frag_of(node, &one), 0);
-	assert_true(ft_gpu_product_hash("NVIDIA A40") ==
-		    ft_gpu_product_hash("NVIDIA-A40"));
-	ft_node_unref(node);
+	if (product) {
+		assert_non_null(l = ft_node_labels_new());
+		assert_int_equal(
+		    ft_node_labels_add(l, FT_GPU_PRODUCT_LABEL, product), 0);
+		ft_node_labels_seal(l);
+	}
+	assert_int_equal(
+	    ft_node_build(&node, name, t, NULL, l, list, NULL, list[0] ? 1 : 0),
+	    0);
+	ft_node_labels_unref(l);
+	return node;
+}
+
+/* A free 8x RTX 4090 node labelled FT_GPU_PRODUCT_LABEL=`product`: of
+ * another GPU model than the NVIDIA A40 nodes here. */
+static ft_node_t *other_model_node(const char *product)
+{
+	ft_topology_t *t = ft_test_topology_4090("R");
+	ft_node_t *node = product_node("other", t, NULL, product);
+
+	ft_topology_unref(t);
+	return node;
+}
+
+/* A free pairs4 node (four NVIDIA A40) labelled FT_GPU_PRODUCT_LABEL=
+ * `product`. */
+static ft_node_t *a40_node(const char *product)
+{
+	ft_topology_t *t = ft_test_topology_pairs4("P");
+	ft_node_t *node = product_node("a40", t, NULL, product);
+
+	ft_topology_unref(t);
+	return node;
 }
 
 /* Rules of a pod with nodeSelector {key: value}. */
@@ -221,18 +245,72 @@ static ft_node_t *pool_node(const char *pool, const char *taint)
 	return node;
 }
 
+/* F_n of `node` under a mix of pods of demand `d` with `rules`, milli-GPU. */
+static uint32_t frag_of_pods(const ft_node_t *node, const ft_demand_t *d,
+			     const ft_node_rules_t *rules)
+{
+	ft_frag_t f;
+	ft_mix_t mix;
+
+	ft_mix_init(&mix, 64);
+	ft_mix_add(&mix, d, rules);
+	ft_frag_measure(&f, node, &mix);
+	return f.fragmentation_milli;
+}
+
 /* F_n of `node` under a mix of 1-GPU pods with `rules`, milli-GPU. */
 static uint32_t frag_of_ruled(const ft_node_t *node,
 			      const ft_node_rules_t *rules)
 {
 	ft_demand_t one = gpus_demand(1, -1);
-	ft_frag_t f;
-	ft_mix_t mix;
 
-	ft_mix_init(&mix, 64);
-	ft_mix_add(&mix, &one, rules);
-	ft_frag_measure(&f, node, &mix);
-	return f.fragmentation_milli;
+	return frag_of_pods(node, &one, rules);
+}
+
+/*
+ * Which nodes a class may use comes from the node labels its rules match,
+ * whatever the label values spell: GPU feature discovery's NVML names with
+ * dashes or site codes. A class whose nodeSelector asks the GPU model
+ * label for the A40 uses the A40 node's four GPUs and none of the RTX 4090
+ * node's eight, under either spelling, and a value spelt otherwise than
+ * the node's label rules the node out, as kube-scheduler matches label
+ * values exactly. The model name read out of the rules (gpu_products) is a
+ * hint that never narrows: pods whose hint names a model no GPU has (a
+ * site code, Tesla-T4) are weighed as pods without one.
+ */
+static void test_frag__model_names_never_narrow(void **state)
+{
+	static const char *const spelling[2][2] = {
+	    {"NVIDIA-A40", "NVIDIA-GeForce-RTX-4090"}, /* GFD */
+	    {"A40", "RTX4090"},			       /* site codes */
+	};
+	ft_node_t *unknown = a40_node(NULL);
+	ft_demand_t one = gpus_demand(1, -1), hinted = one;
+
+	(void)state;
+	hinted.n_gpu_products = 1;
+	hinted.gpu_products[0] = ft_gpu_product_hash("Tesla-T4");
+	assert_int_equal(ft_frag_of(unknown, &hinted), 0);
+	assert_int_equal(frag_of_pods(unknown, &hinted, NULL), 0);
+	for (unsigned s = 0; s < 2; s++) {
+		ft_node_t *a40 = a40_node(spelling[s][0]),
+			  *rtx = other_model_node(spelling[s][1]),
+			  *other_spelling = a40_node(spelling[1 - s][0]);
+		ft_node_rules_t in_a40 =
+		    selector_rules(FT_GPU_PRODUCT_LABEL, spelling[s][0]);
+		hinted.gpu_products[0] = ft_gpu_product_hash(spelling[s][0]);
+		assert_int_equal(frag_of_pods(a40, &hinted, &in_a40), 0);
+		assert_int_equal(frag_of_pods(rtx, &hinted, &in_a40), 8000);
+		assert_int_equal(frag_of_pods(other_spelling, &hinted, &in_a40),
+				 4000);
+		assert_int_equal(frag_of_pods(a40, &one, &in_a40), 0);
+		assert_int_equal(frag_of_pods(rtx, &one, &in_a40), 8000);
+		assert_int_equal(frag_of_pods(rtx, &hinted, NULL), 0);
+		ft_node_unref(a40);
+		ft_node_unref(rtx);
+		ft_node_unref(other_spelling);
+	}
+	ft_node_unref(unknown);
 }
 
 /*
@@ -454,9 +532,10 @@ static void test_frag__fraction_weighs_by_pods_per_gpu(void **state)
 }
 
 /* A pairs4 node (16 CPUs, 128 GiB) with one pod requesting `cpu_millis`
- * and holding the whole GPUs listed (-1 ends). */
-static ft_node_t *busy_node(const char *name, uint32_t cpu_millis,
-			    const int *held)
+ * and holding the whole GPUs listed (-1 ends), labelled with its GPU model
+ * `product` (NULL: labels not known). */
+static ft_node_t *busy_product_node(const char *name, uint32_t cpu_millis,
+				    const int *held, const char *product)
 {
 	ft_topology_t *t = ft_test_topology_pairs4("P");
 	ft_pod_t pod, *list[2] = {&pod, NULL};
@@ -464,10 +543,16 @@ static ft_node_t *busy_node(const char *name, uint32_t cpu_millis,
 
 	gpu_pod(&pod, "busy", held);
 	pod.demand.cpu_millis = cpu_millis;
-	node = ft_test_node(name, t, list);
+	node = product_node(name, t, list, product);
 	ft_pod_dispose(&pod);
 	ft_topology_unref(t);
 	return node;
+}
+
+static ft_node_t *busy_node(const char *name, uint32_t cpu_millis,
+			    const int *held)
+{
+	return busy_product_node(name, cpu_millis, held, NULL);
 }
 
 /*
@@ -553,23 +638,15 @@ static void test_frag__mix_points_are_quantiles(void **state)
 }
 
 /* nodes[0]: a pairs4 node with all 16 CPUs free; the other n - 1: with 6
- * CPUs requested (10 free). No GPU held. */
-static void rare_and_common(ft_node_t **nodes, unsigned n)
+ * CPUs requested (10 free). No GPU held; labelled with their GPU model
+ * `product` unless it is NULL. */
+static void rare_and_common(ft_node_t **nodes, unsigned n, const char *product)
 {
 	const int none[] = {-1};
 
 	for (unsigned i = 0; i < n; i++)
-		nodes[i] = busy_node(i ? "common" : "rare", i ? 6000 : 0, none);
-}
-
-/* An 8x RTX 4090 node, free: of another GPU model than the others here. */
-static ft_node_t *other_model_node(void)
-{
-	ft_topology_t *t = ft_test_topology_4090("R");
-	ft_node_t *node = ft_test_node("other", t, NULL);
-
-	ft_topology_unref(t);
-	return node;
+		nodes[i] = busy_product_node(i ? "common" : "rare",
+					     i ? 6000 : 0, none, product);
 }
 
 static void unref_all(ft_node_t **nodes, unsigned n)
@@ -605,7 +682,7 @@ static void test_frag__weigh_scarce_points(void **state)
 	ft_mix_t mix;
 
 	(void)state;
-	rare_and_common(nodes, 16);
+	rare_and_common(nodes, 16, NULL);
 	roomy = nodes[0];
 	ft_mix_init(&mix, 64);
 	ft_mix_add(&mix, &small, NULL);
@@ -633,27 +710,40 @@ static void test_frag__weigh_scarce_points(void **state)
 }
 
 /*
+ * Pods whose nodeSelector asks the GPU model label for the A40 under its
+ * site code: the model name read out of it names no GPU of the topology
+ * (NVIDIA A40), and only the label decides.
+ */
+static void bind_to_a40(ft_demand_t *d, ft_node_rules_t *rules)
+{
+	*rules = selector_rules(FT_GPU_PRODUCT_LABEL, "A40");
+	d->n_gpu_products = 1;
+	d->gpu_products[0] = ft_gpu_product_hash("A40");
+}
+
+/*
  * A class bound to GPU models is weighed from FT_WEIGHT_FROM_BOUND: among a
- * rare and a common NVIDIA A40 node and an RTX 4090 one, a 14-CPU point
- * that only the rare node can take weighs 3 when its class may use only
- * the A40 (bound: the 4090 node is ruled out); the same pods of any model
- * can also take the 4090 node, and weigh 1 (scarcity 3 / 2, under
- * FT_WEIGHT_FROM). Among A40 nodes alone, the model binds nothing.
+ * rare and a common NVIDIA A40 node and an RTX 4090 one, labelled with
+ * their models' site codes, a 14-CPU point that only the rare node can take
+ * weighs 3 when its class may use only the A40 (bound: its nodeSelector
+ * rules the 4090 node out); the same pods of any model can also take the
+ * 4090 node, and weigh 1 (scarcity 3 / 2, under FT_WEIGHT_FROM). Among A40
+ * nodes alone, the model binds nothing.
  */
 static void test_frag__weigh_bound_class_from_lower_scarcity(void **state)
 {
 	ft_node_t *nodes[3];
 	ft_demand_t big = cpu_gpus_demand(1, 14000), bound = big;
+	ft_node_rules_t in_a40;
 	ft_mix_t mix;
 
 	(void)state;
-	rare_and_common(nodes, 2);
-	nodes[2] = other_model_node();
-	bound.n_gpu_products = 1;
-	bound.gpu_products[0] = ft_gpu_product_hash("NVIDIA-A40");
+	rare_and_common(nodes, 2, "A40");
+	nodes[2] = other_model_node("RTX4090");
+	bind_to_a40(&bound, &in_a40);
 	ft_mix_init(&mix, 64);
 	ft_mix_add(&mix, &big, NULL);
-	ft_mix_add(&mix, &bound, NULL);
+	ft_mix_add(&mix, &bound, &in_a40);
 	ft_mix_weigh(&mix, (const ft_node_t *const *)nodes, 3);
 	assert_int_equal(mix.n_classes, 2);
 	assert_true(mix.class_bound[1]);
@@ -704,11 +794,11 @@ static void test_frag__bound_by_nodes_ruled_out(void **state)
 /*
  * What a placement takes from a scarce class bound to GPU models counts:
  * the mix has 1-GPU pods of any model (2 CPUs) and 1-GPU pods bound to
- * NVIDIA A40 asking 14 CPUs, which only the rare node of 3 holds (scarcity
- * 3; the third node is an RTX 4090 one). A 1-GPU pod of any model on the
- * rare node strands
- * nothing, but takes a GPU the bound pods could use: unweighed it costs 0,
- * weighed (3 - 1) x 1000 milli, averaged over the 2 classes. One that also
+ * NVIDIA A40 by its label's site code asking 14 CPUs, which only the rare
+ * node of 3 holds (scarcity 3; the third node is an RTX 4090 one). A 1-GPU
+ * pod of any model on the rare node strands nothing, but takes a GPU the
+ * bound pods could use: unweighed it costs 0, weighed (3 - 1) x 1000
+ * milli, averaged over the 2 classes. One that also
  * takes the CPU they need costs all 4 GPUs, plus what FGD counts. A class
  * not bound to a model costs nothing for what is taken, however scarce.
  */
@@ -720,14 +810,16 @@ static void test_frag__taking_from_bound_class_costs(void **state)
 		    pod = cpu_gpus_demand(1, 1000),
 		    hungry = cpu_gpus_demand(1, 3000);
 	int64_t delta = 0;
+	ft_node_rules_t in_a40;
 	ft_mix_t mix, unbound;
 
 	(void)state;
-	rare_and_common(nodes, 2);
-	nodes[2] = other_model_node(); /* it binds the A40 class */
-	bound.n_gpu_products = 1;
-	bound.gpu_products[0] = ft_gpu_product_hash("NVIDIA-A40");
-	mix_of(&mix, &small, 1, &bound, 1);
+	rare_and_common(nodes, 2, "A40");
+	nodes[2] = other_model_node("RTX4090"); /* it binds the A40 class */
+	bind_to_a40(&bound, &in_a40);
+	ft_mix_init(&mix, 64);
+	ft_mix_add(&mix, &small, NULL);
+	ft_mix_add(&mix, &bound, &in_a40);
 	assert_int_equal(
 	    ft_frag_delta(&delta, nodes[0], &pod, FT_POLICY_PACKED, &mix), 0);
 	assert_int_equal(delta, 0);
@@ -750,7 +842,7 @@ static void test_frag__taking_from_bound_class_costs(void **state)
 	/* Unbound, the 14-CPU pods are the second point of the 1-GPU class;
 	 * it weighs 16 among 16 nodes, and taking from it still costs
 	 * nothing: FGD's measure alone decides. */
-	rare_and_common(many, 16);
+	rare_and_common(many, 16, NULL);
 	bound.n_gpu_products = 0;
 	mix_of(&unbound, &small, 1, &bound, 1);
 	ft_mix_weigh(&unbound, (const ft_node_t *const *)many, 16);
@@ -782,7 +874,7 @@ static void test_frag__weigh_keeps_scarce_node(void **state)
 	ft_mix_t mix;
 
 	(void)state;
-	rare_and_common(nodes, 4);
+	rare_and_common(nodes, 4, NULL);
 	rare = nodes[0];
 	common = nodes[1];
 	ft_mix_init(&mix, 64);
@@ -1293,7 +1385,7 @@ int main(void)
 	    cmocka_unit_test(test_frag__mix_window),
 	    cmocka_unit_test(test_frag__mix_replaces_rarest_class),
 	    cmocka_unit_test(test_frag__of_class),
-	    cmocka_unit_test(test_frag__of_class_on_another_model),
+	    cmocka_unit_test(test_frag__model_names_never_narrow),
 	    cmocka_unit_test(test_frag__of_class_ruled_out_by_node),
 	    cmocka_unit_test(test_frag__weigh_bound_class_from_lower_scarcity),
 	    cmocka_unit_test(test_frag__bound_by_nodes_ruled_out),

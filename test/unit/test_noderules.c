@@ -123,6 +123,46 @@ static void test_noderules__does_not_exist_and_selector_with_terms(void **state)
 	assert_false(admits(spec, "'pool':'b'", ""));
 }
 
+/*
+ * The GPU model label is a label like any other: its values are matched
+ * exactly, as kube-scheduler matches them, however they spell the model.
+ * Site codes (the openb trace's V100M16) match site codes; GPU feature
+ * discovery's spelling (NVML's name with dashes, and its MIG-strategy
+ * suffix) matches only itself: not NVML's name with its space, nor the
+ * name without the suffix. This is what decides where a class of the
+ * workload mix may run (frag.h), not the topology's model name.
+ */
+static void test_noderules__gpu_model_label_matched_exactly(void **state)
+{
+	const char *codes = "{" TERMS(EXPR(
+	    REQ("nvidia.com/gpu.product", "In", "'V100M16','V100M32'"))) "}";
+	const char *gfd = "{'nodeSelector':{'nvidia.com/"
+			  "gpu.product':'Tesla-V100-SXM2-16GB'}}";
+	const char *nvml = "{'nodeSelector':{'nvidia.com/gpu.product':'Tesla "
+			   "V100-SXM2-16GB'}}";
+	const char *mig =
+	    "{" TERMS(EXPR(REQ("nvidia.com/gpu.product", "In",
+			       "'NVIDIA-A100-SXM4-40GB-MIG-1g.5gb'"))) "}";
+
+	(void)state;
+	assert_int_equal(rules_of(codes).n_reqs, 1);
+	assert_true(admits(codes, "'nvidia.com/gpu.product':'V100M16'", ""));
+	assert_true(admits(codes, "'nvidia.com/gpu.product':'V100M32'", ""));
+	assert_false(admits(codes, "'nvidia.com/gpu.product':'T4'", ""));
+	assert_false(admits(
+	    codes, "'nvidia.com/gpu.product':'Tesla-V100-SXM2-16GB'", ""));
+	assert_true(
+	    admits(gfd, "'nvidia.com/gpu.product':'Tesla-V100-SXM2-16GB'", ""));
+	assert_false(admits(gfd, "'nvidia.com/gpu.product':'V100M16'", ""));
+	assert_false(admits(
+	    nvml, "'nvidia.com/gpu.product':'Tesla-V100-SXM2-16GB'", ""));
+	assert_true(admits(
+	    mig, "'nvidia.com/gpu.product':'NVIDIA-A100-SXM4-40GB-MIG-1g.5gb'",
+	    ""));
+	assert_false(admits(
+	    mig, "'nvidia.com/gpu.product':'NVIDIA-A100-SXM4-40GB'", ""));
+}
+
 /* What is not read, or does not fit, widens the rules. */
 static void test_noderules__widened_never_narrowed(void **state)
 {
@@ -278,6 +318,7 @@ int main(void)
 	    cmocka_unit_test(test_noderules__terms_ored_requirements_anded),
 	    cmocka_unit_test(
 		test_noderules__does_not_exist_and_selector_with_terms),
+	    cmocka_unit_test(test_noderules__gpu_model_label_matched_exactly),
 	    cmocka_unit_test(test_noderules__widened_never_narrowed),
 	    cmocka_unit_test(test_noderules__tolerations),
 	    cmocka_unit_test(test_noderules__node_labels_decode),
