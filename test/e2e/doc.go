@@ -12,6 +12,9 @@
 // (KWOK, built by scripts/e2e.sh), a fresh control plane per arm, and a
 // compressed day of co-located work under three arms.
 //
+// The tests start their components through internal/harness and read and
+// write flextopo's annotations through internal/flextopo.
+//
 // mig_shared_test.go holds the scenarios of MIG policies, capability
 // requirements and fractions of shared GPUs (issue 4); README.md lists the
 // scenarios of every file.
