@@ -1,4 +1,4 @@
-package e2e
+package study
 
 // The preemption study's cluster and workload (study_test.go).
 //

@@ -1,7 +1,7 @@
-package e2e
+package study
 
-// The paper's comparison at cluster scale with real components (issue 13):
-// a compressed day of co-located LLM work (study_workload_test.go) on
+// The FGD paper's comparison at cluster scale with real components: a
+// compressed day of co-located LLM work (workload_test.go) on
 // hundreds of kwok nodes with the reference servers' topologies, replayed
 // once per arm with the same workload and seed:
 //
@@ -11,8 +11,8 @@ package e2e
 //	(c) kube-scheduler alone (no topology).
 //
 // Each arm gets a fresh etcd and kube-apiserver, kwok, its kube-scheduler and
-// (a, b) its own extender (study_cluster_test.go). Figures and plots come
-// from study_metrics_test.go; bench/README.md defines them.
+// (a, b) its own extender (cluster_test.go). Figures and plots come from
+// metrics_test.go; bench/README.md defines them.
 //
 // TestPreemptionStudy runs the study when FLEXTOPO_STUDY is set
 // (scripts/preemption-study.sh): "nodes=1000,wall=360s,seed=1,source=synthetic"

@@ -1,4 +1,4 @@
-package e2e
+package study
 
 // What the preemption study (study_test.go) measures: a recorder of every
 // pod and preemption event of an arm, the alignment judge, the figures of

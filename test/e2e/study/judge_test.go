@@ -1,4 +1,4 @@
-package e2e
+package study
 
 import (
 	"testing"
@@ -9,7 +9,7 @@ import (
 // TestStudyJudge checks the preemption study's alignment judge on the
 // reference servers (no cluster needed).
 func TestStudyJudge(t *testing.T) {
-	root := "../.."
+	root := "../../.."
 	load := func(file string) *flextopo.Topology {
 		topo, err := exampleTopology(root, file, "n")
 		if err != nil {

@@ -1,4 +1,4 @@
-package e2e
+package study
 
 // The living cluster of the preemption study (study_test.go): for each arm a
 // fresh etcd and kube-apiserver from k8s-testenv, kwok as the kubelet of
