@@ -71,6 +71,23 @@ static inline double now_us(void)
 	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
+/* The string `key` of `obj`, or "" when it is absent or not a string. */
+static inline const char *str_of(const cJSON *obj, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+	return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+/* The number `key` of `obj` as an int, or 0 when it is absent or not a
+ * number. */
+static inline int int_of(const cJSON *obj, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+	return cJSON_IsNumber(v) ? v->valueint : 0;
+}
+
 /* Append `suffix` to every "uuid" string under `obj` (unique devices per node).
  */
 static inline void suffix_uuids(cJSON *obj, const char *suffix)

@@ -9,9 +9,12 @@
 #    The key hashes test/e2e/go.mod, go.sum, every file under
 #    test/e2e/cmd/, the Go version and target, and the build flags below.
 #    Go's module and build caches stay at their defaults (outside the clone).
-# 2. Runs `go test -v -count=1 -timeout 30m ./...` in test/e2e with
-#      FLEXTOPO_EXTENDER (default build/flextopo-extender; relative paths are
-#      taken from the repository root) and K8S_TESTENV (the cached binary).
+# 2. Runs `go test -v -count=1 -timeout 30m -p 1 ./...` in test/e2e (the
+#    scenarios, then the preemption study in test/e2e/study, one test binary
+#    at a time as they share the machine) with FLEXTOPO_EXTENDER (default
+#    build/flextopo-extender; relative paths are taken from the repository
+#    root) and K8S_TESTENV (the cached binary). FLEXTOPO_E2E_PACKAGES
+#    replaces ./... (scripts/preemption-study.sh runs ./study alone).
 #
 # 2a. For the real-node scenario (realnode_test.go): builds containerd, its runc
 #    shim and ctr from containerd's Go module (Debian 12 ships containerd 1.6,
@@ -22,7 +25,7 @@
 #
 #    FLEXTOPO_E2E_NO_CONTAINERD=1 skips that build (for runs that leave the
 #    real node out, such as scripts/preemption-study.sh).
-# 2b. For the preemption study (study_test.go): builds kwok (sigs.k8s.io/kwok)
+# 2b. For the preemption study (test/e2e/study): builds kwok (sigs.k8s.io/kwok)
 #    from its Go module into <cache>/kwok-<version>-<go version>/ unless it is
 #    there, and passes it as KWOK.
 #
@@ -121,7 +124,7 @@ elif [[ ! -x $containerd_dir/containerd || ! -x $containerd_dir/containerd-shim-
 	trap - EXIT
 fi
 containerd_secs=$((SECONDS - containerd_start))
-# kwok for the preemption study (study_test.go): fake kubelets for hundreds
+# kwok for the preemption study (test/e2e/study): fake kubelets for hundreds
 # of nodes, built from its own Go module (not test/e2e's go.mod, so the
 # k8s-testenv cache key above does not move) into <cache>/kwok-<version>-<go>/.
 kwok_version=v0.8.0
@@ -161,13 +164,16 @@ if [[ -n $report && $report != /* ]]; then
 	report=$repo_root/$report
 fi
 
+# The packages to test, split on spaces (FLEXTOPO_E2E_PACKAGES, default all).
+read -ra packages <<<"${FLEXTOPO_E2E_PACKAGES:-./...}"
+
 test_start=$SECONDS
 rc=0
 (
 	cd "$e2e_dir"
 	FLEXTOPO_EXTENDER=$extender K8S_TESTENV=$testenv FLEXTOPO_E2E_REPORT=$report \
 		CONTAINERD_DIR=$containerd_dir FLEXTOPO_NODE=$node_agent KWOK=$kwok_dir/kwok \
-		go test -v -count=1 -timeout 30m ./... "$@"
+		go test -v -count=1 -timeout 30m -p 1 "${packages[@]}" "$@"
 ) || rc=$?
 test_secs=$((SECONDS - test_start))
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The paper's comparison at cluster scale (test/e2e/study_test.go): one
+# The paper's comparison at cluster scale (test/e2e/study): one
 # compressed day of co-located LLM work on N kwok nodes (RTX 4090, A100,
 # H100 with MIG), replayed under three arms with the same workload and seed:
 # (a) kube-scheduler + flextopo with its preempt verb, (b) the same without
@@ -43,7 +43,7 @@ cmake --build build --target flextopo-extender
 for src in $sources; do
 	echo "== preemption study: $nodes nodes, $wall per arm, seed $seed, $src"
 	FLEXTOPO_STUDY="nodes=$nodes,wall=$wall,seed=$seed,source=$src" FLEXTOPO_STUDY_OUT=$PWD/bench \
-		FLEXTOPO_E2E_NO_CONTAINERD=1 FLEXTOPO_EXTENDER=build/flextopo-extender \
+		FLEXTOPO_E2E_NO_CONTAINERD=1 FLEXTOPO_EXTENDER=build/flextopo-extender FLEXTOPO_E2E_PACKAGES=./study \
 		scripts/e2e.sh -run '^TestPreemptionStudy$' -timeout 90m
 done
 

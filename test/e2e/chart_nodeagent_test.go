@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"flextopo.dev/e2e/internal/harness"
 )
 
 // TestChartNodeAgentAccess creates the node agent's RBAC objects and its
@@ -61,14 +63,14 @@ func TestChartNodeAgentAccess(t *testing.T) {
 	// Two nodes and a pod bound to each (no kubelet runs: they stay
 	// Pending, which is all the policy looks at).
 	own, elsewhere := "chart-agent-own", "chart-agent-other"
-	cx := ctx(t, 30*time.Second)
+	cx := harness.Ctx(t, 30*time.Second)
 	for _, n := range []string{own, elsewhere} {
-		if _, err := c.client.CoreV1().Nodes().Create(cx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}},
+		if _, err := c.Client.CoreV1().Nodes().Create(cx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}},
 			metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
 		}
 		n := n
-		t.Cleanup(func() { _ = c.client.CoreV1().Nodes().Delete(context.Background(), n, metav1.DeleteOptions{}) })
+		t.Cleanup(func() { _ = c.Client.CoreV1().Nodes().Delete(context.Background(), n, metav1.DeleteOptions{}) })
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "on-" + n, Namespace: other},
 			Spec: corev1.PodSpec{
@@ -76,13 +78,13 @@ func TestChartNodeAgentAccess(t *testing.T) {
 				Containers: []corev1.Container{{Name: "main", Image: "busybox"}},
 			},
 		}
-		if _, err := c.client.CoreV1().Pods(other).Create(cx, pod, metav1.CreateOptions{}); err != nil {
+		if _, err := c.Client.CoreV1().Pods(other).Create(cx, pod, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 
 	agent := func(node string) kubernetes.Interface {
-		cfg := chartRESTConfig(c, c.pki.token)
+		cfg := chartRESTConfig(c, c.PKI.Token)
 		cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups}
 		if node != "" {
 			cfg.Impersonate.Extra = map[string][]string{"authentication.kubernetes.io/node-name": {node}}

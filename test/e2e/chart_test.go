@@ -61,6 +61,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/yaml"
+
+	"flextopo.dev/e2e/internal/flextopo"
+	"flextopo.dev/e2e/internal/harness"
 )
 
 const (
@@ -74,7 +77,7 @@ const (
 // server's version (Capabilities.KubeVersion when rendering).
 type chartEnv struct {
 	t        *testing.T
-	c        *cluster
+	c        *harness.Cluster
 	helm     string
 	chartDir string
 	kubeVer  string
@@ -89,36 +92,36 @@ func requireChart(t *testing.T) *chartEnv {
 	helm := os.Getenv("HELM")
 	if helm == "" {
 		msg := "HELM is not set: run scripts/chart-check.sh --e2e, or set HELM to a helm v3 binary"
-		if isCI() {
+		if harness.IsCI() {
 			t.Fatal(msg + " (CI=true: the chart tests are required)")
 		}
 		t.Skip(msg)
 	}
-	if !isExecutable(helm) {
+	if !harness.IsExecutable(helm) {
 		t.Fatalf("HELM=%s is not an executable file", helm)
 	}
-	v, err := c.client.Discovery().ServerVersion()
+	v, err := c.Client.Discovery().ServerVersion()
 	if err != nil {
 		t.Fatalf("server version: %v", err)
 	}
-	cfg := chartRESTConfig(c, c.pki.token)
+	cfg := chartRESTConfig(c, c.PKI.Token)
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(c.client.Discovery()))
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(c.Client.Discovery()))
 	return &chartEnv{
 		t: t, c: c, helm: helm, kubeVer: v.GitVersion, dyn: dyn, mapper: mapper,
-		chartDir: filepath.Join(c.repoRoot, "charts", "flextopo"),
+		chartDir: filepath.Join(c.RepoRoot, "charts", "flextopo"),
 		helmHome: t.TempDir(),
 	}
 }
 
-func chartRESTConfig(c *cluster, token string) *rest.Config {
+func chartRESTConfig(c *harness.Cluster, token string) *rest.Config {
 	return &rest.Config{
-		Host:            c.apiURL,
+		Host:            c.APIURL,
 		BearerToken:     token,
-		TLSClientConfig: rest.TLSClientConfig{CAData: c.pki.caPEM},
+		TLSClientConfig: rest.TLSClientConfig{CAData: c.PKI.CAPEM},
 		QPS:             100,
 		Burst:           200,
 	}
@@ -134,7 +137,7 @@ func (e *chartEnv) runHelm(args ...string) ([]byte, error) {
 		"HELM_CACHE_HOME="+filepath.Join(e.helmHome, "cache"),
 		"HELM_CONFIG_HOME="+filepath.Join(e.helmHome, "config"),
 		"HELM_DATA_HOME="+filepath.Join(e.helmHome, "data"),
-		"KUBECONFIG="+e.c.kubeconfig,
+		"KUBECONFIG="+e.c.Kubeconfig,
 	)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
@@ -259,8 +262,8 @@ func (e *chartEnv) apply(o *unstructured.Unstructured, dryRun bool) error {
 
 func (e *chartEnv) createNamespace(ns string) {
 	e.t.Helper()
-	cx := ctx(e.t, 30*time.Second)
-	_, err := e.c.client.CoreV1().Namespaces().Create(cx, &corev1.Namespace{
+	cx := harness.Ctx(e.t, 30*time.Second)
+	_, err := e.c.Client.CoreV1().Namespaces().Create(cx, &corev1.Namespace{
 		ObjectMeta: metav1.ObjectMeta{Name: ns},
 	}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
@@ -430,7 +433,7 @@ func TestChartServerSideDryRun(t *testing.T) {
 			// Dry run left nothing behind.
 			dep := r.one(t, "Deployment", "")
 			if ri, err := e.resource(dep); err == nil {
-				cx := ctx(t, 10*time.Second)
+				cx := harness.Ctx(t, 10*time.Second)
 				if _, err := ri.Get(cx, dep.GetName(), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 					t.Errorf("after the dry run, get %s: %v, want NotFound", chartObjName(dep), err)
 				}
@@ -540,8 +543,8 @@ func (e *chartEnv) checkAccess(t *testing.T, user string, groups []string, want 
 
 func (e *chartEnv) accessReview(t *testing.T, user string, groups []string, a chartAccess) *authorizationv1.SubjectAccessReview {
 	t.Helper()
-	cx := ctx(t, 10*time.Second)
-	sar, err := e.c.client.AuthorizationV1().SubjectAccessReviews().Create(cx, &authorizationv1.SubjectAccessReview{
+	cx := harness.Ctx(t, 10*time.Second)
+	sar, err := e.c.Client.AuthorizationV1().SubjectAccessReviews().Create(cx, &authorizationv1.SubjectAccessReview{
 		Spec: authorizationv1.SubjectAccessReviewSpec{
 			User: user, Groups: groups,
 			ResourceAttributes: &authorizationv1.ResourceAttributes{
@@ -712,7 +715,7 @@ func (e *chartEnv) chartKubeconfig(dir, token string) string {
 		"kind":            "Config",
 		"current-context": "chart",
 		"clusters": []interface{}{map[string]interface{}{"name": "e2e", "cluster": map[string]interface{}{
-			"server": e.c.apiURL, "certificate-authority-data": base64.StdEncoding.EncodeToString(e.c.pki.caPEM),
+			"server": e.c.APIURL, "certificate-authority-data": base64.StdEncoding.EncodeToString(e.c.PKI.CAPEM),
 		}}},
 		"contexts": []interface{}{map[string]interface{}{"name": "chart", "context": map[string]interface{}{
 			"cluster": "e2e", "user": "sa",
@@ -892,15 +895,15 @@ func chartSchedules(t *testing.T, withTLS bool) {
 	e.applyForReal(chartRBACObjects(r))
 	dep := r.one(t, "Deployment", "")
 	sa := r.workloadSA(t, "Deployment")
-	dir, err := c.dir(name)
+	dir, err := c.Dir(name)
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	// The service account's token, as the pod would have it.
-	cx := ctx(t, 30*time.Second)
+	cx := harness.Ctx(t, 30*time.Second)
 	expiry := int64(3600)
-	tr, err := c.client.CoreV1().ServiceAccounts(ns).CreateToken(cx, sa.GetName(), &authenticationv1.TokenRequest{
+	tr, err := c.Client.CoreV1().ServiceAccounts(ns).CreateToken(cx, sa.GetName(), &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry},
 	}, metav1.CreateOptions{})
 	if err != nil {
@@ -911,8 +914,8 @@ func chartSchedules(t *testing.T, withTLS bool) {
 	// Nodes first, so that the extender's first list holds them.
 	s := newScenario(t, c, id)
 	var nvlink, pcie string
-	extBin := extenderBinary(c.repoRoot)
-	haveExtender := isExecutable(extBin)
+	extBin := harness.ExtenderBinary(c.RepoRoot)
+	haveExtender := harness.IsExecutable(extBin)
 	if haveExtender {
 		pb := newTopo(s.nodeName("pcie"))
 		pb.switchGPUs(pb.numa(pb.socket(), "0-31", 262144), 8)
@@ -973,7 +976,7 @@ func chartSchedules(t *testing.T, withTLS bool) {
 	if len(extArgs) < 3 || path.Base(extArgs[0]) != "flextopo-extender" {
 		t.Fatalf("extender container runs %v, want flextopo-extender --config FILE", extArgs)
 	}
-	extPort, err := freePort()
+	extPort, err := harness.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1004,17 +1007,17 @@ func chartSchedules(t *testing.T, withTLS bool) {
 			extArgs[i+1] = p
 		}
 	}
-	extURL = scheme + "://" + hostPort(extPort)
+	extURL = scheme + "://" + harness.HostPort(extPort)
 	if haveExtender {
 		// The file as rendered; the in-cluster account and the fixed
 		// port are replaced by flags (which override the file).
-		args := append(extArgs[1:], "--kubeconfig", kubeconfig, "--listen", hostPort(extPort))
-		ext := testProcess(t, "chart-extender", dir, extBin, args...)
-		client := httpClient(nil)
+		args := append(extArgs[1:], "--kubeconfig", kubeconfig, "--listen", harness.HostPort(extPort))
+		ext := harness.TestProcess(t, "chart-extender", dir, extBin, args...)
+		client := harness.HTTPClient(nil)
 		if withTLS {
 			client = chartTLSClient(secret.caPEM, ext0["tlsConfig"].(map[string]interface{})["serverName"].(string))
 		}
-		if err := waitHTTP(ext, client, extURL+"/readyz", nil, 60*time.Second, func(code int, _ string) bool {
+		if err := harness.WaitHTTP(ext, client, extURL+"/readyz", nil, 60*time.Second, func(code int, _ string) bool {
 			return code == 200
 		}); err != nil {
 			t.Fatalf("extender with the chart's flextopo.yaml: %v", err)
@@ -1046,7 +1049,7 @@ func chartSchedules(t *testing.T, withTLS bool) {
 		}
 		// And a probe of a port nobody listens on must fail.
 		if cmd, found, _ := unstructured.NestedStringSlice(extCtr, "livenessProbe", "exec", "command"); found && len(cmd) > 0 {
-			closed, err := freePort()
+			closed, err := harness.FreePort()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -1060,7 +1063,7 @@ func chartSchedules(t *testing.T, withTLS bool) {
 			cancel()
 		}
 	} else {
-		if isCI() {
+		if harness.IsCI() {
 			t.Fatalf("extender binary %s not found", extBin)
 		}
 		t.Logf("no extender binary at %s: loading the scheduler configuration only", extBin)
@@ -1098,7 +1101,7 @@ func chartSchedules(t *testing.T, withTLS bool) {
 	if err := os.WriteFile(filepath.Join(dir, "scheduler-config.yaml"), out, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	schedPort, err := freePort()
+	schedPort, err := harness.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1110,7 +1113,7 @@ func chartSchedules(t *testing.T, withTLS bool) {
 		"--authentication-kubeconfig="+kubeconfig,
 		"--authorization-kubeconfig="+kubeconfig,
 	)
-	sched := testProcess(t, "chart-kube-scheduler", dir, testenv, append([]string{"kube-scheduler"}, args...)...)
+	sched := harness.TestProcess(t, "chart-kube-scheduler", dir, testenv, append([]string{"kube-scheduler"}, args...)...)
 	// The probe the chart gives kube-scheduler: HTTPS /healthz on the
 	// secure port.
 	lp, _, _ := unstructured.NestedString(schedCtr, "livenessProbe", "httpGet", "path")
@@ -1118,7 +1121,7 @@ func chartSchedules(t *testing.T, withTLS bool) {
 	if lp != "/healthz" || probeScheme != "HTTPS" {
 		t.Errorf("kube-scheduler liveness probe %s %s, want HTTPS /healthz", probeScheme, lp)
 	}
-	if err := waitHTTP(sched, httpClient(nil), "https://"+hostPort(schedPort)+"/healthz", nil, 90*time.Second, func(code int, _ string) bool {
+	if err := harness.WaitHTTP(sched, harness.HTTPClient(nil), "https://"+harness.HostPort(schedPort)+"/healthz", nil, 90*time.Second, func(code int, _ string) bool {
 		return code == 200
 	}); err != nil {
 		t.Fatalf("kube-scheduler with the chart's configuration: %v", err)
@@ -1130,7 +1133,7 @@ func chartSchedules(t *testing.T, withTLS bool) {
 	var firstRenew *metav1.MicroTime
 	for {
 		lcx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		lease, err := c.client.CoordinationV1().Leases(ns).Get(lcx, dep.GetName(), metav1.GetOptions{})
+		lease, err := c.Client.CoordinationV1().Leases(ns).Get(lcx, dep.GetName(), metav1.GetOptions{})
 		cancel()
 		if err == nil && lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "" && lease.Spec.RenewTime != nil {
 			if firstRenew == nil {
@@ -1141,7 +1144,7 @@ func chartSchedules(t *testing.T, withTLS bool) {
 				break
 			}
 		}
-		if err := sched.checkAlive(); err != nil {
+		if err := sched.CheckAlive(); err != nil {
 			t.Fatal(err)
 		}
 		if time.Now().After(deadline) {
@@ -1161,23 +1164,23 @@ func chartSchedules(t *testing.T, withTLS bool) {
 	zero := int64(0)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "via-chart", Namespace: s.ns, Annotations: map[string]string{
-			annAffinity: "nvlink", annAffinityMode: "guaranteed",
+			flextopo.AnnAffinity: "nvlink", flextopo.AnnAffinityMode: "guaranteed",
 		}},
 		Spec: corev1.PodSpec{
 			SchedulerName:                 chartSchedName,
 			NodeSelector:                  map[string]string{labelTest: s.id},
 			TerminationGracePeriodSeconds: &zero,
 			Containers: []corev1.Container{{
-				Name: "main", Image: pauseImage,
+				Name: "main", Image: harness.PauseImage,
 				Resources: corev1.ResourceRequirements{
-					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi"), resGPU: q},
-					Limits:   corev1.ResourceList{resGPU: q},
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi"), flextopo.ResGPU: q},
+					Limits:   corev1.ResourceList{flextopo.ResGPU: q},
 				},
 			}},
 		},
 	}
-	pcx := ctx(t, 30*time.Second)
-	if _, err := c.client.CoreV1().Pods(s.ns).Create(pcx, pod, metav1.CreateOptions{}); err != nil {
+	pcx := harness.Ctx(t, 30*time.Second)
+	if _, err := c.Client.CoreV1().Pods(s.ns).Create(pcx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create pod: %v", err)
 	}
 	got, a := s.waitScheduled("via-chart")
@@ -1187,7 +1190,7 @@ func chartSchedules(t *testing.T, withTLS bool) {
 	if a.Level != "nvlink" || len(a.GPUs) != 2 {
 		t.Errorf("allocation %+v, want 2 GPUs at level nvlink", a)
 	}
-	if err := sched.checkAlive(); err != nil {
+	if err := sched.CheckAlive(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -1214,11 +1217,11 @@ func chartTLSExtenderConfig(t *testing.T, m map[string]interface{}, secret *char
 	if !strings.HasPrefix(debug, "127.0.0.1:") || debug == "127.0.0.1:8888" {
 		t.Fatalf("rendered flextopo.yaml: debugListen %q, want a loopback port for the probes other than 8888", debug)
 	}
-	port, err := freePort()
+	port, err := harness.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	m["debugListen"] = hostPort(port)
+	m["debugListen"] = harness.HostPort(port)
 	out, err := yaml.Marshal(m)
 	if err != nil {
 		t.Fatal(err)
@@ -1254,7 +1257,7 @@ func chartCheckTLSExtender(t *testing.T, client *http.Client, extURL string, ext
 		t.Errorf("GET /healthz: %s, ALPN %q; want HTTP/1.1 (no h2)", resp.Proto, resp.TLS.NegotiatedProtocol)
 	}
 	t.Logf("extender over TLS: %s, %s, ALPN %q", resp.Proto, tls.VersionName(resp.TLS.Version), resp.TLS.NegotiatedProtocol)
-	if resp, err := httpClient(nil).Get("http://" + hostPort(extPort) + "/healthz"); err == nil {
+	if resp, err := harness.HTTPClient(nil).Get("http://" + harness.HostPort(extPort) + "/healthz"); err == nil {
 		resp.Body.Close()
 		t.Errorf("plain HTTP to the TLS port answered %s", resp.Status)
 	}

@@ -8,9 +8,9 @@
 // kube-scheduler, profile "flextopo-nopreempt", from the same configuration
 // without preemptVerb, to compare flextopo's victims with kube-scheduler's.
 //
-// study_test.go is the preemption study (issue 13): kwok-managed nodes
-// (KWOK, built by scripts/e2e.sh), a fresh control plane per arm, and a
-// compressed day of co-located work under three arms.
+// The preemption study is a package of its own, study/. Both start their
+// components through internal/harness and read and write flextopo's
+// annotations through internal/flextopo.
 //
 // mig_shared_test.go holds the scenarios of MIG policies, capability
 // requirements and fractions of shared GPUs (issue 4); README.md lists the
@@ -32,11 +32,5 @@
 //	FLEXTOPO_E2E_REPORT  write the preemption comparison tables (also in the
 //	                     test log) to this file; a relative path is taken
 //	                     from the repository root
-//	KWOK                 path to the kwok binary; without it the study
-//	                     scenarios skip
-//	FLEXTOPO_STUDY       run TestPreemptionStudy: "nodes=1000,wall=360s,
-//	                     seed=1,source=synthetic|openb"; FLEXTOPO_STUDY_OUT
-//	                     is the folder for its table and plots, FLEXTOPO_OPENB
-//	                     the trace's pod list
 //	CI=true              a missing binary fails the run instead of skipping
 package e2e

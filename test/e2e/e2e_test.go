@@ -11,6 +11,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"flextopo.dev/e2e/internal/flextopo"
+	"flextopo.dev/e2e/internal/harness"
 )
 
 // TestControlPlane checks the harness itself: the API server answers, nodes
@@ -18,9 +21,9 @@ import (
 // and (when the extender runs) a plain pod gets bound.
 func TestControlPlane(t *testing.T) {
 	c := requireCluster(t)
-	cx := ctx(t, 30*time.Second)
+	cx := harness.Ctx(t, 30*time.Second)
 
-	v, err := c.client.Discovery().ServerVersion()
+	v, err := c.Client.Discovery().ServerVersion()
 	if err != nil {
 		t.Fatalf("server version: %v", err)
 	}
@@ -32,12 +35,12 @@ func TestControlPlane(t *testing.T) {
 	b.nvlink(b.switchGPUs(n0, 2)[0], 1, 4)
 	name := s.addTopologyNode("n1", b.build())
 
-	node, err := c.client.CoreV1().Nodes().Get(cx, name, metav1.GetOptions{})
+	node, err := c.Client.CoreV1().Nodes().Get(cx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("get node: %v", err)
 	}
-	if q := node.Status.Allocatable[resGPU]; q.Value() != 2 {
-		t.Errorf("node %s: allocatable %s = %s, want 2", name, resGPU, q.String())
+	if q := node.Status.Allocatable[flextopo.ResGPU]; q.Value() != 2 {
+		t.Errorf("node %s: allocatable %s = %s, want 2", name, flextopo.ResGPU, q.String())
 	}
 	ready := false
 	for _, cond := range node.Status.Conditions {
@@ -51,7 +54,7 @@ func TestControlPlane(t *testing.T) {
 	}
 
 	s.createPod(podSpec{name: "plain", cpu: "100m", memory: "64Mi"})
-	if c.extender == nil {
+	if c.Extender == nil {
 		t.Logf("no extender: not waiting for the pod to be scheduled (%s)", skipReason)
 		return
 	}
@@ -95,7 +98,7 @@ func TestNVLinkPairPreferredOverUnlinkedGPUs(t *testing.T) {
 	if pod.Spec.NodeName != nvlink {
 		t.Fatalf("pod pair landed on %s, want %s (the only node with an NVLink pair)", pod.Spec.NodeName, nvlink)
 	}
-	wantGPUs := []string{gpuUUID(nvlink, 1), gpuUUID(nvlink, 2)}
+	wantGPUs := []string{flextopo.GPUUUID(nvlink, 1), flextopo.GPUUUID(nvlink, 2)}
 	if !sameSet(a.GPUs, wantGPUs) {
 		t.Errorf("allocation gpus %v, want the linked pair %v", a.GPUs, wantGPUs)
 	}
@@ -154,7 +157,7 @@ func TestNUMAGuaranteedAlignsCPUsAndGPUs(t *testing.T) {
 	if len(a.NUMANodes) == 1 && a.NUMANodes[0] != 1 {
 		t.Errorf("allocation numaNodes %v, want [1]", a.NUMANodes)
 	}
-	if !sameSet(a.GPUs, []string{gpuUUID(aligned, 1), gpuUUID(aligned, 2)}) {
+	if !sameSet(a.GPUs, []string{flextopo.GPUUUID(aligned, 1), flextopo.GPUUUID(aligned, 2)}) {
 		t.Errorf("allocation gpus %v, want GPUs 1 and 2 of %s", a.GPUs, aligned)
 	}
 	if a.MemoryMiB != 1024 {
@@ -164,7 +167,7 @@ func TestNUMAGuaranteedAlignsCPUsAndGPUs(t *testing.T) {
 
 // checkNUMAAllocation checks a numa-level allocation: one NUMA node, a cpuset
 // of wantCPUs CPUs inside it, wantGPUs GPUs attached to it.
-func checkNUMAAllocation(t *testing.T, pod string, a *Allocation, topo *Topology, wantCPUs, wantGPUs int) {
+func checkNUMAAllocation(t *testing.T, pod string, a *flextopo.Allocation, topo *flextopo.Topology, wantCPUs, wantGPUs int) {
 	t.Helper()
 	if a.Level != "numa" {
 		t.Errorf("pod %s: allocation level %q, want numa", pod, a.Level)
@@ -177,14 +180,14 @@ func checkNUMAAllocation(t *testing.T, pod string, a *Allocation, topo *Topology
 		return
 	}
 	numa := a.NUMANodes[0]
-	cpus, err := parseCPUList(a.CPUSet)
+	cpus, err := flextopo.ParseCPUList(a.CPUSet)
 	if err != nil {
 		t.Errorf("pod %s: allocation cpuset: %v", pod, err)
 	} else {
 		if len(cpus) != wantCPUs {
 			t.Errorf("pod %s: cpuset %q has %d CPUs, want %d", pod, a.CPUSet, len(cpus), wantCPUs)
 		}
-		inNUMA := topo.numaCPUs(numa)
+		inNUMA := topo.NUMACPUs(numa)
 		for cpu := range cpus {
 			if !inNUMA[cpu] {
 				t.Errorf("pod %s: cpuset %q has CPU %d outside NUMA node %d", pod, a.CPUSet, cpu, numa)
@@ -195,7 +198,7 @@ func checkNUMAAllocation(t *testing.T, pod string, a *Allocation, topo *Topology
 		t.Errorf("pod %s: allocation gpus %v, want %d", pod, a.GPUs, wantGPUs)
 	}
 	for _, g := range a.GPUs {
-		if n := topo.numaOf(g); n != numa {
+		if n := topo.NUMAOf(g); n != numa {
 			t.Errorf("pod %s: GPU %s is on NUMA node %d, not %d", pod, g, n, numa)
 		}
 	}
@@ -207,7 +210,7 @@ func TestConcurrentPodsGetDistinctGPUs(t *testing.T) {
 	c := requireExtender(t)
 	s := newScenario(t, c, "distinct")
 
-	topos := map[string]*Topology{}
+	topos := map[string]*flextopo.Topology{}
 	var names []string
 	for _, short := range []string{"duo-a", "duo-b"} {
 		b := newTopo(s.nodeName(short))
@@ -243,7 +246,7 @@ func TestConcurrentPodsGetDistinctGPUs(t *testing.T) {
 			}
 			gpuOwner[g] = p
 		}
-		cpus, _ := parseCPUList(a.CPUSet)
+		cpus, _ := flextopo.ParseCPUList(a.CPUSet)
 		for cpu := range cpus {
 			key := fmt.Sprintf("%s/%d", pod.Spec.NodeName, cpu)
 			if other, dup := cpuOwner[key]; dup {
@@ -332,15 +335,15 @@ func TestBrokenTopologyAnnotationIsIsolated(t *testing.T) {
 	msg := s.waitUnschedulable("four")
 	t.Logf("pod four stays Pending: %s", msg)
 	if !strings.Contains(msg, broken) && !strings.Contains(strings.ToLower(msg), "topology") {
-		cx := ctx(t, 10*time.Second)
+		cx := harness.Ctx(t, 10*time.Second)
 		t.Errorf("pod four: the scheduling failure names neither node %s nor its topology: %q\nevents:\n%s",
 			broken, msg, s.events(cx, "four"))
 	}
 
-	if err := c.extender.checkAlive(); err != nil {
+	if err := c.Extender.CheckAlive(); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.Get(c.extenderURL + "/healthz")
+	resp, err := http.Get(c.ExtenderURL + "/healthz")
 	if err != nil {
 		t.Fatalf("extender /healthz: %v", err)
 	}

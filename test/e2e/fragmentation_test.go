@@ -23,6 +23,9 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"flextopo.dev/e2e/internal/flextopo"
+	"flextopo.dev/e2e/internal/harness"
 )
 
 const (
@@ -99,9 +102,9 @@ type debugPod struct {
 	} `json:"decisions"`
 }
 
-// call sends body (when not nil) as JSON to the extender's debug API and
+// debugCall sends body (when not nil) as JSON to the extender's debug API and
 // decodes the 200 reply into out.
-func (e *testExtender) call(method, path string, body, out interface{}) error {
+func debugCall(e *harness.TestExtender, method, path string, body, out interface{}) error {
 	var rd io.Reader
 	if body != nil {
 		raw, err := json.Marshal(body)
@@ -110,39 +113,39 @@ func (e *testExtender) call(method, path string, body, out interface{}) error {
 		}
 		rd = bytes.NewReader(raw)
 	}
-	req, err := http.NewRequest(method, e.debugURL+path, rd)
+	req, err := http.NewRequest(method, e.DebugURL+path, rd)
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := httpClient(nil).Do(req)
+	resp, err := harness.HTTPClient(nil).Do(req)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s %s %s: HTTP %d: %s", e.name, method, path, resp.StatusCode, raw)
+		return fmt.Errorf("%s %s %s: HTTP %d: %s", e.Name, method, path, resp.StatusCode, raw)
 	}
 	if err := json.Unmarshal(raw, out); err != nil {
-		return fmt.Errorf("%s %s %s: %v: %s", e.name, method, path, err, raw)
+		return fmt.Errorf("%s %s %s: %v: %s", e.Name, method, path, err, raw)
 	}
 	return nil
 }
 
 // waitNodes polls /debug/nodes until ok accepts it, failing the test after
 // 15 s with what, and returns the last reply.
-func (e *testExtender) waitNodes(t *testing.T, what string, ok func(*debugNodes) bool) *debugNodes {
+func waitNodes(t *testing.T, e *harness.TestExtender, what string, ok func(*debugNodes) bool) *debugNodes {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		var d debugNodes
-		err := e.call(http.MethodGet, "/debug/nodes", nil, &d)
+		err := debugCall(e, http.MethodGet, "/debug/nodes", nil, &d)
 		if err == nil && ok(&d) {
 			return &d
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: %s not seen within 15s (last reply %+v, error %v)", e.name, what, d, err)
+			t.Fatalf("%s: %s not seen within 15s (last reply %+v, error %v)", e.Name, what, d, err)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -150,9 +153,9 @@ func (e *testExtender) waitNodes(t *testing.T, what string, ok func(*debugNodes)
 
 // waitGPUsUsed waits until the extender has every node of used with that
 // many GPUs held: its watch has delivered the nodes and the pods on them.
-func (e *testExtender) waitGPUsUsed(t *testing.T, used map[string]int) {
+func waitGPUsUsed(t *testing.T, e *harness.TestExtender, used map[string]int) {
 	t.Helper()
-	e.waitNodes(t, fmt.Sprintf("GPUs used %v", used), func(d *debugNodes) bool {
+	waitNodes(t, e, fmt.Sprintf("GPUs used %v", used), func(d *debugNodes) bool {
 		seen := 0
 		for _, n := range d.Nodes {
 			if want, ok := used[n.Name]; ok {
@@ -166,13 +169,13 @@ func (e *testExtender) waitGPUsUsed(t *testing.T, used map[string]int) {
 	})
 }
 
-// explain asks the extender's /debug/explain about pod on each of nodes.
-func (e *testExtender) explain(t *testing.T, s *scenario, pod podSpec, nodes ...string) map[string]explainNode {
+// explain asks the extender e's /debug/explain about pod on each of nodes.
+func explain(t *testing.T, e *harness.TestExtender, s *scenario, pod podSpec, nodes ...string) map[string]explainNode {
 	t.Helper()
 	var reply struct {
 		Nodes []explainNode `json:"nodes"`
 	}
-	if err := e.call(http.MethodPost, "/debug/explain", s.podObject(pod), &reply); err != nil {
+	if err := debugCall(e, http.MethodPost, "/debug/explain", s.podObject(pod), &reply); err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]explainNode{}
@@ -182,17 +185,17 @@ func (e *testExtender) explain(t *testing.T, s *scenario, pod podSpec, nodes ...
 	for _, n := range nodes {
 		en, ok := out[n]
 		if !ok {
-			t.Fatalf("%s /debug/explain: no entry for node %s", e.name, n)
+			t.Fatalf("%s /debug/explain: no entry for node %s", e.Name, n)
 		}
 		t.Logf("%s explains %s on %s: verdict %s, score %d, fragmentation %+v, placement %+v",
-			e.name, pod.name, n, en.Verdict, en.Score, en.Fragmentation, en.Placement)
+			e.Name, pod.name, n, en.Verdict, en.Score, en.Fragmentation, en.Placement)
 	}
 	return out
 }
 
 // pairNodeTopo is a node of GPUs linked in NVLink pairs (0-1, 2-3, ...)
 // and nothing else, one PCIe switch per four GPUs.
-func pairNodeTopo(node string, gpus int) *Topology {
+func pairNodeTopo(node string, gpus int) *flextopo.Topology {
 	b := newTopo(node)
 	n := b.numa(b.socket(), "0-31", 262144)
 	for i := 0; i < gpus; i += 4 {
@@ -204,7 +207,7 @@ func pairNodeTopo(node string, gpus int) *Topology {
 }
 
 // nvswitchNodeTopo is an 8x A100 NVSwitch box: every pair of GPUs linked.
-func nvswitchNodeTopo(node string) *Topology {
+func nvswitchNodeTopo(node string) *flextopo.Topology {
 	b := newTopo(node).gpuModel(a100Model, a100MemMiB)
 	n := b.numa(b.socket(), "0-63", 524288)
 	g := append(b.switchGPUs(n, 4), b.switchGPUs(n, 4)...)
@@ -246,18 +249,18 @@ func TestFragmentationSparesLastFreeNVLinkPair(t *testing.T) {
 	// No t.Parallel(): see the top of the file.
 	s := newScenario(t, c, "fgd")
 
-	ext := c.startTestExtender(t, "flextopo-extender-fgd",
+	ext := c.StartTestExtender(t, "flextopo-extender-fgd",
 		map[string]interface{}{"policy": policyDistributed, "fragmentationWindow": fgdWindow})
-	control := c.startTestExtender(t, "flextopo-extender-nofgd",
+	control := c.StartTestExtender(t, "flextopo-extender-nofgd",
 		map[string]interface{}{"policy": policyDistributed, "fragmentationWindow": 0})
-	sched, err := c.startExtraScheduler("kube-scheduler-fgd", schedFGD, func(cfg map[string]interface{}) error {
+	sched, err := c.StartExtraScheduler("kube-scheduler-fgd", schedFGD, func(cfg map[string]interface{}) error {
 		exts, _ := cfg["extenders"].([]interface{})
 		ext0, _ := exts[0].(map[string]interface{})
-		ext0["urlPrefix"] = ext.url
+		ext0["urlPrefix"] = ext.URL
 		return nil
 	})
 	if sched != nil {
-		t.Cleanup(func() { sched.stop(15 * time.Second) })
+		t.Cleanup(func() { sched.Stop(15 * time.Second) })
 	}
 	if err != nil {
 		t.Fatalf("kube-scheduler for %s: %v", schedFGD, err)
@@ -276,8 +279,8 @@ func TestFragmentationSparesLastFreeNVLinkPair(t *testing.T) {
 	// The holders enter the mix when the extender first sees them on a
 	// node; the pair pods must come after them to push them out.
 	used := map[string]int{big: 2, small: 3, c0: 0, c1: 0}
-	ext.waitGPUsUsed(t, used)
-	control.waitGPUsUsed(t, used)
+	waitGPUsUsed(t, ext, used)
+	waitGPUsUsed(t, control, used)
 
 	// Fill the window with NVLink-pair pods, one at a time, through the
 	// test's own scheduler and extender; the test's nodes are theirs.
@@ -294,34 +297,34 @@ func TestFragmentationSparesLastFreeNVLinkPair(t *testing.T) {
 		}
 	}
 	pairClass := "2/nvlink/guaranteed"
-	d := ext.waitNodes(t, fmt.Sprintf("a mix of %d %s pods", fgdWindow, pairClass), func(d *debugNodes) bool {
+	d := waitNodes(t, ext, fmt.Sprintf("a mix of %d %s pods", fgdWindow, pairClass), func(d *debugNodes) bool {
 		m := d.mixCounts()
 		return d.WorkloadMix.Pods == fgdWindow && len(m) == 1 && m[pairClass] == fgdWindow
 	})
 	if d.WorkloadMix.Window != fgdWindow {
-		t.Errorf("%s: workloadMix.window %d, want %d", ext.name, d.WorkloadMix.Window, fgdWindow)
+		t.Errorf("%s: workloadMix.window %d, want %d", ext.Name, d.WorkloadMix.Window, fgdWindow)
 	}
 	if r := d.WorkloadMix.Classes[0].Demand.NodeRules; r == nil || r.Requirements != 1 {
-		t.Errorf("%s: the pair pods' class has nodeRules %+v, want their one nodeSelector requirement", ext.name, r)
+		t.Errorf("%s: the pair pods' class has nodeRules %+v, want their one nodeSelector requirement", ext.Name, r)
 	}
 	s.setUnschedulable(big, false)
 	s.setUnschedulable(small, false)
 
 	// What each extender would do with the 1-GPU pod.
 	pod := podSpec{name: "one-gpu", gpus: 1, cpu: "100m", memory: "64Mi",
-		annotations:   map[string]string{annPolicy: policyDistributed},
+		annotations:   map[string]string{flextopo.AnnPolicy: policyDistributed},
 		schedulerName: schedFGD, nodeSelector: map[string]string{labelTest: s.id, labelPool: "single"}}
-	plain := control.explain(t, s, pod, big, small)
+	plain := explain(t, control, s, pod, big, small)
 	if plain[big].Score <= plain[small].Score {
 		t.Errorf("%s (no fragmentation scoring) scores %s %d and %s %d, want %s above: the test would prove nothing",
-			control.name, big, plain[big].Score, small, plain[small].Score, big)
+			control.Name, big, plain[big].Score, small, plain[small].Score, big)
 	}
 	for _, n := range []string{big, small} {
 		if plain[n].Fragmentation != nil {
-			t.Errorf("%s: node %s has fragmentation %+v with fragmentationWindow 0, want none", control.name, n, plain[n].Fragmentation)
+			t.Errorf("%s: node %s has fragmentation %+v with fragmentationWindow 0, want none", control.Name, n, plain[n].Fragmentation)
 		}
 	}
-	fgd := ext.explain(t, s, pod, big, small)
+	fgd := explain(t, ext, s, pod, big, small)
 	want := map[string]struct {
 		delta float64
 		score int
@@ -330,35 +333,35 @@ func TestFragmentationSparesLastFreeNVLinkPair(t *testing.T) {
 		e := fgd[n]
 		switch {
 		case e.Verdict != "fit":
-			t.Errorf("%s: node %s verdict %q, want fit", ext.name, n, e.Verdict)
+			t.Errorf("%s: node %s verdict %q, want fit", ext.Name, n, e.Verdict)
 		case e.Fragmentation == nil || e.Rank == nil:
-			t.Errorf("%s: node %s has no fragmentation entry or rank", ext.name, n)
+			t.Errorf("%s: node %s has no fragmentation entry or rank", ext.Name, n)
 		case math.Abs(e.Fragmentation.DeltaGPUs-w.delta) > 1e-9:
 			t.Errorf("%s: node %s fragmentation deltaGpus %g, want %g",
-				ext.name, n, e.Fragmentation.DeltaGPUs, w.delta)
+				ext.Name, n, e.Fragmentation.DeltaGPUs, w.delta)
 		}
 		if e.Score != w.score {
-			t.Errorf("%s: node %s score %d, want %d", ext.name, n, e.Score, w.score)
+			t.Errorf("%s: node %s score %d, want %d", ext.Name, n, e.Score, w.score)
 		}
 	}
 	if fgd[small].Score <= fgd[big].Score {
-		t.Errorf("%s scores %s %d and %s %d, want %s above", ext.name, small, fgd[small].Score, big, fgd[big].Score, small)
+		t.Errorf("%s scores %s %d and %s %d, want %s above", ext.Name, small, fgd[small].Score, big, fgd[big].Score, small)
 	}
 	if p := fgd[small].Placement; p == nil || !sameInts(p.GPUs, []int{0}) {
-		t.Errorf("%s: placement on %s %+v, want GPU 0", ext.name, small, p)
+		t.Errorf("%s: placement on %s %+v, want GPU 0", ext.Name, small, p)
 	}
 
 	s.createPod(pod)
 	placed, a := s.waitScheduled(pod.name)
 	if placed.Spec.NodeName != small {
 		t.Errorf("pod %s on %s, want %s: it broke a free NVLink pair", pod.name, placed.Spec.NodeName, small)
-	} else if !sameSet(a.GPUs, []string{gpuUUID(small, 0)}) {
-		t.Errorf("pod %s: allocation gpus %v, want %s", pod.name, a.GPUs, gpuUUID(small, 0))
+	} else if !sameSet(a.GPUs, []string{flextopo.GPUUUID(small, 0)}) {
+		t.Errorf("pod %s: allocation gpus %v, want %s", pod.name, a.GPUs, flextopo.GPUUUID(small, 0))
 	}
 
 	// The scores kube-scheduler was given are the ones explained.
 	var dp debugPod
-	if err := ext.call(http.MethodGet, "/debug/pods/"+s.ns+"/"+pod.name, nil, &dp); err != nil {
+	if err := debugCall(ext, http.MethodGet, "/debug/pods/"+s.ns+"/"+pod.name, nil, &dp); err != nil {
 		t.Fatal(err)
 	}
 	scored := map[string]int{}
@@ -371,13 +374,13 @@ func TestFragmentationSparesLastFreeNVLinkPair(t *testing.T) {
 	}
 	for _, n := range []string{big, small} {
 		if got, ok := scored[n]; !ok || got != fgd[n].Score {
-			t.Errorf("%s: prioritize gave node %s %d (recorded: %v), want %d as explained", ext.name, n, got, ok, fgd[n].Score)
+			t.Errorf("%s: prioritize gave node %s %d (recorded: %v), want %d as explained", ext.Name, n, got, ok, fgd[n].Score)
 		}
 	}
 
 	// The window slides: the oldest pair pod leaves, the 1-GPU pod enters.
 	singleClass := "1/none/guaranteed"
-	ext.waitNodes(t, "the 1-GPU pod in the mix", func(d *debugNodes) bool {
+	waitNodes(t, ext, "the 1-GPU pod in the mix", func(d *debugNodes) bool {
 		m := d.mixCounts()
 		return d.WorkloadMix.Pods == fgdWindow && len(m) == 2 && m[pairClass] == fgdWindow-1 && m[singleClass] == 1
 	})

@@ -18,6 +18,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
+
+	"flextopo.dev/e2e/internal/flextopo"
+	"flextopo.dev/e2e/internal/harness"
 )
 
 const (
@@ -27,26 +30,25 @@ const (
 
 	podTimeout     = 60 * time.Second
 	pendingObserve = 8 * time.Second
-	pauseImage     = "registry.k8s.io/pause:3.10"
 )
 
 // scenario is one test's namespace, nodes and pods.
 type scenario struct {
 	t     *testing.T
-	c     *cluster
+	c     *harness.Cluster
 	id    string // short, DNS-safe
 	ns    string
 	nodes []string
-	topos map[string]*Topology
+	topos map[string]*flextopo.Topology
 }
 
 // newScenario creates namespace e2e-<id> and removes the test's pods and
 // nodes when the test ends.
-func newScenario(t *testing.T, c *cluster, id string) *scenario {
+func newScenario(t *testing.T, c *harness.Cluster, id string) *scenario {
 	t.Helper()
-	s := &scenario{t: t, c: c, id: id, ns: "e2e-" + id, topos: map[string]*Topology{}}
-	cx := ctx(t, 30*time.Second)
-	_, err := c.client.CoreV1().Namespaces().Create(cx, &corev1.Namespace{
+	s := &scenario{t: t, c: c, id: id, ns: "e2e-" + id, topos: map[string]*flextopo.Topology{}}
+	cx := harness.Ctx(t, 30*time.Second)
+	_, err := c.Client.CoreV1().Namespaces().Create(cx, &corev1.Namespace{
 		ObjectMeta: metav1.ObjectMeta{Name: s.ns},
 	}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
@@ -63,13 +65,13 @@ func (s *scenario) cleanup() {
 		s.describe(cx)
 	}
 	zero := int64(0)
-	err := s.c.client.CoreV1().Pods(s.ns).DeleteCollection(cx,
+	err := s.c.Client.CoreV1().Pods(s.ns).DeleteCollection(cx,
 		metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
 	if err != nil {
 		s.t.Logf("cleanup: delete pods in %s: %v", s.ns, err)
 	}
 	for _, n := range s.nodes {
-		if err := s.c.client.CoreV1().Nodes().Delete(cx, n, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		if err := s.c.Client.CoreV1().Nodes().Delete(cx, n, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			s.t.Logf("cleanup: delete node %s: %v", n, err)
 		}
 	}
@@ -77,14 +79,14 @@ func (s *scenario) cleanup() {
 
 // describe logs the state of the test's pods and nodes after a failure.
 func (s *scenario) describe(cx context.Context) {
-	pods, err := s.c.client.CoreV1().Pods(s.ns).List(cx, metav1.ListOptions{})
+	pods, err := s.c.Client.CoreV1().Pods(s.ns).List(cx, metav1.ListOptions{})
 	if err != nil {
 		s.t.Logf("list pods: %v", err)
 		return
 	}
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		s.t.Logf("pod %s: node=%q phase=%s allocation=%s", p.Name, p.Spec.NodeName, p.Status.Phase, p.Annotations[annAllocation])
+		s.t.Logf("pod %s: node=%q phase=%s allocation=%s", p.Name, p.Spec.NodeName, p.Status.Phase, p.Annotations[flextopo.AnnAllocation])
 		for _, cond := range p.Status.Conditions {
 			s.t.Logf("  condition %s=%s reason=%s: %s", cond.Type, cond.Status, cond.Reason, cond.Message)
 		}
@@ -97,7 +99,7 @@ func (s *scenario) describe(cx context.Context) {
 
 func (s *scenario) rawTopology(node string) string {
 	if t := s.topos[node]; t != nil {
-		return t.json()
+		return t.JSON()
 	}
 	return "(not valid JSON / not set)"
 }
@@ -108,7 +110,7 @@ func (s *scenario) events(cx context.Context, pod string) string {
 	if pod != "" {
 		opts.FieldSelector = "involvedObject.name=" + pod
 	}
-	evs, err := s.c.client.CoreV1().Events(s.ns).List(cx, opts)
+	evs, err := s.c.Client.CoreV1().Events(s.ns).List(cx, opts)
 	if err != nil {
 		return fmt.Sprintf("(list events: %v)", err)
 	}
@@ -136,7 +138,7 @@ func (s *scenario) addLabelledNode(short, topologyAnnotation string, cpus int, m
 	labels map[string]string) string {
 	s.t.Helper()
 	name := s.nodeName(short)
-	cx := ctx(s.t, 30*time.Second)
+	cx := harness.Ctx(s.t, 30*time.Second)
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name,
@@ -152,9 +154,9 @@ func (s *scenario) addLabelledNode(short, topologyAnnotation string, cpus int, m
 		node.Labels[k] = v
 	}
 	if topologyAnnotation != "" {
-		node.Annotations[annTopology] = topologyAnnotation
+		node.Annotations[flextopo.AnnTopology] = topologyAnnotation
 	}
-	created, err := s.c.client.CoreV1().Nodes().Create(cx, node, metav1.CreateOptions{})
+	created, err := s.c.Client.CoreV1().Nodes().Create(cx, node, metav1.CreateOptions{})
 	if err != nil {
 		s.t.Fatalf("create node %s: %v", name, err)
 	}
@@ -166,7 +168,7 @@ func (s *scenario) addLabelledNode(short, topologyAnnotation string, cpus int, m
 		corev1.ResourcePods:   *resource.NewQuantity(110, resource.DecimalSI),
 	}
 	if gpus > 0 {
-		capacity[resGPU] = *resource.NewQuantity(int64(gpus), resource.DecimalSI)
+		capacity[flextopo.ResGPU] = *resource.NewQuantity(int64(gpus), resource.DecimalSI)
 	}
 	for k, v := range extra {
 		capacity[k] = v
@@ -183,7 +185,7 @@ func (s *scenario) addLabelledNode(short, topologyAnnotation string, cpus int, m
 		Addresses: []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: name}},
 		NodeInfo:  corev1.NodeSystemInfo{Architecture: "amd64", OperatingSystem: "linux", KubeletVersion: "v1.36.3"},
 	}
-	if _, err := s.c.client.CoreV1().Nodes().UpdateStatus(cx, created, metav1.UpdateOptions{}); err != nil {
+	if _, err := s.c.Client.CoreV1().Nodes().UpdateStatus(cx, created, metav1.UpdateOptions{}); err != nil {
 		s.t.Fatalf("update status of node %s: %v", name, err)
 	}
 	return name
@@ -195,8 +197,8 @@ func (s *scenario) addLabelledNode(short, topologyAnnotation string, cpus int, m
 func (s *scenario) setUnschedulable(name string, cordoned bool) {
 	s.t.Helper()
 	patch := fmt.Sprintf(`{"spec":{"unschedulable":%t}}`, cordoned)
-	cx := ctx(s.t, 30*time.Second)
-	if _, err := s.c.client.CoreV1().Nodes().Patch(cx, name, types.StrategicMergePatchType, []byte(patch),
+	cx := harness.Ctx(s.t, 30*time.Second)
+	if _, err := s.c.Client.CoreV1().Nodes().Patch(cx, name, types.StrategicMergePatchType, []byte(patch),
 		metav1.PatchOptions{}); err != nil {
 		s.t.Fatalf("set unschedulable %t on node %s: %v", cordoned, name, err)
 	}
@@ -204,16 +206,16 @@ func (s *scenario) setUnschedulable(name string, cordoned bool) {
 
 // addTopologyNode creates a node whose capacity matches its topology, GPU
 // resources as the NVIDIA device plugin would advertise them.
-func (s *scenario) addTopologyNode(short string, t *Topology) string {
+func (s *scenario) addTopologyNode(short string, t *flextopo.Topology) string {
 	s.t.Helper()
 	return s.addLabelledTopologyNode(short, t, nil)
 }
 
 // addLabelledTopologyNode is addTopologyNode with more labels besides the
 // test's own.
-func (s *scenario) addLabelledTopologyNode(short string, t *Topology, labels map[string]string) string {
+func (s *scenario) addLabelledTopologyNode(short string, t *flextopo.Topology, labels map[string]string) string {
 	s.t.Helper()
-	name := s.addLabelledNode(short, t.json(), t.cpuCount(), t.memoryMiB(), 0, t.deviceCapacity(), labels)
+	name := s.addLabelledNode(short, t.JSON(), t.CPUCount(), t.MemoryMiB(), 0, t.DeviceCapacity(), labels)
 	s.topos[name] = t
 	return name
 }
@@ -245,8 +247,8 @@ type podSpec struct {
 
 func (s *scenario) createPod(ps podSpec) *corev1.Pod {
 	s.t.Helper()
-	cx := ctx(s.t, 30*time.Second)
-	created, err := s.c.client.CoreV1().Pods(s.ns).Create(cx, s.podObject(ps), metav1.CreateOptions{})
+	cx := harness.Ctx(s.t, 30*time.Second)
+	created, err := s.c.Client.CoreV1().Pods(s.ns).Create(cx, s.podObject(ps), metav1.CreateOptions{})
 	if err != nil {
 		s.t.Fatalf("create pod %s/%s: %v", s.ns, ps.name, err)
 	}
@@ -268,8 +270,8 @@ func (s *scenario) podObject(ps podSpec) *corev1.Pod {
 	}
 	if ps.gpus > 0 {
 		q := *resource.NewQuantity(int64(ps.gpus), resource.DecimalSI)
-		req[resGPU] = q
-		lim[resGPU] = q
+		req[flextopo.ResGPU] = q
+		lim[flextopo.ResGPU] = q
 	}
 	for k, v := range ps.extended {
 		req[k] = v.DeepCopy()
@@ -280,13 +282,13 @@ func (s *scenario) podObject(ps podSpec) *corev1.Pod {
 		ann[k] = v
 	}
 	if ps.allocation != "" {
-		ann[annAllocation] = ps.allocation
+		ann[flextopo.AnnAllocation] = ps.allocation
 	}
 	if ps.affinity != "" {
-		ann[annAffinity] = ps.affinity
+		ann[flextopo.AnnAffinity] = ps.affinity
 	}
 	if ps.mode != "" {
-		ann[annAffinityMode] = ps.mode
+		ann[flextopo.AnnAffinityMode] = ps.mode
 	}
 	selector := ps.nodeSelector
 	if selector == nil {
@@ -303,7 +305,7 @@ func (s *scenario) podObject(ps podSpec) *corev1.Pod {
 			TerminationGracePeriodSeconds: &zero,
 			Containers: []corev1.Container{{
 				Name:      "main",
-				Image:     pauseImage,
+				Image:     harness.PauseImage,
 				Resources: corev1.ResourceRequirements{Requests: req, Limits: lim},
 			}},
 		},
@@ -316,24 +318,24 @@ func (s *scenario) waitBound(name string, needAllocation bool) *corev1.Pod {
 	s.t.Helper()
 	deadline := time.Now().Add(podTimeout)
 	for {
-		if s.c.extender != nil {
-			if err := s.c.extender.checkAlive(); err != nil {
+		if s.c.Extender != nil {
+			if err := s.c.Extender.CheckAlive(); err != nil {
 				s.t.Fatal(err)
 			}
 		}
 		cx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		pod, err := s.c.client.CoreV1().Pods(s.ns).Get(cx, name, metav1.GetOptions{})
+		pod, err := s.c.Client.CoreV1().Pods(s.ns).Get(cx, name, metav1.GetOptions{})
 		cancel()
 		if err != nil {
 			s.t.Fatalf("get pod %s/%s: %v", s.ns, name, err)
 		}
-		if pod.Spec.NodeName != "" && (!needAllocation || pod.Annotations[annAllocation] != "") {
+		if pod.Spec.NodeName != "" && (!needAllocation || pod.Annotations[flextopo.AnnAllocation] != "") {
 			return pod
 		}
 		if time.Now().After(deadline) {
 			what := "not scheduled"
 			if pod.Spec.NodeName != "" {
-				what = fmt.Sprintf("bound to %s but has no %s annotation", pod.Spec.NodeName, annAllocation)
+				what = fmt.Sprintf("bound to %s but has no %s annotation", pod.Spec.NodeName, flextopo.AnnAllocation)
 			}
 			s.t.Fatalf("pod %s/%s %s after %s; %s", s.ns, name, what, podTimeout, podConditionText(pod))
 		}
@@ -343,13 +345,13 @@ func (s *scenario) waitBound(name string, needAllocation bool) *corev1.Pod {
 
 // waitScheduled waits until the pod has a node and an allocation annotation,
 // checks the annotation's envelope and returns both.
-func (s *scenario) waitScheduled(name string) (*corev1.Pod, *Allocation) {
+func (s *scenario) waitScheduled(name string) (*corev1.Pod, *flextopo.Allocation) {
 	s.t.Helper()
 	pod := s.waitBound(name, true)
-	raw := pod.Annotations[annAllocation]
-	var a Allocation
+	raw := pod.Annotations[flextopo.AnnAllocation]
+	var a flextopo.Allocation
 	if err := json.Unmarshal([]byte(raw), &a); err != nil {
-		s.t.Fatalf("pod %s: %s is not valid JSON: %v: %s", name, annAllocation, err, raw)
+		s.t.Fatalf("pod %s: %s is not valid JSON: %v: %s", name, flextopo.AnnAllocation, err, raw)
 	}
 	s.t.Logf("pod %s -> node %s, allocation %s", name, pod.Spec.NodeName, raw)
 	if a.Version != 1 {
@@ -370,16 +372,16 @@ func (s *scenario) waitUnschedulable(name string) string {
 	var msg string
 	for {
 		cx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		pod, err := s.c.client.CoreV1().Pods(s.ns).Get(cx, name, metav1.GetOptions{})
+		pod, err := s.c.Client.CoreV1().Pods(s.ns).Get(cx, name, metav1.GetOptions{})
 		cancel()
 		if err != nil {
 			s.t.Fatalf("get pod %s/%s: %v", s.ns, name, err)
 		}
 		if pod.Spec.NodeName != "" {
 			s.t.Fatalf("pod %s/%s was bound to %s, want it Pending; allocation %s",
-				s.ns, name, pod.Spec.NodeName, pod.Annotations[annAllocation])
+				s.ns, name, pod.Spec.NodeName, pod.Annotations[flextopo.AnnAllocation])
 		}
-		if cond := podCondition(pod, corev1.PodScheduled); msg == "" && cond != nil &&
+		if cond := harness.PodCondition(pod, corev1.PodScheduled); msg == "" && cond != nil &&
 			cond.Status == corev1.ConditionFalse && cond.Reason == corev1.PodReasonUnschedulable {
 			msg = cond.Message
 			// Keep watching: it must stay unbound.
@@ -395,17 +397,8 @@ func (s *scenario) waitUnschedulable(name string) string {
 	}
 }
 
-func podCondition(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
-	for i := range p.Status.Conditions {
-		if p.Status.Conditions[i].Type == t {
-			return &p.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
 func podConditionText(p *corev1.Pod) string {
-	if c := podCondition(p, corev1.PodScheduled); c != nil {
+	if c := harness.PodCondition(p, corev1.PodScheduled); c != nil {
 		return fmt.Sprintf("PodScheduled=%s reason=%s message=%q", c.Status, c.Reason, c.Message)
 	}
 	return "no PodScheduled condition yet"
@@ -418,14 +411,14 @@ func podConditionText(p *corev1.Pod) string {
 // anyway); it only makes the common path deterministic.
 func (s *scenario) waitExtenderSees(nodes ...string) {
 	s.t.Helper()
-	if s.c.extender == nil {
+	if s.c.Extender == nil {
 		return
 	}
 	probe := corev1.Pod{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{Name: "flextopo-e2e-probe", Namespace: s.ns, UID: types.UID(uuid.NewUUID())},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{
-			Name: "main", Image: pauseImage,
+			Name: "main", Image: harness.PauseImage,
 			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
 				corev1.ResourceCPU: resource.MustParse("10m"),
 			}},
@@ -439,7 +432,7 @@ func (s *scenario) waitExtenderSees(nodes ...string) {
 	deadline := time.Now().Add(15 * time.Second)
 	last := ""
 	for time.Now().Before(deadline) {
-		resp, err := client.Post(s.c.extenderURL+"/filter", "application/json", bytes.NewReader(body))
+		resp, err := client.Post(s.c.ExtenderURL+"/filter", "application/json", bytes.NewReader(body))
 		if err == nil {
 			out, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 			resp.Body.Close()

@@ -17,6 +17,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"flextopo.dev/e2e/internal/flextopo"
 )
 
 const (
@@ -33,7 +35,7 @@ func count(n int) resource.Quantity { return *resource.NewQuantity(int64(n), res
 // devicePod is a small pod asking n of resource res under policy; more
 // annotations may follow in ann.
 func devicePod(name, policy string, res corev1.ResourceName, n int, ann map[string]string) podSpec {
-	all := map[string]string{annPolicy: policy}
+	all := map[string]string{flextopo.AnnPolicy: policy}
 	for k, v := range ann {
 		all[k] = v
 	}
@@ -45,18 +47,18 @@ func devicePod(name, policy string, res corev1.ResourceName, n int, ann map[stri
 // choice can be checked against what the policy promises.
 type migLedger struct {
 	node string
-	topo *Topology
+	topo *flextopo.Topology
 	held map[string]string // instance uuid -> pod
 }
 
-func newMIGLedger(node string, topo *Topology) *migLedger {
+func newMIGLedger(node string, topo *flextopo.Topology) *migLedger {
 	return &migLedger{node: node, topo: topo, held: map[string]string{}}
 }
 
 // busySlices is the memory slices held on each GPU (by uuid).
 func (l *migLedger) busySlices() map[string]int {
 	busy := map[string]int{}
-	forEachGPU(l.topo, func(_ int, g *GPU) {
+	flextopo.ForEachGPU(l.topo, func(_ int, g *flextopo.GPU) {
 		if g.MIG == nil {
 			return
 		}
@@ -72,7 +74,7 @@ func (l *migLedger) busySlices() map[string]int {
 // freeOn counts the free instances of profile on each GPU (by uuid).
 func (l *migLedger) freeOn(profile string) map[string]int {
 	free := map[string]int{}
-	forEachGPU(l.topo, func(_ int, g *GPU) {
+	flextopo.ForEachGPU(l.topo, func(_ int, g *flextopo.GPU) {
 		if g.MIG == nil {
 			return
 		}
@@ -121,7 +123,7 @@ func policyPick(cand map[string]int, policy string) []string {
 // take checks that a pod's allocation holds n instances of profile on the
 // ledger's node that nobody held yet, records them and returns the GPUs
 // (uuids, in allocation order) they sit on.
-func (l *migLedger) take(t *testing.T, pod string, a *Allocation, profile string, n int) []string {
+func (l *migLedger) take(t *testing.T, pod string, a *flextopo.Allocation, profile string, n int) []string {
 	t.Helper()
 	if a.Node != l.node {
 		t.Fatalf("pod %s: allocated on %s, want %s", pod, a.Node, l.node)
@@ -134,7 +136,7 @@ func (l *migLedger) take(t *testing.T, pod string, a *Allocation, profile string
 	}
 	var gpus []string
 	for _, m := range a.MIG {
-		gpu, inst, ok := l.topo.migInstance(m.UUID)
+		gpu, inst, ok := l.topo.MIGInstanceOf(m.UUID)
 		switch {
 		case !ok:
 			t.Fatalf("pod %s: MIG instance %s is not on node %s", pod, m.UUID, l.node)
@@ -197,19 +199,19 @@ func TestMIGPackedFillsBusyGPUDistributedSpreads(t *testing.T) {
 	s.waitExtenderSees(mig, whole)
 
 	ledger := newMIGLedger(mig, migTopo)
-	holder := heldPod{name: "holder", mig: []MIGInstance{{UUID: migUUID(mig, busyGPU, 0)}}}
+	holder := heldPod{name: "holder", mig: []flextopo.MIGInstance{{UUID: flextopo.MIGUUID(mig, busyGPU, 0)}}}
 	s.createHeldPods(mig, "", []heldPod{holder})
 	ledger.held[holder.mig[0].UUID] = holder.name
 	// Once the extender refuses all seventeen 1g.10gb instances, its watch
 	// has delivered the holder.
 	s.waitExtenderRejects(mig, podSpec{cpu: "100m", memory: "64Mi", extended: corev1.ResourceList{resMIG1g: count(17)}})
 
-	s.createPod(devicePod("whole", policyPacked, resGPU, 1, nil))
+	s.createPod(devicePod("whole", policyPacked, flextopo.ResGPU, 1, nil))
 	pod, a := s.waitScheduled("whole")
 	if pod.Spec.NodeName != whole {
 		t.Errorf("pod whole landed on %s, want %s", pod.Spec.NodeName, whole)
 	}
-	if len(a.GPUs) != 1 || !contains([]string{gpuUUID(whole, w[0]), gpuUUID(whole, w[1])}, a.GPUs[0]) || len(a.MIG) != 0 {
+	if len(a.GPUs) != 1 || !contains([]string{flextopo.GPUUUID(whole, w[0]), flextopo.GPUUUID(whole, w[1])}, a.GPUs[0]) || len(a.MIG) != 0 {
 		t.Errorf("pod whole: allocation gpus %v mig %+v, want one whole GPU of %s", a.GPUs, a.MIG, whole)
 	}
 
@@ -226,7 +228,7 @@ func TestMIGPackedFillsBusyGPUDistributedSpreads(t *testing.T) {
 		}
 		return gpu
 	}
-	busy := gpuUUID(mig, busyGPU)
+	busy := flextopo.GPUUUID(mig, busyGPU)
 	for i := 0; i < 3; i++ {
 		if gpu := placeOne(fmt.Sprintf("packed-%d", i), policyPacked, resMIG1g, "1g.10gb"); gpu != busy {
 			t.Errorf("packed-%d: on GPU %s, want %s, the GPU that already had used slices", i, gpu, busy)
@@ -306,7 +308,7 @@ func TestRequiresMemoryAndFP8AvoidsSmallMIG(t *testing.T) {
 	nodes := []string{small, big, h100, a100}
 	s.waitExtenderSees(append(nodes, mixed)...)
 
-	requires := map[string]string{annRequires: `{"memoryPerGpu":"40Gi","precision":["fp8"]}`}
+	requires := map[string]string{flextopo.AnnRequires: `{"memoryPerGpu":"40Gi","precision":["fp8"]}`}
 	fp8 := func(name string) podSpec {
 		return podSpec{name: name, gpus: 1, cpu: "100m", memory: "64Mi", annotations: requires}
 	}
@@ -320,7 +322,7 @@ func TestRequiresMemoryAndFP8AvoidsSmallMIG(t *testing.T) {
 	}
 	s.createPod(devicePod("fp8-mig", policyPacked, resMIG3g, 1, requires))
 	pod, a := s.waitScheduled("fp8-mig")
-	if pod.Spec.NodeName != mixed || len(a.MIG) != 1 || a.MIG[0].Profile != "3g.40gb" || a.MIG[0].GPU != gpuUUID(mixed, 0) {
+	if pod.Spec.NodeName != mixed || len(a.MIG) != 1 || a.MIG[0].Profile != "3g.40gb" || a.MIG[0].GPU != flextopo.GPUUUID(mixed, 0) {
 		t.Errorf("pod fp8-mig: on %s with mig %+v, want a 3g.40gb instance of GPU 0 of %s", pod.Spec.NodeName, a.MIG, mixed)
 	}
 
@@ -349,7 +351,7 @@ func TestRequiresMemoryAndFP8AvoidsSmallMIG(t *testing.T) {
 		pod, a := s.waitScheduled(name)
 		switch pod.Spec.NodeName {
 		case big:
-			if len(a.GPUs) != 0 || len(a.MIG) != 1 || a.MIG[0].Profile != "3g.40gb" || a.MIG[0].GPU != gpuUUID(big, 0) {
+			if len(a.GPUs) != 0 || len(a.MIG) != 1 || a.MIG[0].Profile != "3g.40gb" || a.MIG[0].GPU != flextopo.GPUUUID(big, 0) {
 				t.Errorf("pod %s on %s: allocation gpus %v mig %+v, want one 3g.40gb instance", name, big, a.GPUs, a.MIG)
 			} else if onBig[a.MIG[0].UUID] {
 				t.Errorf("pod %s: 3g.40gb instance %s given twice", name, a.MIG[0].UUID)
@@ -357,7 +359,7 @@ func TestRequiresMemoryAndFP8AvoidsSmallMIG(t *testing.T) {
 				onBig[a.MIG[0].UUID] = true
 			}
 		case h100:
-			if len(a.MIG) != 0 || !sameSet(a.GPUs, []string{gpuUUID(h100, 0)}) {
+			if len(a.MIG) != 0 || !sameSet(a.GPUs, []string{flextopo.GPUUUID(h100, 0)}) {
 				t.Errorf("pod %s on %s: allocation gpus %v mig %+v, want the whole H100", name, h100, a.GPUs, a.MIG)
 			}
 			onH100++
@@ -415,8 +417,8 @@ func TestSharedGPUFractionsFillNVLinkPair(t *testing.T) {
 	node := s.addTopologyNode("h100-shared", b.build())
 	s.waitExtenderSees(node)
 	pairs := [][]string{
-		{gpuUUID(node, sw0[0]), gpuUUID(node, sw1[0])},
-		{gpuUUID(node, sw0[1]), gpuUUID(node, sw1[1])},
+		{flextopo.GPUUUID(node, sw0[0]), flextopo.GPUUUID(node, sw1[0])},
+		{flextopo.GPUUUID(node, sw0[1]), flextopo.GPUUUID(node, sw1[1])},
 	}
 	ledger := &replicaLedger{replicas: replicas, used: map[string]int{}}
 	for _, p := range pairs {
@@ -425,7 +427,7 @@ func TestSharedGPUFractionsFillNVLinkPair(t *testing.T) {
 
 	// place schedules a pod and returns its replicas, checked against the
 	// GPUs' capacity and added to the ledger.
-	place := func(ps podSpec) []ReplicaAllocation {
+	place := func(ps podSpec) []flextopo.ReplicaAllocation {
 		t.Helper()
 		s.createPod(ps)
 		pod, a := s.waitScheduled(ps.name)
@@ -442,7 +444,7 @@ func TestSharedGPUFractionsFillNVLinkPair(t *testing.T) {
 		t.Helper()
 		allowed := ledger.policyGPUs(2, policy)
 		before := ledger.String()
-		got := place(devicePod(name, policy, resShared, 1, map[string]string{annFraction: "0.2"}))
+		got := place(devicePod(name, policy, resShared, 1, map[string]string{flextopo.AnnFraction: "0.2"}))
 		if len(got) != 1 || got[0].Count != 2 || !contains(allowed, got[0].GPU) {
 			t.Errorf("pod %s (%s): replicas %+v, want 2 on one of %v (replicas used before: %s)",
 				name, policy, got, allowed, before)
@@ -450,7 +452,7 @@ func TestSharedGPUFractionsFillNVLinkPair(t *testing.T) {
 		return got[0].GPU
 	}
 
-	ranks := devicePod("ranks", policyPacked, resShared, 2, map[string]string{annFraction: "0.8"})
+	ranks := devicePod("ranks", policyPacked, resShared, 2, map[string]string{flextopo.AnnFraction: "0.8"})
 	ranks.affinity, ranks.mode = "nvlink", "guaranteed"
 	pair := checkRanksOnPair(t, "ranks", place(ranks), pairs)
 
@@ -482,7 +484,7 @@ type replicaLedger struct {
 }
 
 // take records a pod's replicas, failing the test when a GPU overflows.
-func (l *replicaLedger) take(t *testing.T, pod string, got []ReplicaAllocation) {
+func (l *replicaLedger) take(t *testing.T, pod string, got []flextopo.ReplicaAllocation) {
 	t.Helper()
 	for _, r := range got {
 		if !contains(l.gpus, r.GPU) {
@@ -518,7 +520,7 @@ func (l *replicaLedger) String() string {
 
 // checkRanksOnPair checks two ranks of 8 replicas on the two GPUs of one
 // NVLink pair and returns that pair.
-func checkRanksOnPair(t *testing.T, pod string, got []ReplicaAllocation, pairs [][]string) []string {
+func checkRanksOnPair(t *testing.T, pod string, got []flextopo.ReplicaAllocation, pairs [][]string) []string {
 	t.Helper()
 	var gpus []string
 	for _, r := range got {

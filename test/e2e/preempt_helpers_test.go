@@ -18,7 +18,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,7 +25,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
+
+	"flextopo.dev/e2e/internal/flextopo"
+	"flextopo.dev/e2e/internal/harness"
 )
 
 // Priority classes of the preemption scenarios (cluster-scoped, created once,
@@ -52,34 +53,12 @@ var (
 	priorityErr  error
 )
 
-// createPriorityClasses creates a PriorityClass per entry of values (one
-// that exists already is kept); those in never get PreemptionPolicy Never.
-func createPriorityClasses(cx context.Context, client kubernetes.Interface, values map[string]int32,
-	never map[string]bool, description string) error {
-	for name, v := range values {
-		pc := &schedulingv1.PriorityClass{
-			ObjectMeta:  metav1.ObjectMeta{Name: name},
-			Value:       v,
-			Description: description,
-		}
-		if never[name] {
-			policy := corev1.PreemptNever
-			pc.PreemptionPolicy = &policy
-		}
-		_, err := client.SchedulingV1().PriorityClasses().Create(cx, pc, metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create PriorityClass %s: %w", name, err)
-		}
-	}
-	return nil
-}
-
-func ensurePriorityClasses(t *testing.T, c *cluster) {
+func ensurePriorityClasses(t *testing.T, c *harness.Cluster) {
 	t.Helper()
 	priorityOnce.Do(func() {
 		cx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		priorityErr = createPriorityClasses(cx, c.client, priorityValues, nil,
+		priorityErr = harness.CreatePriorityClasses(cx, c.Client, priorityValues, nil,
 			"flextopo e2e preemption scenarios")
 	})
 	if priorityErr != nil {
@@ -98,7 +77,7 @@ func ensurePriorityClasses(t *testing.T, c *cluster) {
 // share a process; a second process lets both run in one cluster at the same
 // time against one extender, on disjoint labelled nodes, and leaves the
 // scheduler every other test uses untouched.
-func requireNoPreemptScheduler(t *testing.T, c *cluster) {
+func requireNoPreemptScheduler(t *testing.T, c *harness.Cluster) {
 	t.Helper()
 	requireExtraScheduler(t, c, schedNoPreempt, func(ext0 map[string]interface{}) {
 		delete(ext0, "preemptVerb")
@@ -108,7 +87,7 @@ func requireNoPreemptScheduler(t *testing.T, c *cluster) {
 // requireNoCacheScheduler starts (once per run) a kube-scheduler whose only
 // profile is schedNoCache and whose extender entry has nodeCacheCapable
 // false: full Node and victim Pod objects on the wire.
-func requireNoCacheScheduler(t *testing.T, c *cluster) {
+func requireNoCacheScheduler(t *testing.T, c *harness.Cluster) {
 	t.Helper()
 	requireExtraScheduler(t, c, schedNoCache, func(ext0 map[string]interface{}) {
 		ext0["nodeCacheCapable"] = false
@@ -128,7 +107,7 @@ type extraSchedState struct {
 // requireExtraScheduler starts, once per run and schedulerName, a
 // kube-scheduler process with that single profile and the run's extender
 // entry changed by edit.
-func requireExtraScheduler(t *testing.T, c *cluster, schedulerName string, edit func(ext0 map[string]interface{})) {
+func requireExtraScheduler(t *testing.T, c *harness.Cluster, schedulerName string, edit func(ext0 map[string]interface{})) {
 	t.Helper()
 	extraSchedMu.Lock()
 	st := extraSchedErrs[schedulerName]
@@ -138,7 +117,7 @@ func requireExtraScheduler(t *testing.T, c *cluster, schedulerName string, edit 
 	}
 	extraSchedMu.Unlock()
 	st.once.Do(func() {
-		_, st.err = c.startExtraScheduler("kube-scheduler-"+strings.TrimPrefix(schedulerName, "flextopo-"), schedulerName,
+		_, st.err = c.StartExtraScheduler("kube-scheduler-"+strings.TrimPrefix(schedulerName, "flextopo-"), schedulerName,
 			func(cfg map[string]interface{}) error {
 				exts, _ := cfg["extenders"].([]interface{})
 				ext0, _ := exts[0].(map[string]interface{})
@@ -153,16 +132,16 @@ func requireExtraScheduler(t *testing.T, c *cluster, schedulerName string, edit 
 
 // requirePreemptVerb fails the test when the run's scheduler configuration
 // does not register the extender's preempt verb.
-func requirePreemptVerb(t *testing.T, c *cluster) {
+func requirePreemptVerb(t *testing.T, c *harness.Cluster) {
 	t.Helper()
-	cfg, err := c.schedulerConfigMap(c.extPort)
+	cfg, err := c.SchedulerConfigMap(c.ExtPort)
 	if err != nil {
 		t.Fatal(err)
 	}
 	exts, _ := cfg["extenders"].([]interface{})
 	ext0, _ := exts[0].(map[string]interface{})
 	if v, _ := ext0["preemptVerb"].(string); v == "" {
-		t.Fatalf("%s: extenders[0] has no preemptVerb; the preemption scenarios need it", c.schedulerConfigSource())
+		t.Fatalf("%s: extenders[0] has no preemptVerb; the preemption scenarios need it", c.SchedulerConfigSource())
 	}
 }
 
@@ -174,85 +153,49 @@ type heldPod struct {
 	class    string // PriorityClass
 	gpus     []int  // GPU indexes
 	cpus     string // pinned cpuset; the pod requests that many CPUs, Guaranteed
-	mig      []MIGInstance
+	mig      []flextopo.MIGInstance
 	labels   map[string]string
 	startAgo time.Duration // status.startTime = now - startAgo
 }
 
 func (h heldPod) cpuCount() int {
-	set, err := parseCPUList(h.cpus)
+	set, err := flextopo.ParseCPUList(h.cpus)
 	if err != nil {
 		panic(err)
 	}
 	return len(set)
 }
 
-// migInstance finds MIG instance uuid in t, with the UUID of its GPU.
-func (t *Topology) migInstance(uuid string) (gpuUUID string, inst MIGInstance, ok bool) {
-	forEachGPU(t, func(_ int, g *GPU) {
-		if g.MIG == nil {
-			return
-		}
-		for _, m := range g.MIG.Instances {
-			if m.UUID == uuid {
-				gpuUUID, inst, ok = g.UUID, m, true
-			}
-		}
-	})
-	return
-}
-
-// gpuIndexOf maps a GPU UUID to its index (-1 when unknown).
-func (t *Topology) gpuIndexOf(uuid string) int {
-	idx := -1
-	forEachGPU(t, func(_ int, g *GPU) {
-		if g.UUID == uuid {
-			idx = g.Index
-		}
-	})
-	return idx
-}
-
-func (t *Topology) numaIDs() []int {
-	var ids []int
-	for _, s := range t.Sockets {
-		for _, n := range s.NUMANodes {
-			ids = append(ids, n.ID)
-		}
-	}
-	return ids
-}
-
 // allocationFor is the flextopo.io/allocation annotation of a held pod.
-func allocationFor(node string, t *Topology, h heldPod, memMiB int64) string {
+func allocationFor(node string, t *flextopo.Topology, h heldPod, memMiB int64) string {
 	a := map[string]interface{}{
 		"version": 1, "node": node, "level": "node", "mode": "best-effort",
-		"gpus": []string{}, "gpuIndexes": []int{}, "mig": []MIGAllocation{},
+		"gpus": []string{}, "gpuIndexes": []int{}, "mig": []flextopo.MIGAllocation{},
 		"cpuset": h.cpus, "numaNodes": []int{}, "memoryMiB": 0,
 	}
 	var gpus []string
 	for _, g := range h.gpus {
-		gpus = append(gpus, gpuUUID(node, g))
+		gpus = append(gpus, flextopo.GPUUUID(node, g))
 	}
 	if gpus != nil {
 		a["gpus"], a["gpuIndexes"] = gpus, h.gpus
 	}
-	var migs []MIGAllocation
+	var migs []flextopo.MIGAllocation
 	for _, m := range h.mig {
-		gu, inst, ok := t.migInstance(m.UUID)
+		gu, inst, ok := t.MIGInstanceOf(m.UUID)
 		if !ok {
 			panic("unknown MIG instance " + m.UUID)
 		}
-		migs = append(migs, MIGAllocation{UUID: inst.UUID, Profile: inst.Profile, GPU: gu, Start: inst.Start, Size: inst.Size})
+		migs = append(migs, flextopo.MIGAllocation{UUID: inst.UUID, Profile: inst.Profile, GPU: gu, Start: inst.Start, Size: inst.Size})
 	}
 	if migs != nil {
 		a["mig"] = migs
 	}
 	if h.cpus != "" {
-		cpus, _ := parseCPUList(h.cpus)
+		cpus, _ := flextopo.ParseCPUList(h.cpus)
 		var numas []int
-		for _, id := range t.numaIDs() {
-			in := t.numaCPUs(id)
+		for _, id := range t.NUMAIDs() {
+			in := t.NUMACPUs(id)
 			for c := range cpus {
 				if in[c] {
 					numas = append(numas, id)
@@ -293,7 +236,7 @@ func (s *scenario) createHeldPods(node string, schedulerName string, pods []held
 		if len(h.mig) > 0 {
 			ps.extended = corev1.ResourceList{}
 			for _, m := range h.mig {
-				_, inst, _ := topo.migInstance(m.UUID)
+				_, inst, _ := topo.MIGInstanceOf(m.UUID)
 				name := corev1.ResourceName("nvidia.com/mig-" + inst.Profile)
 				q := ps.extended[name]
 				q.Add(resource.MustParse("1"))
@@ -307,8 +250,8 @@ func (s *scenario) createHeldPods(node string, schedulerName string, pods []held
 		pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{
 			Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: started,
 		})
-		cx := ctx(s.t, 30*time.Second)
-		if _, err := s.c.client.CoreV1().Pods(s.ns).UpdateStatus(cx, pod, metav1.UpdateOptions{}); err != nil {
+		cx := harness.Ctx(s.t, 30*time.Second)
+		if _, err := s.c.Client.CoreV1().Pods(s.ns).UpdateStatus(cx, pod, metav1.UpdateOptions{}); err != nil {
 			s.t.Fatalf("mark pod %s Running: %v", h.name, err)
 		}
 	}
@@ -319,7 +262,7 @@ func (s *scenario) extenderFilter(probe podSpec, nodes []string) (passed []strin
 	q := func(v string) resource.Quantity { return resource.MustParse(v) }
 	req := corev1.ResourceList{corev1.ResourceCPU: q(probe.cpu), corev1.ResourceMemory: q(probe.memory)}
 	if probe.gpus > 0 {
-		req[resGPU] = *resource.NewQuantity(int64(probe.gpus), resource.DecimalSI)
+		req[flextopo.ResGPU] = *resource.NewQuantity(int64(probe.gpus), resource.DecimalSI)
 	}
 	for k, v := range probe.extended {
 		req[k] = v
@@ -335,17 +278,17 @@ func (s *scenario) extenderFilter(probe podSpec, nodes []string) (passed []strin
 		ann[k] = v
 	}
 	if probe.affinity != "" {
-		ann[annAffinity] = probe.affinity
+		ann[flextopo.AnnAffinity] = probe.affinity
 	}
 	if probe.mode != "" {
-		ann[annAffinityMode] = probe.mode
+		ann[flextopo.AnnAffinityMode] = probe.mode
 	}
 	pod := corev1.Pod{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{Name: "flextopo-e2e-probe", Namespace: s.ns, UID: types.UID(uuid.NewUUID()),
 			Annotations: ann},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{
-			Name: "main", Image: pauseImage,
+			Name: "main", Image: harness.PauseImage,
 			Resources: corev1.ResourceRequirements{Requests: req, Limits: lim},
 		}}},
 	}
@@ -353,7 +296,7 @@ func (s *scenario) extenderFilter(probe podSpec, nodes []string) (passed []strin
 	if err != nil {
 		return nil, nil, err
 	}
-	resp, err := httpClient(nil).Post(s.c.extenderURL+"/filter", "application/json", strings.NewReader(string(body)))
+	resp, err := harness.HTTPClient(nil).Post(s.c.ExtenderURL+"/filter", "application/json", strings.NewReader(string(body)))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -426,7 +369,7 @@ func (s *scenario) recordPods() *podRecorder {
 		bound: map[string]time.Time{}, node: map[string]string{}, cancel: cancel, done: make(chan struct{}),
 	}
 	lcx, lcancel := context.WithTimeout(cx, 30*time.Second)
-	list, err := s.c.client.CoreV1().Pods(s.ns).List(lcx, metav1.ListOptions{})
+	list, err := s.c.Client.CoreV1().Pods(s.ns).List(lcx, metav1.ListOptions{})
 	lcancel()
 	if err != nil {
 		cancel()
@@ -439,7 +382,7 @@ func (s *scenario) recordPods() *podRecorder {
 	go func() {
 		defer close(r.done)
 		for cx.Err() == nil {
-			w, err := s.c.client.CoreV1().Pods(s.ns).Watch(cx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
+			w, err := s.c.Client.CoreV1().Pods(s.ns).Watch(cx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
 			if err != nil {
 				if cx.Err() == nil {
 					r.setErr(err)
@@ -497,7 +440,7 @@ func (r *podRecorder) observe(t watch.EventType, p *corev1.Pod) {
 			r.last = now
 		}
 	}
-	if c := podCondition(p, corev1.DisruptionTarget); c != nil && c.Status == corev1.ConditionTrue {
+	if c := harness.PodCondition(p, corev1.DisruptionTarget); c != nil && c.Status == corev1.ConditionTrue {
 		if _, seen := r.disrupted[name]; !seen {
 			r.disrupted[name] = c.Reason + ": " + c.Message
 			r.last = now
@@ -576,8 +519,8 @@ func (s *scenario) reapTerminating(r *podRecorder, grace time.Duration) []string
 	r.mu.Unlock()
 	zero := int64(0)
 	for _, name := range stuck {
-		cx := ctx(s.t, 10*time.Second)
-		err := s.c.client.CoreV1().Pods(s.ns).Delete(cx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+		cx := harness.Ctx(s.t, 10*time.Second)
+		err := s.c.Client.CoreV1().Pods(s.ns).Delete(cx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 		if err != nil && !apierrors.IsNotFound(err) {
 			s.t.Errorf("force-delete terminating pod %s: %v", name, err)
 		}
@@ -591,7 +534,7 @@ type preemptionOutcome struct {
 	variant   string
 	bound     bool
 	node      string
-	alloc     *Allocation
+	alloc     *flextopo.Allocation
 	bindAfter time.Duration
 	victims   []string
 	aligned   string // "yes (NUMA 1)" / "no"
@@ -648,16 +591,16 @@ func (s *scenario) waitPreemption(r *podRecorder, name string, t0 time.Time, min
 	s.t.Helper()
 	deadline := t0.Add(podTimeout)
 	for {
-		if err := s.c.extender.checkAlive(); err != nil {
+		if err := s.c.Extender.CheckAlive(); err != nil {
 			s.t.Fatal(err)
 		}
 		cx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		pod, err := s.c.client.CoreV1().Pods(s.ns).Get(cx, name, metav1.GetOptions{})
+		pod, err := s.c.Client.CoreV1().Pods(s.ns).Get(cx, name, metav1.GetOptions{})
 		cancel()
 		if err != nil {
 			s.t.Fatalf("get pod %s/%s: %v", s.ns, name, err)
 		}
-		if pod.Spec.NodeName != "" && pod.Annotations[annAllocation] != "" {
+		if pod.Spec.NodeName != "" && pod.Annotations[flextopo.AnnAllocation] != "" {
 			return pod, true
 		}
 		now := time.Now()
@@ -691,8 +634,8 @@ func (s *scenario) runPreemption(variant, node string, held []heldPod, preemptor
 			at = time.Now()
 		}
 		o.bindAfter = at.Sub(t0)
-		if raw := pod.Annotations[annAllocation]; raw != "" {
-			var a Allocation
+		if raw := pod.Annotations[flextopo.AnnAllocation]; raw != "" {
+			var a flextopo.Allocation
 			if err := json.Unmarshal([]byte(raw), &a); err != nil {
 				s.t.Errorf("pod %s: allocation is not JSON: %v: %s", preemptor.name, err, raw)
 			} else {
@@ -702,7 +645,7 @@ func (s *scenario) runPreemption(variant, node string, held []heldPod, preemptor
 		}
 	} else {
 		o.bindAfter = time.Since(t0)
-		if c := podCondition(pod, corev1.PodScheduled); c != nil {
+		if c := harness.PodCondition(pod, corev1.PodScheduled); c != nil {
 			o.condition = c.Message
 		}
 		s.t.Logf("[%s] pod %s still pending after %s: %s", variant, preemptor.name,
@@ -718,7 +661,7 @@ func (s *scenario) runPreemption(variant, node string, held []heldPod, preemptor
 	if len(o.reaped) > 0 {
 		s.t.Logf("[%s] victims left terminating by the scheduler's delete and force-deleted by the test: %v", variant, o.reaped)
 	}
-	o.decisions = s.c.extenderPreemptLog(node)
+	o.decisions = extenderPreemptLog(s.c, node)
 	for _, d := range o.decisions {
 		s.t.Logf("[%s] extender: %s", variant, d)
 	}
@@ -728,12 +671,12 @@ func (s *scenario) runPreemption(variant, node string, held []heldPod, preemptor
 // extenderPreemptLog returns the extender's log lines of the preempt verb
 // about node (or, when node ends in "-", about every node named with that
 // prefix), as "level pod node: msg (reason)".
-func (c *cluster) extenderPreemptLog(node string) []string {
+func extenderPreemptLog(c *harness.Cluster, node string) []string {
 	var out []string
-	if c.extender == nil {
+	if c.Extender == nil {
 		return nil
 	}
-	f, err := os.Open(c.extender.logPath)
+	f, err := os.Open(c.Extender.LogPath)
 	if err != nil {
 		return []string{"(cannot read extender log: " + err.Error() + ")"}
 	}
@@ -754,11 +697,11 @@ func (c *cluster) extenderPreemptLog(node string) []string {
 }
 
 // logMatches counts the lines of a process log that match re.
-func logMatches(p *process, re *regexp.Regexp) int {
+func logMatches(p *harness.Process, re *regexp.Regexp) int {
 	if p == nil {
 		return 0
 	}
-	f, err := os.Open(p.logPath)
+	f, err := os.Open(p.LogPath)
 	if err != nil {
 		return 0
 	}
@@ -776,7 +719,7 @@ func logMatches(p *process, re *regexp.Regexp) int {
 
 // freeAfter says, per NUMA node of topo, how many GPUs and CPUs are free
 // once the pods in gone have left (held pods only: nothing else is there).
-func freeAfter(topo *Topology, held []heldPod, gone map[string]bool) (gpus map[int]int, cpus map[int]int) {
+func freeAfter(topo *flextopo.Topology, held []heldPod, gone map[string]bool) (gpus map[int]int, cpus map[int]int) {
 	usedGPU := map[int]bool{}
 	usedCPU := map[int]bool{}
 	for _, h := range held {
@@ -786,19 +729,19 @@ func freeAfter(topo *Topology, held []heldPod, gone map[string]bool) (gpus map[i
 		for _, g := range h.gpus {
 			usedGPU[g] = true
 		}
-		set, _ := parseCPUList(h.cpus)
+		set, _ := flextopo.ParseCPUList(h.cpus)
 		for c := range set {
 			usedCPU[c] = true
 		}
 	}
 	gpus, cpus = map[int]int{}, map[int]int{}
-	forEachGPU(topo, func(numa int, g *GPU) {
+	flextopo.ForEachGPU(topo, func(numa int, g *flextopo.GPU) {
 		if !usedGPU[g.Index] {
 			gpus[numa]++
 		}
 	})
-	for _, id := range topo.numaIDs() {
-		for c := range topo.numaCPUs(id) {
+	for _, id := range topo.NUMAIDs() {
+		for c := range topo.NUMACPUs(id) {
 			if !usedCPU[c] {
 				cpus[id]++
 			}
@@ -809,10 +752,10 @@ func freeAfter(topo *Topology, held []heldPod, gone map[string]bool) (gpus map[i
 
 // alignedNUMAs lists the NUMA nodes with at least wantGPUs free GPUs and
 // wantCPUs free CPUs once gone have left.
-func alignedNUMAs(topo *Topology, held []heldPod, gone map[string]bool, wantGPUs, wantCPUs int) []int {
+func alignedNUMAs(topo *flextopo.Topology, held []heldPod, gone map[string]bool, wantGPUs, wantCPUs int) []int {
 	gpus, cpus := freeAfter(topo, held, gone)
 	var out []int
-	for _, id := range topo.numaIDs() {
+	for _, id := range topo.NUMAIDs() {
 		if gpus[id] >= wantGPUs && cpus[id] >= wantCPUs {
 			out = append(out, id)
 		}
@@ -830,7 +773,7 @@ func setOf(names []string) map[string]bool {
 
 // checkFreedAligned fills o.aligned: did the victims free a NUMA node with
 // the preemptor's GPUs and CPUs that was not free before?
-func checkFreedAligned(o *preemptionOutcome, topo *Topology, held []heldPod, wantGPUs, wantCPUs int) []int {
+func checkFreedAligned(o *preemptionOutcome, topo *flextopo.Topology, held []heldPod, wantGPUs, wantCPUs int) []int {
 	before := alignedNUMAs(topo, held, nil, wantGPUs, wantCPUs)
 	after := alignedNUMAs(topo, held, setOf(o.victims), wantGPUs, wantCPUs)
 	if len(after) > len(before) {
@@ -843,7 +786,7 @@ func checkFreedAligned(o *preemptionOutcome, topo *Topology, held []heldPod, wan
 
 // checkPlacementFree checks that the preemptor's GPUs and CPUs are neither
 // held by a surviving pod nor outside the node.
-func checkPlacementFree(t *testing.T, o *preemptionOutcome, topo *Topology, held []heldPod) {
+func checkPlacementFree(t *testing.T, o *preemptionOutcome, topo *flextopo.Topology, held []heldPod) {
 	t.Helper()
 	if o.alloc == nil {
 		return
@@ -857,20 +800,20 @@ func checkPlacementFree(t *testing.T, o *preemptionOutcome, topo *Topology, held
 		for _, g := range h.gpus {
 			owner[fmt.Sprintf("gpu%d", g)] = h.name
 		}
-		set, _ := parseCPUList(h.cpus)
+		set, _ := flextopo.ParseCPUList(h.cpus)
 		for c := range set {
 			owner[fmt.Sprintf("cpu%d", c)] = h.name
 		}
 	}
 	for _, u := range o.alloc.GPUs {
-		idx := topo.gpuIndexOf(u)
+		idx := topo.GPUIndexOf(u)
 		if idx < 0 {
 			t.Errorf("[%s] allocation GPU %s is not on the node", o.variant, u)
 		} else if who := owner[fmt.Sprintf("gpu%d", idx)]; who != "" {
 			t.Errorf("[%s] allocation GPU %d is still held by surviving pod %s", o.variant, idx, who)
 		}
 	}
-	cpus, _ := parseCPUList(o.alloc.CPUSet)
+	cpus, _ := flextopo.ParseCPUList(o.alloc.CPUSet)
 	for c := range cpus {
 		if who := owner[fmt.Sprintf("cpu%d", c)]; who != "" {
 			t.Errorf("[%s] allocation CPU %d is still pinned by surviving pod %s", o.variant, c, who)
@@ -906,14 +849,14 @@ var (
 
 // writeReport appends text to $FLEXTOPO_E2E_REPORT (truncated at the first
 // write of the run); a relative path is taken from the repository root.
-func writeReport(t *testing.T, c *cluster, text string) {
+func writeReport(t *testing.T, c *harness.Cluster, text string) {
 	t.Helper()
 	path := os.Getenv("FLEXTOPO_E2E_REPORT")
 	if path == "" {
 		return
 	}
 	if !filepath.IsAbs(path) {
-		path = filepath.Join(c.repoRoot, path)
+		path = filepath.Join(c.RepoRoot, path)
 	}
 	reportMu.Lock()
 	defer reportMu.Unlock()
@@ -944,7 +887,7 @@ func writeReport(t *testing.T, c *cluster, text string) {
 // disruption allowed.
 func (s *scenario) newPDB(name string, labels map[string]string, pods int32) {
 	s.t.Helper()
-	cx := ctx(s.t, 30*time.Second)
+	cx := harness.Ctx(s.t, 30*time.Second)
 	zero := intstr.FromInt32(0)
 	pdb := &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns},
@@ -953,7 +896,7 @@ func (s *scenario) newPDB(name string, labels map[string]string, pods int32) {
 			Selector:       &metav1.LabelSelector{MatchLabels: labels},
 		},
 	}
-	created, err := s.c.client.PolicyV1().PodDisruptionBudgets(s.ns).Create(cx, pdb, metav1.CreateOptions{})
+	created, err := s.c.Client.PolicyV1().PodDisruptionBudgets(s.ns).Create(cx, pdb, metav1.CreateOptions{})
 	if err != nil {
 		s.t.Fatalf("create PodDisruptionBudget %s: %v", name, err)
 	}
@@ -969,16 +912,16 @@ func (s *scenario) newPDB(name string, labels map[string]string, pods int32) {
 			LastTransitionTime: metav1.Now(), ObservedGeneration: created.Generation,
 		}},
 	}
-	if _, err := s.c.client.PolicyV1().PodDisruptionBudgets(s.ns).UpdateStatus(cx, created, metav1.UpdateOptions{}); err != nil {
+	if _, err := s.c.Client.PolicyV1().PodDisruptionBudgets(s.ns).UpdateStatus(cx, created, metav1.UpdateOptions{}); err != nil {
 		s.t.Fatalf("update status of PodDisruptionBudget %s: %v", name, err)
 	}
 }
 
 // serverMinor returns the minor version of the API server (the same build
 // as kube-scheduler in this harness).
-func serverMinor(t *testing.T, c *cluster) (string, int) {
+func serverMinor(t *testing.T, c *harness.Cluster) (string, int) {
 	t.Helper()
-	v, err := c.client.Discovery().ServerVersion()
+	v, err := c.Client.Discovery().ServerVersion()
 	if err != nil {
 		t.Fatalf("server version: %v", err)
 	}

@@ -24,6 +24,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"flextopo.dev/e2e/internal/flextopo"
+	"flextopo.dev/e2e/internal/harness"
 )
 
 const (
@@ -36,7 +39,7 @@ const (
 // rtx4090Node is the 8x RTX 4090 box of api/examples/rtx4090-8x.json: two
 // sockets, four NUMA nodes each, 8 CPUs and one GPU (behind its own PCIe
 // switch) per NUMA node. GPU k and CPUs 8k..8k+7 share NUMA node k.
-func rtx4090Node(node string) *Topology {
+func rtx4090Node(node string) *flextopo.Topology {
 	b := newTopo(node)
 	for s := 0; s < 2; s++ {
 		so := b.socket()
@@ -117,7 +120,7 @@ var (
 
 // runOn8x4090 builds one 8x RTX 4090 node with the held pods, waits until the
 // extender has them, and runs the preemptor.
-func runOn8x4090(t *testing.T, c *cluster, v preemptionVariant, held []heldPod, preemptor podSpec) (*preemptionOutcome, *Topology) {
+func runOn8x4090(t *testing.T, c *harness.Cluster, v preemptionVariant, held []heldPod, preemptor podSpec) (*preemptionOutcome, *flextopo.Topology) {
 	t.Helper()
 	s := newScenario(t, c, v.id)
 	topo := rtx4090Node(s.nodeName("rtx"))
@@ -139,12 +142,12 @@ func runOn8x4090(t *testing.T, c *cluster, v preemptionVariant, held []heldPod, 
 // side under `title`, and returns them (with flextopo's first) with the
 // topology of each variant's node. It skips without the preempt verb or the
 // second kube-scheduler.
-func compareOn8x4090(t *testing.T, c *cluster, prefix string, held []heldPod, preemptor podSpec, title string) (o, d *preemptionOutcome, oTopo, dTopo *Topology) {
+func compareOn8x4090(t *testing.T, c *harness.Cluster, prefix string, held []heldPod, preemptor podSpec, title string) (o, d *preemptionOutcome, oTopo, dTopo *flextopo.Topology) {
 	requirePreemptVerb(t, c)
 	ensurePriorityClasses(t, c)
 	requireNoPreemptScheduler(t, c)
 	outs := map[string]*preemptionOutcome{}
-	topos := map[string]*Topology{}
+	topos := map[string]*flextopo.Topology{}
 	var mu sync.Mutex
 	ft, def := withPreemptVerb, withoutVerb
 	ft.id, def.id = prefix+"-ft", prefix+"-def"
@@ -232,7 +235,7 @@ func TestPreemptionBestEffortNeverEvictsMore(t *testing.T) {
 	}
 	for _, run := range []struct {
 		ov   *preemptionOutcome
-		topo *Topology
+		topo *flextopo.Topology
 	}{{o, oTopo}, {d, dTopo}} {
 		ov := run.ov
 		if !ov.bound {
@@ -325,10 +328,10 @@ func TestPreemptionMIGProfile(t *testing.T) {
 	g0 := b.migGPU(n0, h100Model, migInstances("3g.40gb", 4, 0, 4)...)
 	g1 := b.migGPU(n0, h100Model, migInstances("1g.10gb", 1, 0, 1, 2, 3, 4, 5, 6)...)
 	topo := b.build()
-	mig := func(gpu, start int) MIGInstance {
-		return MIGInstance{UUID: migUUID(name, gpu, start)}
+	mig := func(gpu, start int) flextopo.MIGInstance {
+		return flextopo.MIGInstance{UUID: flextopo.MIGUUID(name, gpu, start)}
 	}
-	node := s.addNode("h100", topo.json(), 32, 262144, 0, corev1.ResourceList{
+	node := s.addNode("h100", topo.JSON(), 32, 262144, 0, corev1.ResourceList{
 		"nvidia.com/mig-3g.40gb": resource.MustParse("2"),
 		"nvidia.com/mig-1g.10gb": resource.MustParse("7"),
 	})
@@ -337,13 +340,13 @@ func TestPreemptionMIGProfile(t *testing.T) {
 
 	var held []heldPod
 	for i := 0; i < 3; i++ {
-		held = append(held, heldPod{name: fmt.Sprintf("mig1g-%d", i), class: pcLow, mig: []MIGInstance{mig(g1, i)}, startAgo: time.Hour})
+		held = append(held, heldPod{name: fmt.Sprintf("mig1g-%d", i), class: pcLow, mig: []flextopo.MIGInstance{mig(g1, i)}, startAgo: time.Hour})
 	}
 	// The 3g.40gb holders last: once the extender refuses a 3g.40gb probe
 	// it has seen every held pod (the watch delivers them in order).
 	held = append(held,
-		heldPod{name: "mig3g-batch", class: pcBatch, mig: []MIGInstance{mig(g0, 0)}, startAgo: 2 * time.Hour},
-		heldPod{name: "mig3g-mid", class: pcMid, mig: []MIGInstance{mig(g0, 4)}, startAgo: 2 * time.Hour})
+		heldPod{name: "mig3g-batch", class: pcBatch, mig: []flextopo.MIGInstance{mig(g0, 0)}, startAgo: 2 * time.Hour},
+		heldPod{name: "mig3g-mid", class: pcMid, mig: []flextopo.MIGInstance{mig(g0, 4)}, startAgo: 2 * time.Hour})
 	s.createHeldPods(node, "", held)
 	want3g := corev1.ResourceList{"nvidia.com/mig-3g.40gb": resource.MustParse("1")}
 	s.waitExtenderRejects(node, podSpec{cpu: "100m", memory: "64Mi", extended: want3g})
@@ -418,7 +421,7 @@ func TestPreemptionEmptyVictimList(t *testing.T) {
 			t.Errorf("%s: PodScheduled message %q does not contain %q", version, o.condition, wantMsg)
 		}
 		re := regexp.MustCompile(regexp.QuoteMeta(`expected at least one victim pod on node \"` + node + `\"`))
-		n := logMatches(c.scheduler, re)
+		n := logMatches(c.Scheduler, re)
 		t.Logf("kube-scheduler log: %d lines with the \"expected at least one victim\" error for %s", n, node)
 		if n == 0 {
 			t.Errorf("kube-scheduler log has no \"expected at least one victim pod on node\" line for %s", node)

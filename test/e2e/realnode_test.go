@@ -43,6 +43,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 	"sigs.k8s.io/yaml"
+
+	"flextopo.dev/e2e/internal/flextopo"
+	"flextopo.dev/e2e/internal/harness"
 )
 
 const (
@@ -65,7 +68,7 @@ const (
 // realNode is the running node of one test.
 type realNode struct {
 	t          *testing.T
-	c          *cluster
+	c          *harness.Cluster
 	name       string
 	strategy   string
 	dir        string
@@ -83,7 +86,7 @@ type realNode struct {
 func realNodeTools() (tools map[string]string, missing []string) {
 	tools = map[string]string{}
 	need := func(key, path string) {
-		if isExecutable(path) {
+		if harness.IsExecutable(path) {
 			tools[key] = path
 		} else {
 			missing = append(missing, fmt.Sprintf("%s (%s)", key, path))
@@ -109,17 +112,17 @@ func realNodeTools() (tools map[string]string, missing []string) {
 
 // requireRealNode starts the node with the given device plugin strategy, or
 // skips (fails under CI) when a tool is missing.
-func requireRealNode(t *testing.T, c *cluster, name, strategy string) *realNode {
+func requireRealNode(t *testing.T, c *harness.Cluster, name, strategy string) *realNode {
 	t.Helper()
 	tools, missing := realNodeTools()
 	if len(missing) > 0 {
 		msg := "real node: missing " + strings.Join(missing, ", ") + " (scripts/install-deps.sh and scripts/e2e.sh provide them)"
-		if isCI() {
+		if harness.IsCI() {
 			t.Fatal(msg)
 		}
 		t.Skip(msg)
 	}
-	dir, err := c.dir("realnode-" + strategy)
+	dir, err := c.Dir("realnode-" + strategy)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,11 +138,11 @@ func requireRealNode(t *testing.T, c *cluster, name, strategy string) *realNode 
 	// kubelet's device manager serves its registration socket at a fixed
 	// path, whatever --root-dir says (k8s.io/kubelet deviceplugin
 	// v1beta1.DevicePluginPath).
-	n.plugin = newStandInDevicePlugin(pluginapi.DevicePluginPath, resGPU, n.devices())
+	n.plugin = newStandInDevicePlugin(pluginapi.DevicePluginPath, flextopo.ResGPU, n.devices())
 	if strategy == strategyCDI {
 		n.plugin.cdiKind = cdiKind
 	}
-	cx := ctx(t, 60*time.Second)
+	cx := harness.Ctx(t, 60*time.Second)
 	if err := n.plugin.start(cx); err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +196,7 @@ func onlineCPUs(t *testing.T) (string, int) {
 		t.Fatal(err)
 	}
 	list := strings.TrimSpace(string(raw))
-	cpus, err := parseCPUList(list)
+	cpus, err := flextopo.ParseCPUList(list)
 	if err != nil || len(cpus) == 0 {
 		t.Fatalf("/sys/devices/system/cpu/online %q: %v", list, err)
 	}
@@ -292,13 +295,13 @@ state = %[2]q
 		t.Fatal(err)
 	}
 	n.writeCDISpec()
-	p := testProcess(t, "containerd", n.dir, tools["containerd"], "--config", cfgPath)
+	p := harness.TestProcess(t, "containerd", n.dir, tools["containerd"], "--config", cfgPath)
 	// Registered after the process, so it runs before containerd stops:
 	// the containers and their shims go first, then the mounts.
 	t.Cleanup(n.cleanupRuntime)
-	cx := ctx(t, 30*time.Second)
+	cx := harness.Ctx(t, 30*time.Second)
 	if err := waitForSocket(cx, n.ctrdSock); err != nil {
-		t.Fatalf("containerd: %v\n%s", err, tailFile(p.logPath, 40))
+		t.Fatalf("containerd: %v\n%s", err, harness.TailFile(p.LogPath, 40))
 	}
 
 	archive := filepath.Join(n.dir, "busybox.tar")
@@ -400,11 +403,11 @@ func (n *realNode) unmountUnder(dir string) {
 func (n *realNode) startKubelet(testenv string) {
 	t := n.t
 	kd := filepath.Join(n.dir, "kubelet")
-	port, err := freePort()
+	port, err := harness.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	healthz, err := freePort()
+	healthz, err := harness.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -449,15 +452,15 @@ func (n *realNode) startKubelet(testenv string) {
 	if err := os.WriteFile(cfgPath, raw, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := testProcess(t, "kubelet", n.dir, testenv, "kubelet",
+	p := harness.TestProcess(t, "kubelet", n.dir, testenv, "kubelet",
 		"--config", cfgPath,
-		"--kubeconfig", n.c.kubeconfig,
+		"--kubeconfig", n.c.Kubeconfig,
 		"--root-dir", kd,
 		"--cert-dir", filepath.Join(kd, "pki"),
 		"--hostname-override", n.name,
 		"--node-labels", labelTest+"="+n.name,
 		"--v", "2")
-	n.kubeletLog = p.logPath
+	n.kubeletLog = p.LogPath
 }
 
 func (n *realNode) startAgent(bin string) {
@@ -466,23 +469,23 @@ func (n *realNode) startAgent(bin string) {
 	if err := os.WriteFile(topo, n.topology(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	port, err := freePort()
+	port, err := harness.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	n.agentURL = "http://" + hostPort(port)
-	p := testProcess(t, "flextopo-node", n.dir, bin,
+	n.agentURL = "http://" + harness.HostPort(port)
+	p := harness.TestProcess(t, "flextopo-node", n.dir, bin,
 		"--node-name", n.name,
 		"--mode", "enforce",
-		"--kubeconfig", n.c.kubeconfig,
-		"--listen", hostPort(port),
+		"--kubeconfig", n.c.Kubeconfig,
+		"--listen", harness.HostPort(port),
 		"--nri-socket", n.nriSocket(),
 		"--pod-resources-socket", filepath.Join(n.dir, "kubelet", "pod-resources", "kubelet.sock"),
 		"--discover-command", "cat "+topo,
 		"--nvidia-proc-root", filepath.Join(n.dir, "nvidia"),
 		"--observe-interval", "1s",
 		"--log-level", "debug")
-	n.agentLog = p.logPath
+	n.agentLog = p.LogPath
 }
 
 // waitReady waits for the Node (registered, 3 GPUs allocatable, the agent's
@@ -493,19 +496,19 @@ func (n *realNode) waitReady() {
 	last := ""
 	for {
 		cx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		node, err := n.c.client.CoreV1().Nodes().Get(cx, n.name, metav1.GetOptions{})
+		node, err := n.c.Client.CoreV1().Nodes().Get(cx, n.name, metav1.GetOptions{})
 		cancel()
 		ready := false
 		if err == nil {
-			gpus := node.Status.Allocatable[resGPU]
+			gpus := node.Status.Allocatable[flextopo.ResGPU]
 			cond := ""
 			for _, c := range node.Status.Conditions {
 				if c.Type == corev1.NodeReady {
 					cond = string(c.Status) + " " + c.Reason + ": " + c.Message
 				}
 			}
-			_, topo := node.Annotations[annTopology]
-			last = fmt.Sprintf("Ready=%s; allocatable %s=%s; topology annotation %v", cond, resGPU, gpus.String(), topo)
+			_, topo := node.Annotations[flextopo.AnnTopology]
+			last = fmt.Sprintf("Ready=%s; allocatable %s=%s; topology annotation %v", cond, flextopo.ResGPU, gpus.String(), topo)
 			// Ready stays False (no CNI plugin: "network not ready"); kubelet
 			// still runs host-network pods, and nothing taints the node for
 			// it here (no node lifecycle controller runs).
@@ -522,7 +525,7 @@ func (n *realNode) waitReady() {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("node %s not ready after 90s: %s\nkubelet log:\n%s\nagent log:\n%s", n.name, last,
-				tailFile(n.kubeletLog, 60), tailFile(n.agentLog, 30))
+				harness.TailFile(n.kubeletLog, 60), harness.TailFile(n.agentLog, 30))
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
@@ -578,8 +581,8 @@ func (n *realNode) realPod(s *scenario, ps podSpec) *corev1.Pod {
 
 func (n *realNode) create(s *scenario, p *corev1.Pod) {
 	n.t.Helper()
-	cx := ctx(n.t, 30*time.Second)
-	if _, err := n.c.client.CoreV1().Pods(s.ns).Create(cx, p, metav1.CreateOptions{}); err != nil {
+	cx := harness.Ctx(n.t, 30*time.Second)
+	if _, err := n.c.Client.CoreV1().Pods(s.ns).Create(cx, p, metav1.CreateOptions{}); err != nil {
 		n.t.Fatalf("create pod %s: %v", p.Name, err)
 	}
 }
@@ -618,9 +621,9 @@ func (n *realNode) waitProbe(s *scenario, name string) *probeResult {
 			return r
 		}
 		if time.Now().After(deadline) {
-			cx := ctx(n.t, 10*time.Second)
+			cx := harness.Ctx(n.t, 10*time.Second)
 			n.t.Fatalf("pod %s: no record from its container after 90s; events:\n%s\nagent log:\n%s", name,
-				s.events(cx, name), tailFile(n.agentLog, 40))
+				s.events(cx, name), harness.TailFile(n.agentLog, 40))
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
@@ -639,13 +642,13 @@ func deviceState(what string) string {
 
 // Observed is the flextopo.io/observed annotation (api/observed.schema.json).
 type Observed struct {
-	Version  int                 `json:"version"`
-	Node     string              `json:"node"`
-	Source   string              `json:"source"`
-	GPUs     []string            `json:"gpus"`
-	MIG      []string            `json:"mig"`
-	Replicas []ReplicaAllocation `json:"replicas"`
-	CPUSet   string              `json:"cpuset"`
+	Version  int                          `json:"version"`
+	Node     string                       `json:"node"`
+	Source   string                       `json:"source"`
+	GPUs     []string                     `json:"gpus"`
+	MIG      []string                     `json:"mig"`
+	Replicas []flextopo.ReplicaAllocation `json:"replicas"`
+	CPUSet   string                       `json:"cpuset"`
 }
 
 // waitObserved waits until the agent has written the pod's observed
@@ -656,7 +659,7 @@ func (n *realNode) waitObserved(s *scenario, name string, ok func(*Observed) boo
 	last := "(none)"
 	for {
 		cx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		pod, err := n.c.client.CoreV1().Pods(s.ns).Get(cx, name, metav1.GetOptions{})
+		pod, err := n.c.Client.CoreV1().Pods(s.ns).Get(cx, name, metav1.GetOptions{})
 		cancel()
 		if err != nil {
 			n.t.Fatal(err)
@@ -698,7 +701,7 @@ func TestRealNodeContainersGetTheAllocation(t *testing.T) {
 	}
 }
 
-func realNodeScenario(t *testing.T, c *cluster, strategy string) {
+func realNodeScenario(t *testing.T, c *harness.Cluster, strategy string) {
 	s := newScenario(t, c, "realnode-"+strings.TrimSuffix(strategy, "-cri"))
 	n := requireRealNode(t, c, s.nodeName("node"), strategy)
 	s.nodes = append(s.nodes, n.name)
@@ -804,7 +807,7 @@ func (n *realNode) waitEvent(s *scenario, pod string, re *regexp.Regexp) {
 	n.t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		cx := ctx(n.t, 10*time.Second)
+		cx := harness.Ctx(n.t, 10*time.Second)
 		evs := s.events(cx, pod)
 		for _, line := range strings.Split(evs, "\n") {
 			if re.MatchString(line) {
@@ -827,10 +830,10 @@ func (n *realNode) waitDrift(s *scenario, pod string) {
 	gauge := regexp.MustCompile(`(?m)^flextopo_drift_pods (\d+)`)
 	last := ""
 	for {
-		code, body := httpGet(n.c.extenderURL + "/metrics")
+		code, body := httpGet(n.c.ExtenderURL + "/metrics")
 		m := gauge.FindStringSubmatch(body)
 		if code == 200 && m != nil && m[1] != "0" {
-			_, view := httpGet(n.c.extenderDebugURL + "/debug/pods/" + s.ns + "/" + pod)
+			_, view := httpGet(n.c.ExtenderDebugURL + "/debug/pods/" + s.ns + "/" + pod)
 			n.t.Logf("extender: flextopo_drift_pods %s; /debug/pods/%s/%s: %s", m[1], s.ns, pod, strings.TrimSpace(view))
 			if !strings.Contains(view, "GPU-e2e-1") {
 				n.t.Errorf("extender's debug view of %s does not show the observed GPU-e2e-1: %s", pod, view)

@@ -22,7 +22,6 @@ import (
 	"math"
 	"math/rand"
 	"os"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,6 +33,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
+
+	"flextopo.dev/e2e/internal/flextopo"
+	"flextopo.dev/e2e/internal/harness"
 )
 
 const perfLabel = "e2e.flextopo.io/schedperf"
@@ -67,7 +69,7 @@ func envInt(name string, def int) int {
 
 // perfNodeTopo is an A100-like box: 2 NUMA nodes of 64 CPUs and 512 GiB,
 // 4 GPUs under each, all 8 linked through NVSwitch.
-func perfNodeTopo(node string) *Topology {
+func perfNodeTopo(node string) *flextopo.Topology {
 	b := newTopo(node).gpuModel(a100Model, a100MemMiB)
 	so := b.socket()
 	g := append(b.switchGPUs(b.numa(so, "0-63", 524288), 4), b.switchGPUs(b.numa(so, "64-127", 524288), 4)...)
@@ -94,61 +96,31 @@ func perfPods(n int, seed int64) []podSpec {
 	return out
 }
 
-// parallel runs f(i) for i in [0, n) on workers goroutines.
-func parallel(n, workers int, f func(i int) error) error {
-	var next atomic.Int64
-	var first error
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				if err := f(i); err != nil {
-					mu.Lock()
-					if first == nil {
-						first = err
-					}
-					mu.Unlock()
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return first
-}
-
 func (s *scenario) addPerfNodes(t *testing.T, count int) []string {
 	names := make([]string, count)
 	start := time.Now()
-	err := parallel(count, 16, func(i int) error {
+	err := harness.Parallel(count, 16, func(i int) error {
 		name := s.nodeName(fmt.Sprintf("%05d", i))
 		topo := perfNodeTopo(name)
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
 			Labels:      map[string]string{labelTest: s.id, perfLabel: s.id, "kubernetes.io/hostname": name},
-			Annotations: map[string]string{annTopology: topo.json()},
+			Annotations: map[string]string{flextopo.AnnTopology: topo.JSON()},
 		}}
 		cx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		created, err := s.c.client.CoreV1().Nodes().Create(cx, node, metav1.CreateOptions{})
+		created, err := s.c.Client.CoreV1().Nodes().Create(cx, node, metav1.CreateOptions{})
 		if err != nil {
 			return err
 		}
-		capacity := topo.nodeCapacity()
+		capacity := topo.NodeCapacity()
 		now := metav1.Now()
 		created.Status = corev1.NodeStatus{
 			Capacity: capacity, Allocatable: capacity.DeepCopy(), Phase: corev1.NodeRunning,
 			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
 				LastHeartbeatTime: now, LastTransitionTime: now}},
 		}
-		if _, err := s.c.client.CoreV1().Nodes().UpdateStatus(cx, created, metav1.UpdateOptions{}); err != nil {
+		if _, err := s.c.Client.CoreV1().Nodes().UpdateStatus(cx, created, metav1.UpdateOptions{}); err != nil {
 			return err
 		}
 		names[i] = name
@@ -160,7 +132,7 @@ func (s *scenario) addPerfNodes(t *testing.T, count int) []string {
 	t.Cleanup(func() {
 		cx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		_ = s.c.client.CoreV1().Nodes().DeleteCollection(cx, metav1.DeleteOptions{},
+		_ = s.c.Client.CoreV1().Nodes().DeleteCollection(cx, metav1.DeleteOptions{},
 			metav1.ListOptions{LabelSelector: perfLabel + "=" + s.id})
 	})
 	t.Logf("created %d nodes in %s", count, time.Since(start).Round(time.Millisecond))
@@ -168,11 +140,12 @@ func (s *scenario) addPerfNodes(t *testing.T, count int) []string {
 }
 
 // cpuSeconds is a process's user+system CPU time so far.
-func cpuSeconds(p *process) float64 {
-	if p == nil || p.cmd == nil || p.cmd.Process == nil {
+func cpuSeconds(p *harness.Process) float64 {
+	pid := p.Pid()
+	if pid == 0 {
 		return math.NaN()
 	}
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return math.NaN()
 	}
@@ -198,29 +171,19 @@ type armResult struct {
 
 func (r armResult) avg() float64 { return float64(r.pods-r.unbound) / r.seconds }
 
-func percentile(xs []float64, p float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	i := int(math.Ceil(p/100*float64(len(s)))) - 1
-	return s[max(0, min(i, len(s)-1))]
-}
-
 // runArm creates the pods with the arm's scheduler name, starts that
 // scheduler, samples binds per second until all are bound (or the timeout),
 // stops the scheduler and deletes the pods.
-func runArm(t *testing.T, s *scenario, arm, schedName string, pods []podSpec, start func() *process,
-	procs map[string]*process, ext *testExtender) armResult {
+func runArm(t *testing.T, s *scenario, arm, schedName string, pods []podSpec, start func() *harness.Process,
+	procs map[string]*harness.Process, ext *harness.TestExtender) armResult {
 	c := s.c
 	ns := fmt.Sprintf("%s-%s", s.ns, arm)
-	cx := ctx(t, 30*time.Second)
-	if _, err := c.client.CoreV1().Namespaces().Create(cx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+	cx := harness.Ctx(t, 30*time.Second)
+	if _, err := c.Client.CoreV1().Namespaces().Create(cx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
 		metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	err := parallel(len(pods), 16, func(i int) error {
+	err := harness.Parallel(len(pods), 16, func(i int) error {
 		ps := pods[i]
 		ps.schedulerName = schedName
 		ps.nodeSelector = map[string]string{perfLabel: s.id}
@@ -228,7 +191,7 @@ func runArm(t *testing.T, s *scenario, arm, schedName string, pods []podSpec, st
 		p.Namespace = ns
 		cx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		_, err := c.client.CoreV1().Pods(ns).Create(cx, p, metav1.CreateOptions{})
+		_, err := c.Client.CoreV1().Pods(ns).Create(cx, p, metav1.CreateOptions{})
 		return err
 	})
 	if err != nil {
@@ -249,7 +212,7 @@ func runArm(t *testing.T, s *scenario, arm, schedName string, pods []podSpec, st
 			seenMu.Unlock()
 		}
 	}
-	factory := informers.NewSharedInformerFactoryWithOptions(c.client, 0, informers.WithNamespace(ns))
+	factory := informers.NewSharedInformerFactoryWithOptions(c.Client, 0, informers.WithNamespace(ns))
 	inf := factory.Core().V1().Pods().Informer()
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    count,
@@ -270,7 +233,7 @@ func runArm(t *testing.T, s *scenario, arm, schedName string, pods []podSpec, st
 	cpu0["kube-scheduler"] = cpuSeconds(sched)
 	metrics0 := ""
 	if ext != nil {
-		_, metrics0 = httpGet(ext.url + "/metrics")
+		_, metrics0 = httpGet(ext.URL + "/metrics")
 	}
 	r := armResult{arm: arm, pods: len(pods), cpu: map[string]float64{}}
 	timeout := time.Duration(envInt("FLEXTOPO_SCHEDPERF_TIMEOUT_S", 600)) * time.Second
@@ -296,7 +259,7 @@ func runArm(t *testing.T, s *scenario, arm, schedName string, pods []podSpec, st
 			last = now
 			r.unbound = len(pods) - int(n)
 			t.Logf("%s: %d of %d pods unbound after %s; scheduler log:\n%s", arm, r.unbound, len(pods), timeout,
-				tailFile(sched.logPath, 40))
+				harness.TailFile(sched.LogPath, 40))
 			break
 		}
 	}
@@ -306,18 +269,18 @@ func runArm(t *testing.T, s *scenario, arm, schedName string, pods []podSpec, st
 	}
 	r.cpu["kube-scheduler"] = cpuSeconds(sched) - cpu0["kube-scheduler"]
 	if ext != nil {
-		_, metrics1 := httpGet(ext.url + "/metrics")
+		_, metrics1 := httpGet(ext.URL + "/metrics")
 		r.extLatent = verbLatency(metrics0, metrics1)
 	}
-	sched.stop(10 * time.Second)
+	sched.Stop(10 * time.Second)
 
 	// No namespace controller runs: the pods are deleted one collection.
 	zero := int64(0)
 	dcx, dcancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer dcancel()
-	_ = c.client.CoreV1().Pods(ns).DeleteCollection(dcx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
+	_ = c.Client.CoreV1().Pods(ns).DeleteCollection(dcx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
 	for {
-		l, err := c.client.CoreV1().Pods(ns).List(dcx, metav1.ListOptions{Limit: 1})
+		l, err := c.Client.CoreV1().Pods(ns).List(dcx, metav1.ListOptions{Limit: 1})
 		if err != nil || len(l.Items) == 0 {
 			break
 		}
@@ -385,7 +348,7 @@ func TestSchedulerThroughput(t *testing.T) {
 }
 
 // perfSize1 runs the arm pairs of one size.
-func perfSize1(t *testing.T, c *cluster, size perfSize, pairs, qps int, report *strings.Builder) {
+func perfSize1(t *testing.T, c *harness.Cluster, size perfSize, pairs, qps int, report *strings.Builder) {
 	s := newScenario(t, c, fmt.Sprintf("perf%d", size.nodes))
 	// The run's own extender watches every test's objects at debug log
 	// level; the benchmark starts one of its own at the shipped log level.
@@ -393,20 +356,20 @@ func perfSize1(t *testing.T, c *cluster, size perfSize, pairs, qps int, report *
 	if th := envInt("FLEXTOPO_SCHEDPERF_THREADS", 0); th > 0 {
 		extCfg["threads"] = th
 	}
-	ext := c.startTestExtender(t, fmt.Sprintf("perf-extender-%d", size.nodes), extCfg)
-	exts := map[string]*testExtender{"flextopo": ext}
+	ext := c.StartTestExtender(t, fmt.Sprintf("perf-extender-%d", size.nodes), extCfg)
+	exts := map[string]*harness.TestExtender{"flextopo": ext}
 	arms := []string{"alone", "flextopo"}
 	if base := os.Getenv("FLEXTOPO_SCHEDPERF_BASELINE"); base != "" {
 		baseCfg := map[string]interface{}{"logLevel": "info"}
 		if th := envInt("FLEXTOPO_SCHEDPERF_BASELINE_THREADS", 0); th > 0 {
 			baseCfg["threads"] = th
 		}
-		exts["baseline"] = c.startTestExtenderBin(t, fmt.Sprintf("perf-baseline-%d", size.nodes), base, baseCfg)
+		exts["baseline"] = c.StartTestExtenderBin(t, fmt.Sprintf("perf-baseline-%d", size.nodes), base, baseCfg)
 		arms = append(arms, "baseline")
 	}
 	s.addPerfNodes(t, size.nodes)
 	pods := perfPods(size.pods, 1)
-	procs := map[string]*process{"kube-apiserver": c.apiserver, "etcd": c.etcd}
+	procs := map[string]*harness.Process{"kube-apiserver": c.APIServer, "etcd": c.Etcd}
 	nodesToScore := envInt("FLEXTOPO_SCHEDPERF_NODES_TO_SCORE", 0)
 	withSettings := func(cfg map[string]interface{}) {
 		cc := cfg["clientConnection"].(map[string]interface{})
@@ -425,14 +388,14 @@ func perfSize1(t *testing.T, c *cluster, size perfSize, pairs, qps int, report *
 		for _, arm := range arms {
 			arm := arm
 			schedName := fmt.Sprintf("perf-%s-%d-%d", arm, size.nodes, pair)
-			start := func() *process {
-				p, err := c.startExtraScheduler(schedName, schedName, func(cfg map[string]interface{}) error {
+			start := func() *harness.Process {
+				p, err := c.StartExtraScheduler(schedName, schedName, func(cfg map[string]interface{}) error {
 					withSettings(cfg)
 					if arm == "alone" {
 						delete(cfg, "extenders")
 					} else {
 						ext0 := cfg["extenders"].([]interface{})[0].(map[string]interface{})
-						ext0["urlPrefix"] = exts[arm].url
+						ext0["urlPrefix"] = exts[arm].URL
 					}
 					return nil
 				})
@@ -443,13 +406,13 @@ func perfSize1(t *testing.T, c *cluster, size perfSize, pairs, qps int, report *
 			}
 			procs["flextopo-extender"] = nil
 			if e := exts[arm]; e != nil {
-				procs["flextopo-extender"] = e.proc
+				procs["flextopo-extender"] = e.Proc
 			}
 			r := runArm(t, s, fmt.Sprintf("%s-%d", arm, pair), schedName, pods, start, procs, exts[arm])
 			results[arm] = r
 			fmt.Fprintf(report, "| %d / %d | %s | %d | %.1f | %.0f | %.0f | %.0f | %.1f | %.1f, %.1f, %.1f, %.1f | %s |\n",
-				size.nodes, size.pods, arm, pair, r.avg(), percentile(r.samples, 50), percentile(r.samples, 90),
-				percentile(r.samples, 99), r.seconds, r.cpu["kube-apiserver"], r.cpu["etcd"], r.cpu["kube-scheduler"],
+				size.nodes, size.pods, arm, pair, r.avg(), harness.Percentile(r.samples, 50), harness.Percentile(r.samples, 90),
+				harness.Percentile(r.samples, 99), r.seconds, r.cpu["kube-apiserver"], r.cpu["etcd"], r.cpu["kube-scheduler"],
 				r.cpu["flextopo-extender"], r.extLatent)
 			if r.unbound > 0 {
 				fmt.Fprintf(report, "|  | %s: %d pods unbound at the timeout |||||||||\n", arm, r.unbound)

@@ -1,4 +1,4 @@
-package e2e
+package study
 
 // The preemption study's cluster and workload (study_test.go).
 //
@@ -47,6 +47,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"flextopo.dev/e2e/internal/flextopo"
 )
 
 const (
@@ -57,28 +59,28 @@ const (
 
 type studyNode struct {
 	name, kind string
-	topo       *Topology
+	topo       *flextopo.Topology
 }
 
 // exampleTopology reads an api/examples topology and renames its GPU and
 // MIG UUIDs after node.
-func exampleTopology(root, file, node string) (*Topology, error) {
+func exampleTopology(root, file, node string) (*flextopo.Topology, error) {
 	raw, err := os.ReadFile(filepath.Join(root, "api", "examples", file))
 	if err != nil {
 		return nil, err
 	}
-	var t Topology
+	var t flextopo.Topology
 	if err := json.Unmarshal(raw, &t); err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
-	forEachGPU(&t, func(_ int, g *GPU) {
-		g.UUID = gpuUUID(node, g.Index)
+	flextopo.ForEachGPU(&t, func(_ int, g *flextopo.GPU) {
+		g.UUID = flextopo.GPUUUID(node, g.Index)
 		if g.NVLinks == nil {
-			g.NVLinks = []NVLink{}
+			g.NVLinks = []flextopo.NVLink{}
 		}
 		if g.MIG != nil {
 			for i := range g.MIG.Instances {
-				g.MIG.Instances[i].UUID = migUUID(node, g.Index, g.MIG.Instances[i].Start)
+				g.MIG.Instances[i].UUID = flextopo.MIGUUID(node, g.Index, g.MIG.Instances[i].Start)
 			}
 		}
 	})
@@ -86,10 +88,10 @@ func exampleTopology(root, file, node string) (*Topology, error) {
 		for ni := range t.Sockets[si].NUMANodes {
 			n := &t.Sockets[si].NUMANodes[ni]
 			if n.GPUs == nil {
-				n.GPUs = []GPU{}
+				n.GPUs = []flextopo.GPU{}
 			}
 			if n.PCIeSwitches == nil {
-				n.PCIeSwitches = []PCIeSwitch{}
+				n.PCIeSwitches = []flextopo.PCIeSwitch{}
 			}
 		}
 	}
@@ -119,9 +121,9 @@ func studyNodes(root string, count int) ([]studyNode, error) {
 
 // gpuEquivalents is what a node offers in whole GPUs: a MIG instance counts
 // its compute slices out of 7.
-func gpuEquivalents(t *Topology) float64 {
+func gpuEquivalents(t *flextopo.Topology) float64 {
 	var sum float64
-	forEachGPU(t, func(_ int, g *GPU) {
+	flextopo.ForEachGPU(t, func(_ int, g *flextopo.GPU) {
 		if g.MIG != nil && g.MIG.Enabled {
 			for _, m := range g.MIG.Instances {
 				sum += migSlices(m.Profile) / 7

@@ -1,4 +1,4 @@
-package e2e
+package harness
 
 import (
 	"crypto/ecdsa"
@@ -17,14 +17,14 @@ import (
 	"time"
 )
 
-// pkiFiles are the credentials the control plane is started with.
-type pkiFiles struct {
-	caPEM      []byte // CA certificate that signed the apiserver serving cert
+// PKI is the credentials the control plane is started with.
+type PKI struct {
+	CAPEM      []byte // CA certificate that signed the apiserver serving cert
 	servingCrt string // apiserver --tls-cert-file
 	servingKey string // apiserver --tls-private-key-file
 	saKey      string // service-account signing key (RSA, PKCS#1)
 	tokenFile  string // --token-auth-file
-	token      string // admin bearer token (group system:masters)
+	Token      string // admin bearer token (group system:masters)
 }
 
 func writePEM(path, typ string, der []byte) error {
@@ -42,7 +42,7 @@ func randomHex(n int) (string, error) {
 // generatePKI writes a throw-away CA, an apiserver serving certificate for
 // 127.0.0.1/localhost signed by it, a service-account key and a static token
 // file into dir.
-func generatePKI(dir string) (*pkiFiles, error) {
+func generatePKI(dir string) (*PKI, error) {
 	now := time.Now()
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -99,13 +99,13 @@ func generatePKI(dir string) (*pkiFiles, error) {
 		return nil, err
 	}
 
-	p := &pkiFiles{
-		caPEM:      pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
+	p := &PKI{
+		CAPEM:      pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
 		servingCrt: filepath.Join(dir, "apiserver.crt"),
 		servingKey: filepath.Join(dir, "apiserver.key"),
 		saKey:      filepath.Join(dir, "sa.key"),
 		tokenFile:  filepath.Join(dir, "tokens.csv"),
-		token:      token,
+		Token:      token,
 	}
 	if err := writePEM(p.servingCrt, "CERTIFICATE", srvDER); err != nil {
 		return nil, err
@@ -116,7 +116,7 @@ func generatePKI(dir string) (*pkiFiles, error) {
 	if err := writePEM(p.saKey, "RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(saKey)); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "ca.crt"), p.caPEM, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "ca.crt"), p.CAPEM, 0o600); err != nil {
 		return nil, err
 	}
 	// token,user,uid,"group1,group2"

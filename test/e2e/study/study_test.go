@@ -1,7 +1,7 @@
-package e2e
+package study
 
-// The paper's comparison at cluster scale with real components (issue 13):
-// a compressed day of co-located LLM work (study_workload_test.go) on
+// The FGD paper's comparison at cluster scale with real components: a
+// compressed day of co-located LLM work (workload_test.go) on
 // hundreds of kwok nodes with the reference servers' topologies, replayed
 // once per arm with the same workload and seed:
 //
@@ -11,8 +11,8 @@ package e2e
 //	(c) kube-scheduler alone (no topology).
 //
 // Each arm gets a fresh etcd and kube-apiserver, kwok, its kube-scheduler and
-// (a, b) its own extender (study_cluster_test.go). Figures and plots come
-// from study_metrics_test.go; bench/README.md defines them.
+// (a, b) its own extender (cluster_test.go). Figures and plots come from
+// metrics_test.go; bench/README.md defines them.
 //
 // TestPreemptionStudy runs the study when FLEXTOPO_STUDY is set
 // (scripts/preemption-study.sh): "nodes=1000,wall=360s,seed=1,source=synthetic"
@@ -38,6 +38,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
+
+	"flextopo.dev/e2e/internal/flextopo"
+	"flextopo.dev/e2e/internal/harness"
 )
 
 const (
@@ -136,7 +139,7 @@ func TestPreemptionStudySmall(t *testing.T) {
 	}
 	for _, f := range figs {
 		t.Logf("%s: victims removed by kwok p50 %.1f s, max %.1f s after their eviction (grace %d s)",
-			f.arm, percentile(f.victimGrace, 50), percentile(f.victimGrace, 100), cfg.grace)
+			f.arm, harness.Percentile(f.victimGrace, 50), harness.Percentile(f.victimGrace, 100), cfg.grace)
 	}
 	t.Logf("small study (figures not asserted):\n%s", studyTable(figs, cfg.deadline))
 }
@@ -147,7 +150,7 @@ func runStudy(t *testing.T, cfg studyConfig) []*armFigures {
 	if kwokBin == "" {
 		t.Skip("KWOK is not set to an executable kwok (scripts/e2e.sh builds it)")
 	}
-	nodes, err := studyNodes(c.repoRoot, cfg.nodes)
+	nodes, err := studyNodes(c.RepoRoot, cfg.nodes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +165,7 @@ func runStudy(t *testing.T, cfg studyConfig) []*armFigures {
 	case "openb":
 		path := os.Getenv("FLEXTOPO_OPENB")
 		if path == "" {
-			path = filepath.Join(c.repoRoot, "..", "shared", "data", "openb", "csv", "openb_pod_list_default.csv")
+			path = filepath.Join(c.RepoRoot, "..", "shared", "data", "openb", "csv", "openb_pod_list_default.csv")
 		}
 		if wl, err = openbWorkload(path, cfg.seed, gpuCap); err != nil {
 			t.Fatalf("openb workload: %v", err)
@@ -201,14 +204,14 @@ func studyPodObject(p *studyPod, compression float64, grace int64) *corev1.Pod {
 		name := corev1.ResourceName("nvidia.com/mig-" + p.mig)
 		req[name], lim[name] = q(1), q(1)
 	} else {
-		req[resGPU], lim[resGPU] = q(int64(p.gpus)), q(int64(p.gpus))
+		req[flextopo.ResGPU], lim[flextopo.ResGPU] = q(int64(p.gpus)), q(int64(p.gpus))
 	}
 	runFor := time.Duration(p.life / compression * float64(time.Second)).Round(time.Millisecond)
 	ann := map[string]string{annRunFor: runFor.String()}
 	class := pcStudyBatch
 	g := grace
 	if p.online {
-		ann[annAffinity], ann[annAffinityMode] = p.affinity, p.mode
+		ann[flextopo.AnnAffinity], ann[flextopo.AnnAffinityMode] = p.affinity, p.mode
 		class = pcStudyOnline
 		g = 1
 	}
@@ -220,7 +223,7 @@ func studyPodObject(p *studyPod, compression float64, grace int64) *corev1.Pod {
 			PriorityClassName:             class,
 			TerminationGracePeriodSeconds: &g,
 			RestartPolicy:                 corev1.RestartPolicyNever,
-			Containers: []corev1.Container{{Name: "main", Image: pauseImage,
+			Containers: []corev1.Container{{Name: "main", Image: harness.PauseImage,
 				Resources: corev1.ResourceRequirements{Requests: req, Limits: lim}}},
 		},
 	}
@@ -228,11 +231,11 @@ func studyPodObject(p *studyPod, compression float64, grace int64) *corev1.Pod {
 
 // runStudyArm replays the workload on a fresh cluster under one arm.
 func runStudyArm(t *testing.T, cfg studyConfig, arm string, nodes []studyNode, wl *studyWorkload, gpuCap float64) *armFigures {
-	dir, err := os.MkdirTemp(env.workDir, "study-"+arm+"-")
+	dir, err := os.MkdirTemp(env.WorkDir, "study-"+arm+"-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc := startStudyControlPlane(t, dir, env.testenv)
+	sc := startStudyControlPlane(t, dir, env.Testenv)
 	sc.addNodes(t, nodes, kwokBinary())
 	sc.startArm(t, arm)
 	compression := wl.simSeconds / cfg.wall.Seconds()
@@ -372,7 +375,7 @@ func reap(sc *studyCluster, rec *studyRecorder, done map[string]bool) {
 	}
 	rec.mu.Unlock()
 	zero := int64(0)
-	_ = parallel(len(names), 8, func(i int) error {
+	_ = harness.Parallel(len(names), 8, func(i int) error {
 		cx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = sc.client.CoreV1().Pods(studyNS).Delete(cx, names[i], metav1.DeleteOptions{GracePeriodSeconds: &zero})
@@ -407,7 +410,7 @@ func writeStudyReport(t *testing.T, dir string, cfg studyConfig, figs []*armFigu
 	for _, f := range figs {
 		fmt.Fprintf(&b, "\n%s: allocation level vs judge disagreements %d, bound without allocation %d, GPUs held twice %d, victims not lower %d, unresolved Preempted events %d, victims removed by kwok p50 %.1f s / max %.1f s after eviction (grace %d s, deletionTimestamp has whole seconds)",
 			f.arm, f.judgeDisagrees, f.boundNoAlloc, len(f.violations), len(f.victimNotLower), f.unresolved,
-			percentile(f.victimGrace, 50), percentile(f.victimGrace, 100), cfg.grace)
+			harness.Percentile(f.victimGrace, 50), harness.Percentile(f.victimGrace, 100), cfg.grace)
 	}
 	b.WriteString("\n")
 	if err := os.WriteFile(filepath.Join(dir, base+".md"), []byte(b.String()), 0o644); err != nil {

@@ -1,4 +1,4 @@
-package e2e
+package study
 
 // What the preemption study (study_test.go) measures: a recorder of every
 // pod and preemption event of an arm, the alignment judge, the figures of
@@ -17,6 +17,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"flextopo.dev/e2e/internal/flextopo"
+	"flextopo.dev/e2e/internal/harness"
 )
 
 // podRec is what the recorder knows of one pod, in wall time.
@@ -30,7 +33,7 @@ type podRec struct {
 	succeeded time.Time
 	evicted   time.Time // first deletionTimestamp or DisruptionTarget not asked by the driver
 	gone      time.Time
-	alloc     *Allocation
+	alloc     *flextopo.Allocation
 	preemptor types.UID // when evicted by preemption
 }
 
@@ -100,8 +103,8 @@ func (r *studyRecorder) observe(p *corev1.Pod, deleted bool) {
 	if p.Spec.NodeName != "" && rec.bound.IsZero() {
 		rec.bound, rec.node = now, p.Spec.NodeName
 	}
-	if raw := p.Annotations[annAllocation]; raw != "" && rec.alloc == nil {
-		var a Allocation
+	if raw := p.Annotations[flextopo.AnnAllocation]; raw != "" && rec.alloc == nil {
+		var a flextopo.Allocation
 		if json.Unmarshal([]byte(raw), &a) == nil {
 			rec.alloc = &a
 		}
@@ -113,7 +116,7 @@ func (r *studyRecorder) observe(p *corev1.Pod, deleted bool) {
 		rec.succeeded = now
 	}
 	if rec.evicted.IsZero() && rec.succeeded.IsZero() {
-		dt := podCondition(p, corev1.DisruptionTarget)
+		dt := harness.PodCondition(p, corev1.DisruptionTarget)
 		if p.DeletionTimestamp != nil || (dt != nil && dt.Status == corev1.ConditionTrue) {
 			rec.evicted = now
 		}
@@ -172,7 +175,7 @@ func (r *studyRecorder) sample(at float64, sc *studyCluster, byDevice bool) {
 		} else {
 			s.batch += eq
 		}
-		res := resGPU
+		res := flextopo.ResGPU
 		if p.spec.mig != "" {
 			res = "nvidia.com/mig-" + p.spec.mig
 		}
@@ -220,11 +223,11 @@ type gpuPlace struct {
 	peers                    map[int]bool
 }
 
-func gpuPlaces(t *Topology) (map[int]gpuPlace, map[int]map[int]bool, map[int]int) {
+func gpuPlaces(t *flextopo.Topology) (map[int]gpuPlace, map[int]map[int]bool, map[int]int) {
 	places := map[int]gpuPlace{}
 	numaCPUs := map[int]map[int]bool{}
 	numaSocket := map[int]int{}
-	add := func(g *GPU, numa, socket, sw int) {
+	add := func(g *flextopo.GPU, numa, socket, sw int) {
 		p := gpuPlace{numa: numa, socket: socket, pcieSwitch: sw, mig: g.MIG != nil && g.MIG.Enabled, peers: map[int]bool{}}
 		for _, l := range g.NVLinks {
 			p.peers[l.Peer] = true
@@ -235,7 +238,7 @@ func gpuPlaces(t *Topology) (map[int]gpuPlace, map[int]map[int]bool, map[int]int
 		s := &t.Sockets[si]
 		for ni := range s.NUMANodes {
 			n := &s.NUMANodes[ni]
-			numaCPUs[n.ID], _ = parseCPUList(n.CPUs)
+			numaCPUs[n.ID], _ = flextopo.ParseCPUList(n.CPUs)
 			numaSocket[n.ID] = s.ID
 			for pi := range n.PCIeSwitches {
 				for gi := range n.PCIeSwitches[pi].GPUs {
@@ -253,7 +256,7 @@ func gpuPlaces(t *Topology) (map[int]gpuPlace, map[int]map[int]bool, map[int]int
 // judgeAligned says whether GPUs gpus with pinned CPUs cpus on topology t
 // meet affinity level (README "What each affinity level requires"), judged
 // from the topology alone, independently of the extender's own level.
-func judgeAligned(t *Topology, level string, gpus []int, cpus map[int]bool) bool {
+func judgeAligned(t *flextopo.Topology, level string, gpus []int, cpus map[int]bool) bool {
 	places, numaCPUs, numaSocket := gpuPlaces(t)
 	allowed := map[int]bool{} // NUMA nodes the CPUs may sit in
 	switch level {
@@ -328,7 +331,7 @@ func judgeAligned(t *Topology, level string, gpus []int, cpus map[int]bool) bool
 // that is when all the node's whole GPUs and all its CPUs form one domain
 // of the level (an NVSwitch box for nvlink; never for numa on a
 // multi-NUMA server).
-func onlyAligned(t *Topology, level string) bool {
+func onlyAligned(t *flextopo.Topology, level string) bool {
 	places, numaCPUs, _ := gpuPlaces(t)
 	var gpus []int
 	for idx, p := range places {
@@ -385,7 +388,7 @@ func (f *armFigures) aligned(rec *podRec, sc *studyCluster) bool {
 	if rec.alloc == nil {
 		return false
 	}
-	cpus, _ := parseCPUList(rec.alloc.CPUSet)
+	cpus, _ := flextopo.ParseCPUList(rec.alloc.CPUSet)
 	ok := judgeAligned(t, rec.spec.affinity, rec.alloc.GPUIndexes, cpus)
 	if ok != (rec.alloc.Level == rec.spec.affinity) {
 		f.judgeDisagrees++
@@ -440,7 +443,7 @@ func (r *studyRecorder) figures(arm string, sc *studyCluster, start time.Time, w
 			}
 		}
 	}
-	f.p50, f.p99 = percentile(waits, 50), percentile(waits, 99)
+	f.p50, f.p99 = harness.Percentile(waits, 50), harness.Percentile(waits, 99)
 
 	// Preemptions: victims grouped by preemptor.
 	byPreemptor := map[string][]*podRec{}

@@ -1,4 +1,9 @@
-package e2e
+// Package harness starts and stops the real components that the end-to-end
+// tests (test/e2e) and the preemption study (test/e2e/study) run against:
+// etcd, kube-apiserver and kube-scheduler from the k8s-testenv binary, and
+// flextopo-extender processes, each child with its output in a log file;
+// and the small Kubernetes and numeric helpers both share.
+package harness
 
 import (
 	"bufio"
@@ -17,19 +22,19 @@ import (
 	"time"
 )
 
-// process is one child of the test: a control-plane component or the
+// Process is one child of the test: a control-plane component or the
 // extender, with its output in a log file.
-type process struct {
-	name    string
+type Process struct {
+	Name    string
+	LogPath string
 	cmd     *exec.Cmd
-	logPath string
 	logFile *os.File
 	done    chan struct{} // closed when the process has exited
 	mu      sync.Mutex
 	waitErr error
 }
 
-func startProcess(name, logPath, bin string, args ...string) (*process, error) {
+func StartProcess(name, logPath, bin string, args ...string) (*Process, error) {
 	f, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
@@ -44,7 +49,7 @@ func startProcess(name, logPath, bin string, args ...string) (*process, error) {
 		f.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &process{name: name, cmd: cmd, logPath: logPath, logFile: f, done: make(chan struct{})}
+	p := &Process{Name: name, cmd: cmd, LogPath: logPath, logFile: f, done: make(chan struct{})}
 	go func() {
 		err := cmd.Wait()
 		p.mu.Lock()
@@ -55,27 +60,27 @@ func startProcess(name, logPath, bin string, args ...string) (*process, error) {
 	return p, nil
 }
 
-// testProcess starts a process that belongs to one test and stops it
+// TestProcess starts a process that belongs to one test and stops it
 // (showing its log on failure) when the test ends.
-func testProcess(t *testing.T, name, dir, bin string, args ...string) *process {
+func TestProcess(t *testing.T, name, dir, bin string, args ...string) *Process {
 	t.Helper()
-	p, err := startProcess(name, filepath.Join(dir, name+".log"), bin, args...)
+	p, err := StartProcess(name, filepath.Join(dir, name+".log"), bin, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		p.stop(15 * time.Second)
+		p.Stop(15 * time.Second)
 		if t.Failed() {
-			t.Logf("%s log (%s):\n%s", name, p.logPath, tailFile(p.logPath, 150))
+			t.Logf("%s log (%s):\n%s", name, p.LogPath, TailFile(p.LogPath, 150))
 		}
 	})
 	return p
 }
 
-// extenderBinary is the flextopo-extender the run uses: FLEXTOPO_EXTENDER
+// ExtenderBinary is the flextopo-extender the run uses: FLEXTOPO_EXTENDER
 // (relative to the repository root when not absolute), else
 // build/flextopo-extender.
-func extenderBinary(root string) string {
+func ExtenderBinary(root string) string {
 	bin := os.Getenv("FLEXTOPO_EXTENDER")
 	if bin == "" {
 		return filepath.Join(root, "build", "flextopo-extender")
@@ -86,8 +91,8 @@ func extenderBinary(root string) string {
 	return bin
 }
 
-// exited reports whether the process is gone, and how it ended.
-func (p *process) exited() (bool, error) {
+// Exited reports whether the process is gone, and how it ended.
+func (p *Process) Exited() (bool, error) {
 	select {
 	case <-p.done:
 		p.mu.Lock()
@@ -98,23 +103,31 @@ func (p *process) exited() (bool, error) {
 	}
 }
 
-// checkAlive returns an error naming the process when it has exited.
-func (p *process) checkAlive() error {
-	if gone, err := p.exited(); gone {
+// Pid is the process id, or 0 before the process started.
+func (p *Process) Pid() int {
+	if p == nil || p.cmd == nil || p.cmd.Process == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
+// CheckAlive returns an error naming the process when it has exited.
+func (p *Process) CheckAlive() error {
+	if gone, err := p.Exited(); gone {
 		if err == nil {
 			err = errors.New("exit status 0")
 		}
-		return fmt.Errorf("%s exited (%v); log %s:\n%s", p.name, err, p.logPath, tailFile(p.logPath, 60))
+		return fmt.Errorf("%s exited (%v); log %s:\n%s", p.Name, err, p.LogPath, TailFile(p.LogPath, 60))
 	}
 	return nil
 }
 
-// stop sends SIGTERM, waits up to grace, then kills.
-func (p *process) stop(grace time.Duration) {
+// Stop sends SIGTERM, waits up to grace, then kills.
+func (p *Process) Stop(grace time.Duration) {
 	if p == nil {
 		return
 	}
-	if gone, _ := p.exited(); !gone {
+	if gone, _ := p.Exited(); !gone {
 		_ = p.cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-p.done:
@@ -126,14 +139,14 @@ func (p *process) stop(grace time.Duration) {
 	p.logFile.Close()
 }
 
-// freePort asks the kernel for a free TCP port on 127.0.0.1. Ports already
+// FreePort asks the kernel for a free TCP port on 127.0.0.1. Ports already
 // handed out by this run are never returned twice.
 var (
 	portsMu   sync.Mutex
 	portsUsed = map[int]bool{}
 )
 
-func freePort() (int, error) {
+func FreePort() (int, error) {
 	portsMu.Lock()
 	defer portsMu.Unlock()
 	for i := 0; i < 50; i++ {
@@ -151,10 +164,11 @@ func freePort() (int, error) {
 	return 0, errors.New("no free port found")
 }
 
-func hostPort(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
+// HostPort is 127.0.0.1:port.
+func HostPort(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
 
-// tailFile returns the last n lines of a file (or a note why it cannot).
-func tailFile(path string, n int) string {
+// TailFile returns the last n lines of a file (or a note why it cannot).
+func TailFile(path string, n int) string {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Sprintf("(cannot read %s: %v)", path, err)

@@ -1,12 +1,16 @@
-package e2e
+package study
 
-import "testing"
+import (
+	"testing"
+
+	"flextopo.dev/e2e/internal/flextopo"
+)
 
 // TestStudyJudge checks the preemption study's alignment judge on the
 // reference servers (no cluster needed).
 func TestStudyJudge(t *testing.T) {
-	root := "../.."
-	load := func(file string) *Topology {
+	root := "../../.."
+	load := func(file string) *flextopo.Topology {
 		topo, err := exampleTopology(root, file, "n")
 		if err != nil {
 			t.Fatal(err)
@@ -15,7 +19,7 @@ func TestStudyJudge(t *testing.T) {
 	}
 	rtx, a100, h100 := load("rtx4090-8x.json"), load("a100-8x.json"), load("h100-8x-mig.json")
 	cpus := func(s string) map[int]bool {
-		set, err := parseCPUList(s)
+		set, err := flextopo.ParseCPUList(s)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -23,7 +27,7 @@ func TestStudyJudge(t *testing.T) {
 	}
 	cases := []struct {
 		name  string
-		topo  *Topology
+		topo  *flextopo.Topology
 		level string
 		gpus  []int
 		cpus  string
@@ -48,7 +52,7 @@ func TestStudyJudge(t *testing.T) {
 	}
 	only := []struct {
 		name  string
-		topo  *Topology
+		topo  *flextopo.Topology
 		level string
 		want  bool
 	}{

@@ -1,4 +1,4 @@
-package e2e
+package study
 
 // The living cluster of the preemption study (study_test.go): for each arm a
 // fresh etcd and kube-apiserver from k8s-testenv, kwok as the kubelet of
@@ -18,6 +18,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"flextopo.dev/e2e/internal/flextopo"
+	"flextopo.dev/e2e/internal/harness"
 )
 
 const (
@@ -198,7 +201,7 @@ spec:
 
 // kwokBinary is the kwok command (KWOK, built by scripts/e2e.sh), or "".
 func kwokBinary() string {
-	if bin := os.Getenv("KWOK"); bin != "" && isExecutable(bin) {
+	if bin := os.Getenv("KWOK"); bin != "" && harness.IsExecutable(bin) {
 		return bin
 	}
 	return ""
@@ -206,14 +209,14 @@ func kwokBinary() string {
 
 // studyCluster is one arm's control plane, kwok, nodes and clients.
 type studyCluster struct {
-	c      *cluster // etcd, kube-apiserver, the arm's schedulers
-	kwok   *process
-	ext    *testExtender // nil in arm (c)
-	sched  *process
+	c      *harness.Cluster // etcd, kube-apiserver, the arm's schedulers
+	kwok   *harness.Process
+	ext    *harness.TestExtender // nil in arm (c)
+	sched  *harness.Process
 	client kubernetes.Interface // high QPS: the driver creates and deletes fast
 	nodes  []string
-	topos  map[string]*Topology
-	// devices is each node's device capacity (Topology.deviceCapacity),
+	topos  map[string]*flextopo.Topology
+	// devices is each node's device capacity (Topology.DeviceCapacity),
 	// worked out once for the samples' check.
 	devices map[string]corev1.ResourceList
 	kinds   map[string]string // node -> server kind
@@ -225,19 +228,19 @@ func startStudyControlPlane(t *testing.T, dir, testenv string) *studyCluster {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	c := &cluster{workDir: dir, repoRoot: env.repoRoot, testenv: testenv}
-	t.Cleanup(c.stop)
-	if err := c.startControlPlane(testenv, 1000, 2000); err != nil {
+	c := &harness.Cluster{WorkDir: dir, RepoRoot: env.RepoRoot, Testenv: testenv}
+	t.Cleanup(c.Stop)
+	if err := c.StartControlPlane(testenv, 1000, 2000); err != nil {
 		t.Fatal(err)
 	}
-	sc := &studyCluster{c: c, client: c.client, topos: map[string]*Topology{}, kinds: map[string]string{},
+	sc := &studyCluster{c: c, client: c.Client, topos: map[string]*flextopo.Topology{}, kinds: map[string]string{},
 		devices: map[string]corev1.ResourceList{}}
-	cx := ctx(t, 30*time.Second)
-	if err := createPriorityClasses(cx, c.client, studyPriorities, map[string]bool{pcStudyBatch: true},
+	cx := harness.Ctx(t, 30*time.Second)
+	if err := harness.CreatePriorityClasses(cx, c.Client, studyPriorities, map[string]bool{pcStudyBatch: true},
 		"flextopo preemption study"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.client.CoreV1().Namespaces().Create(cx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: studyNS}},
+	if _, err := c.Client.CoreV1().Namespaces().Create(cx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: studyNS}},
 		metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -252,12 +255,12 @@ const studyNS = "study"
 func (sc *studyCluster) addNodes(t *testing.T, nodes []studyNode, kwokBin string) {
 	t.Helper()
 	start := time.Now()
-	err := parallel(len(nodes), 16, func(i int) error {
+	err := harness.Parallel(len(nodes), 16, func(i int) error {
 		n := nodes[i]
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
 			Name:        n.name,
 			Labels:      map[string]string{studyNodeLabel: "true", "kubernetes.io/hostname": n.name, "kubernetes.io/os": "linux", "e2e.flextopo.io/server": n.kind},
-			Annotations: map[string]string{annTopology: n.topo.json()},
+			Annotations: map[string]string{flextopo.AnnTopology: n.topo.JSON()},
 		}}
 		cx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -265,7 +268,7 @@ func (sc *studyCluster) addNodes(t *testing.T, nodes []studyNode, kwokBin string
 		if err != nil {
 			return err
 		}
-		capacity := n.topo.nodeCapacity()
+		capacity := n.topo.NodeCapacity()
 		created.Status = corev1.NodeStatus{Capacity: capacity, Allocatable: capacity.DeepCopy()}
 		_, err = sc.client.CoreV1().Nodes().UpdateStatus(cx, created, metav1.UpdateOptions{})
 		return err
@@ -277,19 +280,19 @@ func (sc *studyCluster) addNodes(t *testing.T, nodes []studyNode, kwokBin string
 		sc.nodes = append(sc.nodes, n.name)
 		sc.topos[n.name] = n.topo
 		sc.kinds[n.name] = n.kind
-		sc.devices[n.name] = n.topo.deviceCapacity()
+		sc.devices[n.name] = n.topo.DeviceCapacity()
 	}
-	cfgPath := filepath.Join(sc.c.workDir, "kwok.yaml")
+	cfgPath := filepath.Join(sc.c.WorkDir, "kwok.yaml")
 	if err := os.WriteFile(cfgPath, []byte(kwokStages), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	sc.kwok = testProcess(t, "kwok", sc.c.workDir, kwokBin,
-		"--kubeconfig="+sc.c.kubeconfig, "--config="+cfgPath,
+	sc.kwok = harness.TestProcess(t, "kwok", sc.c.WorkDir, kwokBin,
+		"--kubeconfig="+sc.c.Kubeconfig, "--config="+cfgPath,
 		"--manage-nodes-with-label-selector="+studyNodeLabel+"=true",
 		"--node-lease-duration-seconds=0", "--v=WARN")
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
-		if err := sc.kwok.checkAlive(); err != nil {
+		if err := sc.kwok.CheckAlive(); err != nil {
 			t.Fatal(err)
 		}
 		cx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -309,7 +312,7 @@ func (sc *studyCluster) addNodes(t *testing.T, nodes []studyNode, kwokBin string
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("kwok: %d of %d nodes Ready after 3m; kwok log:\n%s", ready, len(nodes), tailFile(sc.kwok.logPath, 40))
+			t.Fatalf("kwok: %d of %d nodes Ready after 3m; kwok log:\n%s", ready, len(nodes), harness.TailFile(sc.kwok.LogPath, 40))
 		}
 		time.Sleep(time.Second)
 	}
@@ -322,9 +325,9 @@ func (sc *studyCluster) startArm(t *testing.T, arm string) {
 	if arm != armAlone {
 		// The shipped configuration (fragmentation window and all) at info
 		// level, as a user would run it.
-		sc.ext = sc.c.startTestExtender(t, "flextopo-extender", map[string]interface{}{"logLevel": "info"})
+		sc.ext = sc.c.StartTestExtender(t, "flextopo-extender", map[string]interface{}{"logLevel": "info"})
 	}
-	p, err := sc.c.startExtraScheduler("kube-scheduler-"+arm, studySched, func(cfg map[string]interface{}) error {
+	p, err := sc.c.StartExtraScheduler("kube-scheduler-"+arm, studySched, func(cfg map[string]interface{}) error {
 		cc := cfg["clientConnection"].(map[string]interface{})
 		// kube-scheduler's default 50 QPS would cap binds and the
 		// victims' deletions below what the workload asks.
@@ -337,7 +340,7 @@ func (sc *studyCluster) startArm(t *testing.T, arm string) {
 			delete(cfg, "extenders")
 		default:
 			ext0 := cfg["extenders"].([]interface{})[0].(map[string]interface{})
-			ext0["urlPrefix"] = sc.ext.url
+			ext0["urlPrefix"] = sc.ext.URL
 			if arm == armNoPreempt {
 				delete(ext0, "preemptVerb")
 			}
@@ -352,16 +355,16 @@ func (sc *studyCluster) startArm(t *testing.T, arm string) {
 
 // alive fails when a component of the arm has exited.
 func (sc *studyCluster) alive() error {
-	ps := []*process{sc.c.etcd, sc.c.apiserver, sc.kwok, sc.sched}
+	ps := []*harness.Process{sc.c.Etcd, sc.c.APIServer, sc.kwok, sc.sched}
 	if sc.ext != nil {
-		ps = append(ps, sc.ext.proc)
+		ps = append(ps, sc.ext.Proc)
 	}
 	var errs []string
 	for _, p := range ps {
 		if p == nil {
 			continue
 		}
-		if err := p.checkAlive(); err != nil {
+		if err := p.CheckAlive(); err != nil {
 			errs = append(errs, err.Error())
 		}
 	}
