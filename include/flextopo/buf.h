@@ -30,6 +30,9 @@ void ft_buf_put_uint(ft_buf_t *b, uint64_t v);
 /* A JSON string literal: quotes, escapes (as Go does: also <, >, &). */
 void ft_buf_put_json_string(ft_buf_t *b, const char *s);
 
+/* `n` bytes of `data` in standard base64 (RFC 4648 section 4), padded. */
+void ft_buf_put_base64(ft_buf_t *b, const void *data, size_t n);
+
 /*
  * Hand over the NUL-terminated contents (the caller frees them) and reset
  * the buffer. FT_ENOMEM if any append failed; then *out is NULL.

@@ -100,6 +100,50 @@ int ft_codec_dra_slice_decode(ft_dra_slice_t *out, const cJSON *obj);
 int ft_codec_dra_claim_decode(ft_dra_claim_t *out, const cJSON *obj);
 
 /*
+ * A mutating admission request (admission.k8s.io/v1 AdmissionReview, as
+ * kube-apiserver sends it to a webhook): the request uid the reply must
+ * echo, the object's kind, namespace and operation, and the object. The
+ * strings and the object are borrowed from `root`, which
+ * ft_admission_dispose() frees.
+ */
+typedef struct ft_admission {
+	cJSON *root;
+	const char *uid;
+	const char *kind;      /* request.kind.kind, e.g. "ResourceClaim" */
+	const char *ns;	       /* request.namespace; NULL when absent */
+	const char *operation; /* "CREATE", ...; NULL when absent */
+	const cJSON *object;   /* request.object */
+} ft_admission_t;
+
+/* FT_EINVAL when the body is no AdmissionReview with a request. */
+int ft_codec_admission_decode(ft_admission_t *out, const char *body,
+			      size_t len);
+void ft_admission_dispose(ft_admission_t *a);
+
+/*
+ * A JSONPatch (RFC 6902) that adds, to the device claim `devices`
+ * (resource/v1 DeviceClaim: spec.devices of a ResourceClaim,
+ * spec.spec.devices of a ResourceClaimTemplate; `path` is its JSON pointer,
+ * "/spec/devices"), one constraint with matchAttribute `attribute` over its
+ * requests whose device class is one of `classes` (n of them; a
+ * firstAvailable request when all its subrequests are). Requests a
+ * constraint on `attribute` already covers are left out. *out is NULL
+ * when no request is left. FT_ENOMEM.
+ */
+int ft_codec_claim_constraint_patch(char **out, const cJSON *devices,
+				    const char *path, const char *attribute,
+				    const char *const *classes,
+				    unsigned n_classes);
+
+/*
+ * The AdmissionReview reply: allowed, with `patch` (a JSONPatch; NULL:
+ * none) base64-encoded as the API asks, and `warning` (NULL: none) shown
+ * to the client. FT_ENOMEM.
+ */
+int ft_codec_admission_reply(char **out, const char *uid, const char *patch,
+			     const char *warning);
+
+/*
  * A decoded v1 Node: name, the topology or why there is none, and its
  * labels and NoSchedule/NoExecute taints (noderules.h).
  */

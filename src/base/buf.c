@@ -134,6 +134,26 @@ void ft_buf_put_json_string(ft_buf_t *b, const char *s)
 	ft_buf_put(b, "\"", 1);
 }
 
+void ft_buf_put_base64(ft_buf_t *b, const void *data, size_t n)
+{
+	static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				       "abcdefghijklmnopqrstuvwxyz0123456789+/";
+	const unsigned char *p = data;
+	char quad[4];
+
+	for (size_t i = 0; i < n; i += 3) {
+		uint32_t w = (uint32_t)p[i] << 16;
+		size_t left = n - i;
+		w |= left > 1 ? (uint32_t)p[i + 1] << 8 : 0;
+		w |= left > 2 ? p[i + 2] : 0;
+		quad[0] = alphabet[w >> 18];
+		quad[1] = alphabet[w >> 12 & 63];
+		quad[2] = left > 1 ? alphabet[w >> 6 & 63] : '=';
+		quad[3] = left > 2 ? alphabet[w & 63] : '=';
+		ft_buf_put(b, quad, 4);
+	}
+}
+
 int ft_buf_detach(char **out, ft_buf_t *b)
 {
 	*out = NULL;

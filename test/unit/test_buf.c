@@ -73,10 +73,31 @@ static void test_buf__json_string_escapes_every_position(void **state)
 	expect_json_string("needs <2> GPUs & \"4\" CPUs\\\t\n");
 }
 
+/* RFC 4648's test vectors (section 10), and bytes with the high bit set. */
+static void test_buf__base64_rfc4648_vectors(void **state)
+{
+	static const char *const in[] = {
+	    "", "f", "fo", "foo", "foob", "fooba", "foobar", "\xff\xfe\x80"};
+	static const char *const want[] = {
+	    "",		"Zg==",	    "Zm8=",	"Zm9v",
+	    "Zm9vYg==", "Zm9vYmE=", "Zm9vYmFy", "//6A"};
+	ft_buf_t b;
+	char *got;
+
+	for (unsigned i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
+		ft_buf_init(&b, 0);
+		ft_buf_put_base64(&b, in[i], strlen(in[i]));
+		assert_int_equal(ft_buf_detach(&got, &b), 0);
+		assert_string_equal(got, want[i]);
+		free(got);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_buf__json_string_escapes_every_position),
+	    cmocka_unit_test(test_buf__base64_rfc4648_vectors),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
