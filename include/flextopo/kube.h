@@ -9,11 +9,13 @@
  * because projected service-account tokens rotate.
  *
  * Watch semantics follow client-go (k8s.io/client-go/tools/cache/reflector.go):
- * list with resourceVersion=0, watch from the list's resourceVersion with
- * allowWatchBookmarks=true and a random timeoutSeconds of 300-600, resume from
- * the last seen resourceVersion, relist when a watch answers 410 Gone (or an
+ * watch from the list's resourceVersion with allowWatchBookmarks=true and a
+ * random timeoutSeconds of 300-600, resume from the last seen resourceVersion
+ * after a clean end, relist at once when a watch answers 410 Gone (or an
  * in-stream ERROR event with code 410), back off 0.8 s doubling to 30 s with
- * jitter on errors, reset after two healthy minutes.
+ * jitter on failures, reset after two healthy minutes. Unlike client-go,
+ * every list is a consistent read (resourceVersion unset) and a failed watch
+ * relists rather than resumes (informer.c says why).
  */
 #ifndef FLEXTOPO_KUBE_H
 #define FLEXTOPO_KUBE_H
@@ -109,14 +111,20 @@ typedef struct ft_informer ft_informer_t;
 /*
  * Start a thread that lists and watches `collection` (e.g. "/api/v1/nodes",
  * "/api/v1/pods", "/apis/policy/v1/poddisruptionbudgets"). The client must
- * outlive the informer.
+ * outlive the informer. *out is set before the thread starts, so that the
+ * handlers may read it (ft_informer_synced).
  */
 int ft_informer_start(ft_informer_t **out, ft_kube_client_t *client,
 		      const char *collection, const ft_informer_handler_t *h,
 		      void *payload, unsigned backoff_initial_ms,
 		      unsigned backoff_max_ms);
 
-/* True once the first list has been delivered completely. */
+/*
+ * True while what the informer delivered is complete: from the end of a list
+ * (replace_end returned) until its watch fails or answers 410, when it may
+ * have missed events; it is true again once the relist that follows has been
+ * delivered. False before the first list. Any thread.
+ */
 bool ft_informer_synced(const ft_informer_t *informer);
 
 /* Number of times the watch was re-established after an error or 410. */

@@ -2,16 +2,27 @@
  * Informers: one thread per collection that lists, then watches, and hands
  * every change to its owner, the way client-go's reflector does.
  *
- * The thread lists with resourceVersion=0 (served from the API server's
- * watch cache), announces the items between replace_begin and replace_end,
- * and watches from the list's resourceVersion. Each event moves the
- * remembered resourceVersion forward, bookmarks included, so a watch that
- * times out cleanly resumes where it stopped, and so does one that failed
- * (the server answers 410 if that point has left its history). A 410, as an
- * HTTP status or as an in-stream ERROR event, drops the resourceVersion and
- * relists with resourceVersion="" (a consistent read). Every failure or 410
- * counts as a restart and waits out an exponential backoff with jitter that
- * resets after two healthy minutes, so a flapping server is never hammered.
+ * The thread lists, announces the items between replace_begin and
+ * replace_end, and watches from the list's resourceVersion. Each event moves
+ * the remembered resourceVersion forward, bookmarks included, so a watch
+ * that times out cleanly resumes where it stopped.
+ *
+ * Every list is a consistent read (resourceVersion unset), where client-go
+ * starts from the watch cache (resourceVersion=0): a cache that lags behind
+ * etcd could miss the last binds, and the owner answers from what a list
+ * brought (ft_informer_synced). A watch that fails (no answer, an HTTP
+ * error, a broken stream) may have missed events, so the informer is not
+ * synced from then until its next list has been announced, and it relists
+ * rather than resumes: client-go's reflector also relists after most watch
+ * errors (k8s.io/client-go/tools/cache/reflector.go, ListAndWatch).
+ *
+ * A 410 Gone (as an HTTP status or an in-stream ERROR event) only says that
+ * the resume point has left the server's history: the reflector relists at
+ * once, and so does the informer. Failures wait out an exponential backoff
+ * with jitter that resets after two healthy minutes, so a flapping server is
+ * never hammered; a 410 that comes at once from a watch just started after a
+ * list counts as a failure, so that a server answering nothing but 410 is
+ * not hammered either.
  *
  * Stopping sets an atomic flag that curl's progress callback polls (about
  * once a second even on an idle watch) and wakes the backoff sleep through a
@@ -59,7 +70,7 @@ struct ft_informer {
 	atomic_ulong restarts;
 	/* Used by the informer thread only. */
 	char *resource_version; /* where the watch resumes; NULL: relist */
-	bool from_scratch;	/* relist with resourceVersion="" */
+	unsigned long events;	/* watch events since the last list */
 	uint64_t rng;
 };
 
@@ -114,7 +125,6 @@ static void forget_version(ft_informer_t *informer)
 {
 	free(informer->resource_version);
 	informer->resource_version = NULL;
-	informer->from_scratch = true;
 }
 
 /* The HTTP status and Status message of a failed answer, as an error. */
@@ -144,7 +154,8 @@ static void announce(ft_informer_t *informer, const cJSON *items)
 }
 
 /* Check a list's envelope, announce its items, keep its version. */
-static int take_list(ft_informer_t *informer, const ft_kube_reply_t *reply)
+static int take_list(ft_informer_t *informer, const ft_kube_reply_t *reply,
+		     uint64_t started)
 {
 	cJSON *root = cJSON_ParseWithLength(reply->body, reply->len);
 	const cJSON *items = cJSON_GetObjectItemCaseSensitive(root, "items");
@@ -163,11 +174,13 @@ static int take_list(ft_informer_t *informer, const ft_kube_reply_t *reply)
 	if ((rc = remember_version(informer, version->valuestring)) < 0)
 		goto cleanup;
 	announce(informer, items);
-	informer->from_scratch = false;
+	informer->events = 0;
 	atomic_store(&informer->synced, true);
-	FT_LOG_INFO_MSG("informer %s: listed %d objects at resourceVersion %s",
+	FT_LOG_INFO_MSG("informer %s: listed %d objects at resourceVersion %s "
+			"in %llu ms",
 			informer->collection, cJSON_GetArraySize(items),
-			version->valuestring);
+			version->valuestring,
+			(unsigned long long)(now_ms() - started));
 cleanup:
 	cJSON_Delete(root);
 	return rc;
@@ -187,12 +200,12 @@ static int list_once(ft_informer_t *informer)
 			       .payload = &reply,
 			       .stop = &informer->stop};
 	char *path = NULL;
+	uint64_t started = now_ms();
 	long status = 0;
 	int rc = 0;
 
-	if (asprintf(&path, "%s%sresourceVersion=%s", informer->collection,
-		     query_separator(informer->collection),
-		     informer->from_scratch ? "" : "0") < 0) {
+	if (asprintf(&path, "%s%sresourceVersion=", informer->collection,
+		     query_separator(informer->collection)) < 0) {
 		path = NULL;
 		rc = ft_error_set(FT_ENOMEM, "informer: out of memory");
 		goto cleanup;
@@ -204,7 +217,7 @@ static int list_once(ft_informer_t *informer)
 		rc = http_error("list", status, reply.body);
 		goto cleanup;
 	}
-	rc = take_list(informer, &reply);
+	rc = take_list(informer, &reply, started);
 cleanup:
 	ft_kube_reply_dispose(&reply);
 	free(path);
@@ -228,6 +241,7 @@ static int on_event(const ft_watch_decoded_t *event, void *payload)
 	ft_informer_t *informer = watch->informer;
 
 	watch->events++;
+	informer->events++;
 	if (event->kind == FT_WATCH_KIND_ERROR)
 		return watch_error_event(watch, event);
 	if (event->kind != FT_WATCH_KIND_BOOKMARK)
@@ -319,29 +333,49 @@ cleanup:
 	return rc;
 }
 
-/* List when needed, then watch until something other than a timeout. */
+/*
+ * List, then watch until something other than a timeout. Whatever ends it
+ * leaves the informer unsynced and the next call lists again.
+ */
 static int list_and_watch(ft_informer_t *informer)
 {
 	int rc = 0;
 
-	if (!informer->resource_version && (rc = list_once(informer)) < 0)
+	if ((rc = list_once(informer)) < 0)
 		goto cleanup;
 	while (!stopping(informer) && (rc = watch_once(informer)) == 0)
 		continue;
 cleanup:
-	if (rc == FT_EGONE)
-		forget_version(informer);
+	atomic_store(&informer->synced, false);
+	forget_version(informer);
 	return rc;
 }
 
-/* The next wait: the current delay with +-20% jitter, then double it. */
-static unsigned next_delay(ft_informer_t *informer, unsigned *delay_ms,
+/*
+ * A 410 relists at once, unless it came from the first watch after a list,
+ * at once and before any event: then the server answers nothing else, and
+ * the 410 waits like a failure.
+ */
+static bool relist_now(const ft_informer_t *informer, int rc, uint64_t started)
+{
+	return rc == FT_EGONE &&
+	       (informer->events > 1 || now_ms() - started >= SHORT_WATCH_MS);
+}
+
+/*
+ * The wait after a cycle that began at `started`: none for a 410 that
+ * relists now, else the current delay with +-20% jitter, which then doubles.
+ * Two healthy minutes reset the delay either way.
+ */
+static unsigned next_delay(ft_informer_t *informer, unsigned *delay_ms, int rc,
 			   uint64_t started)
 {
 	unsigned base, spread;
 
 	if (now_ms() - started >= HEALTHY_RESET_MS)
 		*delay_ms = informer->backoff_initial_ms;
+	if (relist_now(informer, rc, started))
+		return 0;
 	base = *delay_ms;
 	*delay_ms = base > informer->backoff_max_ms / 2
 			? informer->backoff_max_ms
@@ -373,7 +407,11 @@ static void note_restart(ft_informer_t *informer, int rc, unsigned delay_ms)
 {
 	unsigned long restarts = atomic_fetch_add(&informer->restarts, 1) + 1;
 
-	if (rc == FT_EGONE)
+	if (rc == FT_EGONE && !delay_ms)
+		FT_LOG_INFO_MSG("informer %s: %s; relisting now (restart %lu)",
+				informer->collection, ft_error_last(),
+				restarts);
+	else if (rc == FT_EGONE)
 		FT_LOG_INFO_MSG("informer %s: %s; relisting in %u ms "
 				"(restart %lu)",
 				informer->collection, ft_error_last(), delay_ms,
@@ -399,9 +437,10 @@ static void *run(void *arg)
 		rc = list_and_watch(informer);
 		if (stopping(informer))
 			break;
-		wait_ms = next_delay(informer, &delay_ms, started);
+		wait_ms = next_delay(informer, &delay_ms, rc, started);
 		note_restart(informer, rc, wait_ms);
-		sleep_unless_stopped(informer, wait_ms);
+		if (wait_ms)
+			sleep_unless_stopped(informer, wait_ms);
 	}
 	return NULL;
 }
@@ -467,12 +506,14 @@ int ft_informer_start(ft_informer_t **out, ft_kube_client_t *client,
 	if ((rc = init_sync(informer)) < 0)
 		goto cleanup;
 	sync_ready = true;
+	/* Set before the thread starts, so that its handlers may read it. */
+	*out = informer;
 	if (pthread_create(&informer->thread, NULL, run, informer) != 0) {
+		*out = NULL;
 		rc = ft_error_set(FT_EIO, "informer %s: cannot start thread",
 				  collection);
 		goto cleanup;
 	}
-	*out = informer;
 	informer = NULL;
 cleanup:
 	if (informer && sync_ready) {

@@ -969,10 +969,17 @@ static void test_kube__bind_pod_with_annotation(void **state)
 
 /* ---- informer --------------------------------------------------------- */
 
+/*
+ * The handler calls of an informer, each with whether the informer said it
+ * was synced at that moment (`informer` points at the test's variable,
+ * which ft_informer_start() sets before the thread starts).
+ */
 typedef struct {
 	pthread_mutex_t lock;
 	char log[64][64];
+	bool synced[64];
 	size_t n;
+	ft_informer_t *const *informer;
 } recorder_t;
 
 static void record(recorder_t *recorder, const char *what, const cJSON *object)
@@ -982,10 +989,14 @@ static void record(recorder_t *recorder, const char *what, const cJSON *object)
 	const cJSON *name = cJSON_GetObjectItemCaseSensitive(metadata, "name");
 
 	pthread_mutex_lock(&recorder->lock);
-	if (recorder->n < 64)
+	if (recorder->n < 64) {
+		recorder->synced[recorder->n] =
+		    recorder->informer &&
+		    ft_informer_synced(*recorder->informer);
 		snprintf(recorder->log[recorder->n++], sizeof(recorder->log[0]),
 			 "%s%s%s", what, object ? " " : "",
 			 cJSON_IsString(name) ? name->valuestring : "");
+	}
 	pthread_mutex_unlock(&recorder->lock);
 }
 
@@ -1039,6 +1050,8 @@ static void wait_recorded(recorder_t *recorder, size_t n)
 #define WATCH_PREFIX                                                           \
 	"GET /api/v1/pods?watch=1&allowWatchBookmarks=true&resourceVersion="
 
+#define LIST "GET /api/v1/pods?resourceVersion= HTTP/1.1"
+
 static const char *const list_10[] = {
     "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{\"resou",
     "rceVersion\":\"10\"},\"items\":[" POD("a", "5") ",", POD("b", "7") "]}",
@@ -1053,44 +1066,58 @@ static const char *const status_500[] = {
     "{\"kind\":\"Status\",\"message\":\"etcdserver: leader changed\","
     "\"code\":500}",
     NULL};
-static const char *const watch_15[] = {
-    EVENT("DELETED", "b", "16"),
-    "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":"
-    "\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"too old "
-    "resource version: 15 (17)\",\"reason\":\"Expired\",\"code\":410}}\n",
-    NULL};
 static const char *const list_20[] = {
     "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"20\"},"
     "\"items\":[" POD("a", "12") "," POD("c", "11") "]}",
+    NULL};
+#define GONE_EVENT                                                             \
+	"{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":"  \
+	"\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"too old " \
+	"resource version: 20 (22)\",\"reason\":\"Expired\",\"code\":410}}\n"
+static const char *const watch_20[] = {EVENT("DELETED", "c", "21"), GONE_EVENT,
+				       NULL};
+static const char *const list_30[] = {
+    "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"30\"},"
+    "\"items\":[" POD("a", "12") "]}",
     NULL};
 static const char *const status_410[] = {
     "{\"kind\":\"Status\",\"message\":\"too old resource version\","
     "\"reason\":\"Expired\",\"code\":410}",
     NULL};
-static const char *const list_30[] = {
-    "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"30\"},"
+static const char *const list_40[] = {
+    "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"40\"},"
     "\"items\":[" POD("a", "12") "]}",
     NULL};
-static const char *const watch_30[] = {EVENT("ADDED", "d", "31"), NULL};
+static const char *const watch_40[] = {EVENT("ADDED", "d", "41"), NULL};
 
 static const step_t informer_steps[] = {
-    {"GET /api/v1/pods?resourceVersion=0 HTTP/1.1", "200 OK", list_10, false},
+    {LIST, "200 OK", list_10, false},
     /* Events cut mid-line, then a clean end: resume from the bookmark. */
     {WATCH_PREFIX "10&timeoutSeconds=", "200 OK", watch_10, false},
+    /* A failed watch may have missed events: relist, never resume. */
     {WATCH_PREFIX "15&timeoutSeconds=", "500 Internal Server Error", status_500,
      false},
-    /* After an error the watch resumes without a list. */
-    {WATCH_PREFIX "15&timeoutSeconds=", "200 OK", watch_15, true},
-    {"GET /api/v1/pods?resourceVersion= HTTP/1.1", "200 OK", list_20, false},
-    {WATCH_PREFIX "20&timeoutSeconds=", "410 Gone", status_410, false},
-    {"GET /api/v1/pods?resourceVersion= HTTP/1.1", "200 OK", list_30, false},
-    {WATCH_PREFIX "30&timeoutSeconds=", "200 OK", watch_30, true},
+    {LIST, "200 OK", list_20, false},
+    /* An in-stream 410 after an event: relist. */
+    {WATCH_PREFIX "20&timeoutSeconds=", "200 OK", watch_20, true},
+    {LIST, "200 OK", list_30, false},
+    /* An HTTP 410 from the first watch after a list: relist. */
+    {WATCH_PREFIX "30&timeoutSeconds=", "410 Gone", status_410, false},
+    {LIST, "200 OK", list_40, false},
+    {WATCH_PREFIX "40&timeoutSeconds=", "200 OK", watch_40, true},
 };
 
+#define INFORMER_STEPS (sizeof(informer_steps) / sizeof(informer_steps[0]))
+
+/* Each call, and whether the informer was synced: only in watch events. */
 static const char *const informer_calls[] = {
-    "begin",	  "ADDED a",   "ADDED b", "end",     "ADDED c",
-    "MODIFIED a", "DELETED b", "begin",	  "ADDED a", "ADDED c",
-    "end",	  "begin",     "ADDED a", "end",     "ADDED d",
+    "begin",   "ADDED a", "ADDED b", "end",	"ADDED c",   "MODIFIED a",
+    "begin",   "ADDED a", "ADDED c", "end",	"DELETED c", "begin",
+    "ADDED a", "end",	  "begin",   "ADDED a", "end",	     "ADDED d",
+};
+static const bool informer_call_synced[] = {
+    false, false, false, false, true,  true,  false, false, false,
+    false, true,  false, false, false, false, false, false, true,
 };
 
 static void assert_watch_timeout(const char *request)
@@ -1112,7 +1139,8 @@ static void test_kube__informer_sequence(void **state)
 	server_t server;
 	uint64_t stop_started;
 
-	server_start(&server, informer_steps, 8);
+	recorder.informer = &informer;
+	server_start(&server, informer_steps, INFORMER_STEPS);
 	client = loopback_client(&server, NULL);
 	assert_int_equal(ft_informer_start(&informer, client, "/api/v1/pods",
 					   &recorder_handler, &recorder, 10,
@@ -1130,14 +1158,107 @@ static void test_kube__informer_sequence(void **state)
 	server_finish(&server);
 
 	assert_int_equal(recorder.n, ncalls);
-	for (size_t i = 0; i < ncalls; i++)
+	for (size_t i = 0; i < ncalls; i++) {
 		assert_string_equal(recorder.log[i], informer_calls[i]);
-	for (size_t i = 0; i < 8; i++) {
+		if (recorder.synced[i] != informer_call_synced[i])
+			fail_msg("call %zu (%s): synced %d", i,
+				 informer_calls[i], recorder.synced[i]);
+	}
+	for (size_t i = 0; i < INFORMER_STEPS; i++) {
 		assert_non_null(strstr(server.requests[i],
 				       "\r\nAccept: application/json\r\n"));
 		if (strstr(server.requests[i], "watch=1"))
 			assert_watch_timeout(server.requests[i]);
 	}
+	server_dispose(&server);
+}
+
+/* Start an informer on /api/v1/pods of `server` with a 60 s backoff. */
+static ft_informer_t *slow_backoff_informer(ft_kube_client_t *client,
+					    recorder_t *recorder)
+{
+	ft_informer_t *informer = NULL;
+
+	assert_int_equal(ft_informer_start(&informer, client, "/api/v1/pods",
+					   &recorder_handler, recorder, 60000,
+					   60000),
+			 0);
+	return informer;
+}
+
+/*
+ * A 410 after a healthy watch relists at once: with a backoff of a minute,
+ * the relist and the watch after it arrive well within wait_recorded's 15 s.
+ */
+static void test_kube__informer_relists_at_once_on_410(void **state)
+{
+	static const step_t steps[] = {
+	    {LIST, "200 OK", list_10, false},
+	    {WATCH_PREFIX "10&timeoutSeconds=", "200 OK", watch_20, true},
+	    {LIST, "200 OK", list_40, false},
+	    {WATCH_PREFIX "40&timeoutSeconds=", "200 OK", watch_40, true},
+	};
+	static const char *const calls[] = {
+	    "begin", "ADDED a", "ADDED b", "end",     "DELETED c",
+	    "begin", "ADDED a", "end",	   "ADDED d",
+	};
+	recorder_t recorder = {.lock = PTHREAD_MUTEX_INITIALIZER};
+	ft_informer_t *informer = NULL;
+	ft_kube_client_t *client = NULL;
+	server_t server;
+
+	recorder.informer = &informer;
+	server_start(&server, steps, 4);
+	client = loopback_client(&server, NULL);
+	informer = slow_backoff_informer(client, &recorder);
+	wait_recorded(&recorder, 9);
+	assert_int_equal(ft_informer_restarts(informer), 1);
+	assert_true(ft_informer_synced(informer));
+	ft_informer_free(informer);
+	ft_kube_client_free(client);
+	server_finish(&server);
+	for (size_t i = 0; i < 9; i++)
+		assert_string_equal(recorder.log[i], calls[i]);
+	assert_true(recorder.synced[4] && recorder.synced[8]);
+	assert_false(recorder.synced[5] || recorder.synced[7]);
+	server_dispose(&server);
+}
+
+/*
+ * A failed watch leaves the informer unsynced while it backs off: whatever
+ * happened meanwhile is unknown until the relist.
+ */
+static void test_kube__informer_unsynced_after_failure(void **state)
+{
+	static const char *const watch_fails[] = {
+	    EVENT("ADDED", "c", "11"),
+	    "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\","
+	    "\"message\":\"etcdserver: request timed out\",\"code\":500}}\n",
+	    NULL};
+	static const step_t steps[] = {
+	    {LIST, "200 OK", list_10, false},
+	    {WATCH_PREFIX "10&timeoutSeconds=", "200 OK", watch_fails, true},
+	};
+	recorder_t recorder = {.lock = PTHREAD_MUTEX_INITIALIZER};
+	ft_informer_t *informer = NULL;
+	ft_kube_client_t *client = NULL;
+	uint64_t deadline = now_ms() + 10000;
+	server_t server;
+
+	recorder.informer = &informer;
+	server_start(&server, steps, 2);
+	client = loopback_client(&server, NULL);
+	informer = slow_backoff_informer(client, &recorder);
+	while (ft_informer_restarts(informer) == 0 && now_ms() < deadline)
+		sleep_ms(5);
+	assert_int_equal(ft_informer_restarts(informer), 1);
+	assert_false(ft_informer_synced(informer));
+	wait_recorded(&recorder, 5);
+	assert_string_equal(recorder.log[4], "ADDED c");
+	assert_true(recorder.synced[4]);
+	ft_informer_free(informer);
+	ft_kube_client_free(client);
+	server_finish(&server);
 	server_dispose(&server);
 }
 
@@ -1207,6 +1328,8 @@ int main(void)
 	    cmocka_unit_test(test_kube__bind_pod),
 	    cmocka_unit_test(test_kube__bind_pod_with_annotation),
 	    cmocka_unit_test(test_kube__informer_sequence),
+	    cmocka_unit_test(test_kube__informer_relists_at_once_on_410),
+	    cmocka_unit_test(test_kube__informer_unsynced_after_failure),
 	    cmocka_unit_test(test_kube__informer_stop_in_backoff),
 	};
 
