@@ -54,8 +54,8 @@ const char *ft_http_request_query(const ft_http_request_t *req,
 /*
  * Fill `out` with an error reply {"error": "<kind>: <message>"} and count it
  * under `kind` ("bad_json", "too_large", "bad_content_type", "not_found",
- * "method_not_allowed", "forbidden", "internal"). Every HTTP error goes
- * through here.
+ * "method_not_allowed", "forbidden", "bad_request", "unavailable" (503: not
+ * able to answer now), "internal"). Every HTTP error goes through here.
  */
 void ft_http_reply_error(ft_http_response_t *out, int status, const char *kind,
 			 const char *fmt, ...)

@@ -56,14 +56,46 @@ void ft_app_dispose(ft_app_t *app)
 	memset(app, 0, sizeof(*app));
 }
 
-bool ft_app_ready(const ft_app_t *app)
+/* Append `kind` to the list in `kinds` when `informer` is not synced. */
+static bool kind_synced(char *kinds, size_t size, const ft_informer_t *informer,
+			const char *kind)
 {
+	size_t len = strlen(kinds);
+
+	if (ft_informer_synced(informer))
+		return true;
+	if (len < size)
+		snprintf(kinds + len, size - len, "%s%s", len ? ", " : "",
+			 kind);
+	return false;
+}
+
+bool ft_app_in_sync(const ft_app_t *app, char *why, size_t size)
+{
+	char kinds[64] = "";
+	bool nodes, pods, pdbs;
+
+	if (why && size)
+		why[0] = '\0';
 	if (atomic_load(&app->snapshot_loaded))
 		return true;
-	return app->node_informer && app->pod_informer && app->pdb_informer &&
-	       ft_informer_synced(app->node_informer) &&
-	       ft_informer_synced(app->pod_informer) &&
-	       ft_informer_synced(app->pdb_informer);
+	nodes = kind_synced(kinds, sizeof(kinds), app->node_informer, "nodes");
+	pods = kind_synced(kinds, sizeof(kinds), app->pod_informer, "pods");
+	pdbs = kind_synced(kinds, sizeof(kinds), app->pdb_informer,
+			   "poddisruptionbudgets");
+	if (nodes && pods && pdbs)
+		return true;
+	if (why && size)
+		snprintf(why, size,
+			 "not in sync with the API server: waiting for a "
+			 "complete list of %s",
+			 kinds);
+	return false;
+}
+
+bool ft_app_ready(const ft_app_t *app)
+{
+	return ft_app_in_sync(app, NULL, 0);
 }
 
 static const char *item_kind(const cJSON *item)

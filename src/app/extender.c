@@ -61,6 +61,20 @@ static void reply_failure(ft_http_response_t *out, int rc)
 				    ft_error_last());
 }
 
+/*
+ * Prioritize and preempt replies have no error field: out of sync, they
+ * answer 503 with the error body. Returns true when `out` holds that reply.
+ */
+bool ft_app_refuse_unsynced(ft_http_response_t *out, ft_app_t *app)
+{
+	char why[256];
+
+	if (ft_app_in_sync(app, why, sizeof(why)))
+		return false;
+	ft_http_reply_error(out, 503, "unavailable", "%s", why);
+	return true;
+}
+
 /* Decode the args and the pod; on failure `out` holds the reply. */
 static int decode_request(ft_http_response_t *out, ft_extender_args_t *args,
 			  ft_pod_t *pod, ft_app_t *app,
@@ -91,8 +105,12 @@ static void filter_node(ft_filter_reply_t *r, unsigned i, const ft_node_t *node,
 	ft_verdict_t v;
 
 	if (!node) {
-		/* Affinity and capabilities need the node's topology. */
-		bool needs = d->has_affinity || d->has_caps;
+		/*
+		 * Devices, affinity and capabilities need the node's model: a
+		 * node the watch has not shown yet may be full.
+		 */
+		bool needs = d->has_affinity || d->has_caps ||
+			     ft_demand_wants_devices(d);
 		if (needs)
 			ft_codec_filter_reply_fail(r, i, NOT_CACHED, false);
 		else
@@ -116,6 +134,22 @@ static void filter_node(ft_filter_reply_t *r, unsigned i, const ft_node_t *node,
 				   v.fit == FT_UNFIT_UNRESOLVABLE);
 }
 
+/*
+ * Out of sync (ft_app_in_sync): every node fails, in FailedNodes, so that
+ * kube-scheduler keeps the nodes as candidates and tries the pod again.
+ */
+static void fail_every_node(ft_filter_reply_t *r,
+			    const ft_extender_args_t *args, ft_decision_t *dec,
+			    const char *why)
+{
+	char reason[416];
+
+	snprintf(reason, sizeof(reason), "flextopo: %.400s", why);
+	for (unsigned i = 0; i < args->n_nodes; i++)
+		ft_codec_filter_reply_fail(r, i, reason, false);
+	ft_decision_message(dec, true, "%s", reason);
+}
+
 static int filter_nodes(ft_filter_reply_t *r, ft_app_t *app,
 			const ft_extender_args_t *args, const ft_pod_t *pod)
 {
@@ -125,6 +159,12 @@ static int filter_nodes(ft_filter_reply_t *r, ft_app_t *app,
 
 	ft_decision_init(&dec, FT_VERB_FILTER, pod->ns, pod->name, pod->uid,
 			 pod->priority);
+	if (!ft_app_in_sync(app, msg, sizeof(msg))) {
+		ft_snapshot_unref(snap);
+		fail_every_node(r, args, &dec, msg);
+		ft_decisions_record(app->decisions, &dec);
+		return 0;
+	}
 	if (pod->demand_error) {
 		snprintf(msg, sizeof(msg), "pod %s/%s: %s", pod->ns, pod->name,
 			 pod->demand_error);
@@ -226,7 +266,8 @@ void ft_app_prioritize(ft_http_response_t *out, const ft_http_request_t *req,
 	ft_mix_t mix;
 	unsigned n;
 
-	if (decode_request(out, &args, &pod, app, req) < 0)
+	if (ft_app_refuse_unsynced(out, app) ||
+	    decode_request(out, &args, &pod, app, req) < 0)
 		return;
 	n = args.n_nodes ? args.n_nodes : 1;
 	ft_decision_init(&dec, FT_VERB_PRIORITIZE, pod.ns, pod.name, pod.uid,
@@ -327,10 +368,13 @@ static int write_binding(ft_app_t *app, const ft_bind_args_t *b,
 
 static int do_bind(ft_app_t *app, const ft_bind_args_t *b)
 {
-	char *annotation = NULL;
+	char *annotation = NULL, why[256];
 	ft_pod_t pod;
 	int rc;
 
+	if (!ft_app_in_sync(app, why, sizeof(why)))
+		return ft_error_set(FT_EUNAVAIL, "pod %s/%s not bound: %s",
+				    b->pod_namespace, b->pod_name, why);
 	if ((rc = bind_pod(&pod, app, b)) < 0)
 		return rc;
 	if (pod.demand_error) {
@@ -391,12 +435,14 @@ void ft_app_healthz(ft_http_response_t *out, const ft_http_request_t *req,
 void ft_app_readyz(ft_http_response_t *out, const ft_http_request_t *req,
 		   void *payload)
 {
-	if (ft_app_ready(payload))
+	char why[256];
+
+	if (ft_app_in_sync(payload, why, sizeof(why))) {
 		ft_http_reply_text(out, 200, "text/plain", "ok\n");
-	else
-		ft_http_reply_text(out, 503, "text/plain",
-				   "waiting for the first list of nodes and "
-				   "pods\n");
+		return;
+	}
+	strcat(why, "\n");
+	ft_http_reply_text(out, 503, "text/plain", why);
 }
 
 void ft_app_version(ft_http_response_t *out, const ft_http_request_t *req,

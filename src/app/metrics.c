@@ -263,7 +263,9 @@ static void gauge(ft_buf_t *b, const char *name, const char *help, uint64_t v)
 
 static void write_cache(ft_buf_t *b, const ft_metrics_gauges_t *g)
 {
-	gauge(b, "ready", "1 once the first list of nodes and pods is in.",
+	gauge(b, "ready",
+	      "1 while the model is in sync with the API server (the verbs "
+	      "answer only then).",
 	      g->ready);
 	gauge(b, "nodes", "Nodes in the cluster state.", g->nodes);
 	gauge(b, "nodes_bad_topology",

@@ -124,9 +124,9 @@ typedef struct request_state {
 /* ---- error replies and their counters ---- */
 
 static const char *const error_kinds[] = {
-    "bad_json",	   "too_large",		 "bad_content_type",
-    "not_found",   "method_not_allowed", "forbidden",
-    "bad_request", "internal",		 "other",
+    "bad_json",		  "too_large", "bad_content_type", "not_found",
+    "method_not_allowed", "forbidden", "bad_request",	   "unavailable",
+    "internal",		  "other",
 };
 
 #define ERROR_KINDS (sizeof(error_kinds) / sizeof(error_kinds[0]))

@@ -781,6 +781,78 @@ static void test_extender__health_routes(void **state)
 	app_free(app);
 }
 
+#define NOT_SYNCED                                                             \
+	"not in sync with the API server: waiting for a complete list of "     \
+	"nodes, pods, poddisruptionbudgets"
+
+/* POST `body` to `fn` and check a 503 "unavailable" error naming NOT_SYNCED. */
+static void assert_unavailable(ft_app_t *app, ft_http_handler_fn fn,
+			       const char *body)
+{
+	ft_http_response_t res;
+
+	post(&res, app, fn, "/verb", body, strlen(body));
+	assert_int_equal(res.status, 503);
+	assert_string_equal(res.body,
+			    "{\"error\":\"unavailable: " NOT_SYNCED "\"}");
+	free(res.body);
+}
+
+/*
+ * Truth before answers: a model that is not in sync (here: nodes and pods
+ * applied, but no informer has delivered a complete list) answers no verb.
+ * Filter fails every node, retryably; prioritize and preempt answer 503;
+ * bind refuses and assumes nothing.
+ */
+static void test_extender__verbs_refuse_until_synced(void **state)
+{
+	ft_app_t *app = app_new();
+	char *pod = pod_json("nvl-a", "uid-nvl-a", 2, "nvlink");
+	char *args = NULL, *error;
+	ft_http_response_t res = {.status = 200};
+	ft_http_request_t req = {.method = "GET", .path = "/readyz"};
+	ft_state_stats_t st;
+	cJSON *reply;
+
+	atomic_store(&app->snapshot_loaded, false);
+	reply = filter(app, pod, "\"pairs-free\",\"ghost-0\"");
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(
+			     reply, "NodeNames")),
+			 0);
+	assert_string_equal(failed_reason(reply, "pairs-free"),
+			    "flextopo: " NOT_SYNCED);
+	assert_string_equal(failed_reason(reply, "ghost-0"),
+			    "flextopo: " NOT_SYNCED);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(
+			     reply, "FailedAndUnresolvableNodes")),
+			 0);
+	cJSON_Delete(reply);
+	if (asprintf(&args, "{\"Pod\":%s,\"NodeNames\":[\"pairs-free\"]}",
+		     pod) < 0)
+		fail_msg("out of memory");
+	assert_unavailable(app, ft_app_prioritize, args);
+	assert_unavailable(app, ft_app_preempt, args);
+	error = bind_call(app, "nvl-a", "uid-nvl-a", "pairs-free");
+	assert_string_equal(error, "pod train/nvl-a not bound: " NOT_SYNCED);
+	free(error);
+	ft_state_stats(app->state, &st);
+	assert_int_equal(st.assumed, 0);
+	ft_app_readyz(&res, &req, app);
+	assert_int_equal(res.status, 503);
+	assert_string_equal(res.body, NOT_SYNCED "\n");
+	free(res.body);
+
+	/* In sync again, the same requests are answered. */
+	atomic_store(&app->snapshot_loaded, true);
+	reply = filter(app, pod, "\"pairs-free\"");
+	assert_true(passed(reply, "pairs-free"));
+	cJSON_Delete(reply);
+	bind_ok(app, "nvl-a", "uid-nvl-a", "pairs-free");
+	free(args);
+	free(pod);
+	app_free(app);
+}
+
 /*
  * Preemption honours PodDisruptionBudgets: on pairs-busy, evicting holder-b2
  * (priority 0) frees an NVLink pair more cheaply than holder-b1 (100), until
@@ -884,6 +956,7 @@ int main(void)
 	    cmocka_unit_test(test_extender__held_gpus_of_snapshot),
 	    cmocka_unit_test(test_extender__load_snapshot_errors),
 	    cmocka_unit_test(test_extender__health_routes),
+	    cmocka_unit_test(test_extender__verbs_refuse_until_synced),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
