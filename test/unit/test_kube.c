@@ -1173,17 +1173,17 @@ static void test_kube__informer_sequence(void **state)
 	server_dispose(&server);
 }
 
-/* Start an informer on /api/v1/pods of `server` with a 60 s backoff. */
-static ft_informer_t *slow_backoff_informer(ft_kube_client_t *client,
-					    recorder_t *recorder)
+/*
+ * Start an informer on /api/v1/pods with a 60 s backoff into *out, which
+ * the recorder's handlers read.
+ */
+static void slow_backoff_informer(ft_informer_t **out, ft_kube_client_t *client,
+				  recorder_t *recorder)
 {
-	ft_informer_t *informer = NULL;
-
-	assert_int_equal(ft_informer_start(&informer, client, "/api/v1/pods",
+	assert_int_equal(ft_informer_start(out, client, "/api/v1/pods",
 					   &recorder_handler, recorder, 60000,
 					   60000),
 			 0);
-	return informer;
 }
 
 /*
@@ -1210,7 +1210,7 @@ static void test_kube__informer_relists_at_once_on_410(void **state)
 	recorder.informer = &informer;
 	server_start(&server, steps, 4);
 	client = loopback_client(&server, NULL);
-	informer = slow_backoff_informer(client, &recorder);
+	slow_backoff_informer(&informer, client, &recorder);
 	wait_recorded(&recorder, 9);
 	assert_int_equal(ft_informer_restarts(informer), 1);
 	assert_true(ft_informer_synced(informer));
@@ -1248,7 +1248,7 @@ static void test_kube__informer_unsynced_after_failure(void **state)
 	recorder.informer = &informer;
 	server_start(&server, steps, 2);
 	client = loopback_client(&server, NULL);
-	informer = slow_backoff_informer(client, &recorder);
+	slow_backoff_informer(&informer, client, &recorder);
 	while (ft_informer_restarts(informer) == 0 && now_ms() < deadline)
 		sleep_ms(5);
 	assert_int_equal(ft_informer_restarts(informer), 1);
