@@ -14,7 +14,9 @@
  * in one. Request lines and headers must fit libmicrohttpd's 32 KiB
  * per-connection buffer: a longer URL is answered 414, longer headers 431.
  * Each worker thread polls its own connections (epoll), so idle or slow
- * connections cost a file descriptor and a buffer each, never a thread.
+ * connections cost a file descriptor and a buffer each, never a thread. A
+ * handler that may block for long is registered with
+ * ft_server_route_offload() and runs on a thread of its own pool.
  *
  * With a certificate and key the server speaks HTTPS only (TLS through
  * libmicrohttpd's GnuTLS backend), HTTP/1.1 inside it: kube-scheduler's Go
@@ -106,6 +108,8 @@ typedef struct ft_server_options {
 	unsigned max_connections_per_client;
 	/* seconds a connection may send nothing; 0 = FT_SERVER_TIMEOUT_S */
 	unsigned connection_timeout_s;
+	/* threads of offloaded routes; 0 = FT_SERVER_OFFLOAD_THREADS */
+	unsigned offload_threads;
 } ft_server_options_t;
 
 /* Defaults of the connection limits above. */
@@ -117,6 +121,12 @@ typedef struct ft_server_options {
  * a connection the server is closing (Go does not retry a POST).
  */
 #define FT_SERVER_TIMEOUT_S 120u
+
+/*
+ * Offloaded requests handled at once by default; more wait in a queue that
+ * the connection limit bounds (one request per connection).
+ */
+#define FT_SERVER_OFFLOAD_THREADS 16u
 
 /*
  * Create, not yet started. FT_EINVAL for a bad listen address or TLS
@@ -135,6 +145,19 @@ int ft_server_new(ft_server_t **out, const ft_server_options_t *opts);
  */
 int ft_server_route(ft_server_t *server, const char *method, const char *path,
 		    ft_http_handler_fn fn, void *payload);
+
+/*
+ * As ft_server_route(), for a handler that may block for long (a bind that
+ * waits on the API server). Its requests run on one of the server's
+ * offload threads (ft_server_options_t.offload_threads) while their
+ * connection is suspended (libmicrohttpd's MHD_suspend_connection), so that
+ * it never holds a worker thread that other requests wait behind. A
+ * request still queued when the server stops is answered 503
+ * "unavailable". ft_server_handle() runs such handlers inline.
+ */
+int ft_server_route_offload(ft_server_t *server, const char *method,
+			    const char *path, ft_http_handler_fn fn,
+			    void *payload);
 
 /*
  * Bind and start serving. FT_EIO when the address cannot be bound or

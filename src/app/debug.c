@@ -610,6 +610,7 @@ typedef struct {
 	const char *method;
 	const char *path;
 	ft_http_handler_fn fn;
+	bool offload; /* may wait on the API server: off the HTTP workers */
 } route_t;
 
 static int add_routes(ft_server_t *server, ft_app_t *app, const route_t *r,
@@ -618,19 +619,27 @@ static int add_routes(ft_server_t *server, ft_app_t *app, const route_t *r,
 	int rc = 0;
 
 	for (size_t i = 0; rc == 0 && i < n; i++)
-		rc = ft_server_route(server, r[i].method, r[i].path, r[i].fn,
-				     app);
+		rc = r[i].offload
+			 ? ft_server_route_offload(server, r[i].method,
+						   r[i].path, r[i].fn, app)
+			 : ft_server_route(server, r[i].method, r[i].path,
+					   r[i].fn, app);
 	return rc;
 }
 
+/*
+ * Bind waits on the API server (up to apiTimeoutMs): it runs on the
+ * server's offload threads, so that a slow API server never delays a filter
+ * or prioritize behind it.
+ */
 int ft_app_verb_routes(ft_app_t *app, ft_server_t *server)
 {
 	static const route_t routes[] = {
-	    {"POST", "/filter", ft_app_metered_filter},
-	    {"POST", "/prioritize", ft_app_metered_prioritize},
-	    {"POST", "/preempt", ft_app_metered_preempt},
-	    {"POST", "/bind", ft_app_metered_bind},
-	    {"GET", "/metrics", ft_app_metrics},
+	    {"POST", "/filter", ft_app_metered_filter, false},
+	    {"POST", "/prioritize", ft_app_metered_prioritize, false},
+	    {"POST", "/preempt", ft_app_metered_preempt, false},
+	    {"POST", "/bind", ft_app_metered_bind, true},
+	    {"GET", "/metrics", ft_app_metrics, false},
 	};
 
 	return add_routes(server, app, routes,
@@ -640,15 +649,15 @@ int ft_app_verb_routes(ft_app_t *app, ft_server_t *server)
 int ft_app_debug_routes(ft_app_t *app, ft_server_t *server)
 {
 	static const route_t routes[] = {
-	    {"GET", "/debug/nodes", ft_app_debug_nodes},
-	    {"GET", NODES_PREFIX "*", ft_app_debug_node},
-	    {"GET", PODS_PREFIX "*", ft_app_debug_pod},
-	    {"POST", "/debug/explain", ft_app_debug_explain},
-	    {"GET", "/debug/decisions", ft_app_debug_decisions},
-	    {"GET", "/metrics", ft_app_metrics},
-	    {"GET", "/healthz", ft_app_healthz},
-	    {"GET", "/readyz", ft_app_readyz},
-	    {"GET", "/version", ft_app_version},
+	    {"GET", "/debug/nodes", ft_app_debug_nodes, false},
+	    {"GET", NODES_PREFIX "*", ft_app_debug_node, false},
+	    {"GET", PODS_PREFIX "*", ft_app_debug_pod, false},
+	    {"POST", "/debug/explain", ft_app_debug_explain, false},
+	    {"GET", "/debug/decisions", ft_app_debug_decisions, false},
+	    {"GET", "/metrics", ft_app_metrics, false},
+	    {"GET", "/healthz", ft_app_healthz, false},
+	    {"GET", "/readyz", ft_app_readyz, false},
+	    {"GET", "/version", ft_app_version, false},
 	};
 
 	return add_routes(server, app, routes,

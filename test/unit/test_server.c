@@ -24,6 +24,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -725,8 +726,16 @@ static void test_server__handle_without_connection(void **state)
 
 /* ---- connections ---- */
 
-/* A server on 127.0.0.1:0 with `opts` (listen and cap filled in). */
-static ft_server_t *start_limited(ft_server_options_t opts, fixture_t *fx)
+struct gate;
+static void handle_blocked(ft_http_response_t *out,
+			   const ft_http_request_t *req, void *payload);
+
+/*
+ * A server on 127.0.0.1:0 with `opts` (listen and cap filled in), GET
+ * /healthz and, when `gate` is set, POST /bind blocked on it, offloaded.
+ */
+static ft_server_t *start_gated(ft_server_options_t opts, fixture_t *fx,
+				struct gate *gate)
 {
 	ft_server_t *s = NULL;
 
@@ -735,11 +744,20 @@ static ft_server_t *start_limited(ft_server_options_t opts, fixture_t *fx)
 	assert_int_equal(ft_server_new(&s, &opts), 0);
 	assert_int_equal(
 	    ft_server_route(s, "GET", "/healthz", handle_health, fx), 0);
+	if (gate)
+		assert_int_equal(ft_server_route_offload(s, "POST", "/bind",
+							 handle_blocked, gate),
+				 0);
 	assert_int_equal(ft_server_start(s), 0);
 	fx->server = s;
 	snprintf(fx->base, sizeof(fx->base), "http://127.0.0.1:%u",
 		 ft_server_port(s));
 	return s;
+}
+
+static ft_server_t *start_limited(ft_server_options_t opts, fixture_t *fx)
+{
+	return start_gated(opts, fx, NULL);
 }
 
 static int connect_raw(const ft_server_t *s)
@@ -886,6 +904,141 @@ static void test_server__concurrent(void **state)
 		total += (long)(intptr_t)ok;
 	}
 	assert_int_equal(total, CLIENT_THREADS * CLIENT_REQUESTS);
+}
+
+/* ---- offloaded routes ---- */
+
+/* A handler that blocks until the test releases it (a bind on a frozen
+ * API server), counting the requests that reached it. */
+typedef struct gate {
+	atomic_int running;
+	atomic_bool release;
+} gate_t;
+
+static void handle_blocked(ft_http_response_t *out,
+			   const ft_http_request_t *req, void *payload)
+{
+	gate_t *g = payload;
+	double deadline = now_s() + 20;
+
+	atomic_fetch_add(&g->running, 1);
+	while (!atomic_load(&g->release) && now_s() < deadline)
+		usleep(5 * 1000);
+	ft_http_reply_text(out, 200, "text/plain", "slow done");
+}
+
+typedef struct slow_call {
+	pthread_t thread;
+	const fixture_t *fx;
+	reply_t reply;
+} slow_call_t;
+
+static void *post_blocked(void *arg)
+{
+	slow_call_t *c = arg;
+	CURL *curl = curl_easy_init();
+	call_t post = {.method = "POST",
+		       .path = "/bind",
+		       .content_type = "application/json",
+		       .body = "{}",
+		       .body_len = 2};
+
+	if (curl)
+		perform(&c->reply, curl, c->fx, &post);
+	curl_easy_cleanup(curl);
+	return NULL;
+}
+
+/* POST /bind from a thread of its own. */
+static void start_blocked(slow_call_t *c, const fixture_t *fx)
+{
+	memset(c, 0, sizeof(*c));
+	c->fx = fx;
+	assert_int_equal(pthread_create(&c->thread, NULL, post_blocked, c), 0);
+}
+
+static void wait_running(gate_t *g, int n)
+{
+	double deadline = now_s() + 10;
+
+	while (atomic_load(&g->running) < n && now_s() < deadline)
+		usleep(2 * 1000);
+	assert_int_equal(atomic_load(&g->running), n);
+}
+
+/*
+ * Three blocked requests on a server with one worker thread: each waits on
+ * an offload thread with its connection suspended, and the worker still
+ * answers other requests at once (curl's own limit here is 10 s; the
+ * blocked handlers hold out up to 20 s).
+ */
+static void test_server__offloaded_route_frees_workers(void **state)
+{
+	fixture_t fx = {0};
+	gate_t g = {0};
+	ft_server_t *s = start_gated(
+	    (ft_server_options_t){.threads = 1, .offload_threads = 4}, &fx, &g);
+	slow_call_t calls[3];
+	reply_t r;
+
+	for (int i = 0; i < 3; i++)
+		start_blocked(&calls[i], &fx);
+	wait_running(&g, 3);
+	for (int i = 0; i < 5; i++) {
+		r = request(&fx,
+			    &(call_t){.method = "GET", .path = "/healthz"});
+		assert_int_equal(r.status, 200);
+		reply_dispose(&r);
+	}
+	assert_int_equal(atomic_load(&fx.calls), 5);
+	atomic_store(&g.release, true);
+	for (int i = 0; i < 3; i++) {
+		pthread_join(calls[i].thread, NULL);
+		assert_int_equal(calls[i].reply.status, 200);
+		assert_string_equal(calls[i].reply.body, "slow done");
+		reply_dispose(&calls[i].reply);
+	}
+	ft_server_free(s);
+}
+
+static void *free_server(void *arg)
+{
+	ft_server_free(arg);
+	return NULL;
+}
+
+/*
+ * Stopping the server completes every suspended connection: the request
+ * running finishes, the one still queued is answered 503.
+ */
+static void test_server__offload_stop_answers_queued(void **state)
+{
+	fixture_t fx = {0};
+	gate_t g = {0};
+	ft_server_t *s = start_gated(
+	    (ft_server_options_t){.threads = 2, .offload_threads = 1}, &fx, &g);
+	slow_call_t calls[2];
+	pthread_t stopper;
+
+	start_blocked(&calls[0], &fx);
+	wait_running(&g, 1);
+	start_blocked(&calls[1], &fx);
+	/* The second request waits in the queue behind the first. */
+	usleep(500 * 1000);
+	assert_int_equal(atomic_load(&g.running), 1);
+	assert_int_equal(pthread_create(&stopper, NULL, free_server, s), 0);
+	usleep(100 * 1000);
+	atomic_store(&g.release, true);
+	pthread_join(stopper, NULL);
+	for (int i = 0; i < 2; i++)
+		pthread_join(calls[i].thread, NULL);
+	assert_int_equal(calls[0].reply.status, 200);
+	assert_int_equal(calls[1].reply.status, 503);
+	assert_error_body(&calls[1].reply,
+			  "unavailable: the server is stopping");
+	assert_int_equal(atomic_load(&g.running), 1);
+	for (int i = 0; i < 2; i++)
+		reply_dispose(&calls[i].reply);
 }
 
 /* ---- error replies ---- */
@@ -1353,6 +1506,8 @@ int main(void)
 	    cmocka_unit_test(test_server__per_client_limit),
 	    cmocka_unit_test(test_server__connection_timeout),
 	    cmocka_unit_test(test_server__concurrent),
+	    cmocka_unit_test(test_server__offloaded_route_frees_workers),
+	    cmocka_unit_test(test_server__offload_stop_answers_queued),
 	    cmocka_unit_test(test_server__error_counts),
 	    cmocka_unit_test(test_server__reply_error_escapes),
 	    cmocka_unit_test(test_server__bad_listen),
