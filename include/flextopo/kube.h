@@ -62,7 +62,9 @@ void ft_kube_client_free(ft_kube_client_t *client);
  * (0 when no answer came) and, when `out_body` is not NULL, *out_body a
  * NUL-terminated heap copy of the reply the caller frees (NULL on transport
  * failure). Returns 0 when an HTTP answer arrived, whatever its status;
- * FT_EIO on transport failure. Thread-safe.
+ * FT_EUNAVAIL when nothing was sent (no connection, unreadable credentials);
+ * FT_EIO on transport failure after the request may have been sent (then
+ * *status holds what came, if any). Thread-safe.
  */
 int ft_kube_request(ft_kube_client_t *client, const char *method,
 		    const char *path, const char *content_type,
@@ -75,15 +77,23 @@ int ft_kube_request(ft_kube_client_t *client, const char *method,
  * merges a Binding's annotations into the pod in the update that sets its
  * node (pkg/registry/core/pod/storage/storage.go,
  * BindingREST.setPodNodeAndMetadata), so both land together or not at all.
- * 0 when bound; FT_ECONFLICT when the pod already has a node (409): the
- * caller reads the pod to see whether it is the same node; FT_ENOTFOUND;
- * FT_EINVAL (no node, an empty key or a key without value); FT_EIO.
+ * 0 when bound (2xx, even if the reply was cut short); FT_ECONFLICT when the
+ * pod already has a node (409): the caller reads the pod to see whether it
+ * is the same node; FT_ENOTFOUND (404); FT_EIO for another 4xx: a refusal;
+ * FT_EINVAL (no node, an empty key or a key without value) and FT_EUNAVAIL
+ * (nothing sent) before any request. FT_EUNKNOWN when the request was sent
+ * and no status came (timeout, reset, a reply cut short) or a 5xx came: the
+ * Binding may have been written, now or later (pods.c says why), and only
+ * the pod itself can tell.
  */
 int ft_kube_bind_pod(ft_kube_client_t *client, const char *ns, const char *name,
 		     const char *uid, const char *node, const char *key,
 		     const char *value);
 
-/* GET a pod; *out is a cJSON tree the caller deletes. FT_ENOTFOUND, FT_EIO. */
+/*
+ * GET a pod; *out is a cJSON tree the caller deletes. FT_ENOTFOUND (404),
+ * FT_EUNAVAIL (nothing sent), FT_EIO (any other failure).
+ */
 int ft_kube_get_pod(ft_kube_client_t *client, const char *ns, const char *name,
 		    cJSON **out);
 

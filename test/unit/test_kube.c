@@ -530,13 +530,23 @@ static void test_kube__watch_stream_errors(void **state)
 
 #define MAX_STEPS 12
 
-/* One canned exchange: what the request line starts with, the answer. */
+/*
+ * One canned exchange: what the request line starts with, the answer. A
+ * NULL status answers nothing: the connection is closed at once, or with
+ * `hang` when the client gives up.
+ */
+enum {
+	END = 0,  /* end the body */
+	HANG = 1, /* keep the stream open until the client goes away */
+	CUT = 2,  /* close after the chunks, without the last one: a reply
+		     cut short */
+};
+
 typedef struct {
 	const char *expect;
-	const char *status;	   /* "200 OK" */
+	const char *status;	   /* "200 OK", or NULL */
 	const char *const *chunks; /* body pieces, NULL-terminated, or NULL */
-	bool hang;		   /* keep the stream open until the client
-				      goes away instead of ending the body */
+	int end;		   /* END, HANG or CUT */
 } step_t;
 
 typedef struct {
@@ -619,6 +629,11 @@ static void respond(int fd, const step_t *step)
 {
 	char head[256];
 
+	if (!step->status) {
+		if (step->end == HANG)
+			wait_closed(fd);
+		return;
+	}
 	snprintf(head, sizeof(head),
 		 "HTTP/1.1 %s\r\nContent-Type: application/json\r\n"
 		 "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
@@ -626,9 +641,9 @@ static void respond(int fd, const step_t *step)
 	send_all(fd, head, strlen(head));
 	for (size_t i = 0; step->chunks && step->chunks[i]; i++)
 		send_chunk(fd, step->chunks[i]);
-	if (step->hang)
+	if (step->end == HANG)
 		wait_closed(fd);
-	else
+	else if (step->end == END)
 		send_all(fd, "0\r\n\r\n", 5);
 }
 
@@ -735,11 +750,11 @@ static void test_kube__request_token_rotates(void **state)
 {
 	static const step_t steps[] = {
 	    {"GET /api/v1/namespaces/default/pods/x HTTP/1.1", "200 OK", pod_x,
-	     false},
+	     END},
 	    {"GET /api/v1/namespaces/default/pods/x HTTP/1.1", "200 OK", pod_x,
-	     false},
+	     END},
 	    {"DELETE /api/v1/namespaces/default/pods/x HTTP/1.1", "200 OK",
-	     NULL, false},
+	     NULL, END},
 	};
 	char dir[] = "/tmp/ft_kube_XXXXXX", path[64];
 	ft_kube_client_t *client = NULL;
@@ -772,7 +787,7 @@ static void test_kube__request_token_rotates(void **state)
 	/* Without the token file there is no request to make. */
 	assert_int_equal(
 	    ft_kube_request(client, "GET", "/x", NULL, NULL, 0, &status, &body),
-	    FT_EIO);
+	    FT_EUNAVAIL);
 	assert_int_equal(status, 0);
 	assert_null(body);
 	write_file(path, "tok-3");
@@ -805,9 +820,9 @@ static void test_kube__client_tls_options(void **state)
 {
 	static const step_t steps[] = {
 	    {"GET /api/v1/namespaces/default/pods/x HTTP/1.1", "200 OK", pod_x,
-	     false},
+	     END},
 	    {"GET /api/v1/namespaces/default/pods/x HTTP/1.1", "200 OK", pod_x,
-	     false},
+	     END},
 	};
 	ft_kube_credentials_t creds = {0};
 	ft_kube_client_t *client = NULL;
@@ -851,6 +866,10 @@ static const char *const status_missing[] = {
     "\"code\":404}",
     NULL};
 static const char *const binding_created[] = {"{\"kind\":\"Status\"}", NULL};
+static const char *const status_500[] = {
+    "{\"kind\":\"Status\",\"message\":\"etcdserver: leader changed\","
+    "\"code\":500}",
+    NULL};
 
 static void assert_json_body(const char *request, const char *expected)
 {
@@ -870,13 +889,13 @@ static void test_kube__bind_pod(void **state)
 {
 	static const step_t steps[] = {
 	    {"POST /api/v1/namespaces/team-a/pods/p1/binding HTTP/1.1",
-	     "201 Created", binding_created, false},
+	     "201 Created", binding_created, END},
 	    {"POST /api/v1/namespaces/team-a/pods/p1/binding HTTP/1.1",
-	     "409 Conflict", status_conflict, false},
+	     "409 Conflict", status_conflict, END},
 	    {"POST /api/v1/namespaces/team-a/pods/p1/binding HTTP/1.1",
-	     "404 Not Found", status_missing, false},
+	     "404 Not Found", status_missing, END},
 	    {"POST /api/v1/namespaces/team-a/pods/p1/binding HTTP/1.1",
-	     "500 Internal Server Error", NULL, false},
+	     "500 Internal Server Error", NULL, END},
 	};
 	ft_kube_client_t *client = NULL;
 	server_t server;
@@ -894,9 +913,11 @@ static void test_kube__bind_pod(void **state)
 	assert_int_equal(ft_kube_bind_pod(client, "team-a", "p1", NULL,
 					  "gpu-node-3", NULL, NULL),
 			 FT_ENOTFOUND);
+	/* A 5xx, unlike a 4xx, does not say that nothing was written. */
 	assert_int_equal(ft_kube_bind_pod(client, "team-a", "p1", "uid-1",
 					  "gpu-node-3", NULL, NULL),
-			 FT_EIO);
+			 FT_EUNKNOWN);
+	assert_non_null(strstr(ft_error_last(), "outcome unknown (HTTP 500"));
 	assert_int_equal(
 	    ft_kube_bind_pod(client, "team-a", "p1", "u", "", NULL, NULL),
 	    FT_EINVAL);
@@ -921,12 +942,102 @@ static void test_kube__bind_pod(void **state)
 	server_dispose(&server);
 }
 
+/*
+ * A client of a port that was just free: connections to it are refused.
+ * `url` (of `size` bytes) holds the server URL for the client's lifetime.
+ */
+static ft_kube_client_t *refused_client(char *url, size_t size)
+{
+	ft_kube_credentials_t creds = {0};
+	ft_kube_client_t *client = NULL;
+	struct sockaddr_in addr = {.sin_family = AF_INET,
+				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(addr);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	assert_int_equal(bind(fd, (struct sockaddr *)&addr, len), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&addr, &len), 0);
+	close(fd);
+	snprintf(url, size, "http://127.0.0.1:%d", ntohs(addr.sin_port));
+	creds.server = url;
+	assert_int_equal(ft_kube_client_new(&client, &creds, 2000), 0);
+	return client;
+}
+
+#define BINDING "POST /api/v1/namespaces/team-a/pods/p1/binding HTTP/1.1"
+
+static int bind_p1(ft_kube_client_t *client)
+{
+	return ft_kube_bind_pod(client, "team-a", "p1", "uid-1", "gpu-node-3",
+				NULL, NULL);
+}
+
+/*
+ * Which answers to a Binding are a refusal and which leave its outcome
+ * unknown (issue 23: a reply cut short by a kube-apiserver killed while it
+ * answered, a timeout while etcd was frozen; both Bindings had landed).
+ */
+static void test_kube__bind_pod_outcomes(void **state)
+{
+	static const char *const status_forbidden[] = {
+	    "{\"kind\":\"Status\",\"message\":\"forbidden\",\"code\":403}",
+	    NULL};
+	static const char *const status_timeout[] = {
+	    "{\"kind\":\"Status\",\"message\":\"the server was unable to "
+	    "return a response in the time allotted, but may still be "
+	    "processing the request\",\"code\":504}",
+	    NULL};
+	static const step_t steps[] = {
+	    {BINDING, "403 Forbidden", status_forbidden, END},
+	    {BINDING, "504 Gateway Timeout", status_timeout, END},
+	    /* Closed without a word, as by a kube-apiserver killed. */
+	    {BINDING, NULL, NULL, END},
+	    /* "Transferred a partial file": the status came, so did the
+	     * Binding. */
+	    {BINDING, "201 Created", binding_created, CUT},
+	    {BINDING, "500 Internal Server Error", status_500, CUT},
+	    /* No answer before the client's timeout. */
+	    {BINDING, NULL, NULL, HANG},
+	};
+	ft_kube_credentials_t creds = {0};
+	ft_kube_client_t *client = NULL;
+	server_t server;
+	char url[64];
+
+	server_start(&server, steps, 6);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", server.port);
+	creds.server = url;
+	assert_int_equal(ft_kube_client_new(&client, &creds, 500), 0);
+	assert_int_equal(bind_p1(client), FT_EIO);
+	assert_non_null(strstr(ft_error_last(), "HTTP 403: forbidden"));
+	assert_int_equal(bind_p1(client), FT_EUNKNOWN);
+	assert_non_null(strstr(ft_error_last(), "may still be processing"));
+	assert_int_equal(bind_p1(client), FT_EUNKNOWN);
+	assert_int_equal(bind_p1(client), 0);
+	assert_int_equal(bind_p1(client), FT_EUNKNOWN);
+	assert_int_equal(bind_p1(client), FT_EUNKNOWN);
+	assert_non_null(strstr(ft_error_last(), "outcome unknown (HTTP 0: "));
+	ft_kube_client_free(client);
+	server_finish(&server);
+	server_dispose(&server);
+}
+
+/* Nothing sent, nothing written: a refusal to connect is not unknown. */
+static void test_kube__bind_pod_not_sent(void **state)
+{
+	char url[64];
+	ft_kube_client_t *client = refused_client(url, sizeof(url));
+
+	assert_int_equal(bind_p1(client), FT_EUNAVAIL);
+	ft_kube_client_free(client);
+}
+
 /* The allocation rides in the Binding; names and values are escaped. */
 static void test_kube__bind_pod_with_annotation(void **state)
 {
 	static const step_t steps[] = {
 	    {"POST /api/v1/namespaces/ns/pods/odd%20name%2Fx/binding HTTP/1.1",
-	     "201 Created", binding_created, false},
+	     "201 Created", binding_created, END},
 	};
 	const char *value = "{\"gpus\":[0,1],\"note\":\"a \\\"b\\\"\n\"}";
 	ft_kube_client_t *client = NULL;
@@ -1062,10 +1173,6 @@ static const char *const watch_10[] = {
     "\n{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"Pod\",\"metadata\":"
     "{\"resourceVersion\":\"15\"}}}\n",
     NULL};
-static const char *const status_500[] = {
-    "{\"kind\":\"Status\",\"message\":\"etcdserver: leader changed\","
-    "\"code\":500}",
-    NULL};
 static const char *const list_20[] = {
     "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"20\"},"
     "\"items\":[" POD("a", "12") "," POD("c", "11") "]}",
@@ -1091,20 +1198,20 @@ static const char *const list_40[] = {
 static const char *const watch_40[] = {EVENT("ADDED", "d", "41"), NULL};
 
 static const step_t informer_steps[] = {
-    {LIST, "200 OK", list_10, false},
+    {LIST, "200 OK", list_10, END},
     /* Events cut mid-line, then a clean end: resume from the bookmark. */
-    {WATCH_PREFIX "10&timeoutSeconds=", "200 OK", watch_10, false},
+    {WATCH_PREFIX "10&timeoutSeconds=", "200 OK", watch_10, END},
     /* A failed watch may have missed events: relist, never resume. */
     {WATCH_PREFIX "15&timeoutSeconds=", "500 Internal Server Error", status_500,
-     false},
-    {LIST, "200 OK", list_20, false},
+     END},
+    {LIST, "200 OK", list_20, END},
     /* An in-stream 410 after an event: relist. */
-    {WATCH_PREFIX "20&timeoutSeconds=", "200 OK", watch_20, true},
-    {LIST, "200 OK", list_30, false},
+    {WATCH_PREFIX "20&timeoutSeconds=", "200 OK", watch_20, HANG},
+    {LIST, "200 OK", list_30, END},
     /* An HTTP 410 from the first watch after a list: relist. */
-    {WATCH_PREFIX "30&timeoutSeconds=", "410 Gone", status_410, false},
-    {LIST, "200 OK", list_40, false},
-    {WATCH_PREFIX "40&timeoutSeconds=", "200 OK", watch_40, true},
+    {WATCH_PREFIX "30&timeoutSeconds=", "410 Gone", status_410, END},
+    {LIST, "200 OK", list_40, END},
+    {WATCH_PREFIX "40&timeoutSeconds=", "200 OK", watch_40, HANG},
 };
 
 #define INFORMER_STEPS (sizeof(informer_steps) / sizeof(informer_steps[0]))
@@ -1265,23 +1372,11 @@ static void test_kube__informer_unsynced_after_failure(void **state)
 static void test_kube__informer_stop_in_backoff(void **state)
 {
 	recorder_t recorder = {.lock = PTHREAD_MUTEX_INITIALIZER};
-	ft_kube_credentials_t creds = {0};
-	ft_kube_client_t *client = NULL;
-	ft_informer_t *informer = NULL;
-	struct sockaddr_in addr = {.sin_family = AF_INET,
-				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof(addr);
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	uint64_t deadline, stop_started;
 	char url[64];
+	ft_kube_client_t *client = refused_client(url, sizeof(url));
+	ft_informer_t *informer = NULL;
+	uint64_t deadline, stop_started;
 
-	/* A port that was just free: connections to it are refused. */
-	assert_int_equal(bind(fd, (struct sockaddr *)&addr, len), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&addr, &len), 0);
-	close(fd);
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d", ntohs(addr.sin_port));
-	creds.server = url;
-	assert_int_equal(ft_kube_client_new(&client, &creds, 2000), 0);
 	assert_int_equal(ft_informer_start(&informer, client, "/api/v1/nodes",
 					   &recorder_handler, &recorder, 60000,
 					   60000),
@@ -1327,6 +1422,8 @@ int main(void)
 	    cmocka_unit_test(test_kube__client_tls_options),
 	    cmocka_unit_test(test_kube__bind_pod),
 	    cmocka_unit_test(test_kube__bind_pod_with_annotation),
+	    cmocka_unit_test(test_kube__bind_pod_outcomes),
+	    cmocka_unit_test(test_kube__bind_pod_not_sent),
 	    cmocka_unit_test(test_kube__informer_sequence),
 	    cmocka_unit_test(test_kube__informer_relists_at_once_on_410),
 	    cmocka_unit_test(test_kube__informer_unsynced_after_failure),
