@@ -34,6 +34,7 @@ typedef struct ft_app {
 	ft_informer_t *node_informer;
 	ft_informer_t *pod_informer;
 	ft_informer_t *pdb_informer;
+	struct ft_upkeep *upkeep; /* upkeep.h; NULL in snapshot-file mode */
 	ft_server_t *server;
 	ft_server_t *debug_server; /* NULL unless debugListen is set */
 	ft_decisions_t *decisions; /* decisionLogSize records (debug.h) */

@@ -65,6 +65,8 @@ typedef struct ft_config {
 	unsigned max_connections_per_client;
 	unsigned connection_timeout_s; /* silent connection closed; 120 */
 	unsigned api_timeout_ms; /* API server request timeout; default 10000 */
+	/* a Binding of unknown outcome stays held this long at least; 60 */
+	unsigned bind_settle_s;
 	unsigned watch_backoff_initial_ms; /* default 800 (client-go's) */
 	unsigned watch_backoff_max_ms;	   /* default 30000 */
 	unsigned decision_log_size; /* decisions kept for debug; default 1024 */

@@ -22,10 +22,15 @@
  *                                           the scheduler's ("passed"), or
  *                                           dropped ("dropped")
  *   preemption_victims_total{mode}          counter
- *   binds_total{result}                     counter: bound | failed
+ *   binds_total{result}                     counter: bound | failed |
+ *                                           unknown (the Binding's
+ *                                           answer never came; its
+ *                                           units stay held)
  *   bind_affinity_level_total{level}        counter: level reached at bind
  *   nodes, nodes_bad_topology, pods, assumed_pods, snapshot_generation,
  *   cache_age_seconds, ready                gauges
+ *   binds_unsettled                         gauge: assumed pods whose
+ *                                           Binding's outcome is unknown
  *   informer_restarts_total{resource}       counter
  *   decision_log_records, decision_log_capacity, decision_log_bytes gauges
  *   decisions_total                         counter
@@ -85,11 +90,20 @@ void ft_metrics_preempt(ft_metrics_t *m, ft_affinity_mode_t mode,
 			const unsigned nodes[FT_PREEMPT_OUTCOMES],
 			unsigned victims);
 
+typedef enum {
+	FT_BIND_BOUND = 0,
+	FT_BIND_FAILED = 1,
+	FT_BIND_UNKNOWN = 2, /* the Binding's outcome is unknown */
+	FT_BIND_RESULTS = 3,
+} ft_bind_result_t;
+
 /*
- * One bind: `bound` or failed; `level` the affinity level the placement
- * reached, FT_LEVEL_COUNT when the pod holds no devices.
+ * One bind and its result; `level` the affinity level the placement
+ * reached, FT_LEVEL_COUNT when the pod holds no devices (read only when
+ * bound).
  */
-void ft_metrics_bind(ft_metrics_t *m, bool bound, ft_level_t level);
+void ft_metrics_bind(ft_metrics_t *m, ft_bind_result_t result,
+		     ft_level_t level);
 
 /* What the caller samples at scrape time. */
 typedef struct ft_metrics_gauges {
@@ -100,6 +114,7 @@ typedef struct ft_metrics_gauges {
 	unsigned nodes_bad_topology; /* topology annotation missing or bad */
 	unsigned pods;
 	unsigned assumed;
+	unsigned unsettled; /* assumed, Binding of unknown outcome */
 	uint64_t generation;
 	double cache_age_seconds;    /* since the last snapshot publish */
 	unsigned long node_restarts; /* watch restarts of the node informer */

@@ -10,6 +10,7 @@
 #include <flextopo/debug.h>
 #include <flextopo/error.h>
 #include <flextopo/log.h>
+#include <flextopo/upkeep.h>
 #include <flextopo/yamljson.h>
 
 #include <getopt.h>
@@ -47,6 +48,7 @@ void ft_app_dispose(ft_app_t *app)
 	ft_informer_free(app->node_informer);
 	ft_informer_free(app->pod_informer);
 	ft_informer_free(app->pdb_informer);
+	ft_upkeep_free(app->upkeep);
 	ft_kube_client_free(app->kube);
 	ft_state_free(app->state);
 	ft_mig_catalog_dispose(&app->mig_catalog);
@@ -249,10 +251,13 @@ static int start_watch(ft_app_t *app)
 				    app->cfg.watch_backoff_initial_ms,
 				    app->cfg.watch_backoff_max_ms)) < 0)
 		goto cleanup;
-	rc = ft_informer_start(
-	    &app->pdb_informer, app->kube,
-	    "/apis/policy/v1/poddisruptionbudgets", &pdb_handler, app,
-	    app->cfg.watch_backoff_initial_ms, app->cfg.watch_backoff_max_ms);
+	if ((rc = ft_informer_start(&app->pdb_informer, app->kube,
+				    "/apis/policy/v1/poddisruptionbudgets",
+				    &pdb_handler, app,
+				    app->cfg.watch_backoff_initial_ms,
+				    app->cfg.watch_backoff_max_ms)) < 0)
+		goto cleanup;
+	rc = ft_upkeep_start(&app->upkeep, app);
 cleanup:
 	ft_kube_credentials_dispose(&creds);
 	return rc;

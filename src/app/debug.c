@@ -11,6 +11,7 @@
  */
 #include <flextopo/debug.h>
 #include <flextopo/debugview.h>
+#include <flextopo/clock.h>
 #include <flextopo/error.h>
 #include <flextopo/frag.h>
 #include <flextopo/log.h>
@@ -21,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define DEBUG_THREADS	    2
 #define DECISIONS_DEFAULT   20
@@ -31,14 +31,6 @@
 #define PODS_PREFIX	    "/debug/pods/"
 #define DECISIONS_LIMIT_MAX 1048576u
 #define BAD_REQUEST	    "bad_request"
-
-static uint64_t monotonic_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* Hand a heap body over, or answer 500 when making it failed. */
 static void reply_body(ft_http_response_t *out, int rc, char *body,
@@ -60,10 +52,10 @@ static void reply_body(ft_http_response_t *out, int rc, char *body,
 static void metered(ft_http_response_t *out, const ft_http_request_t *req,
 		    ft_app_t *app, ft_verb_t verb, ft_http_handler_fn fn)
 {
-	uint64_t start = monotonic_ns();
+	uint64_t start = ft_clock_ns();
 
 	fn(out, req, app);
-	ft_metrics_request(app->metrics, verb, monotonic_ns() - start);
+	ft_metrics_request(app->metrics, verb, ft_clock_ns() - start);
 }
 
 void ft_app_metered_filter(ft_http_response_t *out,
@@ -119,7 +111,11 @@ void ft_app_record_bind(ft_app_t *app, const ft_bind_args_t *b, int rc,
 		snprintf(d.node, sizeof(d.node), "%.*s",
 			 (int)sizeof(d.node) - 1, b->node);
 	ft_decisions_record(app->decisions, &d);
-	ft_metrics_bind(app->metrics, rc >= 0, level);
+	ft_metrics_bind(app->metrics,
+			rc >= 0		    ? FT_BIND_BOUND
+			: rc == FT_EUNKNOWN ? FT_BIND_UNKNOWN
+					    : FT_BIND_FAILED,
+			level);
 	ft_snapshot_unref(snap);
 }
 
@@ -138,7 +134,7 @@ void ft_app_record_preempt(ft_app_t *app, ft_decision_t *d,
 
 static double cache_age(ft_app_t *app)
 {
-	uint64_t now = monotonic_ns();
+	uint64_t now = ft_clock_ns();
 	uint64_t at = ft_state_published_ns(app->state);
 
 	return now > at ? (double)(now - at) / 1e9 : 0.0;
@@ -196,6 +192,7 @@ void ft_app_metrics(ft_http_response_t *out, const ft_http_request_t *req,
 	g.nodes_bad_topology = st.nodes_bad_topology;
 	g.pods = st.pods;
 	g.assumed = st.assumed;
+	g.unsettled = st.unsettled;
 	g.generation = st.generation;
 	g.cache_age_seconds = cache_age(app);
 	g.node_restarts = ft_informer_restarts(app->node_informer);

@@ -5,10 +5,14 @@
  * and never block on the API server. Bind chooses and assumes the placement
  * under the state's lock (so two binds never get one GPU), then POSTs the
  * Binding with the allocation annotation in it (one request; kube-apiserver
- * writes node and annotation together); a failure forgets the assumption,
- * like kube-scheduler's own assume/forget.
+ * writes node and annotation together), on an offload thread of the server
+ * (debug.c registers it so). A refusal forgets the assumption, like
+ * kube-scheduler's own assume/forget; a Binding whose outcome is unknown
+ * (FT_EUNKNOWN: a timeout, a reset, a reply cut short, a 5xx) keeps it until
+ * the watch or a GET of the pod settles it (state.h, upkeep.h).
  */
 #include <flextopo/app.h>
+#include <flextopo/clock.h>
 #include <flextopo/debug.h>
 #include <flextopo/error.h>
 #include <flextopo/log.h>
@@ -326,15 +330,24 @@ static int bind_pod(ft_pod_t *out, ft_app_t *app, const ft_bind_args_t *b)
 	return rc;
 }
 
-/* After a 409: did an earlier try of this very bind succeed? */
+/*
+ * After a 409: did an earlier try of this very bind succeed? The pod has a
+ * node; when it cannot be read, whether ours is unknown.
+ */
 static int check_already_bound(ft_app_t *app, const ft_bind_args_t *b)
 {
 	cJSON *obj = NULL;
 	ft_pod_t pod;
 	int rc;
 
-	if ((rc = ft_kube_get_pod(app->kube, b->pod_namespace, b->pod_name,
-				  &obj)) < 0)
+	rc = ft_kube_get_pod(app->kube, b->pod_namespace, b->pod_name, &obj);
+	if (rc == FT_EIO || rc == FT_EUNAVAIL)
+		return ft_error_set(FT_EUNKNOWN,
+				    "bind pod %s/%s: it has a node (HTTP 409), "
+				    "and reading it failed: %s",
+				    b->pod_namespace, b->pod_name,
+				    ft_error_last());
+	if (rc < 0)
 		return rc;
 	rc = ft_codec_pod_decode(&pod, obj, &app->opts);
 	cJSON_Delete(obj);
@@ -366,9 +379,33 @@ static int write_binding(ft_app_t *app, const ft_bind_args_t *b,
 	return rc;
 }
 
+/*
+ * Settle the assumption by the Binding's outcome: bound, refused (forget),
+ * or unknown (keep: the upkeep thread reads the pod until it is known).
+ */
+static void note_outcome(ft_app_t *app, const char *uid, int rc,
+			 uint64_t sent_ns)
+{
+	char why[512];
+
+	if (rc == FT_EUNKNOWN) {
+		snprintf(why, sizeof(why), "%s", ft_error_last());
+		ft_state_bind_unknown(app->state, uid, sent_ns);
+		ft_error_set(FT_EUNKNOWN,
+			     "%s; its units stay held until the API server "
+			     "shows whether the Binding landed",
+			     why);
+	} else if (rc < 0) {
+		ft_state_forget(app->state, uid);
+	} else {
+		ft_state_bind_done(app->state, uid);
+	}
+}
+
 static int do_bind(ft_app_t *app, const ft_bind_args_t *b)
 {
 	char *annotation = NULL, why[256];
+	uint64_t sent_ns;
 	ft_pod_t pod;
 	int rc;
 
@@ -389,10 +426,9 @@ static int do_bind(ft_app_t *app, const ft_bind_args_t *b)
 		ft_state_confirm(app->state, pod.uid);
 		goto cleanup;
 	}
-	if ((rc = write_binding(app, b, annotation)) < 0)
-		ft_state_forget(app->state, pod.uid);
-	else
-		ft_state_bind_done(app->state, pod.uid);
+	sent_ns = ft_clock_ns();
+	rc = write_binding(app, b, annotation);
+	note_outcome(app, pod.uid, rc, sent_ns);
 cleanup:
 	ft_log(rc < 0 ? FT_LOG_WARN : FT_LOG_DEBUG, "bind", pod.name, b->node,
 	       rc < 0 ? ft_error_last() : NULL, "%s %s",

@@ -39,7 +39,7 @@ struct ft_metrics {
 	histogram_t latency[FT_VERB_COUNT];
 	atomic_ullong preempt_nodes[2][FT_PREEMPT_OUTCOMES];
 	atomic_ullong preempt_victims[2];
-	atomic_ullong binds[2]; /* bound, failed */
+	atomic_ullong binds[FT_BIND_RESULTS];
 	atomic_ullong bind_levels[FT_LEVEL_COUNT];
 };
 
@@ -89,12 +89,12 @@ void ft_metrics_preempt(ft_metrics_t *m, ft_affinity_mode_t mode,
 	add(&m->preempt_victims[k], victims);
 }
 
-void ft_metrics_bind(ft_metrics_t *m, bool bound, ft_level_t level)
+void ft_metrics_bind(ft_metrics_t *m, ft_bind_result_t result, ft_level_t level)
 {
-	if (!m)
+	if (!m || (unsigned)result >= FT_BIND_RESULTS)
 		return;
-	add(&m->binds[bound ? 0 : 1], 1);
-	if (bound && (unsigned)level < FT_LEVEL_COUNT)
+	add(&m->binds[result], 1);
+	if (result == FT_BIND_BOUND && (unsigned)level < FT_LEVEL_COUNT)
 		add(&m->bind_levels[level], 1);
 }
 
@@ -244,9 +244,15 @@ static void write_preemption(ft_buf_t *b, ft_metrics_t *m)
 
 static void write_binds(ft_buf_t *b, ft_metrics_t *m)
 {
-	family(b, "binds_total", "counter", "Bind requests by result.");
-	sample_uint(b, "binds_total", "result", "bound", get(&m->binds[0]));
-	sample_uint(b, "binds_total", "result", "failed", get(&m->binds[1]));
+	static const char *const results[FT_BIND_RESULTS] = {"bound", "failed",
+							     "unknown"};
+
+	family(b, "binds_total", "counter",
+	       "Bind requests by result: bound, failed, or unknown (the "
+	       "Binding's answer never came; its units stay held).");
+	for (unsigned r = 0; r < FT_BIND_RESULTS; r++)
+		sample_uint(b, "binds_total", "result", results[r],
+			    get(&m->binds[r]));
 	family(b, "bind_affinity_level_total", "counter",
 	       "Pods bound with devices, by the tightest affinity level "
 	       "their placement reached.");
@@ -275,6 +281,10 @@ static void write_cache(ft_buf_t *b, const ft_metrics_gauges_t *g)
 	gauge(b, "assumed_pods",
 	      "Pods bound by the extender that the watch has not shown yet.",
 	      g->assumed);
+	gauge(b, "binds_unsettled",
+	      "Assumed pods whose Binding's outcome is unknown; their units "
+	      "stay held until the API server shows whether it landed.",
+	      g->unsettled);
 	gauge(b, "snapshot_generation",
 	      "Generation of the published cluster snapshot.", g->generation);
 	family(b, "cache_age_seconds", "gauge",

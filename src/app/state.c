@@ -14,6 +14,7 @@
  * or change, comparing the pod with the version it replaces, so that the
  * periodic rewrites of flextopo-node and relists do not repeat the line.
  */
+#include <flextopo/clock.h>
 #include <flextopo/error.h>
 #include <flextopo/frag.h>
 #include <flextopo/log.h>
@@ -25,7 +26,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <uthash.h>
 #include <utlist.h>
@@ -34,11 +34,13 @@ typedef struct pod_rec {
 	char *uid;
 	ft_pod_t pod;
 	bool assumed;
-	bool assumed_units;  /* the assumption holds devices or CPUs, not
-				only the pod's requests */
-	bool bind_in_flight; /* assumed, Binding not yet answered */
-	bool observed_only;  /* seen in a filter request, not the watch */
-	bool in_mix;	     /* counted in the workload mix */
+	bool assumed_units;    /* the assumption holds devices or CPUs, not
+				  only the pod's requests */
+	bool bind_in_flight;   /* assumed, Binding not yet answered */
+	bool bind_unknown;     /* a Binding's answer never came: it may land */
+	uint64_t bind_sent_ns; /* when that Binding was sent (monotonic) */
+	bool observed_only;    /* seen in a filter request, not the watch */
+	bool in_mix;	       /* counted in the workload mix */
 	char *assumed_node;
 	ft_allocation_t assumed_allocation;
 	char *linked_node; /* node whose list holds this pod */
@@ -90,14 +92,6 @@ struct ft_state {
 
 static void publish(ft_state_t *state);
 
-static uint64_t monotonic_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 int ft_state_new(ft_state_t **out, const ft_codec_options_t *opts)
 {
 	ft_state_t *s = calloc(1, sizeof(*s));
@@ -109,7 +103,7 @@ int ft_state_new(ft_state_t **out, const ft_codec_options_t *opts)
 	s->opts = opts;
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_mutex_init(&s->snap_mu, NULL);
-	atomic_init(&s->published_ns, monotonic_ns());
+	atomic_init(&s->published_ns, ft_clock_ns());
 	ft_mix_init(&s->mix, 0);
 	if ((rc = ft_snapshot_new(&s->snapshot, NULL, 0, 0)) < 0) {
 		ft_state_free(s);
@@ -263,6 +257,7 @@ static void drop_assumed(pod_rec_t *r)
 	r->assumed = false;
 	r->assumed_units = false;
 	r->bind_in_flight = false;
+	r->bind_unknown = false;
 	free(r->assumed_node);
 	r->assumed_node = NULL;
 	ft_allocation_dispose(&r->assumed_allocation);
@@ -757,7 +752,7 @@ static void swap_snapshot(ft_state_t *state, ft_snapshot_t *next)
 	old = state->snapshot;
 	state->snapshot = next;
 	pthread_mutex_unlock(&state->snap_mu);
-	atomic_store(&state->published_ns, monotonic_ns());
+	atomic_store(&state->published_ns, ft_clock_ns());
 	ft_snapshot_unref(old);
 }
 
@@ -940,6 +935,15 @@ static int assume_locked(ft_state_t *state, const ft_pod_t *pod,
 		return ft_error_set(FT_ECONFLICT,
 				    "pod %s/%s is already bound to node %s",
 				    pod->ns, pod->name, r->pod.node);
+	if (r->assumed && r->bind_in_flight &&
+	    strcmp(r->assumed_node, node_name) != 0)
+		return ft_error_set(
+		    FT_ECONFLICT,
+		    "pod %s/%s: its Binding to node %s is %s; not bound to "
+		    "%s before that is settled",
+		    pod->ns, pod->name, r->assumed_node,
+		    r->bind_unknown ? "of unknown outcome" : "still in flight",
+		    node_name);
 	if (!ft_demand_wants_devices(&pod->demand) || !node->topology)
 		return assume_requests(state, r, node);
 	held = ft_node_find_holding(node, pod->uid);
@@ -966,18 +970,25 @@ int ft_state_assume(ft_state_t *state, const ft_pod_t *pod,
 	return rc;
 }
 
+static void forget_locked(ft_state_t *state, pod_rec_t *r)
+{
+	unlink_pod(state, r);
+	drop_assumed(r);
+	link_pod(state, r);
+	publish(state);
+}
+
 void ft_state_forget(ft_state_t *state, const char *uid)
 {
 	pod_rec_t *r = NULL;
 
 	pthread_mutex_lock(&state->mu);
 	HASH_FIND_STR(state->pods, uid, r);
-	if (r && r->assumed) {
-		unlink_pod(state, r);
-		drop_assumed(r);
-		link_pod(state, r);
-		publish(state);
-	}
+	/* A refusal now says nothing of an earlier Binding that may land. */
+	if (r && r->assumed && !r->bind_unknown)
+		forget_locked(state, r);
+	else if (r && r->assumed)
+		r->bind_in_flight = true;
 	pthread_mutex_unlock(&state->mu);
 }
 
@@ -987,9 +998,126 @@ void ft_state_bind_done(ft_state_t *state, const char *uid)
 
 	pthread_mutex_lock(&state->mu);
 	HASH_FIND_STR(state->pods, uid, r);
-	if (r)
+	if (r) {
 		r->bind_in_flight = false;
+		r->bind_unknown = false;
+	}
 	pthread_mutex_unlock(&state->mu);
+}
+
+void ft_state_bind_unknown(ft_state_t *state, const char *uid, uint64_t sent_ns)
+{
+	pod_rec_t *r = NULL;
+
+	pthread_mutex_lock(&state->mu);
+	HASH_FIND_STR(state->pods, uid, r);
+	if (r && r->assumed) {
+		r->bind_in_flight = true;
+		r->bind_unknown = true;
+		r->bind_sent_ns = sent_ns;
+	}
+	pthread_mutex_unlock(&state->mu);
+}
+
+/* Why `seen` proves that the Binding never landed, or NULL. */
+static const char *not_landed(const pod_rec_t *r, const ft_pod_t *seen,
+			      uint64_t now_ns, uint64_t settle_ns)
+{
+	if (!seen)
+		return "the pod is gone";
+	if (seen->node)
+		return "the pod is bound to another node";
+	if (seen->terminal)
+		return "the pod has finished";
+	if (now_ns - r->bind_sent_ns >= settle_ns)
+		return "the pod is still unbound, and the API server gave up "
+		       "on the request (bindSettleSeconds) before this read";
+	return NULL;
+}
+
+static bool settle_locked(ft_state_t *state, pod_rec_t *r, const ft_pod_t *seen,
+			  uint64_t now_ns, uint64_t settle_ns)
+{
+	const char *why;
+
+	if (!r->assumed || !r->bind_unknown)
+		return true;
+	if (seen && seen->node && strcmp(seen->node, r->assumed_node) == 0) {
+		ft_log(FT_LOG_INFO, "bind", r->pod.name, r->assumed_node, NULL,
+		       "pod %s/%s: the Binding of unknown outcome landed",
+		       r->pod.ns, r->pod.name);
+		r->bind_in_flight = false;
+		r->bind_unknown = false;
+		return true;
+	}
+	if (!(why = not_landed(r, seen, now_ns, settle_ns)))
+		return false;
+	ft_log(FT_LOG_INFO, "bind", r->pod.name, r->assumed_node, why,
+	       "pod %s/%s: the Binding of unknown outcome did not land; its "
+	       "units are free again",
+	       r->pod.ns, r->pod.name);
+	forget_locked(state, r);
+	return true;
+}
+
+bool ft_state_bind_settle(ft_state_t *state, const char *uid,
+			  const ft_pod_t *seen, uint64_t now_ns,
+			  uint64_t settle_ns)
+{
+	pod_rec_t *r = NULL;
+	bool settled = true;
+
+	pthread_mutex_lock(&state->mu);
+	HASH_FIND_STR(state->pods, uid, r);
+	if (r)
+		settled = settle_locked(state, r, seen, now_ns, settle_ns);
+	pthread_mutex_unlock(&state->mu);
+	return settled;
+}
+
+void ft_pod_keys_free(ft_pod_key_t *keys, unsigned count)
+{
+	for (unsigned i = 0; keys && i < count; i++) {
+		free(keys[i].ns);
+		free(keys[i].name);
+		free(keys[i].uid);
+	}
+	free(keys);
+}
+
+static bool key_copy(ft_pod_key_t *k, const pod_rec_t *r)
+{
+	k->ns = strdup(r->pod.ns ? r->pod.ns : "");
+	k->name = strdup(r->pod.name ? r->pod.name : "");
+	k->uid = strdup(r->uid);
+	return k->ns && k->name && k->uid;
+}
+
+int ft_state_unsettled(ft_state_t *state, ft_pod_key_t **out, unsigned *count)
+{
+	pod_rec_t *r, *tmp;
+	unsigned n = 0, cap;
+	int rc = 0;
+
+	pthread_mutex_lock(&state->mu);
+	cap = HASH_COUNT(state->pods);
+	*out = calloc(cap ? cap : 1, sizeof(**out));
+	HASH_ITER(hh, state->pods, r, tmp)
+	{
+		if (!*out || !r->bind_unknown)
+			continue;
+		if (!key_copy(&(*out)[n++], r))
+			rc = ft_error_set(FT_ENOMEM, "state: out of memory");
+	}
+	pthread_mutex_unlock(&state->mu);
+	if (!*out || rc < 0) {
+		ft_pod_keys_free(*out, n);
+		*out = NULL;
+		n = 0;
+		rc = ft_error_set(FT_ENOMEM, "state: out of memory");
+	}
+	*count = n;
+	return rc;
 }
 
 void ft_state_confirm(ft_state_t *state, const char *uid)
@@ -1032,6 +1160,7 @@ void ft_state_stats(ft_state_t *state, ft_state_stats_t *out)
 	{
 		out->pods++;
 		out->assumed += p->assumed;
+		out->unsettled += p->bind_unknown;
 	}
 	pthread_mutex_unlock(&state->mu);
 }

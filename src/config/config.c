@@ -140,6 +140,12 @@ static const key_spec_t schema[] = {
     NUMBER("apiTimeoutMs", KEY_UNSIGNED, api_timeout_ms, "10000", 1, 3600000,
 	   "Timeout of one API server request in milliseconds "
 	   "(1 to 3600000)."),
+    NUMBER("bindSettleSeconds", KEY_UNSIGNED, bind_settle_s, "60", 1, 86400,
+	   "Seconds after a Binding whose answer never came (timeout, reset, "
+	   "5xx) before a read of the pod that still shows it unbound frees "
+	   "its units: kube-apiserver's --request-timeout (60 s by default), "
+	   "after which the API server has given up on the request "
+	   "(1 to 86400)."),
     NUMBER("watchBackoffInitialMs", KEY_UNSIGNED, watch_backoff_initial_ms,
 	   "800", 1, 3600000,
 	   "First delay in milliseconds before a failed watch is retried "

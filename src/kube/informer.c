@@ -24,25 +24,25 @@
  * list counts as a failure, so that a server answering nothing but 410 is
  * not hammered either.
  *
- * Stopping sets an atomic flag that curl's progress callback polls (about
- * once a second even on an idle watch) and wakes the backoff sleep through a
- * condition variable.
+ * Stopping sets a latch (latch.h) whose flag curl's progress callback polls
+ * (about once a second even on an idle watch) and which wakes the backoff
+ * sleep.
  */
 #include "client.h"
 #include "watchstream.h"
 
+#include <flextopo/clock.h>
 #include <flextopo/error.h>
 #include <flextopo/kube.h>
+#include <flextopo/latch.h>
 #include <flextopo/log.h>
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define DEFAULT_BACKOFF_INITIAL_MS 800u
 #define DEFAULT_BACKOFF_MAX_MS	   30000u
@@ -63,9 +63,7 @@ struct ft_informer {
 	void *payload;
 	unsigned backoff_initial_ms, backoff_max_ms;
 	pthread_t thread;
-	pthread_mutex_t lock; /* with `wake`, for the backoff sleep */
-	pthread_cond_t wake;
-	atomic_bool stop;
+	ft_latch_t stop; /* stops the backoff sleep and the transfers */
 	atomic_bool synced;
 	atomic_ulong restarts;
 	/* Used by the informer thread only. */
@@ -85,15 +83,7 @@ typedef struct {
 
 static bool stopping(const ft_informer_t *informer)
 {
-	return atomic_load(&informer->stop);
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	return ft_latch_is_set(&informer->stop);
 }
 
 /* xorshift64*: jitter and watch timeouts need spread, not secrecy. */
@@ -180,7 +170,7 @@ static int take_list(ft_informer_t *informer, const ft_kube_reply_t *reply,
 			"in %llu ms",
 			informer->collection, cJSON_GetArraySize(items),
 			version->valuestring,
-			(unsigned long long)(now_ms() - started));
+			(unsigned long long)(ft_clock_ms() - started));
 cleanup:
 	cJSON_Delete(root);
 	return rc;
@@ -198,9 +188,9 @@ static int list_once(ft_informer_t *informer)
 			       .low_speed_s = LIST_LOW_SPEED_S,
 			       .on_body = ft_kube_reply_collect,
 			       .payload = &reply,
-			       .stop = &informer->stop};
+			       .stop = &informer->stop.set};
 	char *path = NULL;
-	uint64_t started = now_ms();
+	uint64_t started = ft_clock_ms();
 	long status = 0;
 	int rc = 0;
 
@@ -297,7 +287,7 @@ static int watch_outcome(watch_t *watch, int rc, long status, uint64_t started)
 		return rc;
 	if ((rc = ft_watch_stream_finish(&watch->stream, on_event, watch)) != 0)
 		return watch->gone ? FT_EGONE : rc;
-	if (watch->events == 0 && now_ms() - started < SHORT_WATCH_MS)
+	if (watch->events == 0 && ft_clock_ms() - started < SHORT_WATCH_MS)
 		return ft_error_set(FT_EIO,
 				    "watch: ended at once without events");
 	return 0;
@@ -310,9 +300,9 @@ static int watch_once(ft_informer_t *informer)
 	ft_kube_call_t call = {.method = "GET",
 			       .on_body = on_watch_body,
 			       .payload = &watch,
-			       .stop = &informer->stop};
+			       .stop = &informer->stop.set};
 	char *path = NULL;
-	uint64_t started = now_ms();
+	uint64_t started = ft_clock_ms();
 	long status = 0;
 	int rc;
 
@@ -358,8 +348,8 @@ cleanup:
  */
 static bool relist_now(const ft_informer_t *informer, int rc, uint64_t started)
 {
-	return rc == FT_EGONE &&
-	       (informer->events > 1 || now_ms() - started >= SHORT_WATCH_MS);
+	return rc == FT_EGONE && (informer->events > 1 ||
+				  ft_clock_ms() - started >= SHORT_WATCH_MS);
 }
 
 /*
@@ -372,7 +362,7 @@ static unsigned next_delay(ft_informer_t *informer, unsigned *delay_ms, int rc,
 {
 	unsigned base, spread;
 
-	if (now_ms() - started >= HEALTHY_RESET_MS)
+	if (ft_clock_ms() - started >= HEALTHY_RESET_MS)
 		*delay_ms = informer->backoff_initial_ms;
 	if (relist_now(informer, rc, started))
 		return 0;
@@ -382,25 +372,6 @@ static unsigned next_delay(ft_informer_t *informer, unsigned *delay_ms, int rc,
 			: base * 2;
 	spread = base / 5;
 	return base - spread + next_random(informer) % (2 * spread + 1);
-}
-
-static void sleep_unless_stopped(ft_informer_t *informer, unsigned ms)
-{
-	struct timespec deadline;
-
-	clock_gettime(CLOCK_MONOTONIC, &deadline);
-	deadline.tv_sec += ms / 1000;
-	deadline.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (deadline.tv_nsec >= 1000000000L) {
-		deadline.tv_sec++;
-		deadline.tv_nsec -= 1000000000L;
-	}
-	pthread_mutex_lock(&informer->lock);
-	while (!stopping(informer) &&
-	       pthread_cond_timedwait(&informer->wake, &informer->lock,
-				      &deadline) != ETIMEDOUT)
-		continue;
-	pthread_mutex_unlock(&informer->lock);
 }
 
 static void note_restart(ft_informer_t *informer, int rc, unsigned delay_ms)
@@ -429,7 +400,7 @@ static void *run(void *arg)
 	unsigned delay_ms = informer->backoff_initial_ms;
 
 	while (!stopping(informer)) {
-		uint64_t started = now_ms();
+		uint64_t started = ft_clock_ms();
 		unsigned wait_ms;
 		int rc;
 
@@ -440,27 +411,9 @@ static void *run(void *arg)
 		wait_ms = next_delay(informer, &delay_ms, rc, started);
 		note_restart(informer, rc, wait_ms);
 		if (wait_ms)
-			sleep_unless_stopped(informer, wait_ms);
+			ft_latch_sleep(&informer->stop, wait_ms);
 	}
 	return NULL;
-}
-
-static int init_sync(ft_informer_t *informer)
-{
-	pthread_condattr_t attr;
-	int rc = 0;
-
-	if (pthread_condattr_init(&attr) != 0)
-		return ft_error_set(FT_ENOMEM, "informer: condattr");
-	if (pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) != 0 ||
-	    pthread_cond_init(&informer->wake, &attr) != 0)
-		rc = ft_error_set(FT_ENOMEM, "informer: condition variable");
-	else if (pthread_mutex_init(&informer->lock, NULL) != 0) {
-		pthread_cond_destroy(&informer->wake);
-		rc = ft_error_set(FT_ENOMEM, "informer: mutex");
-	}
-	pthread_condattr_destroy(&attr);
-	return rc;
 }
 
 static void configure(ft_informer_t *informer, ft_kube_client_t *client,
@@ -477,9 +430,8 @@ static void configure(ft_informer_t *informer, ft_kube_client_t *client,
 	    backoff_max_ms ? backoff_max_ms : DEFAULT_BACKOFF_MAX_MS;
 	if (informer->backoff_max_ms < informer->backoff_initial_ms)
 		informer->backoff_max_ms = informer->backoff_initial_ms;
-	informer->rng = now_ms() ^ (uint64_t)(uintptr_t)informer ^
+	informer->rng = ft_clock_ms() ^ (uint64_t)(uintptr_t)informer ^
 			UINT64_C(0x9E3779B97F4A7C15);
-	atomic_init(&informer->stop, false);
 	atomic_init(&informer->synced, false);
 	atomic_init(&informer->restarts, 0);
 }
@@ -503,7 +455,7 @@ int ft_informer_start(ft_informer_t **out, ft_kube_client_t *client,
 	}
 	configure(informer, client, h, payload, backoff_initial_ms,
 		  backoff_max_ms);
-	if ((rc = init_sync(informer)) < 0)
+	if ((rc = ft_latch_init(&informer->stop, "informer")) < 0)
 		goto cleanup;
 	sync_ready = true;
 	/* Set before the thread starts, so that its handlers may read it. */
@@ -516,10 +468,8 @@ int ft_informer_start(ft_informer_t **out, ft_kube_client_t *client,
 	}
 	informer = NULL;
 cleanup:
-	if (informer && sync_ready) {
-		pthread_cond_destroy(&informer->wake);
-		pthread_mutex_destroy(&informer->lock);
-	}
+	if (informer && sync_ready)
+		ft_latch_dispose(&informer->stop);
 	if (informer)
 		free(informer->collection);
 	free(informer);
@@ -540,13 +490,9 @@ void ft_informer_free(ft_informer_t *informer)
 {
 	if (!informer)
 		return;
-	atomic_store(&informer->stop, true);
-	pthread_mutex_lock(&informer->lock);
-	pthread_cond_broadcast(&informer->wake);
-	pthread_mutex_unlock(&informer->lock);
+	ft_latch_set(&informer->stop);
 	pthread_join(informer->thread, NULL);
-	pthread_cond_destroy(&informer->wake);
-	pthread_mutex_destroy(&informer->lock);
+	ft_latch_dispose(&informer->stop);
 	free(informer->resource_version);
 	free(informer->collection);
 	free(informer);

@@ -29,6 +29,7 @@ FAMILIES = {
     "flextopo_nodes_bad_topology": "gauge",
     "flextopo_pods": "gauge",
     "flextopo_assumed_pods": "gauge",
+    "flextopo_binds_unsettled": "gauge",
     "flextopo_snapshot_generation": "gauge",
     "flextopo_cache_age_seconds": "gauge",
     "flextopo_informer_restarts": "counter",

@@ -44,6 +44,7 @@ static const char *const all_keys[] = {
     "maxConnectionsPerClient",
     "connectionTimeoutSeconds",
     "apiTimeoutMs",
+    "bindSettleSeconds",
     "watchBackoffInitialMs",
     "watchBackoffMaxMs",
     "decisionLogSize",
@@ -51,6 +52,16 @@ static const char *const all_keys[] = {
 };
 
 #define N_KEYS (sizeof(all_keys) / sizeof(all_keys[0]))
+
+/* The keys as an unknown-key error lists them, in the schema's order. */
+#define KNOWN_KEYS                                                             \
+	"listen, debugListen, tlsCertFile, tlsKeyFile, tlsClientCAFile, "      \
+	"annotationPrefix, kubeconfig, snapshot, logLevel, gpuResource, "      \
+	"migResourcePrefix, defaultAffinityMode, policy, maxRequestBytes, "    \
+	"threads, maxConnections, maxConnectionsPerClient, "                   \
+	"connectionTimeoutSeconds, apiTimeoutMs, bindSettleSeconds, "          \
+	"watchBackoffInitialMs, watchBackoffMaxMs, decisionLogSize, "          \
+	"fragmentationWindow"
 
 static void assert_config_equal(const ft_config_t *a, const ft_config_t *b)
 {
@@ -275,6 +286,7 @@ static void test_config__full_file(void **state)
 	assert_int_equal(cfg.max_connections_per_client, 0);
 	assert_int_equal(cfg.connection_timeout_s, 300);
 	assert_int_equal(cfg.api_timeout_ms, 2500);
+	assert_int_equal(cfg.bind_settle_s, 90);
 	assert_int_equal(cfg.watch_backoff_initial_ms, 100);
 	assert_int_equal(cfg.watch_backoff_max_ms, 60000);
 	assert_int_equal(cfg.decision_log_size, 4096);
@@ -539,15 +551,7 @@ static void test_config__error_unknown_key(void **state)
 	(void)state;
 	assert_load_fails(
 	    "listen: 0.0.0.0:1\nthread: 4\n",
-	    "t.yaml:2: unknown key \"thread\" (known keys: listen, "
-	    "debugListen, tlsCertFile, tlsKeyFile, tlsClientCAFile, "
-	    "annotationPrefix, kubeconfig, snapshot, "
-	    "logLevel, gpuResource, migResourcePrefix, "
-	    "defaultAffinityMode, policy, maxRequestBytes, threads, "
-	    "maxConnections, maxConnectionsPerClient, "
-	    "connectionTimeoutSeconds, "
-	    "apiTimeoutMs, watchBackoffInitialMs, watchBackoffMaxMs, "
-	    "decisionLogSize, fragmentationWindow)");
+	    "t.yaml:2: unknown key \"thread\" (known keys: " KNOWN_KEYS ")");
 	/* Keys are case-sensitive camelCase. */
 	assert_set("LogLevel", "info", FT_EINVAL);
 	assert_non_null(strstr(ft_error_last(), "unknown key \"LogLevel\""));
@@ -585,16 +589,8 @@ static void test_config__error_non_scalars(void **state)
 			  "t.yaml:2: listen: expected HOST:PORT, got a "
 			  "mapping");
 	assert_load_fails("a: &x 1\n",
-			  "t.yaml:1: unknown key \"a\" (known keys: listen, "
-			  "debugListen, tlsCertFile, tlsKeyFile, "
-			  "tlsClientCAFile, annotationPrefix, kubeconfig, "
-			  "snapshot, logLevel, gpuResource, migResourcePrefix, "
-			  "defaultAffinityMode, policy, maxRequestBytes, "
-			  "threads, maxConnections, maxConnectionsPerClient, "
-			  "connectionTimeoutSeconds, "
-			  "apiTimeoutMs, watchBackoffInitialMs, "
-			  "watchBackoffMaxMs, decisionLogSize, "
-			  "fragmentationWindow)");
+			  "t.yaml:1: unknown key \"a\" (known keys: " KNOWN_KEYS
+			  ")");
 	assert_load_fails("threads: &t 4\napiTimeoutMs: *t\n",
 			  "t.yaml:2: apiTimeoutMs: expected an integer from 1 "
 			  "to 3600000, got an alias");
@@ -734,16 +730,7 @@ static void test_config__set_overrides(void **state)
 			 "policy: expected packed or distributed, got "
 			 "\"spread\"");
 	assert_set_fails("nope", "1",
-			 "unknown key \"nope\" (known keys: listen, "
-			 "debugListen, tlsCertFile, tlsKeyFile, "
-			 "tlsClientCAFile, annotationPrefix, kubeconfig, "
-			 "snapshot, logLevel, gpuResource, migResourcePrefix, "
-			 "defaultAffinityMode, policy, maxRequestBytes, "
-			 "threads, maxConnections, maxConnectionsPerClient, "
-			 "connectionTimeoutSeconds, "
-			 "apiTimeoutMs, watchBackoffInitialMs, "
-			 "watchBackoffMaxMs, decisionLogSize, "
-			 "fragmentationWindow)");
+			 "unknown key \"nope\" (known keys: " KNOWN_KEYS ")");
 }
 
 static void test_config__tls_keys(void **state)

@@ -36,6 +36,7 @@
 #include "kube/client.h"
 #include "kube/kubeconfig.h"
 #include "kube/watchstream.h"
+#include "fakeapi.h"
 #include "support.h"
 
 #define KUBE_FIXTURES FT_FIXTURES_DIR "/kube"
@@ -526,210 +527,6 @@ static void test_kube__watch_stream_errors(void **state)
 	ft_watch_stream_dispose(&stream);
 }
 
-/* ---- a loopback HTTP/1.1 server --------------------------------------- */
-
-#define MAX_STEPS 12
-
-/*
- * One canned exchange: what the request line starts with, the answer. A
- * NULL status answers nothing: the connection is closed at once, or with
- * `hang` when the client gives up.
- */
-enum {
-	END = 0,  /* end the body */
-	HANG = 1, /* keep the stream open until the client goes away */
-	CUT = 2,  /* close after the chunks, without the last one: a reply
-		     cut short */
-};
-
-typedef struct {
-	const char *expect;
-	const char *status;	   /* "200 OK", or NULL */
-	const char *const *chunks; /* body pieces, NULL-terminated, or NULL */
-	int end;		   /* END, HANG or CUT */
-} step_t;
-
-typedef struct {
-	int fd;
-	int port;
-	const step_t *steps;
-	size_t nsteps;
-	pthread_t thread;
-	char *requests[MAX_STEPS];
-} server_t;
-
-static bool wait_readable(int fd, int timeout_ms)
-{
-	struct pollfd p = {.fd = fd, .events = POLLIN};
-
-	return poll(&p, 1, timeout_ms) == 1;
-}
-
-static void send_all(int fd, const char *data, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = send(fd, data, len, MSG_NOSIGNAL);
-
-		if (n <= 0)
-			return;
-		data += n;
-		len -= (size_t)n;
-	}
-}
-
-static size_t content_length(const char *head)
-{
-	const char *h = strcasestr(head, "\r\nContent-Length:");
-
-	return h ? (size_t)strtoul(h + 17, NULL, 10) : 0;
-}
-
-/* The request head and body as one string. */
-static char *read_request(int fd)
-{
-	char *buf = calloc(1, 65536), *end = NULL;
-	size_t len = 0;
-
-	while (len < 65535 && wait_readable(fd, 5000)) {
-		ssize_t n = recv(fd, buf + len, 65535 - len, 0);
-
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-		buf[len] = '\0';
-		end = strstr(buf, "\r\n\r\n");
-		if (end && len >= (size_t)(end + 4 - buf) + content_length(buf))
-			break;
-	}
-	return buf;
-}
-
-static void send_chunk(int fd, const char *chunk)
-{
-	char size[32];
-
-	snprintf(size, sizeof(size), "%zx\r\n", strlen(chunk));
-	send_all(fd, size, strlen(size));
-	send_all(fd, chunk, strlen(chunk));
-	send_all(fd, "\r\n", 2);
-	/* Let each chunk reach the client on its own. */
-	sleep_ms(3);
-}
-
-/* Wait until the client closes the connection (at most 10 s). */
-static void wait_closed(int fd)
-{
-	char buf[256];
-
-	while (wait_readable(fd, 10000) && recv(fd, buf, sizeof(buf), 0) > 0)
-		continue;
-}
-
-static void respond(int fd, const step_t *step)
-{
-	char head[256];
-
-	if (!step->status) {
-		if (step->end == HANG)
-			wait_closed(fd);
-		return;
-	}
-	snprintf(head, sizeof(head),
-		 "HTTP/1.1 %s\r\nContent-Type: application/json\r\n"
-		 "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
-		 step->status);
-	send_all(fd, head, strlen(head));
-	for (size_t i = 0; step->chunks && step->chunks[i]; i++)
-		send_chunk(fd, step->chunks[i]);
-	if (step->end == HANG)
-		wait_closed(fd);
-	else if (step->end == END)
-		send_all(fd, "0\r\n\r\n", 5);
-}
-
-static void *serve(void *arg)
-{
-	server_t *server = arg;
-
-	for (size_t i = 0; i < server->nsteps; i++) {
-		int fd;
-
-		if (!wait_readable(server->fd, 10000))
-			break;
-		if ((fd = accept(server->fd, NULL, NULL)) < 0)
-			break;
-		server->requests[i] = read_request(fd);
-		respond(fd, &server->steps[i]);
-		close(fd);
-	}
-	return NULL;
-}
-
-static void server_start(server_t *server, const step_t *steps, size_t n)
-{
-	struct sockaddr_in addr = {.sin_family = AF_INET,
-				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof(addr);
-
-	memset(server, 0, sizeof(*server));
-	assert_true(n <= MAX_STEPS);
-	server->steps = steps;
-	server->nsteps = n;
-	server->fd = socket(AF_INET, SOCK_STREAM, 0);
-	assert_true(server->fd >= 0);
-	assert_int_equal(bind(server->fd, (struct sockaddr *)&addr, len), 0);
-	assert_int_equal(listen(server->fd, 8), 0);
-	assert_int_equal(
-	    getsockname(server->fd, (struct sockaddr *)&addr, &len), 0);
-	server->port = ntohs(addr.sin_port);
-	assert_int_equal(pthread_create(&server->thread, NULL, serve, server),
-			 0);
-}
-
-/* Join the server and check every request line against its step. */
-static void server_finish(server_t *server)
-{
-	pthread_join(server->thread, NULL);
-	close(server->fd);
-	for (size_t i = 0; i < server->nsteps; i++) {
-		if (!server->requests[i])
-			fail_msg("step %zu: no request", i);
-		if (strncmp(server->requests[i], server->steps[i].expect,
-			    strlen(server->steps[i].expect)) != 0)
-			fail_msg("step %zu: got \"%.200s\", expected \"%s\"", i,
-				 server->requests[i], server->steps[i].expect);
-	}
-}
-
-static void server_dispose(server_t *server)
-{
-	for (size_t i = 0; i < MAX_STEPS; i++)
-		free(server->requests[i]);
-}
-
-static ft_kube_client_t *loopback_client(const server_t *server,
-					 const char *token_file)
-{
-	ft_kube_credentials_t creds = {0};
-	ft_kube_client_t *client = NULL;
-	char url[64];
-
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d", server->port);
-	creds.server = url;
-	creds.token = "static-token";
-	creds.token_file = (char *)token_file;
-	assert_int_equal(ft_kube_client_new(&client, &creds, 5000), 0);
-	return client;
-}
-
-static const char *request_body(const char *request)
-{
-	const char *end = strstr(request, "\r\n\r\n");
-
-	assert_non_null(end);
-	return end + 4;
-}
-
 static void write_file(const char *path, const char *text)
 {
 	FILE *f = fopen(path, "w");
@@ -748,17 +545,17 @@ static const char *const pod_x[] = {
 
 static void test_kube__request_token_rotates(void **state)
 {
-	static const step_t steps[] = {
+	static const ft_fake_step_t steps[] = {
 	    {"GET /api/v1/namespaces/default/pods/x HTTP/1.1", "200 OK", pod_x,
-	     END},
+	     FT_FAKE_END},
 	    {"GET /api/v1/namespaces/default/pods/x HTTP/1.1", "200 OK", pod_x,
-	     END},
+	     FT_FAKE_END},
 	    {"DELETE /api/v1/namespaces/default/pods/x HTTP/1.1", "200 OK",
-	     NULL, END},
+	     NULL, FT_FAKE_END},
 	};
 	char dir[] = "/tmp/ft_kube_XXXXXX", path[64];
 	ft_kube_client_t *client = NULL;
-	server_t server;
+	ft_fake_api_t server;
 	cJSON *pod = NULL;
 	char *body = NULL;
 	long status = 0;
@@ -766,8 +563,8 @@ static void test_kube__request_token_rotates(void **state)
 	assert_non_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/token", dir);
 	write_file(path, "tok-1\n");
-	server_start(&server, steps, 3);
-	client = loopback_client(&server, path);
+	ft_fake_api_start(&server, steps, 3);
+	client = ft_fake_api_client(&server, path, 5000);
 
 	assert_int_equal(ft_kube_get_pod(client, "default", "x", &pod), 0);
 	assert_string_equal(
@@ -797,7 +594,7 @@ static void test_kube__request_token_rotates(void **state)
 			 0);
 	assert_int_equal(status, 200);
 	ft_kube_client_free(client);
-	server_finish(&server);
+	ft_fake_api_finish(&server);
 
 	assert_non_null(
 	    strstr(server.requests[0], "\r\nAuthorization: Bearer tok-1\r\n"));
@@ -809,7 +606,7 @@ static void test_kube__request_token_rotates(void **state)
 	    strstr(server.requests[1], "\r\nAuthorization: Bearer tok-2\r\n"));
 	assert_non_null(
 	    strstr(server.requests[2], "\r\nAuthorization: Bearer tok-3\r\n"));
-	server_dispose(&server);
+	ft_fake_api_dispose(&server);
 	unlink(path);
 	rmdir(dir);
 }
@@ -818,19 +615,19 @@ static void test_kube__request_token_rotates(void **state)
  * over plain http they are carried along unused. */
 static void test_kube__client_tls_options(void **state)
 {
-	static const step_t steps[] = {
+	static const ft_fake_step_t steps[] = {
 	    {"GET /api/v1/namespaces/default/pods/x HTTP/1.1", "200 OK", pod_x,
-	     END},
+	     FT_FAKE_END},
 	    {"GET /api/v1/namespaces/default/pods/x HTTP/1.1", "200 OK", pod_x,
-	     END},
+	     FT_FAKE_END},
 	};
 	ft_kube_credentials_t creds = {0};
 	ft_kube_client_t *client = NULL;
-	server_t server;
+	ft_fake_api_t server;
 	cJSON *pod = NULL;
 	char url[64];
 
-	server_start(&server, steps, 2);
+	ft_fake_api_start(&server, steps, 2);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d", server.port);
 	load_fixture(&creds, "kubeconfig-data.yaml");
 	free(creds.server);
@@ -849,11 +646,11 @@ static void test_kube__client_tls_options(void **state)
 	assert_int_equal(ft_kube_get_pod(client, "default", "x", &pod), 0);
 	cJSON_Delete(pod);
 	ft_kube_client_free(client);
-	server_finish(&server);
+	ft_fake_api_finish(&server);
 	assert_non_null(
 	    strstr(server.requests[1],
 		   "\r\nAuthorization: Bearer token-from-file\r\n"));
-	server_dispose(&server);
+	ft_fake_api_dispose(&server);
 }
 
 static const char *const status_conflict[] = {
@@ -873,13 +670,13 @@ static const char *const status_500[] = {
 
 static void assert_json_body(const char *request, const char *expected)
 {
-	cJSON *got = cJSON_Parse(request_body(request));
+	cJSON *got = cJSON_Parse(ft_fake_request_body(request));
 	cJSON *want = cJSON_Parse(expected);
 
 	assert_non_null(got);
 	assert_non_null(want);
 	if (!cJSON_Compare(got, want, 1))
-		fail_msg("body %s, expected %s", request_body(request),
+		fail_msg("body %s, expected %s", ft_fake_request_body(request),
 			 expected);
 	cJSON_Delete(got);
 	cJSON_Delete(want);
@@ -887,21 +684,21 @@ static void assert_json_body(const char *request, const char *expected)
 
 static void test_kube__bind_pod(void **state)
 {
-	static const step_t steps[] = {
+	static const ft_fake_step_t steps[] = {
 	    {"POST /api/v1/namespaces/team-a/pods/p1/binding HTTP/1.1",
-	     "201 Created", binding_created, END},
+	     "201 Created", binding_created, FT_FAKE_END},
 	    {"POST /api/v1/namespaces/team-a/pods/p1/binding HTTP/1.1",
-	     "409 Conflict", status_conflict, END},
+	     "409 Conflict", status_conflict, FT_FAKE_END},
 	    {"POST /api/v1/namespaces/team-a/pods/p1/binding HTTP/1.1",
-	     "404 Not Found", status_missing, END},
+	     "404 Not Found", status_missing, FT_FAKE_END},
 	    {"POST /api/v1/namespaces/team-a/pods/p1/binding HTTP/1.1",
-	     "500 Internal Server Error", NULL, END},
+	     "500 Internal Server Error", NULL, FT_FAKE_END},
 	};
 	ft_kube_client_t *client = NULL;
-	server_t server;
+	ft_fake_api_t server;
 
-	server_start(&server, steps, 4);
-	client = loopback_client(&server, NULL);
+	ft_fake_api_start(&server, steps, 4);
+	client = ft_fake_api_client(&server, NULL, 5000);
 	assert_int_equal(ft_kube_bind_pod(client, "team-a", "p1", "uid-1",
 					  "gpu-node-3", NULL, NULL),
 			 0);
@@ -922,7 +719,7 @@ static void test_kube__bind_pod(void **state)
 	    ft_kube_bind_pod(client, "team-a", "p1", "u", "", NULL, NULL),
 	    FT_EINVAL);
 	ft_kube_client_free(client);
-	server_finish(&server);
+	ft_fake_api_finish(&server);
 
 	assert_non_null(strstr(server.requests[0],
 			       "\r\nContent-Type: application/json\r\n"));
@@ -939,7 +736,7 @@ static void test_kube__bind_pod(void **state)
 			 "\"metadata\":{\"name\":\"p1\",\"namespace\":"
 			 "\"team-a\"},\"target\":{\"apiVersion\":\"v1\","
 			 "\"kind\":\"Node\",\"name\":\"gpu-node-3\"}}");
-	server_dispose(&server);
+	ft_fake_api_dispose(&server);
 }
 
 /*
@@ -987,24 +784,24 @@ static void test_kube__bind_pod_outcomes(void **state)
 	    "return a response in the time allotted, but may still be "
 	    "processing the request\",\"code\":504}",
 	    NULL};
-	static const step_t steps[] = {
-	    {BINDING, "403 Forbidden", status_forbidden, END},
-	    {BINDING, "504 Gateway Timeout", status_timeout, END},
+	static const ft_fake_step_t steps[] = {
+	    {BINDING, "403 Forbidden", status_forbidden, FT_FAKE_END},
+	    {BINDING, "504 Gateway Timeout", status_timeout, FT_FAKE_END},
 	    /* Closed without a word, as by a kube-apiserver killed. */
-	    {BINDING, NULL, NULL, END},
+	    {BINDING, NULL, NULL, FT_FAKE_END},
 	    /* "Transferred a partial file": the status came, so did the
 	     * Binding. */
-	    {BINDING, "201 Created", binding_created, CUT},
-	    {BINDING, "500 Internal Server Error", status_500, CUT},
+	    {BINDING, "201 Created", binding_created, FT_FAKE_CUT},
+	    {BINDING, "500 Internal Server Error", status_500, FT_FAKE_CUT},
 	    /* No answer before the client's timeout. */
-	    {BINDING, NULL, NULL, HANG},
+	    {BINDING, NULL, NULL, FT_FAKE_HANG},
 	};
 	ft_kube_credentials_t creds = {0};
 	ft_kube_client_t *client = NULL;
-	server_t server;
+	ft_fake_api_t server;
 	char url[64];
 
-	server_start(&server, steps, 6);
+	ft_fake_api_start(&server, steps, 6);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d", server.port);
 	creds.server = url;
 	assert_int_equal(ft_kube_client_new(&client, &creds, 500), 0);
@@ -1018,8 +815,8 @@ static void test_kube__bind_pod_outcomes(void **state)
 	assert_int_equal(bind_p1(client), FT_EUNKNOWN);
 	assert_non_null(strstr(ft_error_last(), "outcome unknown (HTTP 0: "));
 	ft_kube_client_free(client);
-	server_finish(&server);
-	server_dispose(&server);
+	ft_fake_api_finish(&server);
+	ft_fake_api_dispose(&server);
 }
 
 /* Nothing sent, nothing written: a refusal to connect is not unknown. */
@@ -1035,18 +832,18 @@ static void test_kube__bind_pod_not_sent(void **state)
 /* The allocation rides in the Binding; names and values are escaped. */
 static void test_kube__bind_pod_with_annotation(void **state)
 {
-	static const step_t steps[] = {
+	static const ft_fake_step_t steps[] = {
 	    {"POST /api/v1/namespaces/ns/pods/odd%20name%2Fx/binding HTTP/1.1",
-	     "201 Created", binding_created, END},
+	     "201 Created", binding_created, FT_FAKE_END},
 	};
 	const char *value = "{\"gpus\":[0,1],\"note\":\"a \\\"b\\\"\n\"}";
 	ft_kube_client_t *client = NULL;
-	server_t server;
+	ft_fake_api_t server;
 	cJSON *binding = NULL;
 	const cJSON *annotations = NULL;
 
-	server_start(&server, steps, 1);
-	client = loopback_client(&server, NULL);
+	ft_fake_api_start(&server, steps, 1);
+	client = ft_fake_api_client(&server, NULL, 5000);
 	assert_int_equal(ft_kube_bind_pod(client, "ns", "odd name/x", "u", "n1",
 					  "flextopo.io/allocation", value),
 			 0);
@@ -1057,9 +854,9 @@ static void test_kube__bind_pod_with_annotation(void **state)
 	    ft_kube_bind_pod(client, "ns", "p", "u", "n1", "k", NULL),
 	    FT_EINVAL);
 	ft_kube_client_free(client);
-	server_finish(&server);
+	ft_fake_api_finish(&server);
 
-	binding = cJSON_Parse(request_body(server.requests[0]));
+	binding = cJSON_Parse(ft_fake_request_body(server.requests[0]));
 	assert_non_null(binding);
 	annotations = cJSON_GetObjectItemCaseSensitive(
 	    cJSON_GetObjectItemCaseSensitive(binding, "metadata"),
@@ -1075,7 +872,7 @@ static void test_kube__bind_pod_with_annotation(void **state)
 		->valuestring,
 	    "n1");
 	cJSON_Delete(binding);
-	server_dispose(&server);
+	ft_fake_api_dispose(&server);
 }
 
 /* ---- informer --------------------------------------------------------- */
@@ -1197,21 +994,21 @@ static const char *const list_40[] = {
     NULL};
 static const char *const watch_40[] = {EVENT("ADDED", "d", "41"), NULL};
 
-static const step_t informer_steps[] = {
-    {LIST, "200 OK", list_10, END},
+static const ft_fake_step_t informer_steps[] = {
+    {LIST, "200 OK", list_10, FT_FAKE_END},
     /* Events cut mid-line, then a clean end: resume from the bookmark. */
-    {WATCH_PREFIX "10&timeoutSeconds=", "200 OK", watch_10, END},
+    {WATCH_PREFIX "10&timeoutSeconds=", "200 OK", watch_10, FT_FAKE_END},
     /* A failed watch may have missed events: relist, never resume. */
     {WATCH_PREFIX "15&timeoutSeconds=", "500 Internal Server Error", status_500,
-     END},
-    {LIST, "200 OK", list_20, END},
+     FT_FAKE_END},
+    {LIST, "200 OK", list_20, FT_FAKE_END},
     /* An in-stream 410 after an event: relist. */
-    {WATCH_PREFIX "20&timeoutSeconds=", "200 OK", watch_20, HANG},
-    {LIST, "200 OK", list_30, END},
+    {WATCH_PREFIX "20&timeoutSeconds=", "200 OK", watch_20, FT_FAKE_HANG},
+    {LIST, "200 OK", list_30, FT_FAKE_END},
     /* An HTTP 410 from the first watch after a list: relist. */
-    {WATCH_PREFIX "30&timeoutSeconds=", "410 Gone", status_410, END},
-    {LIST, "200 OK", list_40, END},
-    {WATCH_PREFIX "40&timeoutSeconds=", "200 OK", watch_40, HANG},
+    {WATCH_PREFIX "30&timeoutSeconds=", "410 Gone", status_410, FT_FAKE_END},
+    {LIST, "200 OK", list_40, FT_FAKE_END},
+    {WATCH_PREFIX "40&timeoutSeconds=", "200 OK", watch_40, FT_FAKE_HANG},
 };
 
 #define INFORMER_STEPS (sizeof(informer_steps) / sizeof(informer_steps[0]))
@@ -1243,12 +1040,12 @@ static void test_kube__informer_sequence(void **state)
 	recorder_t recorder = {.lock = PTHREAD_MUTEX_INITIALIZER};
 	ft_kube_client_t *client = NULL;
 	ft_informer_t *informer = NULL;
-	server_t server;
+	ft_fake_api_t server;
 	uint64_t stop_started;
 
 	recorder.informer = &informer;
-	server_start(&server, informer_steps, INFORMER_STEPS);
-	client = loopback_client(&server, NULL);
+	ft_fake_api_start(&server, informer_steps, INFORMER_STEPS);
+	client = ft_fake_api_client(&server, NULL, 5000);
 	assert_int_equal(ft_informer_start(&informer, client, "/api/v1/pods",
 					   &recorder_handler, &recorder, 10,
 					   40),
@@ -1262,7 +1059,7 @@ static void test_kube__informer_sequence(void **state)
 	ft_informer_free(informer);
 	assert_true(now_ms() - stop_started < 2500);
 	ft_kube_client_free(client);
-	server_finish(&server);
+	ft_fake_api_finish(&server);
 
 	assert_int_equal(recorder.n, ncalls);
 	for (size_t i = 0; i < ncalls; i++) {
@@ -1277,7 +1074,7 @@ static void test_kube__informer_sequence(void **state)
 		if (strstr(server.requests[i], "watch=1"))
 			assert_watch_timeout(server.requests[i]);
 	}
-	server_dispose(&server);
+	ft_fake_api_dispose(&server);
 }
 
 /*
@@ -1299,7 +1096,7 @@ static void slow_backoff_informer(ft_informer_t **out, ft_kube_client_t *client,
  */
 static void test_kube__informer_relists_at_once_on_410(void **state)
 {
-	static const step_t steps[] = {
+	static const ft_fake_step_t steps[] = {
 	    {LIST, "200 OK", list_10, false},
 	    {WATCH_PREFIX "10&timeoutSeconds=", "200 OK", watch_20, true},
 	    {LIST, "200 OK", list_40, false},
@@ -1312,23 +1109,23 @@ static void test_kube__informer_relists_at_once_on_410(void **state)
 	recorder_t recorder = {.lock = PTHREAD_MUTEX_INITIALIZER};
 	ft_informer_t *informer = NULL;
 	ft_kube_client_t *client = NULL;
-	server_t server;
+	ft_fake_api_t server;
 
 	recorder.informer = &informer;
-	server_start(&server, steps, 4);
-	client = loopback_client(&server, NULL);
+	ft_fake_api_start(&server, steps, 4);
+	client = ft_fake_api_client(&server, NULL, 5000);
 	slow_backoff_informer(&informer, client, &recorder);
 	wait_recorded(&recorder, 9);
 	assert_int_equal(ft_informer_restarts(informer), 1);
 	assert_true(ft_informer_synced(informer));
 	ft_informer_free(informer);
 	ft_kube_client_free(client);
-	server_finish(&server);
+	ft_fake_api_finish(&server);
 	for (size_t i = 0; i < 9; i++)
 		assert_string_equal(recorder.log[i], calls[i]);
 	assert_true(recorder.synced[4] && recorder.synced[8]);
 	assert_false(recorder.synced[5] || recorder.synced[7]);
-	server_dispose(&server);
+	ft_fake_api_dispose(&server);
 }
 
 /*
@@ -1342,7 +1139,7 @@ static void test_kube__informer_unsynced_after_failure(void **state)
 	    "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\","
 	    "\"message\":\"etcdserver: request timed out\",\"code\":500}}\n",
 	    NULL};
-	static const step_t steps[] = {
+	static const ft_fake_step_t steps[] = {
 	    {LIST, "200 OK", list_10, false},
 	    {WATCH_PREFIX "10&timeoutSeconds=", "200 OK", watch_fails, true},
 	};
@@ -1350,11 +1147,11 @@ static void test_kube__informer_unsynced_after_failure(void **state)
 	ft_informer_t *informer = NULL;
 	ft_kube_client_t *client = NULL;
 	uint64_t deadline = now_ms() + 10000;
-	server_t server;
+	ft_fake_api_t server;
 
 	recorder.informer = &informer;
-	server_start(&server, steps, 2);
-	client = loopback_client(&server, NULL);
+	ft_fake_api_start(&server, steps, 2);
+	client = ft_fake_api_client(&server, NULL, 5000);
 	slow_backoff_informer(&informer, client, &recorder);
 	while (ft_informer_restarts(informer) == 0 && now_ms() < deadline)
 		sleep_ms(5);
@@ -1365,8 +1162,8 @@ static void test_kube__informer_unsynced_after_failure(void **state)
 	assert_true(recorder.synced[4]);
 	ft_informer_free(informer);
 	ft_kube_client_free(client);
-	server_finish(&server);
-	server_dispose(&server);
+	ft_fake_api_finish(&server);
+	ft_fake_api_dispose(&server);
 }
 
 static void test_kube__informer_stop_in_backoff(void **state)
