@@ -8,8 +8,10 @@
  *
  * The listener faces the cluster network, so connections are bounded: at
  * most `max_connections` open at once (further clients wait in the listen
- * backlog), at most `max_connections_per_client` from one address (further
- * ones are closed at once), and a connection that sends nothing for
+ * backlog), at most `max_connections_per_client` from one address (at the
+ * cap, a new connection closes that address's connection idle the longest,
+ * or itself when none is idle: clients.h), and a connection that sends
+ * nothing for
  * `connection_timeout_s` is closed, whether idle between requests or stalled
  * in one. Request lines and headers must fit libmicrohttpd's 32 KiB
  * per-connection buffer: a longer URL is answered 414, longer headers 431.

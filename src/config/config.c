@@ -132,7 +132,9 @@ static const key_spec_t schema[] = {
     NUMBER("maxConnectionsPerClient", KEY_UNSIGNED, max_connections_per_client,
 	   "128", 0, 65536,
 	   "Connections open at once from one client address, 0 to 65536; "
-	   "further ones are closed at once. 0 sets no limit."),
+	   "at the cap, a new connection closes the address's connection "
+	   "idle the longest, or itself when none is idle. 0 sets no "
+	   "limit."),
     NUMBER("connectionTimeoutSeconds", KEY_UNSIGNED, connection_timeout_s,
 	   "120", 1, 86400,
 	   "Seconds a connection may send nothing, idle or in the middle "

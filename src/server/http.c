@@ -28,7 +28,9 @@
  * process-wide atomics because ft_http_error_count() takes no server.
  *
  * Connections are bounded (server.h): libmicrohttpd caps them in all and
- * per client address, and closes one that stays silent too long. A client
+ * closes one that stays silent too long; clients.c keeps the cap per client
+ * address, from libmicrohttpd's notices of connections opened and closed
+ * and of requests begun and completed. A client
  * that has sent headers only is a connection like any other: what it
  * announces in Content-Length is not allocated up front beyond
  * RESERVE_MAX_BYTES, so stalled uploads cost little memory.
@@ -49,6 +51,7 @@
  * certificate is one more refusal known from the headers, answered 403 after
  * its body like the others.
  */
+#include "clients.h"
 #include "offload.h"
 #include "tls.h"
 
@@ -112,6 +115,7 @@ struct ft_server {
 	unsigned offload_threads;
 	ft_offload_t *offload;	   /* NULL unless a route is offloaded */
 	atomic_uint deferred_open; /* offloaded requests not yet completed */
+	ft_clients_t *clients;	   /* the per-client cap (clients.h) */
 };
 
 /*
@@ -958,6 +962,37 @@ static enum MHD_Result defer(ft_server_t *server,
 	return MHD_YES;
 }
 
+/* The per-client record of `connection` (its socket context), or NULL. */
+static ft_client_conn_t *client_conn(struct MHD_Connection *connection)
+{
+	const union MHD_ConnectionInfo *info = MHD_get_connection_info(
+	    connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return info ? info->socket_context : NULL;
+}
+
+/* Connections opened and closed, for the per-client cap. */
+static void on_connection(void *cls, struct MHD_Connection *connection,
+			  void **socket_context,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	ft_server_t *server = cls;
+	const union MHD_ConnectionInfo *addr, *fd;
+
+	if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+		ft_clients_closed(server->clients, *socket_context);
+		*socket_context = NULL;
+		return;
+	}
+	addr = MHD_get_connection_info(connection,
+				       MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	fd = MHD_get_connection_info(connection,
+				     MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (addr && fd)
+		*socket_context = ft_clients_opened(
+		    server->clients, addr->client_addr, fd->connect_fd);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection,
 				  const char *url, const char *method,
 				  const char *version, const char *upload_data,
@@ -973,6 +1008,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection,
 		if (!state)
 			return MHD_NO;
 		*con_cls = state;
+		ft_clients_busy(server->clients, client_conn(connection), true);
 		now = check_headers(state, server, &src, method, url);
 		if (now < 0)
 			return MHD_NO;
@@ -1005,6 +1041,9 @@ static void on_completed(void *cls, struct MHD_Connection *connection,
 	ft_server_t *server = cls;
 	request_state_t *state = *con_cls;
 
+	if (state)
+		ft_clients_busy(server->clients, client_conn(connection),
+				false);
 	if (state && atomic_load(&state->deferred_state) != DEFER_NONE)
 		atomic_fetch_sub(&server->deferred_open, 1);
 	free_state(state);
@@ -1159,10 +1198,6 @@ static void daemon_options(struct MHD_OptionItem *out,
 					   server->max_connections, NULL};
 	out[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT,
 					   server->timeout_s, NULL};
-	if (server->max_per_client)
-		out[n++] =
-		    (struct MHD_OptionItem){MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-					    server->max_per_client, NULL};
 	/* A pool of 1 is refused: one worker is the polling thread itself. */
 	if (threads > 1)
 		out[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE,
@@ -1194,7 +1229,8 @@ static int start_daemon(ft_server_t *server, int fd)
 	    daemon_flags(server), 0, NULL, NULL, on_request, server,
 	    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
 	    MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED,
-	    on_completed, server, MHD_OPTION_ARRAY, options, MHD_OPTION_END);
+	    on_completed, server, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
+	    server, MHD_OPTION_ARRAY, options, MHD_OPTION_END);
 	if (!server->daemon)
 		return ft_error_set(
 		    FT_EIO, "listen \"%s\": libmicrohttpd did not start",
@@ -1246,7 +1282,8 @@ int ft_server_start(ft_server_t *server)
 
 	if (!server || server->daemon)
 		return ft_error_set(FT_EINVAL, "server: missing or started");
-	if ((rc = start_offload(server)) < 0)
+	if ((rc = start_offload(server)) < 0 ||
+	    (rc = ft_clients_new(&server->clients, server->max_per_client)) < 0)
 		return rc;
 	reserve_fds(server);
 	rc = bind_listen(&fd, server);
@@ -1294,6 +1331,7 @@ void ft_server_free(ft_server_t *server)
 	if (server->daemon)
 		MHD_stop_daemon(server->daemon);
 	ft_offload_free(server->offload);
+	ft_clients_free(server->clients);
 	for (size_t i = 0; i < server->routes_len; i++) {
 		free(server->routes[i].method);
 		free(server->routes[i].path);
