@@ -11,6 +11,8 @@
  *   GET  /debug/pods/{namespace}/{name}  allocation, observed units, drift
  *                                        and decisions of a pod
  *   POST /debug/explain[?node=NAME]      what would happen to a pod spec
+ *   GET  /debug/conflicts                pairs of pods whose allocation
+ *                                        annotations claim one unit
  *   GET  /debug/decisions[?limit=N]      the newest decisions (N: 1-1048576,
  *                                        default 20, at most decisionLogSize)
  *   GET  /metrics, /healthz, /readyz, /version
@@ -57,6 +59,8 @@ void ft_app_debug_nodes(ft_http_response_t *out, const ft_http_request_t *req,
 			void *payload);
 void ft_app_debug_node(ft_http_response_t *out, const ft_http_request_t *req,
 		       void *payload);
+void ft_app_debug_conflicts(ft_http_response_t *out,
+			    const ft_http_request_t *req, void *payload);
 void ft_app_debug_pod(ft_http_response_t *out, const ft_http_request_t *req,
 		      void *payload);
 void ft_app_debug_explain(ft_http_response_t *out, const ft_http_request_t *req,

@@ -97,6 +97,24 @@ int ft_kube_bind_pod(ft_kube_client_t *client, const char *ns, const char *name,
 int ft_kube_get_pod(ft_kube_client_t *client, const char *ns, const char *name,
 		    cJSON **out);
 
+/* A core/v1 Event about a pod; every string borrowed. */
+typedef struct ft_kube_event {
+	const char *ns, *name, *uid; /* the pod; uid may be NULL */
+	const char *type;	     /* "Normal" or "Warning" */
+	const char *reason; /* UpperCamelCase, e.g. "AllocationConflict" */
+	const char *message;
+} ft_kube_event_t;
+
+/*
+ * POST an Event about a pod (POST /api/v1/namespaces/NS/events, named by
+ * the API server from the pod's name), as kube-scheduler's event recorder
+ * writes one: source and reportingComponent "flextopo-extender",
+ * reportingInstance the host name, first and last timestamp now, count 1.
+ * Needs RBAC create on events. FT_EINVAL (no namespace or name), FT_EIO
+ * naming the status and the API server's message, FT_EUNAVAIL, FT_ENOMEM.
+ */
+int ft_kube_post_pod_event(ft_kube_client_t *client, const ft_kube_event_t *e);
+
 typedef enum {
 	FT_WATCH_ADDED = 0,
 	FT_WATCH_MODIFIED = 1,

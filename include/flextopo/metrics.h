@@ -40,6 +40,11 @@
  *                                           use (FGD, frag.h)
  *   gpus_whole_free, mig_slices_stranded,   gauges over all nodes
  *   workload_mix_pods                       gauge: pods in the mix
+ *   conflict_pods                           gauge: pods of the snapshot in
+ *                                           an allocation conflict (two
+ *                                           pods' annotations claim one
+ *                                           GPU, MIG instance or CPU)
+ *   conflicts_found_total                   counter: such pairs found
  *   drift_pods                              gauge: pods of the snapshot
  *                                           whose observed units
  *                                           (flextopo.io/observed, written
@@ -129,9 +134,11 @@ typedef struct ft_metrics_gauges {
 	uint64_t gpu_fragmentation_milli;
 	unsigned long gpus_whole_free;
 	unsigned long mig_slices_stranded;
-	unsigned mix_pods;   /* pods in the workload mix */
-	unsigned drift_pods; /* holdings of the snapshot with `expected`
-				(ft_pod_drifted, cluster.h) */
+	unsigned mix_pods;	  /* pods in the workload mix */
+	unsigned drift_pods;	  /* holdings of the snapshot with `expected`
+				     (ft_pod_drifted, cluster.h) */
+	unsigned conflict_pods;	  /* holdings in_conflict (cluster.h) */
+	uint64_t conflicts_found; /* ft_state_stats_t.conflicts_found */
 } ft_metrics_gauges_t;
 
 /* The exposition text (heap, caller frees). FT_ENOMEM. */

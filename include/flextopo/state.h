@@ -165,9 +165,43 @@ void ft_state_confirm(ft_state_t *state, const char *uid);
 void ft_state_pdb_view(ft_state_t *state, const ft_node_t *node,
 		       ft_pdb_view_t *out);
 
+/*
+ * A conflict found in the annotations (ft_conflict_t, cluster.h): two pods
+ * bound with the same GPU, MIG instance or CPU. pods[0] held the units
+ * first (in the node's order), pods[1] claims them again.
+ */
+typedef struct ft_conflict_note {
+	char *node;
+	char *
+	    units; /* ft_conflict_units_text(): "GPU 5 (GPU-...), CPUs 72-79" */
+	ft_pod_key_t pods[2];
+} ft_conflict_note_t;
+
+/*
+ * The conflicts found since the last call, moved into *out (heap, *count
+ * entries, NULL when none; free with ft_conflict_notes_free). Each pair of
+ * pods on a node is found once while both stay; it is logged at warn and
+ * counted (conflicts_found) when found. Pairs involving an assumed pod are
+ * not reported: an assumption is chosen among free units, and its Binding,
+ * once the watch shows it, is what could conflict. At most 256 notes wait;
+ * more are counted and logged, not queued.
+ */
+void ft_state_take_conflicts(ft_state_t *state, ft_conflict_note_t **out,
+			     unsigned *count);
+void ft_conflict_notes_free(ft_conflict_note_t *notes, unsigned count);
+
+/*
+ * Put notes that could not be reported back (takes ownership of `notes`,
+ * a heap array of `count`), behind those found meanwhile; what does not
+ * fit is dropped.
+ */
+void ft_state_requeue_conflicts(ft_state_t *state, ft_conflict_note_t *notes,
+				unsigned count);
+
 /* Counters for readiness and metrics. */
 typedef struct ft_state_stats {
 	uint64_t generation;
+	uint64_t conflicts_found; /* pairs found since start */
 	unsigned nodes;
 	unsigned nodes_bad_topology;
 	unsigned pods;

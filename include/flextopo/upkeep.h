@@ -8,6 +8,11 @@
  * passed since the Binding was sent. A GET that fails ends the round: the
  * API server is unreachable, and the next round tries again.
  *
+ * Then it reports the allocation conflicts found since the last round
+ * (ft_state_take_conflicts): a Warning Event "AllocationConflict" on each of
+ * the two pods, naming the units, the node and the other pod, and what to
+ * do. Notes whose Events could not be posted wait for the next round.
+ *
  * Runs only when the extender watches an API server (not with --snapshot).
  */
 #ifndef FLEXTOPO_UPKEEP_H
@@ -28,5 +33,11 @@ void ft_upkeep_free(ft_upkeep_t *upkeep);
  * allows. Returns how many binds it settled, or FT_ENOMEM.
  */
 int ft_upkeep_settle_binds(ft_app_t *app);
+
+/*
+ * One round of conflict Events, on the calling thread: the number of
+ * conflicts reported, or the error that stopped the round (the rest wait).
+ */
+int ft_upkeep_report_conflicts(ft_app_t *app);
 
 #endif

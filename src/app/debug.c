@@ -169,6 +169,7 @@ static int model_gauges(ft_metrics_gauges_t *g, ft_app_t *app)
 		g->gpus_whole_free += f.whole_gpus_free;
 		g->mig_slices_stranded += f.mig_slices_stranded;
 		g->drift_pods += snap->nodes[i]->drifted;
+		g->conflict_pods += snap->nodes[i]->conflict_pods;
 	}
 	g->mix_pods = mix->total;
 	free(mix);
@@ -193,6 +194,7 @@ void ft_app_metrics(ft_http_response_t *out, const ft_http_request_t *req,
 	g.pods = st.pods;
 	g.assumed = st.assumed;
 	g.unsettled = st.unsettled;
+	g.conflicts_found = st.conflicts_found;
 	g.generation = st.generation;
 	g.cache_age_seconds = cache_age(app);
 	g.node_restarts = ft_informer_restarts(app->node_informer);
@@ -206,6 +208,23 @@ void ft_app_metrics(ft_http_response_t *out, const ft_http_request_t *req,
 	if ((rc = model_gauges(&g, app)) == 0)
 		rc = ft_metrics_render(&body, app->metrics, &g);
 	reply_body(out, rc, body, FT_METRICS_CONTENT_TYPE);
+}
+
+/* ---- conflicts ---- */
+
+void ft_app_debug_conflicts(ft_http_response_t *out,
+			    const ft_http_request_t *req, void *payload)
+{
+	ft_app_t *app = payload;
+	ft_snapshot_t *snap = ft_state_snapshot(app->state);
+	ft_state_stats_t st;
+	char *body = NULL;
+	int rc;
+
+	ft_state_stats(app->state, &st);
+	rc = ft_codec_debug_conflicts(&body, snap, st.conflicts_found);
+	reply_body(out, rc, body, "application/json");
+	ft_snapshot_unref(snap);
 }
 
 /* ---- nodes ---- */
@@ -647,6 +666,7 @@ int ft_app_debug_routes(ft_app_t *app, ft_server_t *server)
 {
 	static const route_t routes[] = {
 	    {"GET", "/debug/nodes", ft_app_debug_nodes, false},
+	    {"GET", "/debug/conflicts", ft_app_debug_conflicts, false},
 	    {"GET", NODES_PREFIX "*", ft_app_debug_node, false},
 	    {"GET", PODS_PREFIX "*", ft_app_debug_pod, false},
 	    {"POST", "/debug/explain", ft_app_debug_explain, false},

@@ -337,6 +337,19 @@ static void write_gpus(ft_buf_t *b, const ft_metrics_gauges_t *g)
 	      g->mix_pods);
 }
 
+static void write_conflicts(ft_buf_t *b, const ft_metrics_gauges_t *g)
+{
+	gauge(b, "conflict_pods",
+	      "Pods whose allocation annotations claim a GPU, MIG instance or "
+	      "CPU that another pod's annotations claim too (an allocation "
+	      "conflict); the "
+	      "units stay held.",
+	      g->conflict_pods);
+	family(b, "conflicts_found_total", "counter",
+	       "Allocation conflicts found, each pair of pods once.");
+	sample_uint(b, "conflicts_found_total", NULL, NULL, g->conflicts_found);
+}
+
 static void write_drift(ft_buf_t *b, const ft_metrics_gauges_t *g)
 {
 	gauge(b, "drift_pods",
@@ -375,5 +388,6 @@ int ft_metrics_render(char **out, ft_metrics_t *m, const ft_metrics_gauges_t *g)
 	write_decisions(&b, g);
 	write_gpus(&b, g);
 	write_drift(&b, g);
+	write_conflicts(&b, g);
 	return ft_buf_detach(out, &b);
 }

@@ -56,6 +56,16 @@ typedef struct pdb_rec {
 	UT_hash_handle hh;
 } pdb_rec_t;
 
+/* A conflict pair reported once, while both pods stay (conflict_note). */
+typedef struct conflict_rec {
+	char *key; /* "node uid uid" */
+	char *uids[2];
+	UT_hash_handle hh;
+} conflict_rec_t;
+
+/* Conflict notes queued for ft_state_take_conflicts(), at most. */
+#define FT_STATE_NOTES_MAX 256
+
 typedef struct node_rec {
 	char *name;
 	ft_node_source_t src;
@@ -83,6 +93,10 @@ struct ft_state {
 	unsigned observed; /* records with observed_only set */
 	bool dirty;	   /* some node record is dirty */
 	ft_mix_t mix;	   /* pods as they were first placed on a node */
+	conflict_rec_t *conflicts; /* pairs reported */
+	ft_conflict_note_t *notes; /* found, not yet taken */
+	unsigned n_notes;
+	uint64_t conflicts_found;
 	/* CLOCK_MONOTONIC nanoseconds of the last snapshot swap. */
 	atomic_ullong published_ns;
 };
@@ -138,6 +152,30 @@ static void pdb_rec_free(pdb_rec_t *r)
 	free(r);
 }
 
+static void conflict_rec_free(conflict_rec_t *c)
+{
+	free(c->key);
+	free(c->uids[0]);
+	free(c->uids[1]);
+	free(c);
+}
+
+/* Forget the pairs reported of pod `uid` (NULL: all), so that a pod with
+ * the same pair again later is reported again. */
+static void forget_conflicts(ft_state_t *state, const char *uid)
+{
+	conflict_rec_t *c, *tmp;
+
+	HASH_ITER(hh, state->conflicts, c, tmp)
+	{
+		if (uid && strcmp(c->uids[0], uid) != 0 &&
+		    strcmp(c->uids[1], uid) != 0)
+			continue;
+		HASH_DEL(state->conflicts, c);
+		conflict_rec_free(c);
+	}
+}
+
 void ft_state_free(ft_state_t *state)
 {
 	pod_rec_t *p, *ptmp;
@@ -161,6 +199,8 @@ void ft_state_free(ft_state_t *state)
 		HASH_DEL(state->nodes, n);
 		node_rec_free(n);
 	}
+	forget_conflicts(state, NULL);
+	ft_conflict_notes_free(state->notes, state->n_notes);
 	ft_snapshot_unref(state->snapshot);
 	pthread_mutex_destroy(&state->mu);
 	pthread_mutex_destroy(&state->snap_mu);
@@ -313,6 +353,8 @@ static void remove_pod(ft_state_t *state, pod_rec_t *r)
 {
 	if (r->observed_only)
 		state->observed--;
+	if (state->conflicts)
+		forget_conflicts(state, r->uid);
 	unlink_pod(state, r);
 	HASH_DEL(state->pods, r);
 	pod_rec_free(r);
@@ -664,6 +706,95 @@ void ft_state_replace_end(ft_state_t *state, ft_kind_t kind)
 	pthread_mutex_unlock(&state->mu);
 }
 
+static bool pod_key_copy(ft_pod_key_t *k, const ft_holding_t *h)
+{
+	k->ns = strdup(h->ns ? h->ns : "");
+	k->name = strdup(h->name ? h->name : "");
+	k->uid = strdup(h->uid ? h->uid : "");
+	return k->ns && k->name && k->uid;
+}
+
+static void note_dispose(ft_conflict_note_t *note)
+{
+	free(note->node);
+	free(note->units);
+	for (unsigned k = 0; k < 2; k++) {
+		free(note->pods[k].ns);
+		free(note->pods[k].name);
+		free(note->pods[k].uid);
+	}
+	memset(note, 0, sizeof(*note));
+}
+
+/* Queue a note for the pair; a full queue drops it (the count stays). */
+static void queue_note(ft_state_t *state, const ft_node_t *node,
+		       const ft_holding_t *a, const ft_holding_t *b,
+		       const char *units)
+{
+	ft_conflict_note_t *note;
+
+	if (state->n_notes >= FT_STATE_NOTES_MAX)
+		return;
+	if (!state->notes &&
+	    !(state->notes = calloc(FT_STATE_NOTES_MAX, sizeof(*note))))
+		return;
+	note = &state->notes[state->n_notes];
+	if (!(note->node = strdup(node->name)) ||
+	    !(note->units = strdup(units)) ||
+	    !pod_key_copy(&note->pods[0], a) ||
+	    !pod_key_copy(&note->pods[1], b)) {
+		note_dispose(note);
+		return;
+	}
+	state->n_notes++;
+}
+
+/* Remember a pair as reported; false when it already was (or no memory). */
+static bool first_report(ft_state_t *state, const ft_node_t *node,
+			 const ft_holding_t *a, const ft_holding_t *b)
+{
+	conflict_rec_t *c = NULL;
+	char *key = NULL;
+
+	if (asprintf(&key, "%s %s %s", node->name, a->uid, b->uid) < 0)
+		return false;
+	HASH_FIND_STR(state->conflicts, key, c);
+	if (c || !(c = calloc(1, sizeof(*c))) ||
+	    !(c->uids[0] = strdup(a->uid)) || !(c->uids[1] = strdup(b->uid))) {
+		if (c && !c->key)
+			conflict_rec_free(c);
+		free(key);
+		return false;
+	}
+	c->key = key;
+	HASH_ADD_KEYPTR(hh, state->conflicts, c->key, strlen(c->key), c);
+	return true;
+}
+
+/*
+ * A pair found in a rebuilt node. Only what the annotations say is a
+ * conflict: an assumption is ours and was chosen free. Each pair is logged,
+ * counted and queued once while both pods stay.
+ */
+static void note_conflict(ft_state_t *state, const ft_node_t *node,
+			  const ft_conflict_t *c)
+{
+	const ft_holding_t *a = &node->holdings[c->earlier];
+	const ft_holding_t *b = &node->holdings[c->later];
+	char units[512];
+
+	if (a->assumed || b->assumed || !first_report(state, node, a, b))
+		return;
+	state->conflicts_found++;
+	ft_conflict_units_text(units, sizeof(units), node, c);
+	ft_log(FT_LOG_WARN, "state", b->name, node->name, units,
+	       "allocation conflict: pods %s/%s and %s/%s both hold these "
+	       "units; they stay held, and the node's other units stay in "
+	       "use",
+	       a->ns, a->name, b->ns, b->name);
+	queue_note(state, node, a, b, units);
+}
+
 /* The pods of a node as node_build wants them, assumed allocations filled in.
  */
 static int gather_pods(node_rec_t *n, ft_pod_t **views, const ft_pod_t ***ptrs,
@@ -693,7 +824,7 @@ static int gather_pods(node_rec_t *n, ft_pod_t **views, const ft_pod_t ***ptrs,
 	return 0;
 }
 
-static int rebuild_node(node_rec_t *n)
+static int rebuild_node(ft_state_t *state, node_rec_t *n)
 {
 	ft_pod_t *views = NULL;
 	const ft_pod_t **ptrs = NULL;
@@ -708,10 +839,8 @@ static int rebuild_node(node_rec_t *n)
 				n->src.topology_error, n->src.labels, ptrs,
 				assumed, count)) < 0)
 		goto cleanup;
-	if (built->conflicts)
-		ft_log(FT_LOG_WARN, "state", NULL, n->name,
-		       "two pods hold the same device or CPU",
-		       "allocation conflict");
+	for (unsigned i = 0; i < built->n_conflict_pairs; i++)
+		note_conflict(state, built, &built->conflict_pairs[i]);
 	ft_node_unref(n->built);
 	n->built = built;
 	n->dirty = false;
@@ -735,7 +864,7 @@ static int collect(ft_state_t *state, ft_node_t ***out, unsigned *count,
 	{
 		if (!n->present || (dirty_only && !n->dirty))
 			continue;
-		if (n->dirty && rebuild_node(n) < 0)
+		if (n->dirty && rebuild_node(state, n) < 0)
 			continue; /* keep the previous model of this node */
 		if (n->built)
 			(*out)[i++] = n->built;
@@ -1143,6 +1272,43 @@ void ft_state_confirm(ft_state_t *state, const char *uid)
 	pthread_mutex_unlock(&state->mu);
 }
 
+void ft_conflict_notes_free(ft_conflict_note_t *notes, unsigned count)
+{
+	for (unsigned i = 0; notes && i < count; i++)
+		note_dispose(&notes[i]);
+	free(notes);
+}
+
+void ft_state_requeue_conflicts(ft_state_t *state, ft_conflict_note_t *notes,
+				unsigned count)
+{
+	pthread_mutex_lock(&state->mu);
+	for (unsigned i = 0; i < count; i++) {
+		if (state->n_notes >= FT_STATE_NOTES_MAX ||
+		    (!state->notes &&
+		     !(state->notes =
+			   calloc(FT_STATE_NOTES_MAX, sizeof(*notes))))) {
+			note_dispose(&notes[i]);
+			continue;
+		}
+		state->notes[state->n_notes++] = notes[i];
+		memset(&notes[i], 0, sizeof(notes[i]));
+	}
+	pthread_mutex_unlock(&state->mu);
+	free(notes);
+}
+
+void ft_state_take_conflicts(ft_state_t *state, ft_conflict_note_t **out,
+			     unsigned *count)
+{
+	pthread_mutex_lock(&state->mu);
+	*out = state->notes;
+	*count = state->n_notes;
+	state->notes = NULL;
+	state->n_notes = 0;
+	pthread_mutex_unlock(&state->mu);
+}
+
 void ft_state_stats(ft_state_t *state, ft_state_stats_t *out)
 {
 	node_rec_t *n, *ntmp;
@@ -1151,6 +1317,7 @@ void ft_state_stats(ft_state_t *state, ft_state_stats_t *out)
 	memset(out, 0, sizeof(*out));
 	pthread_mutex_lock(&state->mu);
 	out->generation = state->generation;
+	out->conflicts_found = state->conflicts_found;
 	HASH_ITER(hh, state->nodes, n, ntmp)
 	{
 		out->nodes += n->present;

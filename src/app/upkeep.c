@@ -1,7 +1,8 @@
 /*
  * Background work against the API server (upkeep.h): a thread that wakes
- * every second, or at once when stopped, and settles the binds whose outcome
- * is unknown by reading their pods.
+ * every second, or at once when stopped, settles the binds whose outcome
+ * is unknown by reading their pods, and posts the Events of allocation
+ * conflicts.
  */
 #include <flextopo/clock.h>
 #include <flextopo/error.h>
@@ -10,6 +11,7 @@
 #include <flextopo/upkeep.h>
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,6 +69,67 @@ static int settle_one(ft_app_t *app, const ft_pod_key_t *key)
 	return settled ? 1 : 0;
 }
 
+/* The Event on pods[k] of `note`: what it holds with whom. */
+static int post_conflict_event(ft_app_t *app, const ft_conflict_note_t *note,
+			       unsigned k)
+{
+	const ft_pod_key_t *self = &note->pods[k], *other = &note->pods[!k];
+	char message[1024];
+	ft_kube_event_t e = {.ns = self->ns,
+			     .name = self->name,
+			     .uid = self->uid,
+			     .type = "Warning",
+			     .reason = "AllocationConflict",
+			     .message = message};
+
+	snprintf(message, sizeof(message),
+		 "%s on node %s: %s, by the allocation annotations of this "
+		 "pod and of pod %s/%s. The node cannot give both; flextopo "
+		 "keeps these units held, so nothing else is placed on "
+		 "them. Delete the pod bound later of the two; its "
+		 "controller recreates it on free units.",
+		 note->units, note->node,
+		 k ? "also held by an earlier pod" : "held by this pod first",
+		 other->ns, other->name);
+	return ft_kube_post_pod_event(app->kube, &e);
+}
+
+/* Give notes[from..n) back to the state for the next round; free the rest. */
+static void requeue_from(ft_app_t *app, ft_conflict_note_t *notes, unsigned n,
+			 unsigned from)
+{
+	ft_conflict_note_t *rest = malloc((n - from) * sizeof(*rest));
+
+	if (rest) {
+		memcpy(rest, notes + from, (n - from) * sizeof(*rest));
+		memset(notes + from, 0, (n - from) * sizeof(*rest));
+		ft_state_requeue_conflicts(app->state, rest, n - from);
+	}
+	ft_conflict_notes_free(notes, n);
+}
+
+int ft_upkeep_report_conflicts(ft_app_t *app)
+{
+	ft_conflict_note_t *notes = NULL;
+	unsigned n = 0, i = 0;
+	int rc = 0;
+
+	ft_state_take_conflicts(app->state, &notes, &n);
+	for (; i < n; i++)
+		if ((rc = post_conflict_event(app, &notes[i], 0)) < 0 ||
+		    (rc = post_conflict_event(app, &notes[i], 1)) < 0)
+			break;
+	if (i == n) {
+		ft_conflict_notes_free(notes, n);
+		return (int)n;
+	}
+	ft_log(FT_LOG_WARN, "state", notes[i].pods[1].name, notes[i].node,
+	       ft_error_last(),
+	       "allocation conflict: posting its Events failed; retrying");
+	requeue_from(app, notes, n, i);
+	return rc;
+}
+
 int ft_upkeep_settle_binds(ft_app_t *app)
 {
 	ft_pod_key_t *keys = NULL;
@@ -92,8 +155,10 @@ static void *run(void *arg)
 {
 	ft_upkeep_t *u = arg;
 
-	while (!ft_latch_sleep(&u->stop, ROUND_MS))
+	while (!ft_latch_sleep(&u->stop, ROUND_MS)) {
 		ft_upkeep_settle_binds(u->app);
+		ft_upkeep_report_conflicts(u->app);
+	}
 	return NULL;
 }
 

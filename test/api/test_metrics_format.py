@@ -43,6 +43,8 @@ FAMILIES = {
     "flextopo_mig_slices_stranded": "gauge",
     "flextopo_workload_mix_pods": "gauge",
     "flextopo_drift_pods": "gauge",
+    "flextopo_conflict_pods": "gauge",
+    "flextopo_conflicts_found": "counter",
 }
 VERBS = {"filter", "prioritize", "preempt", "bind"}
 

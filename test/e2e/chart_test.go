@@ -574,6 +574,8 @@ func TestChartRBAC(t *testing.T) {
 			{true, podNS, "create", "", "pods", "binding", "p"},
 			{true, "", "list", "policy", "poddisruptionbudgets", "", ""},
 			{true, "", "watch", "policy", "poddisruptionbudgets", "", ""},
+			// Allocation conflicts are reported on the pods.
+			{true, podNS, "create", "", "events", "", ""},
 			// Never needed by either container.
 			{false, podNS, "get", "", "secrets", "", "s"},
 			{false, "", "list", "", "secrets", "", ""},
@@ -592,10 +594,10 @@ func TestChartRBAC(t *testing.T) {
 		e.applyForReal(chartRBACObjects(r))
 		user, groups := chartSA(r, t, "Deployment")
 		want := append(extenderNeeds(other),
-			// The extender alone elects no leader, sends no events and
-			// deletes no pods.
+			// The extender alone elects no leader, changes no events
+			// and deletes no pods.
 			chartAccess{false, ns, "create", "coordination.k8s.io", "leases", "", ""},
-			chartAccess{false, other, "create", "", "events", "", ""},
+			chartAccess{false, other, "patch", "", "events", "", "e"},
 			chartAccess{false, other, "delete", "", "pods", "", "p"},
 			chartAccess{false, "kube-system", "get", "", "configmaps", "", "extension-apiserver-authentication"},
 		)

@@ -26,7 +26,9 @@
 #include <flextopo/debug.h>
 #include <flextopo/debugview.h>
 #include <flextopo/error.h>
+#include <flextopo/upkeep.h>
 
+#include "fakeapi.h"
 #include "support.h"
 
 #define CLUSTER		  FT_FIXTURES_DIR "/cluster/small.yaml"
@@ -1182,10 +1184,121 @@ static void test_debug__listener_off_by_default(void **state)
 	ft_app_dispose(&app);
 }
 
+/* ---- allocation conflicts ---- */
+
+/* A pod bound to pairs-free whose annotation claims GPU-free-0 too. */
+static const char dup_pod[] =
+    "{\"metadata\":{\"name\":\"dup\",\"namespace\":\"serve\",\"uid\":"
+    "\"uid-dup\",\"annotations\":{\"flextopo.io/allocation\":\"{\\\"version\\\""
+    ":1,\\\"node\\\":\\\"pairs-free\\\",\\\"level\\\":\\\"node\\\",\\\"mode"
+    "\\\":\\\"guaranteed\\\",\\\"gpus\\\":[\\\"GPU-free-0\\\"],\\\"cpuset\\\":"
+    "\\\"\\\"}\"}},\"spec\":{\"nodeName\":\"pairs-free\",\"containers\":[{"
+    "\"name\":\"m\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]},"
+    "\"status\":{\"phase\":\"Running\"}}";
+
+/* The Event the fake API server received as request `i`, parsed. */
+static cJSON *posted_event(const ft_fake_api_t *api, unsigned i)
+{
+	cJSON *e = cJSON_Parse(ft_fake_request_body(api->requests[i]));
+
+	assert_non_null(e);
+	return e;
+}
+
+static const char *field(const cJSON *obj, const char *a, const char *b)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, a);
+
+	if (b)
+		v = cJSON_GetObjectItemCaseSensitive(v, b);
+	return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+/*
+ * A conflict found in the annotations is loud: /debug/conflicts lists the
+ * pair, the metrics count it, and each pod gets a Warning Event naming the
+ * unit and the other pod. It never gets worse: GPU 0 is held once and not
+ * handed out again, and the node's idle GPUs stay usable.
+ */
+static void test_debug__conflicts_reported(void **state)
+{
+	static const char *const created[] = {"{}", NULL};
+	static const ft_fake_step_t steps[] = {
+	    {"POST /api/v1/namespaces/train/events ", "201 Created", created,
+	     FT_FAKE_END},
+	    {"POST /api/v1/namespaces/serve/events ", "201 Created", created,
+	     FT_FAKE_END},
+	};
+	fixture_t *fx = *state;
+	cJSON *obj = cJSON_Parse(dup_pod), *e;
+	ft_fake_api_t api;
+	reply_t r;
+
+	ft_state_apply_pod(fx->app.state, obj);
+	cJSON_Delete(obj);
+	r = http(fx->debug_port, "GET", "/debug/conflicts", NULL);
+	assert_int_equal(r.status, 200);
+	obj = cJSON_Parse(r.body);
+	e = cJSON_GetArrayItem(cJSON_GetObjectItem(obj, "conflicts"), 0);
+	assert_string_equal(field(e, "node", NULL), "pairs-free");
+	assert_string_equal(field(e, "units", NULL), "GPU 0 (GPU-free-0)");
+	assert_string_equal(
+	    field(cJSON_GetArrayItem(cJSON_GetObjectItem(e, "pods"), 1), "name",
+		  NULL),
+	    "dup");
+	assert_int_equal(cJSON_GetObjectItem(obj, "conflictPods")->valueint, 2);
+	cJSON_Delete(obj);
+	free(r.body);
+	r = http(fx->main_port, "GET", "/metrics", NULL);
+	assert_true(metric(r.body, "flextopo_conflict_pods") == 2);
+	assert_true(metric(r.body, "flextopo_conflicts_found_total") == 1);
+	free(r.body);
+
+	ft_fake_api_start(&api, steps, 2);
+	fx->app.kube = ft_fake_api_client(&api, NULL, 5000);
+	assert_int_equal(ft_upkeep_report_conflicts(&fx->app), 1);
+	ft_fake_api_finish(&api);
+	e = posted_event(&api, 0);
+	assert_string_equal(field(e, "involvedObject", "name"), "holder-f0");
+	assert_string_equal(field(e, "reason", NULL), "AllocationConflict");
+	assert_string_equal(field(e, "type", NULL), "Warning");
+	assert_non_null(strstr(field(e, "message", NULL),
+			       "GPU 0 (GPU-free-0) on node pairs-free"));
+	assert_non_null(strstr(field(e, "message", NULL), "pod serve/dup"));
+	cJSON_Delete(e);
+	e = posted_event(&api, 1);
+	assert_string_equal(field(e, "involvedObject", "uid"), "uid-dup");
+	assert_non_null(
+	    strstr(field(e, "message", NULL), "pod train/holder-f0"));
+	cJSON_Delete(e);
+	ft_fake_api_dispose(&api);
+	ft_kube_client_free(fx->app.kube);
+	fx->app.kube = NULL;
+
+	/* GPU 0 is held once; GPUs 1-3 stay free, and only they. */
+	r = http(fx->main_port, "POST", "/filter",
+		 "{\"Pod\":{\"metadata\":{\"name\":\"three\",\"namespace\":"
+		 "\"t\",\"uid\":\"u3\"},\"spec\":{\"containers\":[{\"name\":"
+		 "\"m\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":"
+		 "\"3\"}}}]}},\"NodeNames\":[\"pairs-free\"]}");
+	assert_non_null(strstr(r.body, "\"NodeNames\":[\"pairs-free\"]"));
+	free(r.body);
+	r = http(fx->main_port, "POST", "/bind",
+		 "{\"PodName\":\"three\",\"PodNamespace\":\"t\",\"PodUID\":"
+		 "\"u3\",\"Node\":\"pairs-free\"}");
+	assert_string_equal(r.body, "{\"Error\":\"\"}");
+	free(r.body);
+	r = http(fx->debug_port, "GET", "/debug/pods/t/three", NULL);
+	assert_non_null(strstr(r.body, "\"gpus\":[1,2,3]"));
+	free(r.body);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_debug__nodes, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_debug__conflicts_reported,
+					    setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_debug__nodes_fragmentation,
 					    setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_debug__explain_fragmentation,

@@ -1048,6 +1048,68 @@ static void test_state__unknown_bind_settles_by_the_pod(void **state)
 	ft_state_free(s);
 }
 
+static uint64_t conflicts_found(ft_state_t *s)
+{
+	ft_state_stats_t st;
+
+	ft_state_stats(s, &st);
+	return st.conflicts_found;
+}
+
+/*
+ * Two pods bound with the same GPU: found once, however often the node is
+ * rebuilt; the note names both pods and the unit; after one pod goes, the
+ * pair is forgotten and a new one is found again.
+ */
+static void test_state__conflict_found_once(void **state)
+{
+	ft_state_t *s = state_new();
+	char *gpu0 = allocation("n1", 0x1);
+	pod_spec_t a = {
+	    .uid = "a", .node = "n1", .gpus = 1, .allocation = gpu0};
+	pod_spec_t b = {
+	    .uid = "b", .node = "n1", .gpus = 1, .allocation = gpu0};
+	pod_spec_t c = {
+	    .uid = "c", .node = "n1", .gpus = 1, .allocation = gpu0};
+	ft_conflict_note_t *notes = NULL;
+	unsigned n = 0;
+
+	apply_node(s, "n1");
+	apply_pod(s, &a);
+	apply_pod(s, &b);
+	apply_pod(s, &b); /* a rewrite of b rebuilds the node */
+	apply_node(s, "n1");
+	assert_int_equal(conflicts_found(s), 1);
+	assert_int_equal(gpus_used(s, "n1"), 0x1);
+	ft_state_take_conflicts(s, &notes, &n);
+	assert_int_equal(n, 1);
+	assert_string_equal(notes[0].node, "n1");
+	assert_string_equal(notes[0].units, "GPU 0 (n1-0)");
+	assert_string_equal(notes[0].pods[0].uid, "a");
+	assert_string_equal(notes[0].pods[1].uid, "b");
+	assert_string_equal(notes[0].pods[1].ns, "ns");
+	ft_conflict_notes_free(notes, n);
+	ft_state_take_conflicts(s, &notes, &n);
+	assert_int_equal(n, 0);
+	assert_null(notes);
+
+	delete_pod(s, &a);
+	apply_pod(s, &c);
+	assert_int_equal(conflicts_found(s), 2);
+	ft_state_take_conflicts(s, &notes, &n);
+	assert_int_equal(n, 1);
+	assert_string_equal(notes[0].pods[0].uid, "b");
+	assert_string_equal(notes[0].pods[1].uid, "c");
+	/* Notes that could not be reported wait for the next round. */
+	ft_state_requeue_conflicts(s, notes, n);
+	ft_state_take_conflicts(s, &notes, &n);
+	assert_int_equal(n, 1);
+	assert_string_equal(notes[0].pods[1].uid, "c");
+	ft_conflict_notes_free(notes, n);
+	free(gpu0);
+	ft_state_free(s);
+}
+
 static void test_state__observe_pod(void **state)
 {
 	ft_state_t *s = state_new();
@@ -1156,6 +1218,7 @@ int main(void)
 	    cmocka_unit_test(test_state__watch_allocation_takes_gpus),
 	    cmocka_unit_test(test_state__unknown_bind_stays_assumed),
 	    cmocka_unit_test(test_state__unknown_bind_settles_by_the_pod),
+	    cmocka_unit_test(test_state__conflict_found_once),
 	    cmocka_unit_test(test_state__observe_pod),
 	    cmocka_unit_test(test_state__snapshot_finds_every_name),
 	};
