@@ -36,8 +36,10 @@ typedef struct ft_app {
 	ft_informer_t *pdb_informer;
 	struct ft_upkeep *upkeep; /* upkeep.h; NULL in snapshot-file mode */
 	ft_server_t *server;
-	ft_server_t *debug_server; /* NULL unless debugListen is set */
-	ft_decisions_t *decisions; /* decisionLogSize records (debug.h) */
+	ft_server_t *debug_server;   /* NULL unless debugListen is set */
+	ft_server_t *metrics_server; /* NULL unless metricsListen is set */
+	struct ft_access *access;    /* its token checks (access.h) */
+	ft_decisions_t *decisions;   /* decisionLogSize records (debug.h) */
 	ft_metrics_t *metrics;
 	atomic_bool snapshot_loaded;
 } ft_app_t;

@@ -44,6 +44,8 @@ typedef struct ft_config {
 		       */
 	char *
 	    debug_listen; /* "HOST:PORT" of the debug API; "" = off (default) */
+	/* "HOST:PORT" of the authenticated /metrics listener; "" = off */
+	char *metrics_listen;
 	/* PEM certificate chain and key of the extender API; "" = plain HTTP */
 	char *tls_cert_file;
 	char *tls_key_file;

@@ -116,6 +116,27 @@ typedef struct ft_kube_event {
 int ft_kube_post_pod_event(ft_kube_client_t *client, const ft_kube_event_t *e);
 
 typedef enum {
+	FT_KUBE_ALLOWED = 0,
+	FT_KUBE_UNAUTHENTICATED = 1, /* the TokenReview did not authenticate */
+	FT_KUBE_DENIED = 2,	     /* the user may not */
+} ft_kube_access_t;
+
+/*
+ * May the bearer `token` use `verb` on the non-resource `path`? A
+ * TokenReview (authentication.k8s.io/v1) names the user, then a
+ * SubjectAccessReview (authorization.k8s.io/v1) with its username, uid,
+ * groups and extra decides, as kube-scheduler's secure port delegates both
+ * (k8s.io/apiserver, the delegating authenticator and authorizer). *out
+ * says which; `why` (of `size` bytes) gets the review's error or reason.
+ * 0 when both answered; FT_EIO or FT_EUNAVAIL when the API server did not
+ * (the request was not judged), FT_ENOMEM. The client's credentials need
+ * create on tokenreviews and subjectaccessreviews.
+ */
+int ft_kube_review_access(ft_kube_client_t *client, const char *token,
+			  const char *path, const char *verb,
+			  ft_kube_access_t *out, char *why, size_t size);
+
+typedef enum {
 	FT_WATCH_ADDED = 0,
 	FT_WATCH_MODIFIED = 1,
 	FT_WATCH_DELETED = 2,

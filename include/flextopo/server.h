@@ -29,6 +29,7 @@
 #ifndef FLEXTOPO_SERVER_H
 #define FLEXTOPO_SERVER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef struct ft_http_request {
@@ -55,11 +56,16 @@ typedef void (*ft_http_handler_fn)(ft_http_response_t *out,
 const char *ft_http_request_query(const ft_http_request_t *req,
 				  const char *key);
 
+/* Value of header `name` (any case), borrowed for the request, or NULL. */
+const char *ft_http_request_header(const ft_http_request_t *req,
+				   const char *name);
+
 /*
  * Fill `out` with an error reply {"error": "<kind>: <message>"} and count it
  * under `kind` ("bad_json", "too_large", "bad_content_type", "not_found",
- * "method_not_allowed", "forbidden", "bad_request", "unavailable" (503: not
- * able to answer now), "internal"). Every HTTP error goes through here.
+ * "method_not_allowed", "unauthorized" (401), "forbidden", "bad_request",
+ * "unavailable" (503: not able to answer now), "internal"). Every HTTP
+ * error goes through here.
  */
 void ft_http_reply_error(ft_http_response_t *out, int status, const char *kind,
 			 const char *fmt, ...)
@@ -112,6 +118,13 @@ typedef struct ft_server_options {
 	unsigned connection_timeout_s;
 	/* threads of offloaded routes; 0 = FT_SERVER_OFFLOAD_THREADS */
 	unsigned offload_threads;
+	/*
+	 * Without tls_cert_file: serve HTTPS with a certificate made at start
+	 * (self-signed, ECDSA P-256, valid a year), as kube-scheduler's secure
+	 * port does without --tls-cert-file. For listeners whose clients send
+	 * a bearer token and skip verification (Prometheus).
+	 */
+	bool tls_self_signed;
 } ft_server_options_t;
 
 /* Defaults of the connection limits above. */

@@ -6,6 +6,7 @@
  * Signals are blocked before any thread starts and taken with sigwait() in
  * the main thread, so no handler runs inside library code.
  */
+#include <flextopo/access.h>
 #include <flextopo/app.h>
 #include <flextopo/debug.h>
 #include <flextopo/error.h>
@@ -43,8 +44,10 @@ int ft_app_init(ft_app_t *app)
 
 void ft_app_dispose(ft_app_t *app)
 {
+	ft_server_free(app->metrics_server);
 	ft_server_free(app->debug_server);
 	ft_server_free(app->server);
+	ft_access_free(app->access);
 	ft_informer_free(app->node_informer);
 	ft_informer_free(app->pod_informer);
 	ft_informer_free(app->pdb_informer);
@@ -384,7 +387,9 @@ static int start_server(ft_app_t *app)
 		return rc;
 	FT_LOG_INFO_MSG("serving the extender API on %s (port %u)",
 			app->cfg.listen, ft_server_port(app->server));
-	return ft_app_debug_start(app);
+	if ((rc = ft_app_debug_start(app)) < 0)
+		return rc;
+	return ft_app_metrics_start(app);
 }
 
 static void wait_for_signal(const sigset_t *set)

@@ -9,6 +9,7 @@
  * heavy debugging never competes with kube-scheduler's requests for worker
  * threads; /metrics is served on both.
  */
+#include <flextopo/access.h>
 #include <flextopo/debug.h>
 #include <flextopo/debugview.h>
 #include <flextopo/clock.h>
@@ -208,6 +209,61 @@ void ft_app_metrics(ft_http_response_t *out, const ft_http_request_t *req,
 	if ((rc = model_gauges(&g, app)) == 0)
 		rc = ft_metrics_render(&body, app->metrics, &g);
 	reply_body(out, rc, body, FT_METRICS_CONTENT_TYPE);
+}
+
+/* ---- the metrics listener ---- */
+
+/* GET /metrics to a bearer token the API server allows (access.h). */
+void ft_app_metrics_checked(ft_http_response_t *out,
+			    const ft_http_request_t *req, void *payload)
+{
+	ft_app_t *app = payload;
+	char why[512];
+	int status = ft_access_check(
+	    app->access, ft_http_request_header(req, "Authorization"),
+	    req->path, why, sizeof(why));
+
+	if (status == 200)
+		ft_app_metrics(out, req, payload);
+	else
+		ft_http_reply_error(out, status,
+				    status == 401   ? "unauthorized"
+				    : status == 403 ? "forbidden"
+						    : "unavailable",
+				    "%s", why);
+}
+
+int ft_app_metrics_start(ft_app_t *app)
+{
+	ft_server_options_t opts = {.listen = app->cfg.metrics_listen,
+				    .max_body_bytes = 1024,
+				    .threads = DEBUG_THREADS,
+				    .tls_cert_file = app->cfg.tls_cert_file,
+				    .tls_key_file = app->cfg.tls_key_file,
+				    .tls_self_signed = true,
+				    .max_connections_per_client =
+					app->cfg.max_connections_per_client};
+	int rc;
+
+	if (!app->cfg.metrics_listen || !app->cfg.metrics_listen[0])
+		return 0;
+	if (!app->kube)
+		return ft_error_set(FT_EINVAL,
+				    "metricsListen %s: needs an API server to "
+				    "check the scrapers' tokens",
+				    app->cfg.metrics_listen);
+	if ((rc = ft_access_new(&app->access, app->kube)) < 0 ||
+	    (rc = ft_server_new(&app->metrics_server, &opts)) < 0 ||
+	    (rc =
+		 ft_server_route_offload(app->metrics_server, "GET", "/metrics",
+					 ft_app_metrics_checked, app)) < 0 ||
+	    (rc = ft_server_start(app->metrics_server)) < 0)
+		return rc;
+	FT_LOG_INFO_MSG("serving /metrics to authorized bearer tokens on %s "
+			"(port %u)",
+			app->cfg.metrics_listen,
+			ft_server_port(app->metrics_server));
+	return 0;
 }
 
 /* ---- conflicts ---- */

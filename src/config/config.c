@@ -82,6 +82,13 @@ static const key_spec_t schema[] = {
 	   "HOST:PORT or \"\"",
 	   "Address of the debug API (state dumps, decisions, metrics); "
 	   "\"\" turns it off."),
+    STRING("metricsListen", metrics_listen, "", valid_listen_or_off,
+	   "HOST:PORT or \"\"",
+	   "Address of a listener that serves only GET /metrics, over HTTPS "
+	   "(tlsCertFile, or a certificate made at start), to a bearer "
+	   "token that the API server authenticates and allows to get the "
+	   "non-resource URL /metrics, as kube-scheduler's secure port "
+	   "does; \"\" turns it off. Needs an API server."),
     STRING("tlsCertFile", tls_cert_file, "", NULL, NULL,
 	   "PEM certificate chain (the server's own first) for HTTPS on "
 	   "listen; set with tlsKeyFile. \"\" serves plain HTTP. Read "

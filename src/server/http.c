@@ -157,9 +157,17 @@ typedef struct request_state {
 /* ---- error replies and their counters ---- */
 
 static const char *const error_kinds[] = {
-    "bad_json",		  "too_large", "bad_content_type", "not_found",
-    "method_not_allowed", "forbidden", "bad_request",	   "unavailable",
-    "internal",		  "other",
+    "bad_json",
+    "too_large",
+    "bad_content_type",
+    "not_found",
+    "method_not_allowed",
+    "unauthorized",
+    "forbidden",
+    "bad_request",
+    "unavailable",
+    "internal",
+    "other",
 };
 
 #define ERROR_KINDS (sizeof(error_kinds) / sizeof(error_kinds[0]))
@@ -390,6 +398,14 @@ const char *ft_http_request_query(const ft_http_request_t *req, const char *key)
 	if (!req || !req->connection || !key)
 		return NULL;
 	return source_value(req->connection, MHD_GET_ARGUMENT_KIND, key);
+}
+
+const char *ft_http_request_header(const ft_http_request_t *req,
+				   const char *name)
+{
+	if (!req || !req->connection || !name)
+		return NULL;
+	return source_value(req->connection, MHD_HEADER_KIND, name);
 }
 
 /* ---- listen address ---- */

@@ -576,6 +576,9 @@ func TestChartRBAC(t *testing.T) {
 			{true, "", "watch", "policy", "poddisruptionbudgets", "", ""},
 			// Allocation conflicts are reported on the pods.
 			{true, podNS, "create", "", "events", "", ""},
+			// The extender's /metrics checks each scraper's token.
+			{true, "", "create", "authentication.k8s.io", "tokenreviews", "", ""},
+			{true, "", "create", "authorization.k8s.io", "subjectaccessreviews", "", ""},
 			// Never needed by either container.
 			{false, podNS, "get", "", "secrets", "", "s"},
 			{false, "", "list", "", "secrets", "", ""},
@@ -982,6 +985,7 @@ func chartSchedules(t *testing.T, withTLS bool) {
 	// The probes' port as rendered, and where it is here.
 	probeFrom, probeTo := "/dev/tcp/127.0.0.1/8888", fmt.Sprintf("/dev/tcp/127.0.0.1/%d", extPort)
 	var extURL string
+	metricsPort := 0
 	for i := 1; i < len(extArgs); i++ {
 		if extArgs[i] == "--config" && i+1 < len(extArgs) {
 			cfg := chartMountedFile(t, r, dep, extCtr, extArgs[i+1])
@@ -999,6 +1003,7 @@ func chartSchedules(t *testing.T, withTLS bool) {
 				t.Errorf("rendered flextopo.yaml: tlsCertFile %q, tlsKeyFile %q, debugListen %q; want all off",
 					m["tlsCertFile"], m["tlsKeyFile"], m["debugListen"])
 			}
+			cfg, metricsPort = chartMetricsListener(t, cfg)
 			p := filepath.Join(dir, "flextopo.yaml")
 			if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
 				t.Fatal(err)
@@ -1024,6 +1029,7 @@ func chartSchedules(t *testing.T, withTLS bool) {
 		if withTLS {
 			chartCheckTLSExtender(t, client, extURL, extPort)
 		}
+		chartCheckMetrics(t, metricsPort, e.c.pki.token)
 		// The rendered exec probes, pointed at this port.
 		for _, probe := range []string{"livenessProbe", "readinessProbe"} {
 			cmd, found, _ := unstructured.NestedStringSlice(extCtr, probe, "exec", "command")
@@ -1191,6 +1197,63 @@ func chartSchedules(t *testing.T, withTLS bool) {
 	}
 	if err := sched.checkAlive(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// chartMetricsListener checks that the rendered flextopo.yaml serves the
+// extender's /metrics on every address of the pod (metricsListen) and moves
+// it to a free port here.
+func chartMetricsListener(t *testing.T, cfg string) (string, int) {
+	t.Helper()
+	var m map[string]interface{}
+	if err := yaml.Unmarshal([]byte(cfg), &m); err != nil {
+		t.Fatalf("flextopo.yaml: %v", err)
+	}
+	if m["metricsListen"] != "0.0.0.0:10262" {
+		t.Fatalf("rendered flextopo.yaml: metricsListen %v, want 0.0.0.0:10262", m["metricsListen"])
+	}
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m["metricsListen"] = hostPort(port)
+	out, err := yaml.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out), port
+}
+
+// chartCheckMetrics scrapes the extender's /metrics as the chart's
+// ServiceMonitor does: HTTPS without verifying the self-made certificate
+// and a bearer token, which the extender (under the chart's service account)
+// has the API server review. No token is refused; the cluster admin's gets
+// the metrics, flextopo_ready among them.
+func chartCheckMetrics(t *testing.T, port int, token string) {
+	t.Helper()
+	url := "https://" + hostPort(port) + "/metrics"
+	client := httpClient(nil)
+	for _, tc := range []struct {
+		token string
+		code  int
+		want  string
+	}{{"", 401, "unauthorized: a bearer token is required"}, {token, 200, "flextopo_ready 1"}} {
+		req, err := http.NewRequest(http.MethodGet, url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.token != "" {
+			req.Header.Set("Authorization", "Bearer "+tc.token)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("scrape %s: %v", url, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.code || !strings.Contains(string(body), tc.want) {
+			t.Errorf("scrape %s (token %v): HTTP %d %.200s; want %d with %q", url, tc.token != "", resp.StatusCode, body, tc.code, tc.want)
+		}
 	}
 }
 

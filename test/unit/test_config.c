@@ -27,6 +27,7 @@
 static const char *const all_keys[] = {
     "listen",
     "debugListen",
+    "metricsListen",
     "tlsCertFile",
     "tlsKeyFile",
     "tlsClientCAFile",
@@ -55,7 +56,8 @@ static const char *const all_keys[] = {
 
 /* The keys as an unknown-key error lists them, in the schema's order. */
 #define KNOWN_KEYS                                                             \
-	"listen, debugListen, tlsCertFile, tlsKeyFile, tlsClientCAFile, "      \
+	"listen, debugListen, metricsListen, tlsCertFile, tlsKeyFile, "        \
+	"tlsClientCAFile, "                                                    \
 	"annotationPrefix, kubeconfig, snapshot, logLevel, gpuResource, "      \
 	"migResourcePrefix, defaultAffinityMode, policy, maxRequestBytes, "    \
 	"threads, maxConnections, maxConnectionsPerClient, "                   \
@@ -268,6 +270,7 @@ static void test_config__full_file(void **state)
 	    ft_config_load_file(&cfg, FT_FIXTURES_DIR "/config/full.yaml"), 0);
 	assert_string_equal(cfg.listen, "[::1]:9443");
 	assert_string_equal(cfg.debug_listen, "127.0.0.1:6060");
+	assert_string_equal(cfg.metrics_listen, "0.0.0.0:10270");
 	assert_string_equal(cfg.tls_cert_file, "/etc/flextopo/tls/tls.crt");
 	assert_string_equal(cfg.tls_key_file, "/etc/flextopo/tls/tls.key");
 	assert_string_equal(cfg.tls_client_ca_file,

@@ -138,6 +138,17 @@ static size_t on_header(char *data, size_t size, size_t n, void *userdata)
 	return len;
 }
 
+/* Run `curl` (set up to write into *r) and free it and `headers`. */
+static void perform(CURL *curl, struct curl_slist *headers, reply_t *r)
+{
+	assert_int_equal(curl_easy_perform(curl), CURLE_OK);
+	curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &r->status);
+	curl_slist_free_all(headers);
+	curl_easy_cleanup(curl);
+	if (!r->body)
+		r->body = strdup("");
+}
+
 /* `method` `path` on `port`; a body is sent as application/json. */
 static reply_t http(unsigned port, const char *method, const char *path,
 		    const char *body)
@@ -163,12 +174,7 @@ static reply_t http(unsigned port, const char *method, const char *path,
 		curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
 		curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
 	}
-	assert_int_equal(curl_easy_perform(curl), CURLE_OK);
-	curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &r.status);
-	curl_slist_free_all(headers);
-	curl_easy_cleanup(curl);
-	if (!r.body)
-		r.body = strdup("");
+	perform(curl, headers, &r);
 	return r;
 }
 
@@ -1184,6 +1190,113 @@ static void test_debug__listener_off_by_default(void **state)
 	ft_app_dispose(&app);
 }
 
+/* ---- the metrics listener ---- */
+
+/* GET https://127.0.0.1:port/metrics with `token` (or none), unverified. */
+static reply_t scrape(unsigned port, const char *token)
+{
+	CURL *curl = curl_easy_init();
+	struct curl_slist *headers = NULL;
+	char url[128], auth[256];
+	reply_t r;
+
+	memset(&r, 0, sizeof(r));
+	assert_non_null(curl);
+	snprintf(url, sizeof(url), "https://127.0.0.1:%u/metrics", port);
+	curl_easy_setopt(curl, CURLOPT_URL, url);
+	curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 0L);
+	curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 0L);
+	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(curl, CURLOPT_WRITEDATA, &r);
+	curl_easy_setopt(curl, CURLOPT_TIMEOUT, 10L);
+	if (token) {
+		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
+		headers = curl_slist_append(headers, auth);
+		curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+	}
+	perform(curl, headers, &r);
+	return r;
+}
+
+#define TOKEN_REVIEW  "POST /apis/authentication.k8s.io/v1/tokenreviews "
+#define ACCESS_REVIEW "POST /apis/authorization.k8s.io/v1/subjectaccessreviews "
+
+/*
+ * The metrics listener judges a scraper as kube-scheduler's secure port
+ * does: HTTPS, a bearer token the API server authenticates (TokenReview)
+ * and allows to get /metrics (SubjectAccessReview), decisions cached.
+ */
+static void test_debug__metrics_listener_checks_tokens(void **state)
+{
+	static const char *const prometheus[] = {
+	    "{\"status\":{\"authenticated\":true,\"user\":{\"username\":"
+	    "\"system:serviceaccount:monitoring:prometheus\",\"uid\":\"u-p\","
+	    "\"groups\":[\"system:serviceaccounts\"]}}}",
+	    NULL};
+	static const char *const allowed[] = {"{\"status\":{\"allowed\":true}}",
+					      NULL};
+	static const char *const unknown[] = {
+	    "{\"status\":{\"authenticated\":false,\"error\":\"invalid "
+	    "bearer token\"}}",
+	    NULL};
+	static const char *const denied[] = {
+	    "{\"status\":{\"allowed\":false,\"reason\":\"no RBAC policy "
+	    "matched\"}}",
+	    NULL};
+	static const ft_fake_step_t steps[] = {
+	    {TOKEN_REVIEW, "201 Created", prometheus, FT_FAKE_END},
+	    {ACCESS_REVIEW, "201 Created", allowed, FT_FAKE_END},
+	    {TOKEN_REVIEW, "201 Created", unknown, FT_FAKE_END},
+	    {TOKEN_REVIEW, "201 Created", prometheus, FT_FAKE_END},
+	    {ACCESS_REVIEW, "201 Created", denied, FT_FAKE_END},
+	};
+	fixture_t *fx = *state;
+	ft_fake_api_t api;
+	unsigned port;
+	cJSON *sar;
+	reply_t r;
+
+	ft_fake_api_start(&api, steps, 5);
+	fx->app.kube = ft_fake_api_client(&api, NULL, 5000);
+	free(fx->app.cfg.metrics_listen);
+	fx->app.cfg.metrics_listen = strdup("127.0.0.1:0");
+	assert_int_equal(ft_app_metrics_start(&fx->app), 0);
+	port = ft_server_port(fx->app.metrics_server);
+	r = scrape(port, NULL);
+	assert_int_equal(r.status, 401);
+	assert_string_equal(r.body, "{\"error\":\"unauthorized: a bearer token "
+				    "is required\"}");
+	free(r.body);
+	for (int i = 0; i < 2; i++) { /* the second from the cache */
+		r = scrape(port, "prometheus-token");
+		assert_int_equal(r.status, 200);
+		assert_non_null(strstr(r.body, "flextopo_ready 1"));
+		free(r.body);
+	}
+	r = scrape(port, "stolen");
+	assert_int_equal(r.status, 401);
+	assert_non_null(strstr(r.body, "invalid bearer token"));
+	free(r.body);
+	r = scrape(port, "other-prometheus");
+	assert_int_equal(r.status, 403);
+	assert_non_null(strstr(r.body, "forbidden: no RBAC policy matched"));
+	free(r.body);
+	ft_fake_api_finish(&api);
+	assert_non_null(
+	    strstr(api.requests[0], "\"token\":\"prometheus-token\""));
+	sar = cJSON_Parse(ft_fake_request_body(api.requests[1]));
+	assert_string_equal(
+	    cJSON_GetObjectItem(cJSON_GetObjectItem(sar, "spec"), "user")
+		->valuestring,
+	    "system:serviceaccount:monitoring:prometheus");
+	assert_non_null(strstr(api.requests[1],
+			       "\"nonResourceAttributes\":{"
+			       "\"path\":\"/metrics\",\"verb\":"
+			       "\"get\"}"));
+	cJSON_Delete(sar);
+	ft_fake_api_dispose(&api);
+}
+
 /* ---- allocation conflicts ---- */
 
 /* A pod bound to pairs-free whose annotation claims GPU-free-0 too. */
@@ -1299,6 +1412,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_debug__nodes, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_debug__conflicts_reported,
 					    setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_debug__metrics_listener_checks_tokens, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_debug__nodes_fragmentation,
 					    setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_debug__explain_fragmentation,
