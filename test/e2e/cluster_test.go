@@ -300,11 +300,17 @@ func (c *cluster) startEtcd(bin string) error {
 }
 
 func (c *cluster) startAPIServer(bin string) error {
-	dir, err := c.dir("kube-apiserver")
+	port, err := freePort()
 	if err != nil {
 		return err
 	}
-	port, err := freePort()
+	return c.startAPIServerOn(bin, port)
+}
+
+// startAPIServerOn starts kube-apiserver on `port` (again, after a restart)
+// and waits until it is ready.
+func (c *cluster) startAPIServerOn(bin string, port int) error {
+	dir, err := c.dir("kube-apiserver")
 	if err != nil {
 		return err
 	}
