@@ -13,6 +13,12 @@
  * allocation) and a malformed observed annotation when they first appear
  * or change, comparing the pod with the version it replaces, so that the
  * periodic rewrites of flextopo-node and relists do not repeat the line.
+ *
+ * An assumption lives from bind until the watch shows the pod bound; one
+ * whose Binding's answer never came stays until the watch or a read of the
+ * pod settles it (ft_state_bind_settle). A rebuilt node's allocation
+ * conflicts are reported once per pair of pods while both stay: logged,
+ * counted, and queued for the upkeep thread's Events.
  */
 #include <flextopo/clock.h>
 #include <flextopo/error.h>

@@ -342,17 +342,19 @@ func TestChartServerSideDryRun(t *testing.T) {
 		agentKinds []string
 		noAgent    bool
 	}{
+		// Every case binds system:auth-delegator for the extender's
+		// /metrics (extender.metricsPort): one more ClusterRoleBinding.
 		{
 			name: "scheduler",
 			sets: []string{"mode=scheduler"},
 			wantKinds: []string{"ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "ClusterRoleBinding",
-				"ClusterRoleBinding", "ConfigMap", "ConfigMap", "Deployment", "Role", "RoleBinding", "RoleBinding", "ServiceAccount"},
+				"ClusterRoleBinding", "ClusterRoleBinding", "ConfigMap", "ConfigMap", "Deployment", "Role", "RoleBinding", "RoleBinding", "ServiceAccount"},
 			notes: []string{"schedulerName: " + chartSchedName},
 		},
 		{
 			name:      "extender",
 			sets:      []string{"mode=extender"},
-			wantKinds: []string{"ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "Service", "ServiceAccount"},
+			wantKinds: []string{"ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "ConfigMap", "Deployment", "Service", "ServiceAccount"},
 			notes:     []string{"urlPrefix: \"http://flextopo.chart-dry-extender.svc:8888\"", "nodeCacheCapable: true", "bindVerb: bind"},
 		},
 		{
@@ -360,21 +362,21 @@ func TestChartServerSideDryRun(t *testing.T) {
 			sets: []string{"mode=scheduler", "replicaCount=2", "registration.pods=devices", "registration.managedResources[0].name=nvidia.com/gpu",
 				"scheduler.extraArgs[0]=--kube-api-qps=50", "priorityClassName=system-cluster-critical"},
 			wantKinds: []string{"ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "ClusterRoleBinding",
-				"ClusterRoleBinding", "ConfigMap", "ConfigMap", "Deployment", "PodDisruptionBudget", "Role", "RoleBinding",
+				"ClusterRoleBinding", "ClusterRoleBinding", "ConfigMap", "ConfigMap", "Deployment", "PodDisruptionBudget", "Role", "RoleBinding",
 				"RoleBinding", "ServiceAccount"},
 		},
 		{
 			name: "scheduler-tls",
 			sets: []string{"mode=scheduler", "tls.enabled=true", "tls.secretName=flextopo-tls"},
 			wantKinds: []string{"ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "ClusterRoleBinding",
-				"ClusterRoleBinding", "ConfigMap", "ConfigMap", "Deployment", "Role", "RoleBinding", "RoleBinding", "ServiceAccount"},
+				"ClusterRoleBinding", "ClusterRoleBinding", "ConfigMap", "ConfigMap", "Deployment", "Role", "RoleBinding", "RoleBinding", "ServiceAccount"},
 			notes: []string{"kube-scheduler calls it over HTTPS", "for the name \"flextopo.chart-dry-scheduler-tls.svc\"",
 				"rollout restart deployment/flextopo"},
 		},
 		{
 			name:      "extender-tls",
 			sets:      []string{"mode=extender", "tls.enabled=true", "tls.secretName=flextopo-tls", "tls.clientAuth.enabled=true"},
-			wantKinds: []string{"ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "Service", "ServiceAccount"},
+			wantKinds: []string{"ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "ConfigMap", "Deployment", "Service", "ServiceAccount"},
 			notes: []string{"urlPrefix: \"https://flextopo.chart-dry-extender-tls.svc:8888\"", "enableHTTPS: true",
 				"serverName: \"flextopo.chart-dry-extender-tls.svc\"", "caFile:", "certFile:", "keyFile:",
 				"needs a client certificate"},
@@ -383,21 +385,21 @@ func TestChartServerSideDryRun(t *testing.T) {
 			name: "extender-pdb",
 			sets: []string{"mode=extender", "podDisruptionBudget.enabled=true", "service.type=NodePort",
 				"registration.managedResources[0].name=nvidia.com/gpu"},
-			wantKinds: []string{"ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "PodDisruptionBudget",
+			wantKinds: []string{"ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "ConfigMap", "Deployment", "PodDisruptionBudget",
 				"Service", "ServiceAccount"},
 			notes: []string{"managedResources:", "- name: \"nvidia.com/gpu\""},
 		},
 		{
 			name:      "extender-no-node-agent",
 			sets:      []string{"mode=extender", "nodeAgent.enabled=false"},
-			wantKinds: []string{"ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "Service", "ServiceAccount"},
+			wantKinds: []string{"ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "ConfigMap", "Deployment", "Service", "ServiceAccount"},
 			noAgent:   true,
 		},
 		{
 			name: "scheduler-node-observe",
 			sets: []string{"mode=scheduler", "nodeAgent.mode=observe", "nodeAgent.restrictToOwnNode=false"},
 			wantKinds: []string{"ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "ClusterRoleBinding",
-				"ClusterRoleBinding", "ConfigMap", "ConfigMap", "Deployment", "Role", "RoleBinding", "RoleBinding", "ServiceAccount"},
+				"ClusterRoleBinding", "ClusterRoleBinding", "ConfigMap", "ConfigMap", "Deployment", "Role", "RoleBinding", "RoleBinding", "ServiceAccount"},
 			agentKinds: []string{"ClusterRole", "ClusterRoleBinding", "DaemonSet", "ServiceAccount"},
 		},
 	}
