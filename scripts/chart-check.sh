@@ -118,7 +118,7 @@ cases=(
 	"extender --set mode=extender"
 	"scheduler-all-pods --set mode=scheduler --set registration.pods=all"
 	"scheduler-full --set mode=scheduler --set registration.pods=devices --set replicaCount=2 --set serviceMonitor.enabled=true --set registration.managedResources[0].name=nvidia.com/gpu --set registration.ignorable=true --set scheduler.extraArgs[0]=--kube-api-qps=50 --set priorityClassName=system-cluster-critical --set extender.config.policy=distributed --set extender.config.logLevel=debug"
-	"extender-full --set mode=extender --set podDisruptionBudget.enabled=true --set registration.managedResources[0].name=nvidia.com/gpu --set service.type=NodePort --set extender.config.maxRequestBytes=128Mi --set extender.config.defaultAffinityMode=best-effort"
+	"extender-full --set mode=extender --set serviceMonitor.enabled=true --set podDisruptionBudget.enabled=true --set registration.managedResources[0].name=nvidia.com/gpu --set service.type=NodePort --set extender.config.maxRequestBytes=128Mi --set extender.config.defaultAffinityMode=best-effort"
 	"scheduler-tls --set mode=scheduler --set tls.enabled=true --set tls.secretName=flextopo-tls"
 	"extender-tls --set mode=extender --set tls.enabled=true --set tls.secretName=flextopo-tls --set tls.clientAuth.enabled=true --set tls.clientAuth.caSecretName=scheduler-client-ca --set tls.serverName=flextopo.example.com"
 	"node-observe --set nodeAgent.mode=observe --set nodeAgent.runtimeClassName=nvidia --set nodeAgent.discoverArgs[0]=--sharing-config --set nodeAgent.discoverArgs[1]=/etc/dp/config.yaml --set nodeAgent.restrictToOwnNode=false"
@@ -173,7 +173,7 @@ for f in scheduler scheduler-full scheduler-tls; do
 	expect "$out/$f.yaml" ConfigMap 2
 	expect "$out/$f.yaml" ServiceAccount 2
 	expect "$out/$f.yaml" ClusterRole 3
-	expect "$out/$f.yaml" ClusterRoleBinding 5
+	expect "$out/$f.yaml" ClusterRoleBinding 6
 	expect "$out/$f.yaml" Role 1
 	expect "$out/$f.yaml" RoleBinding 2
 	grep -q 'kind: KubeSchedulerConfiguration' "$out/$f.yaml" || fail "$f: no KubeSchedulerConfiguration"
@@ -182,13 +182,17 @@ done
 for f in extender extender-full extender-tls; do
 	[[ -s $out/$f.yaml ]] || continue
 	expect "$out/$f.yaml" Deployment 1
-	expect "$out/$f.yaml" Service 1
 	expect "$out/$f.yaml" ConfigMap 1
 	expect "$out/$f.yaml" ClusterRole 2
-	expect "$out/$f.yaml" ClusterRoleBinding 2
+	expect "$out/$f.yaml" ClusterRoleBinding 3
 	expect "$out/$f.yaml" Role 0
 	! grep -q 'kind: KubeSchedulerConfiguration' "$out/$f.yaml" || fail "$f: renders a KubeSchedulerConfiguration"
 	grep -q 'listen: "0.0.0.0:8888"' "$out/$f.yaml" || fail "$f: the extender does not listen on all addresses"
+done
+# Both modes serve the extender's /metrics to Prometheus on every address.
+for f in scheduler extender; do
+	[[ ! -s $out/$f.yaml ]] ||
+		grep -q 'metricsListen: "0.0.0.0:10262"' "$out/$f.yaml" || fail "$f: no metrics listener"
 done
 if [[ -s $out/scheduler.yaml ]]; then
 	expect "$out/scheduler.yaml" PodDisruptionBudget 0
@@ -201,7 +205,14 @@ if [[ -s $out/scheduler-full.yaml ]]; then
 	expect "$out/scheduler-full.yaml" ServiceMonitor 1
 	expect "$out/scheduler-full.yaml" Service 1
 fi
-[[ ! -s $out/extender-full.yaml ]] || expect "$out/extender-full.yaml" PodDisruptionBudget 1
+for f in extender extender-tls; do
+	[[ ! -s $out/$f.yaml ]] || expect "$out/$f.yaml" Service 1
+done
+if [[ -s $out/extender-full.yaml ]]; then
+	expect "$out/extender-full.yaml" PodDisruptionBudget 1
+	expect "$out/extender-full.yaml" ServiceMonitor 1
+	expect "$out/extender-full.yaml" Service 2
+fi
 # TLS: the extender serves HTTPS with the Secret's key, which only its own
 # container mounts; kube-scheduler gets ca.crt alone and verifies serverName.
 # Without TLS nothing of it is rendered.
@@ -293,7 +304,7 @@ bad=(
 	"tls.enabled=yes|at '/tls/enabled'"
 	"scheduler.name=default-scheduler|scheduler.name: default-scheduler is the name of the cluster's own scheduler"
 	"mode=extender replicaCount=2|extender mode runs exactly 1 replica"
-	"mode=extender serviceMonitor.enabled=true|the extender serves no /metrics yet"
+	"mode=extender serviceMonitor.enabled=true extender.metricsPort=0|which extender.metricsPort: 0 turns off"
 	"extender.config.watchBackoffInitialMs=60000|may not exceed extender.config.watchBackoffMaxMs"
 	"nodeAgent.mode=strict|at '/nodeAgent/mode': value must be one of 'enforce', 'observe'"
 	"nodeAgent.observeInterval=0s|at '/nodeAgent/observeInterval'"

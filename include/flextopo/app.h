@@ -6,7 +6,7 @@
  *   POST /filter, /prioritize, /bind   extender verbs
  *   POST /preempt                      topology-aware victims (victims.h)
  *   GET  /healthz                      the process is serving
- *   GET  /readyz                       the first list of Nodes and Pods is in
+ *   GET  /readyz                       the model is in sync (ft_app_in_sync)
  *   GET  /version                      version, commit, build time
  *   GET  /metrics                      Prometheus text (metrics.h)
  * and the debug API on its own listener (debug.h).
@@ -34,9 +34,12 @@ typedef struct ft_app {
 	ft_informer_t *node_informer;
 	ft_informer_t *pod_informer;
 	ft_informer_t *pdb_informer;
+	struct ft_upkeep *upkeep; /* upkeep.h; NULL in snapshot-file mode */
 	ft_server_t *server;
-	ft_server_t *debug_server; /* NULL unless debugListen is set */
-	ft_decisions_t *decisions; /* decisionLogSize records (debug.h) */
+	ft_server_t *debug_server;   /* NULL unless debugListen is set */
+	ft_server_t *metrics_server; /* NULL unless metricsListen is set */
+	struct ft_access *access;    /* its token checks (access.h) */
+	ft_decisions_t *decisions;   /* decisionLogSize records (debug.h) */
 	ft_metrics_t *metrics;
 	atomic_bool snapshot_loaded;
 } ft_app_t;
@@ -57,8 +60,35 @@ void ft_app_readyz(ft_http_response_t *out, const ft_http_request_t *req,
 void ft_app_version(ft_http_response_t *out, const ft_http_request_t *req,
 		    void *payload);
 
-/* Ready: the snapshot file is loaded, or every informer has synced once. */
+/*
+ * Truth before answers: the model may answer only while it holds what the
+ * API server holds, as kube-scheduler's own informers must have synced
+ * before it schedules (client-go's WaitForCacheSync). In sync: the snapshot
+ * file is loaded, or every informer (nodes, pods, PodDisruptionBudgets) is
+ * synced now (ft_informer_synced: a list delivered, and no watch failure or
+ * 410 since, or a relist after it). When not, `why` (when not NULL) gets a
+ * sentence naming the kinds that are not ("not in sync with the API server:
+ * waiting for a complete list of pods, poddisruptionbudgets").
+ *
+ * Until then the verbs refuse in the protocol's error forms: filter fails
+ * every node in FailedNodes (not FailedAndUnresolvableNodes, so that the
+ * pod stays a candidate and kube-scheduler tries it again), bind answers
+ * with ExtenderBindingResult.Error, and prioritize and preempt, whose
+ * replies have no error field, answer HTTP 503 with the JSON error body
+ * (kind "unavailable"). They fail rather than wait for a relist: a wait
+ * holds an HTTP worker, and the relist after an outage lasts as long as the
+ * outage; kube-scheduler requeues the pod either way.
+ */
+bool ft_app_in_sync(const ft_app_t *app, char *why, size_t size);
+
+/* ft_app_in_sync() without the reason: what /readyz answers. */
 bool ft_app_ready(const ft_app_t *app);
+
+/*
+ * Out of sync: fill `out` with the 503 "unavailable" reply of a verb whose
+ * reply has no error field, and return true; false when in sync.
+ */
+bool ft_app_refuse_unsynced(ft_http_response_t *out, ft_app_t *app);
 
 /*
  * Load a `kubectl get nodes,pods -A -o yaml` (or JSON) List into the state.

@@ -287,6 +287,7 @@ typedef struct ft_holding {
 	ft_level_t level; /* as the allocation annotation says */
 	uint8_t levels;	  /* every level reached (bit per ft_level_t) */
 	bool assumed;	  /* from a bind the watch has not shown yet */
+	bool in_conflict; /* in a pair of ft_node_t.conflict_pairs */
 	/*
 	 * The units above are the observed ones (ft_pod_holds_observed),
 	 * reported from `observed_source`.
@@ -389,6 +390,14 @@ typedef struct ft_node {
 	unsigned conflicts; /* holdings that claimed an already-held unit */
 	unsigned drifted;   /* holdings with `expected` (drifted pods) */
 	/*
+	 * Who claims what twice, one pair per holding counted in `conflicts`
+	 * (ft_conflict_t); owned by the node, borrowed by value copies, which
+	 * keep the count of the node they copy even when they charge more.
+	 */
+	struct ft_conflict *conflict_pairs;
+	unsigned n_conflict_pairs;
+	unsigned conflict_pods; /* holdings with in_conflict */
+	/*
 	 * Not part of the node's value: a cache for fragmentation (frag.h),
 	 * allocated with the node and filled as requests weigh it. NULL in
 	 * value copies (ft_node_copy_value), which then work without it.
@@ -400,6 +409,31 @@ typedef struct ft_node {
 	 */
 	ft_filter_memo_t *filter_memo;
 } ft_node_t;
+
+/*
+ * A unit claimed twice: holding `later` claims units that holding `earlier`
+ * (a lower index in the node's holdings) already holds: whole GPUs or
+ * replicas of a GPU one of them holds whole or that the two overflow, MIG
+ * instances, pinned CPUs. A conflict is found in what the annotations say
+ * (flextopo.io/allocation, or the observed units): two pods bound with the
+ * same unit, which the node cannot honour. Every unit either claims stays
+ * held, so it is never handed out a third time, and the node's other units
+ * stay usable.
+ */
+typedef struct ft_conflict {
+	uint16_t earlier, later; /* holding indexes */
+	uint16_t gpus;		 /* GPU positions claimed by both */
+	uint64_t mig[2];	 /* MIG instance positions claimed by both */
+	ft_cpuset_t cpus;	 /* pinned CPUs claimed by both */
+} ft_conflict_t;
+
+/*
+ * The units of `c` as text for people: "GPU 5 (GPU-...), MIG MIG-..., CPUs
+ * 72-79"; positions the topology names. Truncated to `size`; returns `buf`.
+ */
+const char *ft_conflict_units_text(char *buf, size_t size,
+				   const ft_node_t *node,
+				   const ft_conflict_t *c);
 
 /*
  * Build a node from its topology (a reference is taken; may be NULL with

@@ -44,6 +44,8 @@ typedef struct ft_config {
 		       */
 	char *
 	    debug_listen; /* "HOST:PORT" of the debug API; "" = off (default) */
+	/* "HOST:PORT" of the authenticated /metrics listener; "" = off */
+	char *metrics_listen;
 	/* PEM certificate chain and key of the extender API; "" = plain HTTP */
 	char *tls_cert_file;
 	char *tls_key_file;
@@ -65,6 +67,8 @@ typedef struct ft_config {
 	unsigned max_connections_per_client;
 	unsigned connection_timeout_s; /* silent connection closed; 120 */
 	unsigned api_timeout_ms; /* API server request timeout; default 10000 */
+	/* a Binding of unknown outcome stays held this long at least; 60 */
+	unsigned bind_settle_s;
 	unsigned watch_backoff_initial_ms; /* default 800 (client-go's) */
 	unsigned watch_backoff_max_ms;	   /* default 30000 */
 	unsigned decision_log_size; /* decisions kept for debug; default 1024 */

@@ -11,6 +11,8 @@
  *   GET  /debug/pods/{namespace}/{name}  allocation, observed units, drift
  *                                        and decisions of a pod
  *   POST /debug/explain[?node=NAME]      what would happen to a pod spec
+ *   GET  /debug/conflicts                pairs of pods whose allocation
+ *                                        annotations claim one unit
  *   GET  /debug/decisions[?limit=N]      the newest decisions (N: 1-1048576,
  *                                        default 20, at most decisionLogSize)
  *   GET  /metrics, /healthz, /readyz, /version
@@ -40,6 +42,20 @@ int ft_app_debug_routes(ft_app_t *app, ft_server_t *server);
  */
 int ft_app_debug_start(ft_app_t *app);
 
+/*
+ * Start the metrics listener on app->cfg.metrics_listen (nothing when "")
+ * into app->metrics_server: GET /metrics only, over HTTPS (the extender's
+ * certificate, or one made at start), to a bearer token the API server
+ * allows (access.h); the check, which may wait on the API server, runs on
+ * the listener's offload threads. FT_EINVAL without an API server;
+ * otherwise as ft_server_start().
+ */
+int ft_app_metrics_start(ft_app_t *app);
+
+/* GET /metrics behind the token check (the metrics listener's route). */
+void ft_app_metrics_checked(ft_http_response_t *out,
+			    const ft_http_request_t *req, void *payload);
+
 /* The verbs with their latency and count recorded (`payload`: the app). */
 void ft_app_metered_filter(ft_http_response_t *out,
 			   const ft_http_request_t *req, void *payload);
@@ -57,6 +73,8 @@ void ft_app_debug_nodes(ft_http_response_t *out, const ft_http_request_t *req,
 			void *payload);
 void ft_app_debug_node(ft_http_response_t *out, const ft_http_request_t *req,
 		       void *payload);
+void ft_app_debug_conflicts(ft_http_response_t *out,
+			    const ft_http_request_t *req, void *payload);
 void ft_app_debug_pod(ft_http_response_t *out, const ft_http_request_t *req,
 		      void *payload);
 void ft_app_debug_explain(ft_http_response_t *out, const ft_http_request_t *req,

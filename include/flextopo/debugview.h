@@ -34,6 +34,18 @@ int ft_codec_debug_nodes(char **out, const ft_snapshot_t *snap,
 			 const ft_mix_t *mix);
 
 /*
+ * GET /debug/conflicts: {"generation":G,"conflictPods":P,"conflictsFound":F,
+ * "conflicts":[...]}: one entry per pair of pods whose units overlap
+ * (ft_conflict_t, cluster.h), with the node, the units as text and as GPU
+ * indexes, MIG instances and a cpulist, and the two pods (namespace, name,
+ * uid, priority, assumed), the one that held the units first first.
+ * conflictPods counts the pods in some pair; `found` (conflictsFound) is the
+ * count of pairs found since start (ft_state_stats_t.conflicts_found).
+ */
+int ft_codec_debug_conflicts(char **out, const ft_snapshot_t *snap,
+			     uint64_t found);
+
+/*
  * GET /debug/nodes/{name}: the node's FlexTopo tree (sockets, NUMA nodes,
  * PCIe switches, GPUs, MIG instances, NVLinks, affinity domains) with the pod
  * holding each unit, and the list of what each pod holds. A shared GPU also

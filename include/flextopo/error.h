@@ -23,7 +23,8 @@
 	X(EIO, -6, "I/O error")                                                \
 	X(ETOOBIG, -7, "too large")                                            \
 	X(EUNAVAIL, -8, "unavailable")                                         \
-	X(EGONE, -9, "resource version gone")
+	X(EGONE, -9, "resource version gone")                                  \
+	X(EUNKNOWN, -10, "outcome unknown")
 
 typedef enum {
 	FT_OK = 0,

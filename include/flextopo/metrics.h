@@ -27,10 +27,15 @@
  *                                           set is the cheapest ("exact")
  *                                           or why not (victims.h,
  *                                           ft_victim_fallback_name)
- *   binds_total{result}                     counter: bound | failed
+ *   binds_total{result}                     counter: bound | failed |
+ *                                           unknown (the Binding's
+ *                                           answer never came; its
+ *                                           units stay held)
  *   bind_affinity_level_total{level}        counter: level reached at bind
  *   nodes, nodes_bad_topology, pods, assumed_pods, snapshot_generation,
  *   cache_age_seconds, ready                gauges
+ *   binds_unsettled                         gauge: assumed pods whose
+ *                                           Binding's outcome is unknown
  *   informer_restarts_total{resource}       counter
  *   decision_log_records, decision_log_capacity, decision_log_bytes gauges
  *   decisions_total                         counter
@@ -40,6 +45,11 @@
  *                                           use (FGD, frag.h)
  *   gpus_whole_free, mig_slices_stranded,   gauges over all nodes
  *   workload_mix_pods                       gauge: pods in the mix
+ *   conflict_pods                           gauge: pods of the snapshot in
+ *                                           an allocation conflict (two
+ *                                           pods' annotations claim one
+ *                                           GPU, MIG instance or CPU)
+ *   conflicts_found_total                   counter: such pairs found
  *   drift_pods                              gauge: pods of the snapshot
  *                                           whose observed units
  *                                           (flextopo.io/observed, written
@@ -94,11 +104,20 @@ void ft_metrics_preempt(ft_metrics_t *m, ft_affinity_mode_t mode,
 /* One victim search of the preempt verb, by its fallback (victims.h). */
 void ft_metrics_victim_search(ft_metrics_t *m, ft_victim_fallback_t fallback);
 
+typedef enum {
+	FT_BIND_BOUND = 0,
+	FT_BIND_FAILED = 1,
+	FT_BIND_UNKNOWN = 2, /* the Binding's outcome is unknown */
+	FT_BIND_RESULTS = 3,
+} ft_bind_result_t;
+
 /*
- * One bind: `bound` or failed; `level` the affinity level the placement
- * reached, FT_LEVEL_COUNT when the pod holds no devices.
+ * One bind and its result; `level` the affinity level the placement
+ * reached, FT_LEVEL_COUNT when the pod holds no devices (read only when
+ * bound).
  */
-void ft_metrics_bind(ft_metrics_t *m, bool bound, ft_level_t level);
+void ft_metrics_bind(ft_metrics_t *m, ft_bind_result_t result,
+		     ft_level_t level);
 
 /* What the caller samples at scrape time. */
 typedef struct ft_metrics_gauges {
@@ -109,6 +128,7 @@ typedef struct ft_metrics_gauges {
 	unsigned nodes_bad_topology; /* topology annotation missing or bad */
 	unsigned pods;
 	unsigned assumed;
+	unsigned unsettled; /* assumed, Binding of unknown outcome */
 	uint64_t generation;
 	double cache_age_seconds;    /* since the last snapshot publish */
 	unsigned long node_restarts; /* watch restarts of the node informer */
@@ -123,9 +143,11 @@ typedef struct ft_metrics_gauges {
 	uint64_t gpu_fragmentation_milli;
 	unsigned long gpus_whole_free;
 	unsigned long mig_slices_stranded;
-	unsigned mix_pods;   /* pods in the workload mix */
-	unsigned drift_pods; /* holdings of the snapshot with `expected`
-				(ft_pod_drifted, cluster.h) */
+	unsigned mix_pods;	  /* pods in the workload mix */
+	unsigned drift_pods;	  /* holdings of the snapshot with `expected`
+				     (ft_pod_drifted, cluster.h) */
+	unsigned conflict_pods;	  /* holdings in_conflict (cluster.h) */
+	uint64_t conflicts_found; /* ft_state_stats_t.conflicts_found */
 } ft_metrics_gauges_t;
 
 /* The exposition text (heap, caller frees). FT_ENOMEM. */

@@ -8,13 +8,17 @@
  *
  * The listener faces the cluster network, so connections are bounded: at
  * most `max_connections` open at once (further clients wait in the listen
- * backlog), at most `max_connections_per_client` from one address (further
- * ones are closed at once), and a connection that sends nothing for
+ * backlog), at most `max_connections_per_client` from one address (at the
+ * cap, a new connection closes that address's connection idle the longest,
+ * or itself when none is idle: clients.h), and a connection that sends
+ * nothing for
  * `connection_timeout_s` is closed, whether idle between requests or stalled
  * in one. Request lines and headers must fit libmicrohttpd's 32 KiB
  * per-connection buffer: a longer URL is answered 414, longer headers 431.
  * Each worker thread polls its own connections (epoll), so idle or slow
- * connections cost a file descriptor and a buffer each, never a thread.
+ * connections cost a file descriptor and a buffer each, never a thread. A
+ * handler that may block for long is registered with
+ * ft_server_route_offload() and runs on a thread of its own pool.
  *
  * With a certificate and key the server speaks HTTPS only (TLS through
  * libmicrohttpd's GnuTLS backend), HTTP/1.1 inside it: kube-scheduler's Go
@@ -25,6 +29,7 @@
 #ifndef FLEXTOPO_SERVER_H
 #define FLEXTOPO_SERVER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef struct ft_http_request {
@@ -51,11 +56,16 @@ typedef void (*ft_http_handler_fn)(ft_http_response_t *out,
 const char *ft_http_request_query(const ft_http_request_t *req,
 				  const char *key);
 
+/* Value of header `name` (any case), borrowed for the request, or NULL. */
+const char *ft_http_request_header(const ft_http_request_t *req,
+				   const char *name);
+
 /*
  * Fill `out` with an error reply {"error": "<kind>: <message>"} and count it
  * under `kind` ("bad_json", "too_large", "bad_content_type", "not_found",
- * "method_not_allowed", "forbidden", "internal"). Every HTTP error goes
- * through here.
+ * "method_not_allowed", "unauthorized" (401), "forbidden", "bad_request",
+ * "unavailable" (503: not able to answer now), "internal"). Every HTTP
+ * error goes through here.
  */
 void ft_http_reply_error(ft_http_response_t *out, int status, const char *kind,
 			 const char *fmt, ...)
@@ -106,6 +116,15 @@ typedef struct ft_server_options {
 	unsigned max_connections_per_client;
 	/* seconds a connection may send nothing; 0 = FT_SERVER_TIMEOUT_S */
 	unsigned connection_timeout_s;
+	/* threads of offloaded routes; 0 = FT_SERVER_OFFLOAD_THREADS */
+	unsigned offload_threads;
+	/*
+	 * Without tls_cert_file: serve HTTPS with a certificate made at start
+	 * (self-signed, ECDSA P-256, valid a year), as kube-scheduler's secure
+	 * port does without --tls-cert-file. For listeners whose clients send
+	 * a bearer token and skip verification (Prometheus).
+	 */
+	bool tls_self_signed;
 } ft_server_options_t;
 
 /* Defaults of the connection limits above. */
@@ -117,6 +136,12 @@ typedef struct ft_server_options {
  * a connection the server is closing (Go does not retry a POST).
  */
 #define FT_SERVER_TIMEOUT_S 120u
+
+/*
+ * Offloaded requests handled at once by default; more wait in a queue that
+ * the connection limit bounds (one request per connection).
+ */
+#define FT_SERVER_OFFLOAD_THREADS 16u
 
 /*
  * Create, not yet started. FT_EINVAL for a bad listen address or TLS
@@ -135,6 +160,19 @@ int ft_server_new(ft_server_t **out, const ft_server_options_t *opts);
  */
 int ft_server_route(ft_server_t *server, const char *method, const char *path,
 		    ft_http_handler_fn fn, void *payload);
+
+/*
+ * As ft_server_route(), for a handler that may block for long (a bind that
+ * waits on the API server). Its requests run on one of the server's
+ * offload threads (ft_server_options_t.offload_threads) while their
+ * connection is suspended (libmicrohttpd's MHD_suspend_connection), so that
+ * it never holds a worker thread that other requests wait behind. A
+ * request still queued when the server stops is answered 503
+ * "unavailable". ft_server_handle() runs such handlers inline.
+ */
+int ft_server_route_offload(ft_server_t *server, const char *method,
+			    const char *path, ft_http_handler_fn fn,
+			    void *payload);
 
 /*
  * Bind and start serving. FT_EIO when the address cannot be bound or

@@ -9,7 +9,8 @@
  * reference that the caller drops with ft_snapshot_unref(), without holding
  * any lock while it reads. Assumed allocations follow kube-scheduler's
  * assume/forget (pkg/scheduler/schedule_one.go): held from bind until the
- * watch shows the pod bound with its allocation, dropped if the bind fails.
+ * watch shows the pod bound with its allocation, dropped if the bind is
+ * refused, kept while its outcome is unknown (ft_state_bind_unknown).
  */
 #ifndef FLEXTOPO_STATE_H
 #define FLEXTOPO_STATE_H
@@ -90,8 +91,65 @@ int ft_state_assume(ft_state_t *state, const ft_pod_t *pod,
  */
 void ft_state_bind_done(ft_state_t *state, const char *uid);
 
-/* Drop an assumed allocation after a failed bind. */
+/*
+ * Drop an assumed allocation after a bind that was refused for certain. An
+ * assumption whose earlier Binding has an unknown outcome is kept: a
+ * refusal now says nothing about that one.
+ */
 void ft_state_forget(ft_state_t *state, const char *uid);
+
+/*
+ * A bind whose outcome is unknown stays assumed, as kube-scheduler's assume
+ * cache keeps an assumption until its informer settles it
+ * (pkg/scheduler/internal/cache). ft_kube_bind_pod() answered FT_EUNKNOWN
+ * for the Binding sent at `sent_ns` (CLOCK_MONOTONIC): a timeout, a reset,
+ * a reply cut short or a 5xx, after which the Binding may still be written,
+ * even later (etcd slow or frozen). The assumption then holds its units,
+ * relists keep it, and a bind of the pod to another node is refused
+ * (FT_ECONFLICT) until it is settled:
+ * - the watch shows the pod bound (to that node: the normal path; elsewhere:
+ *   dropped), finished or deleted; or
+ * - ft_state_bind_settle() with what a GET of the pod shows.
+ */
+void ft_state_bind_unknown(ft_state_t *state, const char *uid,
+			   uint64_t sent_ns);
+
+/*
+ * Settle the Binding of unknown outcome of pod `uid` from a GET of the pod
+ * made at `now_ns`. `seen` is the pod it returned, NULL when the GET
+ * answered 404 or a pod of another UID. The rule:
+ * - bound to the assumed node: the Binding landed; the assumption stays
+ *   until the watch shows the pod, as after an accepted Binding;
+ * - bound to another node, finished or gone: it never will land; forgotten;
+ * - unbound: proof only once `settle_ns` have passed since the Binding was
+ *   sent. Until the API server has given up on the request (its
+ *   --request-timeout, 60 s by default, after which kube-apiserver cancels
+ *   the request's storage calls) the write may still be in flight, and a GET
+ *   that shows the pod unbound proves nothing; after it, the pod is
+ *   forgotten. What remains: a write already inside etcd that etcd commits
+ *   even later (frozen longer than the timeout). The watch then shows the
+ *   pod bound with its allocation, the model holds it, and a unit handed
+ *   out meanwhile is reported as a conflict.
+ * Returns false while the outcome is still unknown; true once settled, or
+ * when there is nothing to settle. Logs what it decided.
+ */
+bool ft_state_bind_settle(ft_state_t *state, const char *uid,
+			  const ft_pod_t *seen, uint64_t now_ns,
+			  uint64_t settle_ns);
+
+/* A pod by namespace, name and UID (heap strings). */
+typedef struct ft_pod_key {
+	char *ns;
+	char *name;
+	char *uid;
+} ft_pod_key_t;
+
+/*
+ * The pods whose Binding has an unknown outcome, copied into *out (heap,
+ * *count entries; free with ft_pod_keys_free). FT_ENOMEM.
+ */
+int ft_state_unsettled(ft_state_t *state, ft_pod_key_t **out, unsigned *count);
+void ft_pod_keys_free(ft_pod_key_t *keys, unsigned count);
 
 /*
  * Make an assumed allocation permanent without a watch (snapshot-file mode):
@@ -109,13 +167,48 @@ void ft_state_confirm(ft_state_t *state, const char *uid);
 void ft_state_pdb_view(ft_state_t *state, const ft_node_t *node,
 		       ft_pdb_view_t *out);
 
+/*
+ * A conflict found in the annotations (ft_conflict_t, cluster.h): two pods
+ * bound with the same GPU, MIG instance or CPU. pods[0] held the units
+ * first (in the node's order), pods[1] claims them again.
+ */
+typedef struct ft_conflict_note {
+	char *node;
+	char *
+	    units; /* ft_conflict_units_text(): "GPU 5 (GPU-...), CPUs 72-79" */
+	ft_pod_key_t pods[2];
+} ft_conflict_note_t;
+
+/*
+ * The conflicts found since the last call, moved into *out (heap, *count
+ * entries, NULL when none; free with ft_conflict_notes_free). Each pair of
+ * pods on a node is found once while both stay; it is logged at warn and
+ * counted (conflicts_found) when found. Pairs involving an assumed pod are
+ * not reported: an assumption is chosen among free units, and its Binding,
+ * once the watch shows it, is what could conflict. At most 256 notes wait;
+ * more are counted and logged, not queued.
+ */
+void ft_state_take_conflicts(ft_state_t *state, ft_conflict_note_t **out,
+			     unsigned *count);
+void ft_conflict_notes_free(ft_conflict_note_t *notes, unsigned count);
+
+/*
+ * Put notes that could not be reported back (takes ownership of `notes`,
+ * a heap array of `count`), behind those found meanwhile; what does not
+ * fit is dropped.
+ */
+void ft_state_requeue_conflicts(ft_state_t *state, ft_conflict_note_t *notes,
+				unsigned count);
+
 /* Counters for readiness and metrics. */
 typedef struct ft_state_stats {
 	uint64_t generation;
+	uint64_t conflicts_found; /* pairs found since start */
 	unsigned nodes;
 	unsigned nodes_bad_topology;
 	unsigned pods;
 	unsigned assumed;
+	unsigned unsettled; /* assumed, Binding of unknown outcome */
 } ft_state_stats_t;
 
 void ft_state_stats(ft_state_t *state, ft_state_stats_t *out);

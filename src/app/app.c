@@ -6,10 +6,12 @@
  * Signals are blocked before any thread starts and taken with sigwait() in
  * the main thread, so no handler runs inside library code.
  */
+#include <flextopo/access.h>
 #include <flextopo/app.h>
 #include <flextopo/debug.h>
 #include <flextopo/error.h>
 #include <flextopo/log.h>
+#include <flextopo/upkeep.h>
 #include <flextopo/yamljson.h>
 
 #include <getopt.h>
@@ -42,11 +44,14 @@ int ft_app_init(ft_app_t *app)
 
 void ft_app_dispose(ft_app_t *app)
 {
+	ft_server_free(app->metrics_server);
 	ft_server_free(app->debug_server);
 	ft_server_free(app->server);
+	ft_access_free(app->access);
 	ft_informer_free(app->node_informer);
 	ft_informer_free(app->pod_informer);
 	ft_informer_free(app->pdb_informer);
+	ft_upkeep_free(app->upkeep);
 	ft_kube_client_free(app->kube);
 	ft_state_free(app->state);
 	ft_mig_catalog_dispose(&app->mig_catalog);
@@ -56,14 +61,46 @@ void ft_app_dispose(ft_app_t *app)
 	memset(app, 0, sizeof(*app));
 }
 
-bool ft_app_ready(const ft_app_t *app)
+/* Append `kind` to the list in `kinds` when `informer` is not synced. */
+static bool kind_synced(char *kinds, size_t size, const ft_informer_t *informer,
+			const char *kind)
 {
+	size_t len = strlen(kinds);
+
+	if (ft_informer_synced(informer))
+		return true;
+	if (len < size)
+		snprintf(kinds + len, size - len, "%s%s", len ? ", " : "",
+			 kind);
+	return false;
+}
+
+bool ft_app_in_sync(const ft_app_t *app, char *why, size_t size)
+{
+	char kinds[64] = "";
+	bool nodes, pods, pdbs;
+
+	if (why && size)
+		why[0] = '\0';
 	if (atomic_load(&app->snapshot_loaded))
 		return true;
-	return app->node_informer && app->pod_informer && app->pdb_informer &&
-	       ft_informer_synced(app->node_informer) &&
-	       ft_informer_synced(app->pod_informer) &&
-	       ft_informer_synced(app->pdb_informer);
+	nodes = kind_synced(kinds, sizeof(kinds), app->node_informer, "nodes");
+	pods = kind_synced(kinds, sizeof(kinds), app->pod_informer, "pods");
+	pdbs = kind_synced(kinds, sizeof(kinds), app->pdb_informer,
+			   "poddisruptionbudgets");
+	if (nodes && pods && pdbs)
+		return true;
+	if (why && size)
+		snprintf(why, size,
+			 "not in sync with the API server: waiting for a "
+			 "complete list of %s",
+			 kinds);
+	return false;
+}
+
+bool ft_app_ready(const ft_app_t *app)
+{
+	return ft_app_in_sync(app, NULL, 0);
 }
 
 static const char *item_kind(const cJSON *item)
@@ -217,10 +254,13 @@ static int start_watch(ft_app_t *app)
 				    app->cfg.watch_backoff_initial_ms,
 				    app->cfg.watch_backoff_max_ms)) < 0)
 		goto cleanup;
-	rc = ft_informer_start(
-	    &app->pdb_informer, app->kube,
-	    "/apis/policy/v1/poddisruptionbudgets", &pdb_handler, app,
-	    app->cfg.watch_backoff_initial_ms, app->cfg.watch_backoff_max_ms);
+	if ((rc = ft_informer_start(&app->pdb_informer, app->kube,
+				    "/apis/policy/v1/poddisruptionbudgets",
+				    &pdb_handler, app,
+				    app->cfg.watch_backoff_initial_ms,
+				    app->cfg.watch_backoff_max_ms)) < 0)
+		goto cleanup;
+	rc = ft_upkeep_start(&app->upkeep, app);
 cleanup:
 	ft_kube_credentials_dispose(&creds);
 	return rc;
@@ -347,7 +387,9 @@ static int start_server(ft_app_t *app)
 		return rc;
 	FT_LOG_INFO_MSG("serving the extender API on %s (port %u)",
 			app->cfg.listen, ft_server_port(app->server));
-	return ft_app_debug_start(app);
+	if ((rc = ft_app_debug_start(app)) < 0)
+		return rc;
+	return ft_app_metrics_start(app);
 }
 
 static void wait_for_signal(const sigset_t *set)

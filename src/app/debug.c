@@ -9,8 +9,10 @@
  * heavy debugging never competes with kube-scheduler's requests for worker
  * threads; /metrics is served on both.
  */
+#include <flextopo/access.h>
 #include <flextopo/debug.h>
 #include <flextopo/debugview.h>
+#include <flextopo/clock.h>
 #include <flextopo/error.h>
 #include <flextopo/frag.h>
 #include <flextopo/log.h>
@@ -21,7 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define DEBUG_THREADS	    2
 #define DECISIONS_DEFAULT   20
@@ -31,14 +32,6 @@
 #define PODS_PREFIX	    "/debug/pods/"
 #define DECISIONS_LIMIT_MAX 1048576u
 #define BAD_REQUEST	    "bad_request"
-
-static uint64_t monotonic_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* Hand a heap body over, or answer 500 when making it failed. */
 static void reply_body(ft_http_response_t *out, int rc, char *body,
@@ -60,10 +53,10 @@ static void reply_body(ft_http_response_t *out, int rc, char *body,
 static void metered(ft_http_response_t *out, const ft_http_request_t *req,
 		    ft_app_t *app, ft_verb_t verb, ft_http_handler_fn fn)
 {
-	uint64_t start = monotonic_ns();
+	uint64_t start = ft_clock_ns();
 
 	fn(out, req, app);
-	ft_metrics_request(app->metrics, verb, monotonic_ns() - start);
+	ft_metrics_request(app->metrics, verb, ft_clock_ns() - start);
 }
 
 void ft_app_metered_filter(ft_http_response_t *out,
@@ -119,7 +112,11 @@ void ft_app_record_bind(ft_app_t *app, const ft_bind_args_t *b, int rc,
 		snprintf(d.node, sizeof(d.node), "%.*s",
 			 (int)sizeof(d.node) - 1, b->node);
 	ft_decisions_record(app->decisions, &d);
-	ft_metrics_bind(app->metrics, rc >= 0, level);
+	ft_metrics_bind(app->metrics,
+			rc >= 0		    ? FT_BIND_BOUND
+			: rc == FT_EUNKNOWN ? FT_BIND_UNKNOWN
+					    : FT_BIND_FAILED,
+			level);
 	ft_snapshot_unref(snap);
 }
 
@@ -138,7 +135,7 @@ void ft_app_record_preempt(ft_app_t *app, ft_decision_t *d,
 
 static double cache_age(ft_app_t *app)
 {
-	uint64_t now = monotonic_ns();
+	uint64_t now = ft_clock_ns();
 	uint64_t at = ft_state_published_ns(app->state);
 
 	return now > at ? (double)(now - at) / 1e9 : 0.0;
@@ -173,6 +170,7 @@ static int model_gauges(ft_metrics_gauges_t *g, ft_app_t *app)
 		g->gpus_whole_free += f.whole_gpus_free;
 		g->mig_slices_stranded += f.mig_slices_stranded;
 		g->drift_pods += snap->nodes[i]->drifted;
+		g->conflict_pods += snap->nodes[i]->conflict_pods;
 	}
 	g->mix_pods = mix->total;
 	free(mix);
@@ -196,6 +194,8 @@ void ft_app_metrics(ft_http_response_t *out, const ft_http_request_t *req,
 	g.nodes_bad_topology = st.nodes_bad_topology;
 	g.pods = st.pods;
 	g.assumed = st.assumed;
+	g.unsettled = st.unsettled;
+	g.conflicts_found = st.conflicts_found;
 	g.generation = st.generation;
 	g.cache_age_seconds = cache_age(app);
 	g.node_restarts = ft_informer_restarts(app->node_informer);
@@ -209,6 +209,78 @@ void ft_app_metrics(ft_http_response_t *out, const ft_http_request_t *req,
 	if ((rc = model_gauges(&g, app)) == 0)
 		rc = ft_metrics_render(&body, app->metrics, &g);
 	reply_body(out, rc, body, FT_METRICS_CONTENT_TYPE);
+}
+
+/* ---- the metrics listener ---- */
+
+/* GET /metrics to a bearer token the API server allows (access.h). */
+void ft_app_metrics_checked(ft_http_response_t *out,
+			    const ft_http_request_t *req, void *payload)
+{
+	ft_app_t *app = payload;
+	char why[512];
+	int status = ft_access_check(
+	    app->access, ft_http_request_header(req, "Authorization"),
+	    req->path, why, sizeof(why));
+
+	if (status == 200)
+		ft_app_metrics(out, req, payload);
+	else
+		ft_http_reply_error(out, status,
+				    status == 401   ? "unauthorized"
+				    : status == 403 ? "forbidden"
+						    : "unavailable",
+				    "%s", why);
+}
+
+int ft_app_metrics_start(ft_app_t *app)
+{
+	ft_server_options_t opts = {.listen = app->cfg.metrics_listen,
+				    .max_body_bytes = 1024,
+				    .threads = DEBUG_THREADS,
+				    .tls_cert_file = app->cfg.tls_cert_file,
+				    .tls_key_file = app->cfg.tls_key_file,
+				    .tls_self_signed = true,
+				    .max_connections_per_client =
+					app->cfg.max_connections_per_client};
+	int rc;
+
+	if (!app->cfg.metrics_listen || !app->cfg.metrics_listen[0])
+		return 0;
+	if (!app->kube)
+		return ft_error_set(FT_EINVAL,
+				    "metricsListen %s: needs an API server to "
+				    "check the scrapers' tokens",
+				    app->cfg.metrics_listen);
+	if ((rc = ft_access_new(&app->access, app->kube)) < 0 ||
+	    (rc = ft_server_new(&app->metrics_server, &opts)) < 0 ||
+	    (rc =
+		 ft_server_route_offload(app->metrics_server, "GET", "/metrics",
+					 ft_app_metrics_checked, app)) < 0 ||
+	    (rc = ft_server_start(app->metrics_server)) < 0)
+		return rc;
+	FT_LOG_INFO_MSG("serving /metrics to authorized bearer tokens on %s "
+			"(port %u)",
+			app->cfg.metrics_listen,
+			ft_server_port(app->metrics_server));
+	return 0;
+}
+
+/* ---- conflicts ---- */
+
+void ft_app_debug_conflicts(ft_http_response_t *out,
+			    const ft_http_request_t *req, void *payload)
+{
+	ft_app_t *app = payload;
+	ft_snapshot_t *snap = ft_state_snapshot(app->state);
+	ft_state_stats_t st;
+	char *body = NULL;
+	int rc;
+
+	ft_state_stats(app->state, &st);
+	rc = ft_codec_debug_conflicts(&body, snap, st.conflicts_found);
+	reply_body(out, rc, body, "application/json");
+	ft_snapshot_unref(snap);
 }
 
 /* ---- nodes ---- */
@@ -610,6 +682,7 @@ typedef struct {
 	const char *method;
 	const char *path;
 	ft_http_handler_fn fn;
+	bool offload; /* may wait on the API server: off the HTTP workers */
 } route_t;
 
 static int add_routes(ft_server_t *server, ft_app_t *app, const route_t *r,
@@ -618,19 +691,27 @@ static int add_routes(ft_server_t *server, ft_app_t *app, const route_t *r,
 	int rc = 0;
 
 	for (size_t i = 0; rc == 0 && i < n; i++)
-		rc = ft_server_route(server, r[i].method, r[i].path, r[i].fn,
-				     app);
+		rc = r[i].offload
+			 ? ft_server_route_offload(server, r[i].method,
+						   r[i].path, r[i].fn, app)
+			 : ft_server_route(server, r[i].method, r[i].path,
+					   r[i].fn, app);
 	return rc;
 }
 
+/*
+ * Bind waits on the API server (up to apiTimeoutMs): it runs on the
+ * server's offload threads, so that a slow API server never delays a filter
+ * or prioritize behind it.
+ */
 int ft_app_verb_routes(ft_app_t *app, ft_server_t *server)
 {
 	static const route_t routes[] = {
-	    {"POST", "/filter", ft_app_metered_filter},
-	    {"POST", "/prioritize", ft_app_metered_prioritize},
-	    {"POST", "/preempt", ft_app_metered_preempt},
-	    {"POST", "/bind", ft_app_metered_bind},
-	    {"GET", "/metrics", ft_app_metrics},
+	    {"POST", "/filter", ft_app_metered_filter, false},
+	    {"POST", "/prioritize", ft_app_metered_prioritize, false},
+	    {"POST", "/preempt", ft_app_metered_preempt, false},
+	    {"POST", "/bind", ft_app_metered_bind, true},
+	    {"GET", "/metrics", ft_app_metrics, false},
 	};
 
 	return add_routes(server, app, routes,
@@ -640,15 +721,16 @@ int ft_app_verb_routes(ft_app_t *app, ft_server_t *server)
 int ft_app_debug_routes(ft_app_t *app, ft_server_t *server)
 {
 	static const route_t routes[] = {
-	    {"GET", "/debug/nodes", ft_app_debug_nodes},
-	    {"GET", NODES_PREFIX "*", ft_app_debug_node},
-	    {"GET", PODS_PREFIX "*", ft_app_debug_pod},
-	    {"POST", "/debug/explain", ft_app_debug_explain},
-	    {"GET", "/debug/decisions", ft_app_debug_decisions},
-	    {"GET", "/metrics", ft_app_metrics},
-	    {"GET", "/healthz", ft_app_healthz},
-	    {"GET", "/readyz", ft_app_readyz},
-	    {"GET", "/version", ft_app_version},
+	    {"GET", "/debug/nodes", ft_app_debug_nodes, false},
+	    {"GET", "/debug/conflicts", ft_app_debug_conflicts, false},
+	    {"GET", NODES_PREFIX "*", ft_app_debug_node, false},
+	    {"GET", PODS_PREFIX "*", ft_app_debug_pod, false},
+	    {"POST", "/debug/explain", ft_app_debug_explain, false},
+	    {"GET", "/debug/decisions", ft_app_debug_decisions, false},
+	    {"GET", "/metrics", ft_app_metrics, false},
+	    {"GET", "/healthz", ft_app_healthz, false},
+	    {"GET", "/readyz", ft_app_readyz, false},
+	    {"GET", "/version", ft_app_version, false},
 	};
 
 	return add_routes(server, app, routes,

@@ -5,10 +5,14 @@
  * and never block on the API server. Bind chooses and assumes the placement
  * under the state's lock (so two binds never get one GPU), then POSTs the
  * Binding with the allocation annotation in it (one request; kube-apiserver
- * writes node and annotation together); a failure forgets the assumption,
- * like kube-scheduler's own assume/forget.
+ * writes node and annotation together), on an offload thread of the server
+ * (debug.c registers it so). A refusal forgets the assumption, like
+ * kube-scheduler's own assume/forget; a Binding whose outcome is unknown
+ * (FT_EUNKNOWN: a timeout, a reset, a reply cut short, a 5xx) keeps it until
+ * the watch or a GET of the pod settles it (state.h, upkeep.h).
  */
 #include <flextopo/app.h>
+#include <flextopo/clock.h>
 #include <flextopo/debug.h>
 #include <flextopo/error.h>
 #include <flextopo/log.h>
@@ -61,6 +65,20 @@ static void reply_failure(ft_http_response_t *out, int rc)
 				    ft_error_last());
 }
 
+/*
+ * Prioritize and preempt replies have no error field: out of sync, they
+ * answer 503 with the error body. Returns true when `out` holds that reply.
+ */
+bool ft_app_refuse_unsynced(ft_http_response_t *out, ft_app_t *app)
+{
+	char why[256];
+
+	if (ft_app_in_sync(app, why, sizeof(why)))
+		return false;
+	ft_http_reply_error(out, 503, "unavailable", "%s", why);
+	return true;
+}
+
 /* Decode the args and the pod; on failure `out` holds the reply. */
 static int decode_request(ft_http_response_t *out, ft_extender_args_t *args,
 			  ft_pod_t *pod, ft_app_t *app,
@@ -91,8 +109,12 @@ static void filter_node(ft_filter_reply_t *r, unsigned i, const ft_node_t *node,
 	ft_verdict_t v;
 
 	if (!node) {
-		/* Affinity and capabilities need the node's topology. */
-		bool needs = d->has_affinity || d->has_caps;
+		/*
+		 * Devices, affinity and capabilities need the node's model: a
+		 * node the watch has not shown yet may be full.
+		 */
+		bool needs = d->has_affinity || d->has_caps ||
+			     ft_demand_wants_devices(d);
 		if (needs)
 			ft_codec_filter_reply_fail(r, i, NOT_CACHED, false);
 		else
@@ -116,6 +138,22 @@ static void filter_node(ft_filter_reply_t *r, unsigned i, const ft_node_t *node,
 				   v.fit == FT_UNFIT_UNRESOLVABLE);
 }
 
+/*
+ * Out of sync (ft_app_in_sync): every node fails, in FailedNodes, so that
+ * kube-scheduler keeps the nodes as candidates and tries the pod again.
+ */
+static void fail_every_node(ft_filter_reply_t *r,
+			    const ft_extender_args_t *args, ft_decision_t *dec,
+			    const char *why)
+{
+	char reason[416];
+
+	snprintf(reason, sizeof(reason), "flextopo: %.400s", why);
+	for (unsigned i = 0; i < args->n_nodes; i++)
+		ft_codec_filter_reply_fail(r, i, reason, false);
+	ft_decision_message(dec, true, "%s", reason);
+}
+
 static int filter_nodes(ft_filter_reply_t *r, ft_app_t *app,
 			const ft_extender_args_t *args, const ft_pod_t *pod)
 {
@@ -125,6 +163,12 @@ static int filter_nodes(ft_filter_reply_t *r, ft_app_t *app,
 
 	ft_decision_init(&dec, FT_VERB_FILTER, pod->ns, pod->name, pod->uid,
 			 pod->priority);
+	if (!ft_app_in_sync(app, msg, sizeof(msg))) {
+		ft_snapshot_unref(snap);
+		fail_every_node(r, args, &dec, msg);
+		ft_decisions_record(app->decisions, &dec);
+		return 0;
+	}
 	if (pod->demand_error) {
 		snprintf(msg, sizeof(msg), "pod %s/%s: %s", pod->ns, pod->name,
 			 pod->demand_error);
@@ -226,7 +270,8 @@ void ft_app_prioritize(ft_http_response_t *out, const ft_http_request_t *req,
 	ft_mix_t mix;
 	unsigned n;
 
-	if (decode_request(out, &args, &pod, app, req) < 0)
+	if (ft_app_refuse_unsynced(out, app) ||
+	    decode_request(out, &args, &pod, app, req) < 0)
 		return;
 	n = args.n_nodes ? args.n_nodes : 1;
 	ft_decision_init(&dec, FT_VERB_PRIORITIZE, pod.ns, pod.name, pod.uid,
@@ -285,15 +330,24 @@ static int bind_pod(ft_pod_t *out, ft_app_t *app, const ft_bind_args_t *b)
 	return rc;
 }
 
-/* After a 409: did an earlier try of this very bind succeed? */
+/*
+ * After a 409: did an earlier try of this very bind succeed? The pod has a
+ * node; when it cannot be read, whether ours is unknown.
+ */
 static int check_already_bound(ft_app_t *app, const ft_bind_args_t *b)
 {
 	cJSON *obj = NULL;
 	ft_pod_t pod;
 	int rc;
 
-	if ((rc = ft_kube_get_pod(app->kube, b->pod_namespace, b->pod_name,
-				  &obj)) < 0)
+	rc = ft_kube_get_pod(app->kube, b->pod_namespace, b->pod_name, &obj);
+	if (rc == FT_EIO || rc == FT_EUNAVAIL)
+		return ft_error_set(FT_EUNKNOWN,
+				    "bind pod %s/%s: it has a node (HTTP 409), "
+				    "and reading it failed: %s",
+				    b->pod_namespace, b->pod_name,
+				    ft_error_last());
+	if (rc < 0)
 		return rc;
 	rc = ft_codec_pod_decode(&pod, obj, &app->opts);
 	cJSON_Delete(obj);
@@ -325,12 +379,39 @@ static int write_binding(ft_app_t *app, const ft_bind_args_t *b,
 	return rc;
 }
 
+/*
+ * Settle the assumption by the Binding's outcome: bound, refused (forget),
+ * or unknown (keep: the upkeep thread reads the pod until it is known).
+ */
+static void note_outcome(ft_app_t *app, const char *uid, int rc,
+			 uint64_t sent_ns)
+{
+	char why[512];
+
+	if (rc == FT_EUNKNOWN) {
+		snprintf(why, sizeof(why), "%s", ft_error_last());
+		ft_state_bind_unknown(app->state, uid, sent_ns);
+		ft_error_set(FT_EUNKNOWN,
+			     "%s; its units stay held until the API server "
+			     "shows whether the Binding landed",
+			     why);
+	} else if (rc < 0) {
+		ft_state_forget(app->state, uid);
+	} else {
+		ft_state_bind_done(app->state, uid);
+	}
+}
+
 static int do_bind(ft_app_t *app, const ft_bind_args_t *b)
 {
-	char *annotation = NULL;
+	char *annotation = NULL, why[256];
+	uint64_t sent_ns;
 	ft_pod_t pod;
 	int rc;
 
+	if (!ft_app_in_sync(app, why, sizeof(why)))
+		return ft_error_set(FT_EUNAVAIL, "pod %s/%s not bound: %s",
+				    b->pod_namespace, b->pod_name, why);
 	if ((rc = bind_pod(&pod, app, b)) < 0)
 		return rc;
 	if (pod.demand_error) {
@@ -345,10 +426,9 @@ static int do_bind(ft_app_t *app, const ft_bind_args_t *b)
 		ft_state_confirm(app->state, pod.uid);
 		goto cleanup;
 	}
-	if ((rc = write_binding(app, b, annotation)) < 0)
-		ft_state_forget(app->state, pod.uid);
-	else
-		ft_state_bind_done(app->state, pod.uid);
+	sent_ns = ft_clock_ns();
+	rc = write_binding(app, b, annotation);
+	note_outcome(app, pod.uid, rc, sent_ns);
 cleanup:
 	ft_log(rc < 0 ? FT_LOG_WARN : FT_LOG_DEBUG, "bind", pod.name, b->node,
 	       rc < 0 ? ft_error_last() : NULL, "%s %s",
@@ -391,12 +471,14 @@ void ft_app_healthz(ft_http_response_t *out, const ft_http_request_t *req,
 void ft_app_readyz(ft_http_response_t *out, const ft_http_request_t *req,
 		   void *payload)
 {
-	if (ft_app_ready(payload))
+	char why[256];
+
+	if (ft_app_in_sync(payload, why, sizeof(why))) {
 		ft_http_reply_text(out, 200, "text/plain", "ok\n");
-	else
-		ft_http_reply_text(out, 503, "text/plain",
-				   "waiting for the first list of nodes and "
-				   "pods\n");
+		return;
+	}
+	strcat(why, "\n");
+	ft_http_reply_text(out, 503, "text/plain", why);
 }
 
 void ft_app_version(ft_http_response_t *out, const ft_http_request_t *req,

@@ -40,7 +40,7 @@ struct ft_metrics {
 	atomic_ullong preempt_nodes[2][FT_PREEMPT_OUTCOMES];
 	atomic_ullong preempt_victims[2];
 	atomic_ullong victim_searches[FT_VICTIM_FALLBACKS];
-	atomic_ullong binds[2]; /* bound, failed */
+	atomic_ullong binds[FT_BIND_RESULTS];
 	atomic_ullong bind_levels[FT_LEVEL_COUNT];
 };
 
@@ -96,12 +96,12 @@ void ft_metrics_victim_search(ft_metrics_t *m, ft_victim_fallback_t fallback)
 		add(&m->victim_searches[fallback], 1);
 }
 
-void ft_metrics_bind(ft_metrics_t *m, bool bound, ft_level_t level)
+void ft_metrics_bind(ft_metrics_t *m, ft_bind_result_t result, ft_level_t level)
 {
-	if (!m)
+	if (!m || (unsigned)result >= FT_BIND_RESULTS)
 		return;
-	add(&m->binds[bound ? 0 : 1], 1);
-	if (bound && (unsigned)level < FT_LEVEL_COUNT)
+	add(&m->binds[result], 1);
+	if (result == FT_BIND_BOUND && (unsigned)level < FT_LEVEL_COUNT)
 		add(&m->bind_levels[level], 1);
 }
 
@@ -260,9 +260,15 @@ static void write_preemption(ft_buf_t *b, ft_metrics_t *m)
 
 static void write_binds(ft_buf_t *b, ft_metrics_t *m)
 {
-	family(b, "binds_total", "counter", "Bind requests by result.");
-	sample_uint(b, "binds_total", "result", "bound", get(&m->binds[0]));
-	sample_uint(b, "binds_total", "result", "failed", get(&m->binds[1]));
+	static const char *const results[FT_BIND_RESULTS] = {"bound", "failed",
+							     "unknown"};
+
+	family(b, "binds_total", "counter",
+	       "Bind requests by result: bound, failed, or unknown (the "
+	       "Binding's answer never came; its units stay held).");
+	for (unsigned r = 0; r < FT_BIND_RESULTS; r++)
+		sample_uint(b, "binds_total", "result", results[r],
+			    get(&m->binds[r]));
 	family(b, "bind_affinity_level_total", "counter",
 	       "Pods bound with devices, by the tightest affinity level "
 	       "their placement reached.");
@@ -279,7 +285,9 @@ static void gauge(ft_buf_t *b, const char *name, const char *help, uint64_t v)
 
 static void write_cache(ft_buf_t *b, const ft_metrics_gauges_t *g)
 {
-	gauge(b, "ready", "1 once the first list of nodes and pods is in.",
+	gauge(b, "ready",
+	      "1 while the model is in sync with the API server (the verbs "
+	      "answer only then).",
 	      g->ready);
 	gauge(b, "nodes", "Nodes in the cluster state.", g->nodes);
 	gauge(b, "nodes_bad_topology",
@@ -289,6 +297,10 @@ static void write_cache(ft_buf_t *b, const ft_metrics_gauges_t *g)
 	gauge(b, "assumed_pods",
 	      "Pods bound by the extender that the watch has not shown yet.",
 	      g->assumed);
+	gauge(b, "binds_unsettled",
+	      "Assumed pods whose Binding's outcome is unknown; their units "
+	      "stay held until the API server shows whether it landed.",
+	      g->unsettled);
 	gauge(b, "snapshot_generation",
 	      "Generation of the published cluster snapshot.", g->generation);
 	family(b, "cache_age_seconds", "gauge",
@@ -341,6 +353,19 @@ static void write_gpus(ft_buf_t *b, const ft_metrics_gauges_t *g)
 	      g->mix_pods);
 }
 
+static void write_conflicts(ft_buf_t *b, const ft_metrics_gauges_t *g)
+{
+	gauge(b, "conflict_pods",
+	      "Pods whose allocation annotations claim a GPU, MIG instance or "
+	      "CPU that another pod's annotations claim too (an allocation "
+	      "conflict); the "
+	      "units stay held.",
+	      g->conflict_pods);
+	family(b, "conflicts_found_total", "counter",
+	       "Allocation conflicts found, each pair of pods once.");
+	sample_uint(b, "conflicts_found_total", NULL, NULL, g->conflicts_found);
+}
+
 static void write_drift(ft_buf_t *b, const ft_metrics_gauges_t *g)
 {
 	gauge(b, "drift_pods",
@@ -379,5 +404,6 @@ int ft_metrics_render(char **out, ft_metrics_t *m, const ft_metrics_gauges_t *g)
 	write_decisions(&b, g);
 	write_gpus(&b, g);
 	write_drift(&b, g);
+	write_conflicts(&b, g);
 	return ft_buf_detach(out, &b);
 }

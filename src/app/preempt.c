@@ -208,6 +208,8 @@ void ft_app_preempt(ft_http_response_t *out, const ft_http_request_t *req,
 	char *body = NULL;
 	int rc = 0;
 
+	if (ft_app_refuse_unsynced(out, app))
+		return;
 	memset(&pod, 0, sizeof(pod));
 	if (ft_codec_preempt_args_decode(&args, req->body, req->body_len) < 0) {
 		ft_http_reply_error(out, 400, "bad_json", "%s",

@@ -13,7 +13,14 @@
  * allocation) and a malformed observed annotation when they first appear
  * or change, comparing the pod with the version it replaces, so that the
  * periodic rewrites of flextopo-node and relists do not repeat the line.
+ *
+ * An assumption lives from bind until the watch shows the pod bound; one
+ * whose Binding's answer never came stays until the watch or a read of the
+ * pod settles it (ft_state_bind_settle). A rebuilt node's allocation
+ * conflicts are reported once per pair of pods while both stay: logged,
+ * counted, and queued for the upkeep thread's Events.
  */
+#include <flextopo/clock.h>
 #include <flextopo/error.h>
 #include <flextopo/frag.h>
 #include <flextopo/log.h>
@@ -25,7 +32,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <uthash.h>
 #include <utlist.h>
@@ -34,11 +40,13 @@ typedef struct pod_rec {
 	char *uid;
 	ft_pod_t pod;
 	bool assumed;
-	bool assumed_units;  /* the assumption holds devices or CPUs, not
-				only the pod's requests */
-	bool bind_in_flight; /* assumed, Binding not yet answered */
-	bool observed_only;  /* seen in a filter request, not the watch */
-	bool in_mix;	     /* counted in the workload mix */
+	bool assumed_units;    /* the assumption holds devices or CPUs, not
+				  only the pod's requests */
+	bool bind_in_flight;   /* assumed, Binding not yet answered */
+	bool bind_unknown;     /* a Binding's answer never came: it may land */
+	uint64_t bind_sent_ns; /* when that Binding was sent (monotonic) */
+	bool observed_only;    /* seen in a filter request, not the watch */
+	bool in_mix;	       /* counted in the workload mix */
 	char *assumed_node;
 	ft_allocation_t assumed_allocation;
 	char *linked_node; /* node whose list holds this pod */
@@ -53,6 +61,16 @@ typedef struct pdb_rec {
 	uint64_t mark;
 	UT_hash_handle hh;
 } pdb_rec_t;
+
+/* A conflict pair reported once, while both pods stay (conflict_note). */
+typedef struct conflict_rec {
+	char *key; /* "node uid uid" */
+	char *uids[2];
+	UT_hash_handle hh;
+} conflict_rec_t;
+
+/* Conflict notes queued for ft_state_take_conflicts(), at most. */
+#define FT_STATE_NOTES_MAX 256
 
 typedef struct node_rec {
 	char *name;
@@ -81,6 +99,10 @@ struct ft_state {
 	unsigned observed; /* records with observed_only set */
 	bool dirty;	   /* some node record is dirty */
 	ft_mix_t mix;	   /* pods as they were first placed on a node */
+	conflict_rec_t *conflicts; /* pairs reported */
+	ft_conflict_note_t *notes; /* found, not yet taken */
+	unsigned n_notes;
+	uint64_t conflicts_found;
 	/* CLOCK_MONOTONIC nanoseconds of the last snapshot swap. */
 	atomic_ullong published_ns;
 };
@@ -89,14 +111,6 @@ struct ft_state {
 #define FT_STATE_OBSERVED_MAX 65536
 
 static void publish(ft_state_t *state);
-
-static uint64_t monotonic_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 int ft_state_new(ft_state_t **out, const ft_codec_options_t *opts)
 {
@@ -109,7 +123,7 @@ int ft_state_new(ft_state_t **out, const ft_codec_options_t *opts)
 	s->opts = opts;
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_mutex_init(&s->snap_mu, NULL);
-	atomic_init(&s->published_ns, monotonic_ns());
+	atomic_init(&s->published_ns, ft_clock_ns());
 	ft_mix_init(&s->mix, 0);
 	if ((rc = ft_snapshot_new(&s->snapshot, NULL, 0, 0)) < 0) {
 		ft_state_free(s);
@@ -144,6 +158,30 @@ static void pdb_rec_free(pdb_rec_t *r)
 	free(r);
 }
 
+static void conflict_rec_free(conflict_rec_t *c)
+{
+	free(c->key);
+	free(c->uids[0]);
+	free(c->uids[1]);
+	free(c);
+}
+
+/* Forget the pairs reported of pod `uid` (NULL: all), so that a pod with
+ * the same pair again later is reported again. */
+static void forget_conflicts(ft_state_t *state, const char *uid)
+{
+	conflict_rec_t *c, *tmp;
+
+	HASH_ITER(hh, state->conflicts, c, tmp)
+	{
+		if (uid && strcmp(c->uids[0], uid) != 0 &&
+		    strcmp(c->uids[1], uid) != 0)
+			continue;
+		HASH_DEL(state->conflicts, c);
+		conflict_rec_free(c);
+	}
+}
+
 void ft_state_free(ft_state_t *state)
 {
 	pod_rec_t *p, *ptmp;
@@ -167,6 +205,8 @@ void ft_state_free(ft_state_t *state)
 		HASH_DEL(state->nodes, n);
 		node_rec_free(n);
 	}
+	forget_conflicts(state, NULL);
+	ft_conflict_notes_free(state->notes, state->n_notes);
 	ft_snapshot_unref(state->snapshot);
 	pthread_mutex_destroy(&state->mu);
 	pthread_mutex_destroy(&state->snap_mu);
@@ -263,6 +303,7 @@ static void drop_assumed(pod_rec_t *r)
 	r->assumed = false;
 	r->assumed_units = false;
 	r->bind_in_flight = false;
+	r->bind_unknown = false;
 	free(r->assumed_node);
 	r->assumed_node = NULL;
 	ft_allocation_dispose(&r->assumed_allocation);
@@ -318,6 +359,8 @@ static void remove_pod(ft_state_t *state, pod_rec_t *r)
 {
 	if (r->observed_only)
 		state->observed--;
+	if (state->conflicts)
+		forget_conflicts(state, r->uid);
 	unlink_pod(state, r);
 	HASH_DEL(state->pods, r);
 	pod_rec_free(r);
@@ -646,6 +689,95 @@ void ft_state_replace_end(ft_state_t *state, ft_kind_t kind)
 	pthread_mutex_unlock(&state->mu);
 }
 
+static bool pod_key_copy(ft_pod_key_t *k, const ft_holding_t *h)
+{
+	k->ns = strdup(h->ns ? h->ns : "");
+	k->name = strdup(h->name ? h->name : "");
+	k->uid = strdup(h->uid ? h->uid : "");
+	return k->ns && k->name && k->uid;
+}
+
+static void note_dispose(ft_conflict_note_t *note)
+{
+	free(note->node);
+	free(note->units);
+	for (unsigned k = 0; k < 2; k++) {
+		free(note->pods[k].ns);
+		free(note->pods[k].name);
+		free(note->pods[k].uid);
+	}
+	memset(note, 0, sizeof(*note));
+}
+
+/* Queue a note for the pair; a full queue drops it (the count stays). */
+static void queue_note(ft_state_t *state, const ft_node_t *node,
+		       const ft_holding_t *a, const ft_holding_t *b,
+		       const char *units)
+{
+	ft_conflict_note_t *note;
+
+	if (state->n_notes >= FT_STATE_NOTES_MAX)
+		return;
+	if (!state->notes &&
+	    !(state->notes = calloc(FT_STATE_NOTES_MAX, sizeof(*note))))
+		return;
+	note = &state->notes[state->n_notes];
+	if (!(note->node = strdup(node->name)) ||
+	    !(note->units = strdup(units)) ||
+	    !pod_key_copy(&note->pods[0], a) ||
+	    !pod_key_copy(&note->pods[1], b)) {
+		note_dispose(note);
+		return;
+	}
+	state->n_notes++;
+}
+
+/* Remember a pair as reported; false when it already was (or no memory). */
+static bool first_report(ft_state_t *state, const ft_node_t *node,
+			 const ft_holding_t *a, const ft_holding_t *b)
+{
+	conflict_rec_t *c = NULL;
+	char *key = NULL;
+
+	if (asprintf(&key, "%s %s %s", node->name, a->uid, b->uid) < 0)
+		return false;
+	HASH_FIND_STR(state->conflicts, key, c);
+	if (c || !(c = calloc(1, sizeof(*c))) ||
+	    !(c->uids[0] = strdup(a->uid)) || !(c->uids[1] = strdup(b->uid))) {
+		if (c && !c->key)
+			conflict_rec_free(c);
+		free(key);
+		return false;
+	}
+	c->key = key;
+	HASH_ADD_KEYPTR(hh, state->conflicts, c->key, strlen(c->key), c);
+	return true;
+}
+
+/*
+ * A pair found in a rebuilt node. Only what the annotations say is a
+ * conflict: an assumption is ours and was chosen free. Each pair is logged,
+ * counted and queued once while both pods stay.
+ */
+static void note_conflict(ft_state_t *state, const ft_node_t *node,
+			  const ft_conflict_t *c)
+{
+	const ft_holding_t *a = &node->holdings[c->earlier];
+	const ft_holding_t *b = &node->holdings[c->later];
+	char units[512];
+
+	if (a->assumed || b->assumed || !first_report(state, node, a, b))
+		return;
+	state->conflicts_found++;
+	ft_conflict_units_text(units, sizeof(units), node, c);
+	ft_log(FT_LOG_WARN, "state", b->name, node->name, units,
+	       "allocation conflict: pods %s/%s and %s/%s both hold these "
+	       "units; they stay held, and the node's other units stay in "
+	       "use",
+	       a->ns, a->name, b->ns, b->name);
+	queue_note(state, node, a, b, units);
+}
+
 /* The pods of a node as node_build wants them, assumed allocations filled in.
  */
 static int gather_pods(node_rec_t *n, ft_pod_t **views, const ft_pod_t ***ptrs,
@@ -675,7 +807,7 @@ static int gather_pods(node_rec_t *n, ft_pod_t **views, const ft_pod_t ***ptrs,
 	return 0;
 }
 
-static int rebuild_node(node_rec_t *n)
+static int rebuild_node(ft_state_t *state, node_rec_t *n)
 {
 	ft_pod_t *views = NULL;
 	const ft_pod_t **ptrs = NULL;
@@ -690,10 +822,8 @@ static int rebuild_node(node_rec_t *n)
 				n->src.topology_error, n->src.labels, ptrs,
 				assumed, count)) < 0)
 		goto cleanup;
-	if (built->conflicts)
-		ft_log(FT_LOG_WARN, "state", NULL, n->name,
-		       "two pods hold the same device or CPU",
-		       "allocation conflict");
+	for (unsigned i = 0; i < built->n_conflict_pairs; i++)
+		note_conflict(state, built, &built->conflict_pairs[i]);
 	ft_node_unref(n->built);
 	n->built = built;
 	n->dirty = false;
@@ -717,7 +847,7 @@ static int collect(ft_state_t *state, ft_node_t ***out, unsigned *count,
 	{
 		if (!n->present || (dirty_only && !n->dirty))
 			continue;
-		if (n->dirty && rebuild_node(n) < 0)
+		if (n->dirty && rebuild_node(state, n) < 0)
 			continue; /* keep the previous model of this node */
 		if (n->built)
 			(*out)[i++] = n->built;
@@ -734,7 +864,7 @@ static void swap_snapshot(ft_state_t *state, ft_snapshot_t *next)
 	old = state->snapshot;
 	state->snapshot = next;
 	pthread_mutex_unlock(&state->snap_mu);
-	atomic_store(&state->published_ns, monotonic_ns());
+	atomic_store(&state->published_ns, ft_clock_ns());
 	ft_snapshot_unref(old);
 }
 
@@ -917,6 +1047,15 @@ static int assume_locked(ft_state_t *state, const ft_pod_t *pod,
 		return ft_error_set(FT_ECONFLICT,
 				    "pod %s/%s is already bound to node %s",
 				    pod->ns, pod->name, r->pod.node);
+	if (r->assumed && r->bind_in_flight &&
+	    strcmp(r->assumed_node, node_name) != 0)
+		return ft_error_set(
+		    FT_ECONFLICT,
+		    "pod %s/%s: its Binding to node %s is %s; not bound to "
+		    "%s before that is settled",
+		    pod->ns, pod->name, r->assumed_node,
+		    r->bind_unknown ? "of unknown outcome" : "still in flight",
+		    node_name);
 	if (!ft_demand_wants_devices(&pod->demand) || !node->topology)
 		return assume_requests(state, r, node);
 	held = ft_node_find_holding(node, pod->uid);
@@ -943,18 +1082,25 @@ int ft_state_assume(ft_state_t *state, const ft_pod_t *pod,
 	return rc;
 }
 
+static void forget_locked(ft_state_t *state, pod_rec_t *r)
+{
+	unlink_pod(state, r);
+	drop_assumed(r);
+	link_pod(state, r);
+	publish(state);
+}
+
 void ft_state_forget(ft_state_t *state, const char *uid)
 {
 	pod_rec_t *r = NULL;
 
 	pthread_mutex_lock(&state->mu);
 	HASH_FIND_STR(state->pods, uid, r);
-	if (r && r->assumed) {
-		unlink_pod(state, r);
-		drop_assumed(r);
-		link_pod(state, r);
-		publish(state);
-	}
+	/* A refusal now says nothing of an earlier Binding that may land. */
+	if (r && r->assumed && !r->bind_unknown)
+		forget_locked(state, r);
+	else if (r && r->assumed)
+		r->bind_in_flight = true;
 	pthread_mutex_unlock(&state->mu);
 }
 
@@ -964,9 +1110,126 @@ void ft_state_bind_done(ft_state_t *state, const char *uid)
 
 	pthread_mutex_lock(&state->mu);
 	HASH_FIND_STR(state->pods, uid, r);
-	if (r)
+	if (r) {
 		r->bind_in_flight = false;
+		r->bind_unknown = false;
+	}
 	pthread_mutex_unlock(&state->mu);
+}
+
+void ft_state_bind_unknown(ft_state_t *state, const char *uid, uint64_t sent_ns)
+{
+	pod_rec_t *r = NULL;
+
+	pthread_mutex_lock(&state->mu);
+	HASH_FIND_STR(state->pods, uid, r);
+	if (r && r->assumed) {
+		r->bind_in_flight = true;
+		r->bind_unknown = true;
+		r->bind_sent_ns = sent_ns;
+	}
+	pthread_mutex_unlock(&state->mu);
+}
+
+/* Why `seen` proves that the Binding never landed, or NULL. */
+static const char *not_landed(const pod_rec_t *r, const ft_pod_t *seen,
+			      uint64_t now_ns, uint64_t settle_ns)
+{
+	if (!seen)
+		return "the pod is gone";
+	if (seen->node)
+		return "the pod is bound to another node";
+	if (seen->terminal)
+		return "the pod has finished";
+	if (now_ns - r->bind_sent_ns >= settle_ns)
+		return "the pod is still unbound, and the API server gave up "
+		       "on the request (bindSettleSeconds) before this read";
+	return NULL;
+}
+
+static bool settle_locked(ft_state_t *state, pod_rec_t *r, const ft_pod_t *seen,
+			  uint64_t now_ns, uint64_t settle_ns)
+{
+	const char *why;
+
+	if (!r->assumed || !r->bind_unknown)
+		return true;
+	if (seen && seen->node && strcmp(seen->node, r->assumed_node) == 0) {
+		ft_log(FT_LOG_INFO, "bind", r->pod.name, r->assumed_node, NULL,
+		       "pod %s/%s: the Binding of unknown outcome landed",
+		       r->pod.ns, r->pod.name);
+		r->bind_in_flight = false;
+		r->bind_unknown = false;
+		return true;
+	}
+	if (!(why = not_landed(r, seen, now_ns, settle_ns)))
+		return false;
+	ft_log(FT_LOG_INFO, "bind", r->pod.name, r->assumed_node, why,
+	       "pod %s/%s: the Binding of unknown outcome did not land; its "
+	       "units are free again",
+	       r->pod.ns, r->pod.name);
+	forget_locked(state, r);
+	return true;
+}
+
+bool ft_state_bind_settle(ft_state_t *state, const char *uid,
+			  const ft_pod_t *seen, uint64_t now_ns,
+			  uint64_t settle_ns)
+{
+	pod_rec_t *r = NULL;
+	bool settled = true;
+
+	pthread_mutex_lock(&state->mu);
+	HASH_FIND_STR(state->pods, uid, r);
+	if (r)
+		settled = settle_locked(state, r, seen, now_ns, settle_ns);
+	pthread_mutex_unlock(&state->mu);
+	return settled;
+}
+
+void ft_pod_keys_free(ft_pod_key_t *keys, unsigned count)
+{
+	for (unsigned i = 0; keys && i < count; i++) {
+		free(keys[i].ns);
+		free(keys[i].name);
+		free(keys[i].uid);
+	}
+	free(keys);
+}
+
+static bool key_copy(ft_pod_key_t *k, const pod_rec_t *r)
+{
+	k->ns = strdup(r->pod.ns ? r->pod.ns : "");
+	k->name = strdup(r->pod.name ? r->pod.name : "");
+	k->uid = strdup(r->uid);
+	return k->ns && k->name && k->uid;
+}
+
+int ft_state_unsettled(ft_state_t *state, ft_pod_key_t **out, unsigned *count)
+{
+	pod_rec_t *r, *tmp;
+	unsigned n = 0, cap;
+	int rc = 0;
+
+	pthread_mutex_lock(&state->mu);
+	cap = HASH_COUNT(state->pods);
+	*out = calloc(cap ? cap : 1, sizeof(**out));
+	HASH_ITER(hh, state->pods, r, tmp)
+	{
+		if (!*out || !r->bind_unknown)
+			continue;
+		if (!key_copy(&(*out)[n++], r))
+			rc = ft_error_set(FT_ENOMEM, "state: out of memory");
+	}
+	pthread_mutex_unlock(&state->mu);
+	if (!*out || rc < 0) {
+		ft_pod_keys_free(*out, n);
+		*out = NULL;
+		n = 0;
+		rc = ft_error_set(FT_ENOMEM, "state: out of memory");
+	}
+	*count = n;
+	return rc;
 }
 
 void ft_state_confirm(ft_state_t *state, const char *uid)
@@ -992,6 +1255,43 @@ void ft_state_confirm(ft_state_t *state, const char *uid)
 	pthread_mutex_unlock(&state->mu);
 }
 
+void ft_conflict_notes_free(ft_conflict_note_t *notes, unsigned count)
+{
+	for (unsigned i = 0; notes && i < count; i++)
+		note_dispose(&notes[i]);
+	free(notes);
+}
+
+void ft_state_requeue_conflicts(ft_state_t *state, ft_conflict_note_t *notes,
+				unsigned count)
+{
+	pthread_mutex_lock(&state->mu);
+	for (unsigned i = 0; i < count; i++) {
+		if (state->n_notes >= FT_STATE_NOTES_MAX ||
+		    (!state->notes &&
+		     !(state->notes =
+			   calloc(FT_STATE_NOTES_MAX, sizeof(*notes))))) {
+			note_dispose(&notes[i]);
+			continue;
+		}
+		state->notes[state->n_notes++] = notes[i];
+		memset(&notes[i], 0, sizeof(notes[i]));
+	}
+	pthread_mutex_unlock(&state->mu);
+	free(notes);
+}
+
+void ft_state_take_conflicts(ft_state_t *state, ft_conflict_note_t **out,
+			     unsigned *count)
+{
+	pthread_mutex_lock(&state->mu);
+	*out = state->notes;
+	*count = state->n_notes;
+	state->notes = NULL;
+	state->n_notes = 0;
+	pthread_mutex_unlock(&state->mu);
+}
+
 void ft_state_stats(ft_state_t *state, ft_state_stats_t *out)
 {
 	node_rec_t *n, *ntmp;
@@ -1000,6 +1300,7 @@ void ft_state_stats(ft_state_t *state, ft_state_stats_t *out)
 	memset(out, 0, sizeof(*out));
 	pthread_mutex_lock(&state->mu);
 	out->generation = state->generation;
+	out->conflicts_found = state->conflicts_found;
 	HASH_ITER(hh, state->nodes, n, ntmp)
 	{
 		out->nodes += n->present;
@@ -1009,6 +1310,7 @@ void ft_state_stats(ft_state_t *state, ft_state_stats_t *out)
 	{
 		out->pods++;
 		out->assumed += p->assumed;
+		out->unsettled += p->bind_unknown;
 	}
 	pthread_mutex_unlock(&state->mu);
 }

@@ -384,6 +384,51 @@ int ft_codec_debug_nodes(char **out, const ft_snapshot_t *snap,
 	return finish(out, root);
 }
 
+/* ---- allocation conflicts ---- */
+
+static cJSON *pod_ref(const ft_holding_t *h);
+
+static cJSON *conflict_json(const ft_node_t *node, const ft_conflict_t *c)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON *pods = cJSON_CreateArray();
+	char units[1024];
+
+	put_str(o, "node", node->name);
+	put_str(o, "units",
+		ft_conflict_units_text(units, sizeof(units), node, c));
+	put(o, "gpus", gpu_indexes(node->topology, c->gpus));
+	put(o, "mig", mig_list(node->topology, c->mig));
+	put(o, "cpus", cpulist(&c->cpus));
+	push(pods, pod_ref(&node->holdings[c->earlier]));
+	push(pods, pod_ref(&node->holdings[c->later]));
+	put(o, "pods", pods);
+	return o;
+}
+
+int ft_codec_debug_conflicts(char **out, const ft_snapshot_t *snap,
+			     uint64_t found)
+{
+	cJSON *root = cJSON_CreateObject();
+	cJSON *list = cJSON_CreateArray();
+	unsigned pods = 0;
+
+	for (unsigned i = 0; i < snap->n_nodes; i++) {
+		const ft_node_t *n = snap->nodes[i];
+		pods += n->conflict_pods;
+		for (unsigned k = 0; k < n->n_conflict_pairs; k++)
+			push(list, conflict_json(n, &n->conflict_pairs[k]));
+	}
+	put_num(root, "generation", (double)snap->generation);
+	put_num(root, "conflictPods", pods);
+	put_num(root, "conflictsFound", (double)found);
+	if (!put(root, "conflicts", list)) {
+		cJSON_Delete(root);
+		root = NULL;
+	}
+	return finish(out, root);
+}
+
 /* ---- one node's tree ---- */
 
 static cJSON *pod_ref(const ft_holding_t *h)

@@ -82,6 +82,13 @@ static const key_spec_t schema[] = {
 	   "HOST:PORT or \"\"",
 	   "Address of the debug API (state dumps, decisions, metrics); "
 	   "\"\" turns it off."),
+    STRING("metricsListen", metrics_listen, "", valid_listen_or_off,
+	   "HOST:PORT or \"\"",
+	   "Address of a listener that serves only GET /metrics, over HTTPS "
+	   "(tlsCertFile, or a certificate made at start), to a bearer "
+	   "token that the API server authenticates and allows to get the "
+	   "non-resource URL /metrics, as kube-scheduler's secure port "
+	   "does; \"\" turns it off. Needs an API server."),
     STRING("tlsCertFile", tls_cert_file, "", NULL, NULL,
 	   "PEM certificate chain (the server's own first) for HTTPS on "
 	   "listen; set with tlsKeyFile. \"\" serves plain HTTP. Read "
@@ -132,7 +139,9 @@ static const key_spec_t schema[] = {
     NUMBER("maxConnectionsPerClient", KEY_UNSIGNED, max_connections_per_client,
 	   "128", 0, 65536,
 	   "Connections open at once from one client address, 0 to 65536; "
-	   "further ones are closed at once. 0 sets no limit."),
+	   "at the cap, a new connection closes the address's connection "
+	   "idle the longest, or itself when none is idle. 0 sets no "
+	   "limit."),
     NUMBER("connectionTimeoutSeconds", KEY_UNSIGNED, connection_timeout_s,
 	   "120", 1, 86400,
 	   "Seconds a connection may send nothing, idle or in the middle "
@@ -140,6 +149,12 @@ static const key_spec_t schema[] = {
     NUMBER("apiTimeoutMs", KEY_UNSIGNED, api_timeout_ms, "10000", 1, 3600000,
 	   "Timeout of one API server request in milliseconds "
 	   "(1 to 3600000)."),
+    NUMBER("bindSettleSeconds", KEY_UNSIGNED, bind_settle_s, "60", 1, 86400,
+	   "Seconds after a Binding whose answer never came (timeout, reset, "
+	   "5xx) before a read of the pod that still shows it unbound frees "
+	   "its units: kube-apiserver's --request-timeout (60 s by default), "
+	   "after which the API server has given up on the request "
+	   "(1 to 86400)."),
     NUMBER("watchBackoffInitialMs", KEY_UNSIGNED, watch_backoff_initial_ms,
 	   "800", 1, 3600000,
 	   "First delay in milliseconds before a failed watch is retried "

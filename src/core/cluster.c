@@ -183,6 +183,42 @@ const char *ft_allocation_units_text(char *buf, size_t size,
 	return buf;
 }
 
+/* "GPU 5 (GPU-...)" per GPU of `gpus`, by the driver's index. */
+static void text_gpus(text_t *t, const ft_topology_t *topo, uint16_t gpus)
+{
+	for (unsigned g = 0; topo && g < topo->n_gpus; g++)
+		if (gpus & (1u << g))
+			text_add(t, "%sGPU %d (%s)", t->len ? ", " : "",
+				 topo->gpus[g].index, topo->gpus[g].uuid);
+}
+
+/* "MIG MIG-..." per instance of `mig`. */
+static void text_mig(text_t *t, const ft_topology_t *topo, const uint64_t *mig)
+{
+	for (unsigned m = 0; topo && m < topo->n_mig; m++)
+		if ((mig[m / 64] >> (m % 64)) & 1)
+			text_add(t, "%sMIG %s", t->len ? ", " : "",
+				 topo->mig[m].uuid);
+}
+
+const char *ft_conflict_units_text(char *buf, size_t size,
+				   const ft_node_t *node,
+				   const ft_conflict_t *c)
+{
+	text_t t = {.buf = buf, .size = size, .len = 0};
+	char cpus[2048];
+
+	if (size)
+		buf[0] = '\0';
+	text_gpus(&t, node->topology, c->gpus);
+	text_mig(&t, node->topology, c->mig);
+	if (!ft_cpuset_empty(&c->cpus)) {
+		ft_cpuset_format(cpus, sizeof(cpus), &c->cpus);
+		text_add(&t, "%sCPUs %s", t.len ? ", " : "", cpus);
+	}
+	return buf;
+}
+
 const char *ft_observed_source_name(ft_observed_source_t source)
 {
 	return source == FT_OBSERVED_PODRESOURCES ? "podresources" : "nri";
@@ -327,6 +363,7 @@ static void node_free(ft_node_t *node)
 	for (unsigned i = 0; i < node->n_holdings; i++)
 		holding_dispose(&node->holdings[i]);
 	free(node->holdings);
+	free(node->conflict_pairs);
 	free(node->name);
 	free(node->topology_error);
 	free(node->frag);
@@ -647,6 +684,68 @@ static int node_alloc(ft_node_t **out, const char *name,
 	return 0;
 }
 
+/*
+ * The units `a` and `b` both claim, in `c`. `replicas`: count replicas of
+ * one GPU that both hold (only a replica overflow makes those a conflict).
+ */
+static bool overlap(ft_conflict_t *c, const ft_holding_t *a,
+		    const ft_holding_t *b, bool replicas)
+{
+	uint16_t ra = ft_replica_gpus(a->replicas);
+	uint16_t rb = ft_replica_gpus(b->replicas);
+
+	c->gpus = (uint16_t)((a->gpus & (b->gpus | rb)) | (ra & b->gpus));
+	if (replicas)
+		c->gpus |= ra & rb;
+	c->mig[0] = a->mig[0] & b->mig[0];
+	c->mig[1] = a->mig[1] & b->mig[1];
+	ft_cpuset_and(&c->cpus, &a->cpus, &b->cpus);
+	return c->gpus || c->mig[0] || c->mig[1] || !ft_cpuset_empty(&c->cpus);
+}
+
+/*
+ * Holding `later` has just been counted as a conflict: pair it with the
+ * first earlier holding it shares a unit with (a device or CPU first, then
+ * replicas of one GPU) and mark both.
+ */
+static int pair_conflict(ft_node_t *node, unsigned later)
+{
+	ft_holding_t *h = &node->holdings[later];
+	ft_conflict_t c, *grown;
+
+	memset(&c, 0, sizeof(c));
+	for (int replicas = 0; replicas < 2; replicas++)
+		for (unsigned j = 0; j < later; j++) {
+			if (!overlap(&c, &node->holdings[j], h, replicas))
+				continue;
+			if (!(grown = realloc(node->conflict_pairs,
+					      (node->n_conflict_pairs + 1) *
+						  sizeof(*grown))))
+				return ft_error_set(FT_ENOMEM,
+						    "node %s: out of memory",
+						    node->name);
+			c.earlier = (uint16_t)j;
+			c.later = (uint16_t)later;
+			node->conflict_pairs = grown;
+			node->conflict_pairs[node->n_conflict_pairs++] = c;
+			node->conflict_pods += !node->holdings[j].in_conflict;
+			node->conflict_pods += !h->in_conflict;
+			node->holdings[j].in_conflict = h->in_conflict = true;
+			return 0;
+		}
+	return 0;
+}
+
+/* Charge holding `i` and pair it when it claims a unit already held. */
+static int charge_holding(ft_node_t *node, unsigned i)
+{
+	unsigned before = node->conflicts;
+
+	charge(node, &node->holdings[i]);
+	node->drifted += node->holdings[i].expected != NULL;
+	return node->conflicts > before ? pair_conflict(node, i) : 0;
+}
+
 int ft_node_build(ft_node_t **out, const char *name, ft_topology_t *topology,
 		  const char *topology_error, ft_node_labels_t *labels,
 		  const ft_pod_t *const *pods, const bool *assumed,
@@ -665,10 +764,9 @@ int ft_node_build(ft_node_t **out, const char *name, ft_topology_t *topology,
 			continue;
 		node->n_holdings++;
 		if ((rc = holding_init(h, topology, pods[i],
-				       assumed && assumed[i])) < 0)
+				       assumed && assumed[i])) < 0 ||
+		    (rc = charge_holding(node, node->n_holdings - 1)) < 0)
 			goto cleanup;
-		charge(node, h);
-		node->drifted += h->expected != NULL;
 	}
 	derive_free(node);
 	*out = node;

@@ -355,18 +355,32 @@ static void set_transport(CURL *curl, const char *url,
 	curl_easy_setopt(curl, CURLOPT_WRITEDATA, transfer);
 }
 
-static int outcome(CURLcode res, const ft_kube_call_t *call, const char *url)
+/*
+ * FT_EUNAVAIL when curl sent nothing (no connection), FT_EIO when the
+ * request may have reached the server: a write may then have happened.
+ */
+static int outcome(CURLcode res, CURL *curl, const ft_kube_call_t *call,
+		   const char *url)
 {
 	const char *method = call->method ? call->method : "GET";
+	long sent = 0;
 
 	if (res == CURLE_OK)
 		return 0;
 	if (res == CURLE_WRITE_ERROR)
 		return FT_EIO; /* the body callback said why */
+	curl_easy_getinfo(curl, CURLINFO_REQUEST_SIZE, &sent);
 	if (res == CURLE_ABORTED_BY_CALLBACK)
-		return ft_error_set(FT_EIO, "%s %s: stopped", method, url);
-	return ft_error_set(FT_EIO, "%s %s: %s", method, url,
-			    curl_easy_strerror(res));
+		return ft_error_set(sent ? FT_EIO : FT_EUNAVAIL,
+				    "%s %s: stopped", method, url);
+	return ft_error_set(sent ? FT_EIO : FT_EUNAVAIL, "%s %s: %s", method,
+			    url, curl_easy_strerror(res));
+}
+
+/* A request that could not be made at all was not sent. */
+static int not_sent(int rc)
+{
+	return rc == FT_ENOMEM ? rc : FT_EUNAVAIL;
 }
 
 int ft_kube_call(ft_kube_client_t *client, const ft_kube_call_t *call,
@@ -388,12 +402,15 @@ int ft_kube_call(ft_kube_client_t *client, const ft_kube_call_t *call,
 		goto cleanup;
 	}
 	if ((rc = build_headers(&headers, client, call)) < 0 ||
-	    (rc = set_tls(transfer.curl, &client->creds)) < 0)
+	    (rc = set_tls(transfer.curl, &client->creds)) < 0) {
+		rc = not_sent(rc);
 		goto cleanup;
+	}
 	set_transport(transfer.curl, url, headers, &transfer);
 	set_method(transfer.curl, call);
 	set_limits(transfer.curl, client, call);
-	rc = outcome(curl_easy_perform(transfer.curl), call, url);
+	rc =
+	    outcome(curl_easy_perform(transfer.curl), transfer.curl, call, url);
 	curl_easy_getinfo(transfer.curl, CURLINFO_RESPONSE_CODE, status);
 cleanup:
 	release(client, transfer.curl);

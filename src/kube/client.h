@@ -35,9 +35,11 @@ typedef struct ft_kube_call {
 
 /*
  * Perform one call. *status gets the HTTP status (0 when none arrived), also
- * when the transfer fails later. 0 when the answer arrived in full; FT_EIO
- * on transport failure, on a stop, or when `on_body` aborted (its message
- * stays); FT_ENOMEM. Thread-safe.
+ * when the transfer fails later. 0 when the answer arrived in full;
+ * FT_EUNAVAIL when nothing was sent (no connection, credentials that cannot
+ * be read or used); FT_EIO on transport failure after the request may have
+ * been sent, on a stop, or when `on_body` aborted (its message stays);
+ * FT_ENOMEM. Thread-safe.
  */
 int ft_kube_call(ft_kube_client_t *client, const ft_kube_call_t *call,
 		 long *status);

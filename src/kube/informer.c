@@ -2,36 +2,47 @@
  * Informers: one thread per collection that lists, then watches, and hands
  * every change to its owner, the way client-go's reflector does.
  *
- * The thread lists with resourceVersion=0 (served from the API server's
- * watch cache), announces the items between replace_begin and replace_end,
- * and watches from the list's resourceVersion. Each event moves the
- * remembered resourceVersion forward, bookmarks included, so a watch that
- * times out cleanly resumes where it stopped, and so does one that failed
- * (the server answers 410 if that point has left its history). A 410, as an
- * HTTP status or as an in-stream ERROR event, drops the resourceVersion and
- * relists with resourceVersion="" (a consistent read). Every failure or 410
- * counts as a restart and waits out an exponential backoff with jitter that
- * resets after two healthy minutes, so a flapping server is never hammered.
+ * The thread lists, announces the items between replace_begin and
+ * replace_end, and watches from the list's resourceVersion. Each event moves
+ * the remembered resourceVersion forward, bookmarks included, so a watch
+ * that times out cleanly resumes where it stopped.
  *
- * Stopping sets an atomic flag that curl's progress callback polls (about
- * once a second even on an idle watch) and wakes the backoff sleep through a
- * condition variable.
+ * Every list is a consistent read (resourceVersion unset), where client-go
+ * starts from the watch cache (resourceVersion=0): a cache that lags behind
+ * etcd could miss the last binds, and the owner answers from what a list
+ * brought (ft_informer_synced). A watch that fails (no answer, an HTTP
+ * error, a broken stream) may have missed events, so the informer is not
+ * synced from then until its next list has been announced, and it relists
+ * rather than resumes: client-go's reflector also relists after most watch
+ * errors (k8s.io/client-go/tools/cache/reflector.go, ListAndWatch).
+ *
+ * A 410 Gone (as an HTTP status or an in-stream ERROR event) only says that
+ * the resume point has left the server's history: the reflector relists at
+ * once, and so does the informer. Failures wait out an exponential backoff
+ * with jitter that resets after two healthy minutes, so a flapping server is
+ * never hammered; a 410 that comes at once from a watch just started after a
+ * list counts as a failure, so that a server answering nothing but 410 is
+ * not hammered either.
+ *
+ * Stopping sets a latch (latch.h) whose flag curl's progress callback polls
+ * (about once a second even on an idle watch) and which wakes the backoff
+ * sleep.
  */
 #include "client.h"
 #include "watchstream.h"
 
+#include <flextopo/clock.h>
 #include <flextopo/error.h>
 #include <flextopo/kube.h>
+#include <flextopo/latch.h>
 #include <flextopo/log.h>
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define DEFAULT_BACKOFF_INITIAL_MS 800u
 #define DEFAULT_BACKOFF_MAX_MS	   30000u
@@ -52,14 +63,12 @@ struct ft_informer {
 	void *payload;
 	unsigned backoff_initial_ms, backoff_max_ms;
 	pthread_t thread;
-	pthread_mutex_t lock; /* with `wake`, for the backoff sleep */
-	pthread_cond_t wake;
-	atomic_bool stop;
+	ft_latch_t stop; /* stops the backoff sleep and the transfers */
 	atomic_bool synced;
 	atomic_ulong restarts;
 	/* Used by the informer thread only. */
 	char *resource_version; /* where the watch resumes; NULL: relist */
-	bool from_scratch;	/* relist with resourceVersion="" */
+	unsigned long events;	/* watch events since the last list */
 	uint64_t rng;
 };
 
@@ -74,15 +83,7 @@ typedef struct {
 
 static bool stopping(const ft_informer_t *informer)
 {
-	return atomic_load(&informer->stop);
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	return ft_latch_is_set(&informer->stop);
 }
 
 /* xorshift64*: jitter and watch timeouts need spread, not secrecy. */
@@ -114,7 +115,6 @@ static void forget_version(ft_informer_t *informer)
 {
 	free(informer->resource_version);
 	informer->resource_version = NULL;
-	informer->from_scratch = true;
 }
 
 /* The HTTP status and Status message of a failed answer, as an error. */
@@ -144,7 +144,8 @@ static void announce(ft_informer_t *informer, const cJSON *items)
 }
 
 /* Check a list's envelope, announce its items, keep its version. */
-static int take_list(ft_informer_t *informer, const ft_kube_reply_t *reply)
+static int take_list(ft_informer_t *informer, const ft_kube_reply_t *reply,
+		     uint64_t started)
 {
 	cJSON *root = cJSON_ParseWithLength(reply->body, reply->len);
 	const cJSON *items = cJSON_GetObjectItemCaseSensitive(root, "items");
@@ -163,11 +164,13 @@ static int take_list(ft_informer_t *informer, const ft_kube_reply_t *reply)
 	if ((rc = remember_version(informer, version->valuestring)) < 0)
 		goto cleanup;
 	announce(informer, items);
-	informer->from_scratch = false;
+	informer->events = 0;
 	atomic_store(&informer->synced, true);
-	FT_LOG_INFO_MSG("informer %s: listed %d objects at resourceVersion %s",
+	FT_LOG_INFO_MSG("informer %s: listed %d objects at resourceVersion %s "
+			"in %llu ms",
 			informer->collection, cJSON_GetArraySize(items),
-			version->valuestring);
+			version->valuestring,
+			(unsigned long long)(ft_clock_ms() - started));
 cleanup:
 	cJSON_Delete(root);
 	return rc;
@@ -185,14 +188,14 @@ static int list_once(ft_informer_t *informer)
 			       .low_speed_s = LIST_LOW_SPEED_S,
 			       .on_body = ft_kube_reply_collect,
 			       .payload = &reply,
-			       .stop = &informer->stop};
+			       .stop = &informer->stop.set};
 	char *path = NULL;
+	uint64_t started = ft_clock_ms();
 	long status = 0;
 	int rc = 0;
 
-	if (asprintf(&path, "%s%sresourceVersion=%s", informer->collection,
-		     query_separator(informer->collection),
-		     informer->from_scratch ? "" : "0") < 0) {
+	if (asprintf(&path, "%s%sresourceVersion=", informer->collection,
+		     query_separator(informer->collection)) < 0) {
 		path = NULL;
 		rc = ft_error_set(FT_ENOMEM, "informer: out of memory");
 		goto cleanup;
@@ -204,7 +207,7 @@ static int list_once(ft_informer_t *informer)
 		rc = http_error("list", status, reply.body);
 		goto cleanup;
 	}
-	rc = take_list(informer, &reply);
+	rc = take_list(informer, &reply, started);
 cleanup:
 	ft_kube_reply_dispose(&reply);
 	free(path);
@@ -228,6 +231,7 @@ static int on_event(const ft_watch_decoded_t *event, void *payload)
 	ft_informer_t *informer = watch->informer;
 
 	watch->events++;
+	informer->events++;
 	if (event->kind == FT_WATCH_KIND_ERROR)
 		return watch_error_event(watch, event);
 	if (event->kind != FT_WATCH_KIND_BOOKMARK)
@@ -283,7 +287,7 @@ static int watch_outcome(watch_t *watch, int rc, long status, uint64_t started)
 		return rc;
 	if ((rc = ft_watch_stream_finish(&watch->stream, on_event, watch)) != 0)
 		return watch->gone ? FT_EGONE : rc;
-	if (watch->events == 0 && now_ms() - started < SHORT_WATCH_MS)
+	if (watch->events == 0 && ft_clock_ms() - started < SHORT_WATCH_MS)
 		return ft_error_set(FT_EIO,
 				    "watch: ended at once without events");
 	return 0;
@@ -296,9 +300,9 @@ static int watch_once(ft_informer_t *informer)
 	ft_kube_call_t call = {.method = "GET",
 			       .on_body = on_watch_body,
 			       .payload = &watch,
-			       .stop = &informer->stop};
+			       .stop = &informer->stop.set};
 	char *path = NULL;
-	uint64_t started = now_ms();
+	uint64_t started = ft_clock_ms();
 	long status = 0;
 	int rc;
 
@@ -319,29 +323,49 @@ cleanup:
 	return rc;
 }
 
-/* List when needed, then watch until something other than a timeout. */
+/*
+ * List, then watch until something other than a timeout. Whatever ends it
+ * leaves the informer unsynced and the next call lists again.
+ */
 static int list_and_watch(ft_informer_t *informer)
 {
 	int rc = 0;
 
-	if (!informer->resource_version && (rc = list_once(informer)) < 0)
+	if ((rc = list_once(informer)) < 0)
 		goto cleanup;
 	while (!stopping(informer) && (rc = watch_once(informer)) == 0)
 		continue;
 cleanup:
-	if (rc == FT_EGONE)
-		forget_version(informer);
+	atomic_store(&informer->synced, false);
+	forget_version(informer);
 	return rc;
 }
 
-/* The next wait: the current delay with +-20% jitter, then double it. */
-static unsigned next_delay(ft_informer_t *informer, unsigned *delay_ms,
+/*
+ * A 410 relists at once, unless it came from the first watch after a list,
+ * at once and before any event: then the server answers nothing else, and
+ * the 410 waits like a failure.
+ */
+static bool relist_now(const ft_informer_t *informer, int rc, uint64_t started)
+{
+	return rc == FT_EGONE && (informer->events > 1 ||
+				  ft_clock_ms() - started >= SHORT_WATCH_MS);
+}
+
+/*
+ * The wait after a cycle that began at `started`: none for a 410 that
+ * relists now, else the current delay with +-20% jitter, which then doubles.
+ * Two healthy minutes reset the delay either way.
+ */
+static unsigned next_delay(ft_informer_t *informer, unsigned *delay_ms, int rc,
 			   uint64_t started)
 {
 	unsigned base, spread;
 
-	if (now_ms() - started >= HEALTHY_RESET_MS)
+	if (ft_clock_ms() - started >= HEALTHY_RESET_MS)
 		*delay_ms = informer->backoff_initial_ms;
+	if (relist_now(informer, rc, started))
+		return 0;
 	base = *delay_ms;
 	*delay_ms = base > informer->backoff_max_ms / 2
 			? informer->backoff_max_ms
@@ -350,30 +374,15 @@ static unsigned next_delay(ft_informer_t *informer, unsigned *delay_ms,
 	return base - spread + next_random(informer) % (2 * spread + 1);
 }
 
-static void sleep_unless_stopped(ft_informer_t *informer, unsigned ms)
-{
-	struct timespec deadline;
-
-	clock_gettime(CLOCK_MONOTONIC, &deadline);
-	deadline.tv_sec += ms / 1000;
-	deadline.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (deadline.tv_nsec >= 1000000000L) {
-		deadline.tv_sec++;
-		deadline.tv_nsec -= 1000000000L;
-	}
-	pthread_mutex_lock(&informer->lock);
-	while (!stopping(informer) &&
-	       pthread_cond_timedwait(&informer->wake, &informer->lock,
-				      &deadline) != ETIMEDOUT)
-		continue;
-	pthread_mutex_unlock(&informer->lock);
-}
-
 static void note_restart(ft_informer_t *informer, int rc, unsigned delay_ms)
 {
 	unsigned long restarts = atomic_fetch_add(&informer->restarts, 1) + 1;
 
-	if (rc == FT_EGONE)
+	if (rc == FT_EGONE && !delay_ms)
+		FT_LOG_INFO_MSG("informer %s: %s; relisting now (restart %lu)",
+				informer->collection, ft_error_last(),
+				restarts);
+	else if (rc == FT_EGONE)
 		FT_LOG_INFO_MSG("informer %s: %s; relisting in %u ms "
 				"(restart %lu)",
 				informer->collection, ft_error_last(), delay_ms,
@@ -391,7 +400,7 @@ static void *run(void *arg)
 	unsigned delay_ms = informer->backoff_initial_ms;
 
 	while (!stopping(informer)) {
-		uint64_t started = now_ms();
+		uint64_t started = ft_clock_ms();
 		unsigned wait_ms;
 		int rc;
 
@@ -399,29 +408,12 @@ static void *run(void *arg)
 		rc = list_and_watch(informer);
 		if (stopping(informer))
 			break;
-		wait_ms = next_delay(informer, &delay_ms, started);
+		wait_ms = next_delay(informer, &delay_ms, rc, started);
 		note_restart(informer, rc, wait_ms);
-		sleep_unless_stopped(informer, wait_ms);
+		if (wait_ms)
+			ft_latch_sleep(&informer->stop, wait_ms);
 	}
 	return NULL;
-}
-
-static int init_sync(ft_informer_t *informer)
-{
-	pthread_condattr_t attr;
-	int rc = 0;
-
-	if (pthread_condattr_init(&attr) != 0)
-		return ft_error_set(FT_ENOMEM, "informer: condattr");
-	if (pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) != 0 ||
-	    pthread_cond_init(&informer->wake, &attr) != 0)
-		rc = ft_error_set(FT_ENOMEM, "informer: condition variable");
-	else if (pthread_mutex_init(&informer->lock, NULL) != 0) {
-		pthread_cond_destroy(&informer->wake);
-		rc = ft_error_set(FT_ENOMEM, "informer: mutex");
-	}
-	pthread_condattr_destroy(&attr);
-	return rc;
 }
 
 static void configure(ft_informer_t *informer, ft_kube_client_t *client,
@@ -438,9 +430,8 @@ static void configure(ft_informer_t *informer, ft_kube_client_t *client,
 	    backoff_max_ms ? backoff_max_ms : DEFAULT_BACKOFF_MAX_MS;
 	if (informer->backoff_max_ms < informer->backoff_initial_ms)
 		informer->backoff_max_ms = informer->backoff_initial_ms;
-	informer->rng = now_ms() ^ (uint64_t)(uintptr_t)informer ^
+	informer->rng = ft_clock_ms() ^ (uint64_t)(uintptr_t)informer ^
 			UINT64_C(0x9E3779B97F4A7C15);
-	atomic_init(&informer->stop, false);
 	atomic_init(&informer->synced, false);
 	atomic_init(&informer->restarts, 0);
 }
@@ -464,21 +455,21 @@ int ft_informer_start(ft_informer_t **out, ft_kube_client_t *client,
 	}
 	configure(informer, client, h, payload, backoff_initial_ms,
 		  backoff_max_ms);
-	if ((rc = init_sync(informer)) < 0)
+	if ((rc = ft_latch_init(&informer->stop, "informer")) < 0)
 		goto cleanup;
 	sync_ready = true;
+	/* Set before the thread starts, so that its handlers may read it. */
+	*out = informer;
 	if (pthread_create(&informer->thread, NULL, run, informer) != 0) {
+		*out = NULL;
 		rc = ft_error_set(FT_EIO, "informer %s: cannot start thread",
 				  collection);
 		goto cleanup;
 	}
-	*out = informer;
 	informer = NULL;
 cleanup:
-	if (informer && sync_ready) {
-		pthread_cond_destroy(&informer->wake);
-		pthread_mutex_destroy(&informer->lock);
-	}
+	if (informer && sync_ready)
+		ft_latch_dispose(&informer->stop);
 	if (informer)
 		free(informer->collection);
 	free(informer);
@@ -499,13 +490,9 @@ void ft_informer_free(ft_informer_t *informer)
 {
 	if (!informer)
 		return;
-	atomic_store(&informer->stop, true);
-	pthread_mutex_lock(&informer->lock);
-	pthread_cond_broadcast(&informer->wake);
-	pthread_mutex_unlock(&informer->lock);
+	ft_latch_set(&informer->stop);
 	pthread_join(informer->thread, NULL);
-	pthread_cond_destroy(&informer->wake);
-	pthread_mutex_destroy(&informer->lock);
+	ft_latch_dispose(&informer->stop);
 	free(informer->resource_version);
 	free(informer->collection);
 	free(informer);

@@ -11,6 +11,15 @@
  * escaped however odd they are, path segments are percent-encoded, and HTTP
  * statuses map to the codes the bind path acts on: 404 -> FT_ENOTFOUND and,
  * for a Binding, 409 -> FT_ECONFLICT (the pod already has a node).
+ *
+ * A Binding is a write, and a write whose answer never came may still have
+ * happened: kube-apiserver can commit it after the client gave up (etcd
+ * slow or frozen), or commit it and die before answering. So the Binding's
+ * outcome is unknown (FT_EUNKNOWN) when no status came (timeout, reset,
+ * reset, a reply cut short) and on 5xx (500 from etcd
+ * errors, 503, and 504, which kube-apiserver sends when it "may still be
+ * processing the request"). Only another 4xx is a refusal. A 2xx status is
+ * a success even when the reply's body was cut short.
  */
 #include "client.h"
 
@@ -76,24 +85,6 @@ static int print_body(char **out, cJSON *root)
 	return *out ? 0 : ft_error_set(FT_ENOMEM, "kube: out of memory");
 }
 
-/* One request whose outcome is its status alone. */
-static int send_pod_request(ft_kube_client_t *client, const char *method,
-			    const char *path, const char *content_type,
-			    const char *body, bool conflict_ok,
-			    const char *what, const char *ns, const char *name)
-{
-	char *reply = NULL;
-	long status = 0;
-	int rc;
-
-	rc = ft_kube_request(client, method, path, content_type, body,
-			     strlen(body), &status, &reply);
-	if (rc == 0)
-		rc = status_outcome(status, reply, conflict_ok, what, ns, name);
-	free(reply);
-	return rc;
-}
-
 static bool fill_metadata(cJSON *metadata, const char *ns, const char *name,
 			  const char *uid, const char *key, const char *value)
 {
@@ -132,6 +123,43 @@ static int binding_body(char **out, const char *ns, const char *name,
 	return print_body(out, root);
 }
 
+/* What the answer to a Binding says (see the top of this file). */
+static int binding_outcome(int rc, long status, const char *reply,
+			   const char *ns, const char *name)
+{
+	char cause[512];
+
+	if (status >= 200 && status < 300)
+		return 0;
+	if (status > 0 && status < 500)
+		return status_outcome(status, reply, true, "bind pod", ns,
+				      name);
+	if (status == 0 && rc != FT_EIO)
+		return rc; /* never sent */
+	if (rc < 0)
+		snprintf(cause, sizeof(cause), "%s", ft_error_last());
+	else
+		ft_kube_status_message(cause, sizeof(cause), reply);
+	return ft_error_set(FT_EUNKNOWN,
+			    "bind pod %s/%s: outcome unknown (HTTP %ld%s%s)",
+			    ns, name, status, cause[0] ? ": " : "", cause);
+}
+
+/* POST a Binding: 0, FT_EUNKNOWN, or the refusal's code. */
+static int post_binding(ft_kube_client_t *client, const char *path,
+			const char *body, const char *ns, const char *name)
+{
+	char *reply = NULL;
+	long status = 0;
+	int rc;
+
+	rc = ft_kube_request(client, "POST", path, "application/json", body,
+			     strlen(body), &status, &reply);
+	rc = binding_outcome(rc, status, reply, ns, name);
+	free(reply);
+	return rc;
+}
+
 int ft_kube_bind_pod(ft_kube_client_t *client, const char *ns, const char *name,
 		     const char *uid, const char *node, const char *key,
 		     const char *value)
@@ -156,8 +184,7 @@ int ft_kube_bind_pod(ft_kube_client_t *client, const char *ns, const char *name,
 	if ((rc = pod_path(&path, ns, name, "/binding")) < 0 ||
 	    (rc = binding_body(&body, ns, name, uid, node, key, value)) < 0)
 		goto cleanup;
-	rc = send_pod_request(client, "POST", path, "application/json", body,
-			      true, "bind pod", ns, name);
+	rc = post_binding(client, path, body, ns, name);
 cleanup:
 	free(path);
 	free(body);

@@ -28,7 +28,9 @@
  * process-wide atomics because ft_http_error_count() takes no server.
  *
  * Connections are bounded (server.h): libmicrohttpd caps them in all and
- * per client address, and closes one that stays silent too long. A client
+ * closes one that stays silent too long; clients.c keeps the cap per client
+ * address, from libmicrohttpd's notices of connections opened and closed
+ * and of requests begun and completed. A client
  * that has sent headers only is a connection like any other: what it
  * announces in Content-Length is not allocated up front beyond
  * RESERVE_MAX_BYTES, so stalled uploads cost little memory.
@@ -37,11 +39,20 @@
  * without libmicrohttpd: a request_source_t stands for the connection that
  * headers and query parameters are read from.
  *
+ * A route registered with ft_server_route_offload() (bind, which waits on the
+ * API server) runs its handler on an offload thread (offload.c) while
+ * libmicrohttpd keeps its connection suspended; the offload thread resumes
+ * it with the reply in the request state, and the next call of the access
+ * handler sends it. So a slow API server holds offload threads, never the
+ * workers that filter and prioritize are answered on.
+ *
  * With TLS (tls.c) libmicrohttpd does the handshakes and record layer through
  * GnuTLS; a request from a connection without an acceptable client
  * certificate is one more refusal known from the headers, answered 403 after
  * its body like the others.
  */
+#include "clients.h"
+#include "offload.h"
 #include "tls.h"
 
 #include <flextopo/error.h>
@@ -69,6 +80,9 @@
 /* Most body memory reserved from Content-Length before the bytes arrive. */
 #define RESERVE_MAX_BYTES ((size_t)1 << 20)
 
+/* Longest wait for offloaded replies to go out when the server stops. */
+#define DEFERRED_DRAIN_MS 2000u
+
 /* File descriptors wanted beyond the connections: files, the API client. */
 #define SPARE_FDS 64u
 
@@ -79,6 +93,7 @@ typedef struct route {
 	char *path; /* without the trailing '*' of a prefix route */
 	size_t path_len;
 	int prefix;
+	int offload; /* the handler runs on an offload thread */
 	ft_http_handler_fn fn;
 	void *payload;
 } route_t;
@@ -97,6 +112,10 @@ struct ft_server {
 	struct MHD_Daemon *daemon;
 	unsigned port;
 	ft_tls_t *tls; /* NULL: plain HTTP */
+	unsigned offload_threads;
+	ft_offload_t *offload;	   /* NULL unless a route is offloaded */
+	atomic_uint deferred_open; /* offloaded requests not yet completed */
+	ft_clients_t *clients;	   /* the per-client cap (clients.h) */
 };
 
 /*
@@ -110,6 +129,9 @@ typedef struct request_source {
 	const char *const *query;
 } request_source_t;
 
+/* Where an offloaded request is (request_state_t.deferred_state). */
+enum { DEFER_NONE = 0, DEFER_RUNNING = 1, DEFER_DONE = 2 };
+
 typedef struct request_state {
 	const route_t *route;	   /* NULL while a rejection is pending */
 	ft_http_response_t reject; /* the pending error reply, if any */
@@ -119,14 +141,33 @@ typedef struct request_state {
 	size_t body_len;
 	size_t body_cap;
 	size_t discarded;
+	/*
+	 * An offloaded request: its handler runs as `job` on an offload
+	 * thread while the connection is suspended, fills `deferred`, sets
+	 * `deferred_state` to DEFER_DONE and resumes the connection.
+	 * `method` and `url` are libmicrohttpd's, valid for the request.
+	 */
+	ft_offload_job_t job;
+	struct MHD_Connection *connection;
+	const char *method, *url;
+	ft_http_response_t deferred;
+	atomic_int deferred_state;
 } request_state_t;
 
 /* ---- error replies and their counters ---- */
 
 static const char *const error_kinds[] = {
-    "bad_json",	   "too_large",		 "bad_content_type",
-    "not_found",   "method_not_allowed", "forbidden",
-    "bad_request", "internal",		 "other",
+    "bad_json",
+    "too_large",
+    "bad_content_type",
+    "not_found",
+    "method_not_allowed",
+    "unauthorized",
+    "forbidden",
+    "bad_request",
+    "unavailable",
+    "internal",
+    "other",
 };
 
 #define ERROR_KINDS (sizeof(error_kinds) / sizeof(error_kinds[0]))
@@ -359,6 +400,14 @@ const char *ft_http_request_query(const ft_http_request_t *req, const char *key)
 	return source_value(req->connection, MHD_GET_ARGUMENT_KIND, key);
 }
 
+const char *ft_http_request_header(const ft_http_request_t *req,
+				   const char *name)
+{
+	if (!req || !req->connection || !name)
+		return NULL;
+	return source_value(req->connection, MHD_HEADER_KIND, name);
+}
+
 /* ---- listen address ---- */
 
 /*
@@ -554,10 +603,10 @@ static int grow_routes(ft_server_t *server)
 	return 0;
 }
 
-int ft_server_route(ft_server_t *server, const char *method, const char *path,
-		    ft_http_handler_fn fn, void *payload)
+static int add_route(ft_server_t *server, const char *method, const char *path,
+		     ft_http_handler_fn fn, void *payload, int offload)
 {
-	route_t r = {.fn = fn, .payload = payload};
+	route_t r = {.fn = fn, .payload = payload, .offload = offload};
 	int rc = 0;
 
 	if (!server || !method || !method[0] || !path || path[0] != '/' || !fn)
@@ -587,6 +636,19 @@ cleanup:
 	free(r.method);
 	free(r.path);
 	return rc;
+}
+
+int ft_server_route(ft_server_t *server, const char *method, const char *path,
+		    ft_http_handler_fn fn, void *payload)
+{
+	return add_route(server, method, path, fn, payload, 0);
+}
+
+int ft_server_route_offload(ft_server_t *server, const char *method,
+			    const char *path, ft_http_handler_fn fn,
+			    void *payload)
+{
+	return add_route(server, method, path, fn, payload, 1);
 }
 
 /* ---- one request ---- */
@@ -863,6 +925,90 @@ static enum MHD_Result dispatch(struct MHD_Connection *connection,
 	return send_reply(connection, &res, NULL);
 }
 
+#define container_of(ptr, type, member)                                        \
+	((type *)(void *)((char *)(ptr)-offsetof(type, member)))
+
+/*
+ * An offload thread runs the handler of a suspended request (or, cancelled
+ * as the server stops, refuses it) and hands the connection back.
+ */
+static void run_offloaded(ft_offload_job_t *job, bool cancelled)
+{
+	request_state_t *state = container_of(job, request_state_t, job);
+	request_source_t src = {.connection = state->connection};
+
+	if (cancelled) {
+		ft_http_reply_error(&state->deferred, 503, "unavailable",
+				    "the server is stopping");
+		log_request(state->method, state->url, &state->deferred);
+	} else {
+		run_handler(&state->deferred, state, &src, state->method,
+			    state->url);
+	}
+	atomic_store(&state->deferred_state, DEFER_DONE);
+	MHD_resume_connection(state->connection);
+}
+
+/*
+ * An offloaded route: the first call suspends the connection and queues
+ * the handler; libmicrohttpd calls again once it is resumed, and the reply
+ * is sent then. The connection is suspended before the job is queued, so
+ * that the job never resumes a connection not yet suspended.
+ */
+static enum MHD_Result defer(ft_server_t *server,
+			     struct MHD_Connection *connection,
+			     request_state_t *state, const char *method,
+			     const char *url)
+{
+	int phase = atomic_load(&state->deferred_state);
+
+	if (phase == DEFER_DONE)
+		return send_reply(connection, &state->deferred, NULL);
+	if (phase == DEFER_RUNNING)
+		return MHD_YES;
+	state->connection = connection;
+	state->method = method;
+	state->url = url;
+	state->job.run = run_offloaded;
+	atomic_fetch_add(&server->deferred_open, 1);
+	atomic_store(&state->deferred_state, DEFER_RUNNING);
+	MHD_suspend_connection(connection);
+	if (!ft_offload_submit(server->offload, &state->job))
+		run_offloaded(&state->job, true);
+	return MHD_YES;
+}
+
+/* The per-client record of `connection` (its socket context), or NULL. */
+static ft_client_conn_t *client_conn(struct MHD_Connection *connection)
+{
+	const union MHD_ConnectionInfo *info = MHD_get_connection_info(
+	    connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return info ? info->socket_context : NULL;
+}
+
+/* Connections opened and closed, for the per-client cap. */
+static void on_connection(void *cls, struct MHD_Connection *connection,
+			  void **socket_context,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	ft_server_t *server = cls;
+	const union MHD_ConnectionInfo *addr, *fd;
+
+	if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+		ft_clients_closed(server->clients, *socket_context);
+		*socket_context = NULL;
+		return;
+	}
+	addr = MHD_get_connection_info(connection,
+				       MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	fd = MHD_get_connection_info(connection,
+				     MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (addr && fd)
+		*socket_context = ft_clients_opened(
+		    server->clients, addr->client_addr, fd->connect_fd);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection,
 				  const char *url, const char *method,
 				  const char *version, const char *upload_data,
@@ -878,6 +1024,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection,
 		if (!state)
 			return MHD_NO;
 		*con_cls = state;
+		ft_clients_busy(server->clients, client_conn(connection), true);
 		now = check_headers(state, server, &src, method, url);
 		if (now < 0)
 			return MHD_NO;
@@ -889,6 +1036,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection,
 				   upload_data_size);
 	if (state->rejected)
 		return send_rejection(connection, state, method, url);
+	if (state->route->offload && server->offload)
+		return defer(server, connection, state, method, url);
 	return dispatch(connection, state, method, url);
 }
 
@@ -897,6 +1046,7 @@ static void free_state(request_state_t *state)
 	if (!state)
 		return;
 	free(state->reject.body);
+	free(state->deferred.body);
 	free(state->body);
 	free(state);
 }
@@ -904,7 +1054,15 @@ static void free_state(request_state_t *state)
 static void on_completed(void *cls, struct MHD_Connection *connection,
 			 void **con_cls, enum MHD_RequestTerminationCode toe)
 {
-	free_state(*con_cls);
+	ft_server_t *server = cls;
+	request_state_t *state = *con_cls;
+
+	if (state)
+		ft_clients_busy(server->clients, client_conn(connection),
+				false);
+	if (state && atomic_load(&state->deferred_state) != DEFER_NONE)
+		atomic_fetch_sub(&server->deferred_open, 1);
+	free_state(state);
 	*con_cls = NULL;
 }
 
@@ -1004,6 +1162,9 @@ int ft_server_new(ft_server_t **out, const ft_server_options_t *opts)
 	server->timeout_s = opts->connection_timeout_s
 				? opts->connection_timeout_s
 				: FT_SERVER_TIMEOUT_S;
+	server->offload_threads = opts->offload_threads
+				      ? opts->offload_threads
+				      : FT_SERVER_OFFLOAD_THREADS;
 	*out = server;
 	server = NULL;
 cleanup:
@@ -1031,6 +1192,8 @@ static unsigned daemon_flags(const ft_server_t *server)
 
 	if (server->tls)
 		flags |= MHD_USE_TLS;
+	if (server->offload)
+		flags |= MHD_ALLOW_SUSPEND_RESUME;
 	if (MHD_is_feature_supported(MHD_FEATURE_EPOLL) == MHD_YES)
 		return flags | MHD_USE_EPOLL;
 	return flags | MHD_USE_POLL;
@@ -1051,10 +1214,6 @@ static void daemon_options(struct MHD_OptionItem *out,
 					   server->max_connections, NULL};
 	out[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT,
 					   server->timeout_s, NULL};
-	if (server->max_per_client)
-		out[n++] =
-		    (struct MHD_OptionItem){MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-					    server->max_per_client, NULL};
 	/* A pool of 1 is refused: one worker is the polling thread itself. */
 	if (threads > 1)
 		out[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE,
@@ -1086,7 +1245,8 @@ static int start_daemon(ft_server_t *server, int fd)
 	    daemon_flags(server), 0, NULL, NULL, on_request, server,
 	    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
 	    MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED,
-	    on_completed, NULL, MHD_OPTION_ARRAY, options, MHD_OPTION_END);
+	    on_completed, server, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
+	    server, MHD_OPTION_ARRAY, options, MHD_OPTION_END);
 	if (!server->daemon)
 		return ft_error_set(
 		    FT_EIO, "listen \"%s\": libmicrohttpd did not start",
@@ -1120,6 +1280,16 @@ static void reserve_fds(const ft_server_t *server)
 		       (unsigned long long)lim.rlim_cur);
 }
 
+/* The offload threads, when some route is offloaded. */
+static int start_offload(ft_server_t *server)
+{
+	for (size_t i = 0; i < server->routes_len; i++)
+		if (server->routes[i].offload)
+			return ft_offload_new(&server->offload,
+					      server->offload_threads);
+	return 0;
+}
+
 int ft_server_start(ft_server_t *server)
 {
 	unsigned port;
@@ -1128,6 +1298,9 @@ int ft_server_start(ft_server_t *server)
 
 	if (!server || server->daemon)
 		return ft_error_set(FT_EINVAL, "server: missing or started");
+	if ((rc = start_offload(server)) < 0 ||
+	    (rc = ft_clients_new(&server->clients, server->max_per_client)) < 0)
+		return rc;
 	reserve_fds(server);
 	rc = bind_listen(&fd, server);
 	if (rc != 0)
@@ -1150,12 +1323,31 @@ unsigned ft_server_port(const ft_server_t *server)
 	return server ? server->port : 0;
 }
 
+/*
+ * Give the offloaded replies, all resumed once the offload threads have
+ * stopped, up to DEFERRED_DRAIN_MS to go out: libmicrohttpd closes every
+ * connection when it stops, sent or not.
+ */
+static void drain_deferred(ft_server_t *server)
+{
+	for (unsigned waited = 0;
+	     atomic_load(&server->deferred_open) && waited < DEFERRED_DRAIN_MS;
+	     waited += 5)
+		usleep(5 * 1000);
+}
+
 void ft_server_free(ft_server_t *server)
 {
 	if (!server)
 		return;
+	/* Every suspended connection is resumed before libmicrohttpd stops. */
+	ft_offload_stop(server->offload);
+	if (server->daemon)
+		drain_deferred(server);
 	if (server->daemon)
 		MHD_stop_daemon(server->daemon);
+	ft_offload_free(server->offload);
+	ft_clients_free(server->clients);
 	for (size_t i = 0; i < server->routes_len; i++) {
 		free(server->routes[i].method);
 		free(server->routes[i].path);

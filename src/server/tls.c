@@ -20,6 +20,7 @@
 #include <flextopo/error.h>
 #include <flextopo/log.h>
 
+#include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
 
@@ -262,20 +263,99 @@ static int check_options(const ft_server_options_t *opts)
 	return 0;
 }
 
+/* A heap, NUL-terminated copy of a GnuTLS datum (PEM text). */
+static int datum_text(char **out, size_t *len, const gnutls_datum_t *d)
+{
+	if (!(*out = malloc(d->size + 1)))
+		return ft_error_set(FT_ENOMEM, "TLS: out of memory");
+	memcpy(*out, d->data, d->size);
+	(*out)[d->size] = '\0';
+	if (len)
+		*len = d->size;
+	return 0;
+}
+
+/* The fields of a server certificate valid from a minute ago for a year. */
+static int fill_crt(gnutls_x509_crt_t crt, gnutls_x509_privkey_t key)
+{
+	static const char cn[] = "flextopo-extender";
+	unsigned char serial[16];
+	time_t now = time(NULL);
+
+	if (gnutls_rnd(GNUTLS_RND_NONCE, serial, sizeof(serial)) < 0)
+		return -1;
+	serial[0] &= 0x7f;
+	return gnutls_x509_crt_set_version(crt, 3) < 0 ||
+		       gnutls_x509_crt_set_serial(crt, serial, sizeof(serial)) <
+			   0 ||
+		       gnutls_x509_crt_set_activation_time(crt, now - 60) < 0 ||
+		       gnutls_x509_crt_set_expiration_time(
+			   crt, now + 365 * 86400) < 0 ||
+		       gnutls_x509_crt_set_dn_by_oid(
+			   crt, GNUTLS_OID_X520_COMMON_NAME, 0, cn,
+			   sizeof(cn) - 1) < 0 ||
+		       gnutls_x509_crt_set_key(crt, key) < 0 ||
+		       gnutls_x509_crt_set_key_purpose_oid(
+			   crt, GNUTLS_KP_TLS_WWW_SERVER, 0) < 0 ||
+		       gnutls_x509_crt_sign2(crt, crt, key, GNUTLS_DIG_SHA256,
+					     0) < 0
+		   ? -1
+		   : 0;
+}
+
+/*
+ * A certificate made here, self-signed (ECDSA P-256, SHA-256), as
+ * kube-scheduler's secure port makes one without --tls-cert-file: the
+ * clients that scrape it skip verification and send a bearer token.
+ */
+static int make_self_signed(ft_tls_t *tls)
+{
+	gnutls_x509_privkey_t key = NULL;
+	gnutls_x509_crt_t crt = NULL;
+	gnutls_datum_t c = {0}, k = {0};
+	int rc = 0;
+
+	if (gnutls_x509_privkey_init(&key) < 0 ||
+	    gnutls_x509_privkey_generate(
+		key, GNUTLS_PK_ECDSA,
+		GNUTLS_CURVE_TO_BITS(GNUTLS_ECC_CURVE_SECP256R1), 0) < 0 ||
+	    gnutls_x509_crt_init(&crt) < 0 || fill_crt(crt, key) < 0 ||
+	    gnutls_x509_crt_export2(crt, GNUTLS_X509_FMT_PEM, &c) < 0 ||
+	    gnutls_x509_privkey_export2(key, GNUTLS_X509_FMT_PEM, &k) < 0)
+		rc = ft_error_set(FT_EIO, "TLS: cannot make a certificate");
+	else if ((rc = datum_text(&tls->cert, NULL, &c)) == 0)
+		rc = datum_text(&tls->key, &tls->key_len, &k);
+	if (k.data)
+		explicit_bzero(k.data, k.size);
+	gnutls_free(k.data);
+	gnutls_free(c.data);
+	gnutls_x509_crt_deinit(crt);
+	gnutls_x509_privkey_deinit(key);
+	return rc;
+}
+
 int ft_tls_new(ft_tls_t **out, const ft_server_options_t *opts)
 {
 	ft_tls_t *tls = NULL;
 	int rc;
 
 	*out = NULL;
-	if ((rc = check_options(opts)) < 0 || !is_set(opts->tls_cert_file))
+	if ((rc = check_options(opts)) < 0 ||
+	    (!is_set(opts->tls_cert_file) && !opts->tls_self_signed))
 		return rc;
 	if (!(tls = calloc(1, sizeof(*tls))))
 		return ft_error_set(FT_ENOMEM, "TLS: out of memory");
+	if (!is_set(opts->tls_cert_file)) {
+		rc = make_self_signed(tls);
+		goto done;
+	}
 	if ((rc = load_cert_and_key(tls, opts)) < 0 ||
 	    (is_set(opts->tls_client_ca_file) &&
 	     (rc = load_client_ca(tls, opts->tls_client_ca_file)) < 0) ||
 	    (rc = copy_public_paths(tls, opts->tls_public_paths)) < 0)
+		goto cleanup;
+done:
+	if (rc < 0)
 		goto cleanup;
 	*out = tls;
 	tls = NULL;

@@ -29,6 +29,7 @@ FAMILIES = {
     "flextopo_nodes_bad_topology": "gauge",
     "flextopo_pods": "gauge",
     "flextopo_assumed_pods": "gauge",
+    "flextopo_binds_unsettled": "gauge",
     "flextopo_snapshot_generation": "gauge",
     "flextopo_cache_age_seconds": "gauge",
     "flextopo_informer_restarts": "counter",
@@ -42,6 +43,8 @@ FAMILIES = {
     "flextopo_mig_slices_stranded": "gauge",
     "flextopo_workload_mix_pods": "gauge",
     "flextopo_drift_pods": "gauge",
+    "flextopo_conflict_pods": "gauge",
+    "flextopo_conflicts_found": "counter",
 }
 VERBS = {"filter", "prioritize", "preempt", "bind"}
 

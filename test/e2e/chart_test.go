@@ -345,17 +345,19 @@ func TestChartServerSideDryRun(t *testing.T) {
 		agentKinds []string
 		noAgent    bool
 	}{
+		// Every case binds system:auth-delegator for the extender's
+		// /metrics (extender.metricsPort): one more ClusterRoleBinding.
 		{
 			name: "scheduler",
 			sets: []string{"mode=scheduler"},
 			wantKinds: []string{"ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "ClusterRoleBinding",
-				"ClusterRoleBinding", "ConfigMap", "ConfigMap", "Deployment", "Role", "RoleBinding", "RoleBinding", "ServiceAccount"},
+				"ClusterRoleBinding", "ClusterRoleBinding", "ConfigMap", "ConfigMap", "Deployment", "Role", "RoleBinding", "RoleBinding", "ServiceAccount"},
 			notes: []string{"schedulerName: " + chartSchedName},
 		},
 		{
 			name:      "extender",
 			sets:      []string{"mode=extender"},
-			wantKinds: []string{"ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "Service", "ServiceAccount"},
+			wantKinds: []string{"ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "ConfigMap", "Deployment", "Service", "ServiceAccount"},
 			notes:     []string{"urlPrefix: \"http://flextopo.chart-dry-extender.svc:8888\"", "nodeCacheCapable: true", "bindVerb: bind"},
 		},
 		{
@@ -363,21 +365,21 @@ func TestChartServerSideDryRun(t *testing.T) {
 			sets: []string{"mode=scheduler", "replicaCount=2", "registration.pods=devices", "registration.managedResources[0].name=nvidia.com/gpu",
 				"scheduler.extraArgs[0]=--kube-api-qps=50", "priorityClassName=system-cluster-critical"},
 			wantKinds: []string{"ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "ClusterRoleBinding",
-				"ClusterRoleBinding", "ConfigMap", "ConfigMap", "Deployment", "PodDisruptionBudget", "Role", "RoleBinding",
+				"ClusterRoleBinding", "ClusterRoleBinding", "ConfigMap", "ConfigMap", "Deployment", "PodDisruptionBudget", "Role", "RoleBinding",
 				"RoleBinding", "ServiceAccount"},
 		},
 		{
 			name: "scheduler-tls",
 			sets: []string{"mode=scheduler", "tls.enabled=true", "tls.secretName=flextopo-tls"},
 			wantKinds: []string{"ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "ClusterRoleBinding",
-				"ClusterRoleBinding", "ConfigMap", "ConfigMap", "Deployment", "Role", "RoleBinding", "RoleBinding", "ServiceAccount"},
+				"ClusterRoleBinding", "ClusterRoleBinding", "ConfigMap", "ConfigMap", "Deployment", "Role", "RoleBinding", "RoleBinding", "ServiceAccount"},
 			notes: []string{"kube-scheduler calls it over HTTPS", "for the name \"flextopo.chart-dry-scheduler-tls.svc\"",
 				"rollout restart deployment/flextopo"},
 		},
 		{
 			name:      "extender-tls",
 			sets:      []string{"mode=extender", "tls.enabled=true", "tls.secretName=flextopo-tls", "tls.clientAuth.enabled=true"},
-			wantKinds: []string{"ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "Service", "ServiceAccount"},
+			wantKinds: []string{"ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "ConfigMap", "Deployment", "Service", "ServiceAccount"},
 			notes: []string{"urlPrefix: \"https://flextopo.chart-dry-extender-tls.svc:8888\"", "enableHTTPS: true",
 				"serverName: \"flextopo.chart-dry-extender-tls.svc\"", "caFile:", "certFile:", "keyFile:",
 				"needs a client certificate"},
@@ -386,21 +388,21 @@ func TestChartServerSideDryRun(t *testing.T) {
 			name: "extender-pdb",
 			sets: []string{"mode=extender", "podDisruptionBudget.enabled=true", "service.type=NodePort",
 				"registration.managedResources[0].name=nvidia.com/gpu"},
-			wantKinds: []string{"ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "PodDisruptionBudget",
+			wantKinds: []string{"ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "ConfigMap", "Deployment", "PodDisruptionBudget",
 				"Service", "ServiceAccount"},
 			notes: []string{"managedResources:", "- name: \"nvidia.com/gpu\""},
 		},
 		{
 			name:      "extender-no-node-agent",
 			sets:      []string{"mode=extender", "nodeAgent.enabled=false"},
-			wantKinds: []string{"ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "Service", "ServiceAccount"},
+			wantKinds: []string{"ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "ConfigMap", "Deployment", "Service", "ServiceAccount"},
 			noAgent:   true,
 		},
 		{
 			name: "scheduler-node-observe",
 			sets: []string{"mode=scheduler", "nodeAgent.mode=observe", "nodeAgent.restrictToOwnNode=false"},
 			wantKinds: []string{"ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "ClusterRoleBinding",
-				"ClusterRoleBinding", "ConfigMap", "ConfigMap", "Deployment", "Role", "RoleBinding", "RoleBinding", "ServiceAccount"},
+				"ClusterRoleBinding", "ClusterRoleBinding", "ConfigMap", "ConfigMap", "Deployment", "Role", "RoleBinding", "RoleBinding", "ServiceAccount"},
 			agentKinds: []string{"ClusterRole", "ClusterRoleBinding", "DaemonSet", "ServiceAccount"},
 		},
 	}
@@ -577,6 +579,11 @@ func TestChartRBAC(t *testing.T) {
 			{true, podNS, "create", "", "pods", "binding", "p"},
 			{true, "", "list", "policy", "poddisruptionbudgets", "", ""},
 			{true, "", "watch", "policy", "poddisruptionbudgets", "", ""},
+			// Allocation conflicts are reported on the pods.
+			{true, podNS, "create", "", "events", "", ""},
+			// The extender's /metrics checks each scraper's token.
+			{true, "", "create", "authentication.k8s.io", "tokenreviews", "", ""},
+			{true, "", "create", "authorization.k8s.io", "subjectaccessreviews", "", ""},
 			// Never needed by either container.
 			{false, podNS, "get", "", "secrets", "", "s"},
 			{false, "", "list", "", "secrets", "", ""},
@@ -595,10 +602,10 @@ func TestChartRBAC(t *testing.T) {
 		e.applyForReal(chartRBACObjects(r))
 		user, groups := chartSA(r, t, "Deployment")
 		want := append(extenderNeeds(other),
-			// The extender alone elects no leader, sends no events and
-			// deletes no pods.
+			// The extender alone elects no leader, changes no events
+			// and deletes no pods.
 			chartAccess{false, ns, "create", "coordination.k8s.io", "leases", "", ""},
-			chartAccess{false, other, "create", "", "events", "", ""},
+			chartAccess{false, other, "patch", "", "events", "", "e"},
 			chartAccess{false, other, "delete", "", "pods", "", "p"},
 			chartAccess{false, "kube-system", "get", "", "configmaps", "", "extension-apiserver-authentication"},
 		)
@@ -983,6 +990,7 @@ func chartSchedules(t *testing.T, withTLS bool) {
 	// The probes' port as rendered, and where it is here.
 	probeFrom, probeTo := "/dev/tcp/127.0.0.1/8888", fmt.Sprintf("/dev/tcp/127.0.0.1/%d", extPort)
 	var extURL string
+	metricsPort := 0
 	for i := 1; i < len(extArgs); i++ {
 		if extArgs[i] == "--config" && i+1 < len(extArgs) {
 			cfg := chartMountedFile(t, r, dep, extCtr, extArgs[i+1])
@@ -1000,6 +1008,7 @@ func chartSchedules(t *testing.T, withTLS bool) {
 				t.Errorf("rendered flextopo.yaml: tlsCertFile %q, tlsKeyFile %q, debugListen %q; want all off",
 					m["tlsCertFile"], m["tlsKeyFile"], m["debugListen"])
 			}
+			cfg, metricsPort = chartMetricsListener(t, cfg)
 			p := filepath.Join(dir, "flextopo.yaml")
 			if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
 				t.Fatal(err)
@@ -1025,6 +1034,7 @@ func chartSchedules(t *testing.T, withTLS bool) {
 		if withTLS {
 			chartCheckTLSExtender(t, client, extURL, extPort)
 		}
+		chartCheckMetrics(t, metricsPort, e.c.PKI.Token)
 		// The rendered exec probes, pointed at this port.
 		for _, probe := range []string{"livenessProbe", "readinessProbe"} {
 			cmd, found, _ := unstructured.NestedStringSlice(extCtr, probe, "exec", "command")
@@ -1192,6 +1202,63 @@ func chartSchedules(t *testing.T, withTLS bool) {
 	}
 	if err := sched.CheckAlive(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// chartMetricsListener checks that the rendered flextopo.yaml serves the
+// extender's /metrics on every address of the pod (metricsListen) and moves
+// it to a free port here.
+func chartMetricsListener(t *testing.T, cfg string) (string, int) {
+	t.Helper()
+	var m map[string]interface{}
+	if err := yaml.Unmarshal([]byte(cfg), &m); err != nil {
+		t.Fatalf("flextopo.yaml: %v", err)
+	}
+	if m["metricsListen"] != "0.0.0.0:10262" {
+		t.Fatalf("rendered flextopo.yaml: metricsListen %v, want 0.0.0.0:10262", m["metricsListen"])
+	}
+	port, err := harness.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m["metricsListen"] = harness.HostPort(port)
+	out, err := yaml.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out), port
+}
+
+// chartCheckMetrics scrapes the extender's /metrics as the chart's
+// ServiceMonitor does: HTTPS without verifying the self-made certificate
+// and a bearer token, which the extender (under the chart's service account)
+// has the API server review. No token is refused; the cluster admin's gets
+// the metrics, flextopo_ready among them.
+func chartCheckMetrics(t *testing.T, port int, token string) {
+	t.Helper()
+	url := "https://" + harness.HostPort(port) + "/metrics"
+	client := harness.HTTPClient(nil)
+	for _, tc := range []struct {
+		token string
+		code  int
+		want  string
+	}{{"", 401, "unauthorized: a bearer token is required"}, {token, 200, "flextopo_ready 1"}} {
+		req, err := http.NewRequest(http.MethodGet, url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.token != "" {
+			req.Header.Set("Authorization", "Bearer "+tc.token)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("scrape %s: %v", url, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.code || !strings.Contains(string(body), tc.want) {
+			t.Errorf("scrape %s (token %v): HTTP %d %.200s; want %d with %q", url, tc.token != "", resp.StatusCode, body, tc.code, tc.want)
+		}
 	}
 }
 

@@ -27,6 +27,7 @@
 static const char *const all_keys[] = {
     "listen",
     "debugListen",
+    "metricsListen",
     "tlsCertFile",
     "tlsKeyFile",
     "tlsClientCAFile",
@@ -44,6 +45,7 @@ static const char *const all_keys[] = {
     "maxConnectionsPerClient",
     "connectionTimeoutSeconds",
     "apiTimeoutMs",
+    "bindSettleSeconds",
     "watchBackoffInitialMs",
     "watchBackoffMaxMs",
     "decisionLogSize",
@@ -51,6 +53,17 @@ static const char *const all_keys[] = {
 };
 
 #define N_KEYS (sizeof(all_keys) / sizeof(all_keys[0]))
+
+/* The keys as an unknown-key error lists them, in the schema's order. */
+#define KNOWN_KEYS                                                             \
+	"listen, debugListen, metricsListen, tlsCertFile, tlsKeyFile, "        \
+	"tlsClientCAFile, "                                                    \
+	"annotationPrefix, kubeconfig, snapshot, logLevel, gpuResource, "      \
+	"migResourcePrefix, defaultAffinityMode, policy, maxRequestBytes, "    \
+	"threads, maxConnections, maxConnectionsPerClient, "                   \
+	"connectionTimeoutSeconds, apiTimeoutMs, bindSettleSeconds, "          \
+	"watchBackoffInitialMs, watchBackoffMaxMs, decisionLogSize, "          \
+	"fragmentationWindow"
 
 static void assert_config_equal(const ft_config_t *a, const ft_config_t *b)
 {
@@ -257,6 +270,7 @@ static void test_config__full_file(void **state)
 	    ft_config_load_file(&cfg, FT_FIXTURES_DIR "/config/full.yaml"), 0);
 	assert_string_equal(cfg.listen, "[::1]:9443");
 	assert_string_equal(cfg.debug_listen, "127.0.0.1:6060");
+	assert_string_equal(cfg.metrics_listen, "0.0.0.0:10270");
 	assert_string_equal(cfg.tls_cert_file, "/etc/flextopo/tls/tls.crt");
 	assert_string_equal(cfg.tls_key_file, "/etc/flextopo/tls/tls.key");
 	assert_string_equal(cfg.tls_client_ca_file,
@@ -275,6 +289,7 @@ static void test_config__full_file(void **state)
 	assert_int_equal(cfg.max_connections_per_client, 0);
 	assert_int_equal(cfg.connection_timeout_s, 300);
 	assert_int_equal(cfg.api_timeout_ms, 2500);
+	assert_int_equal(cfg.bind_settle_s, 90);
 	assert_int_equal(cfg.watch_backoff_initial_ms, 100);
 	assert_int_equal(cfg.watch_backoff_max_ms, 60000);
 	assert_int_equal(cfg.decision_log_size, 4096);
@@ -539,15 +554,7 @@ static void test_config__error_unknown_key(void **state)
 	(void)state;
 	assert_load_fails(
 	    "listen: 0.0.0.0:1\nthread: 4\n",
-	    "t.yaml:2: unknown key \"thread\" (known keys: listen, "
-	    "debugListen, tlsCertFile, tlsKeyFile, tlsClientCAFile, "
-	    "annotationPrefix, kubeconfig, snapshot, "
-	    "logLevel, gpuResource, migResourcePrefix, "
-	    "defaultAffinityMode, policy, maxRequestBytes, threads, "
-	    "maxConnections, maxConnectionsPerClient, "
-	    "connectionTimeoutSeconds, "
-	    "apiTimeoutMs, watchBackoffInitialMs, watchBackoffMaxMs, "
-	    "decisionLogSize, fragmentationWindow)");
+	    "t.yaml:2: unknown key \"thread\" (known keys: " KNOWN_KEYS ")");
 	/* Keys are case-sensitive camelCase. */
 	assert_set("LogLevel", "info", FT_EINVAL);
 	assert_non_null(strstr(ft_error_last(), "unknown key \"LogLevel\""));
@@ -585,16 +592,8 @@ static void test_config__error_non_scalars(void **state)
 			  "t.yaml:2: listen: expected HOST:PORT, got a "
 			  "mapping");
 	assert_load_fails("a: &x 1\n",
-			  "t.yaml:1: unknown key \"a\" (known keys: listen, "
-			  "debugListen, tlsCertFile, tlsKeyFile, "
-			  "tlsClientCAFile, annotationPrefix, kubeconfig, "
-			  "snapshot, logLevel, gpuResource, migResourcePrefix, "
-			  "defaultAffinityMode, policy, maxRequestBytes, "
-			  "threads, maxConnections, maxConnectionsPerClient, "
-			  "connectionTimeoutSeconds, "
-			  "apiTimeoutMs, watchBackoffInitialMs, "
-			  "watchBackoffMaxMs, decisionLogSize, "
-			  "fragmentationWindow)");
+			  "t.yaml:1: unknown key \"a\" (known keys: " KNOWN_KEYS
+			  ")");
 	assert_load_fails("threads: &t 4\napiTimeoutMs: *t\n",
 			  "t.yaml:2: apiTimeoutMs: expected an integer from 1 "
 			  "to 3600000, got an alias");
@@ -734,16 +733,7 @@ static void test_config__set_overrides(void **state)
 			 "policy: expected packed or distributed, got "
 			 "\"spread\"");
 	assert_set_fails("nope", "1",
-			 "unknown key \"nope\" (known keys: listen, "
-			 "debugListen, tlsCertFile, tlsKeyFile, "
-			 "tlsClientCAFile, annotationPrefix, kubeconfig, "
-			 "snapshot, logLevel, gpuResource, migResourcePrefix, "
-			 "defaultAffinityMode, policy, maxRequestBytes, "
-			 "threads, maxConnections, maxConnectionsPerClient, "
-			 "connectionTimeoutSeconds, "
-			 "apiTimeoutMs, watchBackoffInitialMs, "
-			 "watchBackoffMaxMs, decisionLogSize, "
-			 "fragmentationWindow)");
+			 "unknown key \"nope\" (known keys: " KNOWN_KEYS ")");
 }
 
 static void test_config__tls_keys(void **state)

@@ -26,7 +26,9 @@
 #include <flextopo/debug.h>
 #include <flextopo/debugview.h>
 #include <flextopo/error.h>
+#include <flextopo/upkeep.h>
 
+#include "fakeapi.h"
 #include "support.h"
 
 #define CLUSTER		  FT_FIXTURES_DIR "/cluster/small.yaml"
@@ -136,6 +138,17 @@ static size_t on_header(char *data, size_t size, size_t n, void *userdata)
 	return len;
 }
 
+/* Run `curl` (set up to write into *r) and free it and `headers`. */
+static void perform(CURL *curl, struct curl_slist *headers, reply_t *r)
+{
+	assert_int_equal(curl_easy_perform(curl), CURLE_OK);
+	curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &r->status);
+	curl_slist_free_all(headers);
+	curl_easy_cleanup(curl);
+	if (!r->body)
+		r->body = strdup("");
+}
+
 /* `method` `path` on `port`; a body is sent as application/json. */
 static reply_t http(unsigned port, const char *method, const char *path,
 		    const char *body)
@@ -161,12 +174,7 @@ static reply_t http(unsigned port, const char *method, const char *path,
 		curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
 		curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
 	}
-	assert_int_equal(curl_easy_perform(curl), CURLE_OK);
-	curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &r.status);
-	curl_slist_free_all(headers);
-	curl_easy_cleanup(curl);
-	if (!r.body)
-		r.body = strdup("");
+	perform(curl, headers, &r);
 	return r;
 }
 
@@ -1182,10 +1190,230 @@ static void test_debug__listener_off_by_default(void **state)
 	ft_app_dispose(&app);
 }
 
+/* ---- the metrics listener ---- */
+
+/* GET https://127.0.0.1:port/metrics with `token` (or none), unverified. */
+static reply_t scrape(unsigned port, const char *token)
+{
+	CURL *curl = curl_easy_init();
+	struct curl_slist *headers = NULL;
+	char url[128], auth[256];
+	reply_t r;
+
+	memset(&r, 0, sizeof(r));
+	assert_non_null(curl);
+	snprintf(url, sizeof(url), "https://127.0.0.1:%u/metrics", port);
+	curl_easy_setopt(curl, CURLOPT_URL, url);
+	curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 0L);
+	curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 0L);
+	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(curl, CURLOPT_WRITEDATA, &r);
+	curl_easy_setopt(curl, CURLOPT_TIMEOUT, 10L);
+	if (token) {
+		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
+		headers = curl_slist_append(headers, auth);
+		curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+	}
+	perform(curl, headers, &r);
+	return r;
+}
+
+#define TOKEN_REVIEW  "POST /apis/authentication.k8s.io/v1/tokenreviews "
+#define ACCESS_REVIEW "POST /apis/authorization.k8s.io/v1/subjectaccessreviews "
+
+/*
+ * The metrics listener judges a scraper as kube-scheduler's secure port
+ * does: HTTPS, a bearer token the API server authenticates (TokenReview)
+ * and allows to get /metrics (SubjectAccessReview), decisions cached.
+ */
+static void test_debug__metrics_listener_checks_tokens(void **state)
+{
+	static const char *const prometheus[] = {
+	    "{\"status\":{\"authenticated\":true,\"user\":{\"username\":"
+	    "\"system:serviceaccount:monitoring:prometheus\",\"uid\":\"u-p\","
+	    "\"groups\":[\"system:serviceaccounts\"]}}}",
+	    NULL};
+	static const char *const allowed[] = {"{\"status\":{\"allowed\":true}}",
+					      NULL};
+	static const char *const unknown[] = {
+	    "{\"status\":{\"authenticated\":false,\"error\":\"invalid "
+	    "bearer token\"}}",
+	    NULL};
+	static const char *const denied[] = {
+	    "{\"status\":{\"allowed\":false,\"reason\":\"no RBAC policy "
+	    "matched\"}}",
+	    NULL};
+	static const ft_fake_step_t steps[] = {
+	    {TOKEN_REVIEW, "201 Created", prometheus, FT_FAKE_END},
+	    {ACCESS_REVIEW, "201 Created", allowed, FT_FAKE_END},
+	    {TOKEN_REVIEW, "201 Created", unknown, FT_FAKE_END},
+	    {TOKEN_REVIEW, "201 Created", prometheus, FT_FAKE_END},
+	    {ACCESS_REVIEW, "201 Created", denied, FT_FAKE_END},
+	};
+	fixture_t *fx = *state;
+	ft_fake_api_t api;
+	unsigned port;
+	cJSON *sar;
+	reply_t r;
+
+	ft_fake_api_start(&api, steps, 5);
+	fx->app.kube = ft_fake_api_client(&api, NULL, 5000);
+	free(fx->app.cfg.metrics_listen);
+	fx->app.cfg.metrics_listen = strdup("127.0.0.1:0");
+	assert_int_equal(ft_app_metrics_start(&fx->app), 0);
+	port = ft_server_port(fx->app.metrics_server);
+	r = scrape(port, NULL);
+	assert_int_equal(r.status, 401);
+	assert_string_equal(r.body, "{\"error\":\"unauthorized: a bearer token "
+				    "is required\"}");
+	free(r.body);
+	for (int i = 0; i < 2; i++) { /* the second from the cache */
+		r = scrape(port, "prometheus-token");
+		assert_int_equal(r.status, 200);
+		assert_non_null(strstr(r.body, "flextopo_ready 1"));
+		free(r.body);
+	}
+	r = scrape(port, "stolen");
+	assert_int_equal(r.status, 401);
+	assert_non_null(strstr(r.body, "invalid bearer token"));
+	free(r.body);
+	r = scrape(port, "other-prometheus");
+	assert_int_equal(r.status, 403);
+	assert_non_null(strstr(r.body, "forbidden: no RBAC policy matched"));
+	free(r.body);
+	ft_fake_api_finish(&api);
+	assert_non_null(
+	    strstr(api.requests[0], "\"token\":\"prometheus-token\""));
+	sar = cJSON_Parse(ft_fake_request_body(api.requests[1]));
+	assert_string_equal(
+	    cJSON_GetObjectItem(cJSON_GetObjectItem(sar, "spec"), "user")
+		->valuestring,
+	    "system:serviceaccount:monitoring:prometheus");
+	assert_non_null(strstr(api.requests[1],
+			       "\"nonResourceAttributes\":{"
+			       "\"path\":\"/metrics\",\"verb\":"
+			       "\"get\"}"));
+	cJSON_Delete(sar);
+	ft_fake_api_dispose(&api);
+}
+
+/* ---- allocation conflicts ---- */
+
+/* A pod bound to pairs-free whose annotation claims GPU-free-0 too. */
+static const char dup_pod[] =
+    "{\"metadata\":{\"name\":\"dup\",\"namespace\":\"serve\",\"uid\":"
+    "\"uid-dup\",\"annotations\":{\"flextopo.io/allocation\":\"{\\\"version\\\""
+    ":1,\\\"node\\\":\\\"pairs-free\\\",\\\"level\\\":\\\"node\\\",\\\"mode"
+    "\\\":\\\"guaranteed\\\",\\\"gpus\\\":[\\\"GPU-free-0\\\"],\\\"cpuset\\\":"
+    "\\\"\\\"}\"}},\"spec\":{\"nodeName\":\"pairs-free\",\"containers\":[{"
+    "\"name\":\"m\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]},"
+    "\"status\":{\"phase\":\"Running\"}}";
+
+/* The Event the fake API server received as request `i`, parsed. */
+static cJSON *posted_event(const ft_fake_api_t *api, unsigned i)
+{
+	cJSON *e = cJSON_Parse(ft_fake_request_body(api->requests[i]));
+
+	assert_non_null(e);
+	return e;
+}
+
+static const char *field(const cJSON *obj, const char *a, const char *b)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, a);
+
+	if (b)
+		v = cJSON_GetObjectItemCaseSensitive(v, b);
+	return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+/*
+ * A conflict found in the annotations is loud: /debug/conflicts lists the
+ * pair, the metrics count it, and each pod gets a Warning Event naming the
+ * unit and the other pod. It never gets worse: GPU 0 is held once and not
+ * handed out again, and the node's idle GPUs stay usable.
+ */
+static void test_debug__conflicts_reported(void **state)
+{
+	static const char *const created[] = {"{}", NULL};
+	static const ft_fake_step_t steps[] = {
+	    {"POST /api/v1/namespaces/train/events ", "201 Created", created,
+	     FT_FAKE_END},
+	    {"POST /api/v1/namespaces/serve/events ", "201 Created", created,
+	     FT_FAKE_END},
+	};
+	fixture_t *fx = *state;
+	cJSON *obj = cJSON_Parse(dup_pod), *e;
+	ft_fake_api_t api;
+	reply_t r;
+
+	ft_state_apply_pod(fx->app.state, obj);
+	cJSON_Delete(obj);
+	r = http(fx->debug_port, "GET", "/debug/conflicts", NULL);
+	assert_int_equal(r.status, 200);
+	obj = cJSON_Parse(r.body);
+	e = cJSON_GetArrayItem(cJSON_GetObjectItem(obj, "conflicts"), 0);
+	assert_string_equal(field(e, "node", NULL), "pairs-free");
+	assert_string_equal(field(e, "units", NULL), "GPU 0 (GPU-free-0)");
+	assert_string_equal(
+	    field(cJSON_GetArrayItem(cJSON_GetObjectItem(e, "pods"), 1), "name",
+		  NULL),
+	    "dup");
+	assert_int_equal(cJSON_GetObjectItem(obj, "conflictPods")->valueint, 2);
+	cJSON_Delete(obj);
+	free(r.body);
+	r = http(fx->main_port, "GET", "/metrics", NULL);
+	assert_true(metric(r.body, "flextopo_conflict_pods") == 2);
+	assert_true(metric(r.body, "flextopo_conflicts_found_total") == 1);
+	free(r.body);
+
+	ft_fake_api_start(&api, steps, 2);
+	fx->app.kube = ft_fake_api_client(&api, NULL, 5000);
+	assert_int_equal(ft_upkeep_report_conflicts(&fx->app), 1);
+	ft_fake_api_finish(&api);
+	e = posted_event(&api, 0);
+	assert_string_equal(field(e, "involvedObject", "name"), "holder-f0");
+	assert_string_equal(field(e, "reason", NULL), "AllocationConflict");
+	assert_string_equal(field(e, "type", NULL), "Warning");
+	assert_non_null(strstr(field(e, "message", NULL),
+			       "GPU 0 (GPU-free-0) on node pairs-free"));
+	assert_non_null(strstr(field(e, "message", NULL), "pod serve/dup"));
+	cJSON_Delete(e);
+	e = posted_event(&api, 1);
+	assert_string_equal(field(e, "involvedObject", "uid"), "uid-dup");
+	assert_non_null(
+	    strstr(field(e, "message", NULL), "pod train/holder-f0"));
+	cJSON_Delete(e);
+	ft_fake_api_dispose(&api);
+	ft_kube_client_free(fx->app.kube);
+	fx->app.kube = NULL;
+
+	/* GPU 0 is held once; GPUs 1-3 stay free, and only they. */
+	r = http(fx->main_port, "POST", "/filter",
+		 "{\"Pod\":{\"metadata\":{\"name\":\"three\",\"namespace\":"
+		 "\"t\",\"uid\":\"u3\"},\"spec\":{\"containers\":[{\"name\":"
+		 "\"m\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":"
+		 "\"3\"}}}]}},\"NodeNames\":[\"pairs-free\"]}");
+	assert_non_null(strstr(r.body, "\"NodeNames\":[\"pairs-free\"]"));
+	free(r.body);
+	r = http(fx->main_port, "POST", "/bind",
+		 "{\"PodName\":\"three\",\"PodNamespace\":\"t\",\"PodUID\":"
+		 "\"u3\",\"Node\":\"pairs-free\"}");
+	assert_string_equal(r.body, "{\"Error\":\"\"}");
+	free(r.body);
+	r = http(fx->debug_port, "GET", "/debug/pods/t/three", NULL);
+	assert_non_null(strstr(r.body, "\"gpus\":[1,2,3]"));
+	free(r.body);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_debug__nodes, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_debug__conflicts_reported,
+					    setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_debug__metrics_listener_checks_tokens, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_debug__nodes_fragmentation,
 					    setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_debug__explain_fragmentation,

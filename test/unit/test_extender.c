@@ -11,7 +11,10 @@
  * folders filter-mig and bind-mig from cluster/mig.yaml, filter-shared and
  * bind-shared from cluster/shared.yaml); adding a fixture
  * adds a case. Sequences that need state across calls (bind, then
- * filter again) are written out below.
+ * filter again) are written out below, and so are binds against a fake API
+ * server (fakeapi.h): one stuck on it while filters are answered over the
+ * real HTTP server, and Bindings whose outcome is unknown until the upkeep
+ * round (upkeep.h) reads the pod.
  */
 #include <dirent.h>
 #include <pthread.h>
@@ -27,10 +30,15 @@
 
 #include <cjson/cJSON.h>
 
+#include <curl/curl.h>
+
 #include <flextopo/app.h>
+#include <flextopo/debug.h>
 #include <flextopo/error.h>
 #include <flextopo/state.h>
+#include <flextopo/upkeep.h>
 
+#include "fakeapi.h"
 #include "support.h"
 
 #define CLUSTER		FT_FIXTURES_DIR "/cluster/small.yaml"
@@ -794,6 +802,78 @@ static void test_extender__health_routes(void **state)
 	app_free(app);
 }
 
+#define NOT_SYNCED                                                             \
+	"not in sync with the API server: waiting for a complete list of "     \
+	"nodes, pods, poddisruptionbudgets"
+
+/* POST `body` to `fn` and check a 503 "unavailable" error naming NOT_SYNCED. */
+static void assert_unavailable(ft_app_t *app, ft_http_handler_fn fn,
+			       const char *body)
+{
+	ft_http_response_t res;
+
+	post(&res, app, fn, "/verb", body, strlen(body));
+	assert_int_equal(res.status, 503);
+	assert_string_equal(res.body,
+			    "{\"error\":\"unavailable: " NOT_SYNCED "\"}");
+	free(res.body);
+}
+
+/*
+ * Truth before answers: a model that is not in sync (here: nodes and pods
+ * applied, but no informer has delivered a complete list) answers no verb.
+ * Filter fails every node, retryably; prioritize and preempt answer 503;
+ * bind refuses and assumes nothing.
+ */
+static void test_extender__verbs_refuse_until_synced(void **state)
+{
+	ft_app_t *app = app_new();
+	char *pod = pod_json("nvl-a", "uid-nvl-a", 2, "nvlink");
+	char *args = NULL, *error;
+	ft_http_response_t res = {.status = 200};
+	ft_http_request_t req = {.method = "GET", .path = "/readyz"};
+	ft_state_stats_t st;
+	cJSON *reply;
+
+	atomic_store(&app->snapshot_loaded, false);
+	reply = filter(app, pod, "\"pairs-free\",\"ghost-0\"");
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(
+			     reply, "NodeNames")),
+			 0);
+	assert_string_equal(failed_reason(reply, "pairs-free"),
+			    "flextopo: " NOT_SYNCED);
+	assert_string_equal(failed_reason(reply, "ghost-0"),
+			    "flextopo: " NOT_SYNCED);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(
+			     reply, "FailedAndUnresolvableNodes")),
+			 0);
+	cJSON_Delete(reply);
+	if (asprintf(&args, "{\"Pod\":%s,\"NodeNames\":[\"pairs-free\"]}",
+		     pod) < 0)
+		fail_msg("out of memory");
+	assert_unavailable(app, ft_app_prioritize, args);
+	assert_unavailable(app, ft_app_preempt, args);
+	error = bind_call(app, "nvl-a", "uid-nvl-a", "pairs-free");
+	assert_string_equal(error, "pod train/nvl-a not bound: " NOT_SYNCED);
+	free(error);
+	ft_state_stats(app->state, &st);
+	assert_int_equal(st.assumed, 0);
+	ft_app_readyz(&res, &req, app);
+	assert_int_equal(res.status, 503);
+	assert_string_equal(res.body, NOT_SYNCED "\n");
+	free(res.body);
+
+	/* In sync again, the same requests are answered. */
+	atomic_store(&app->snapshot_loaded, true);
+	reply = filter(app, pod, "\"pairs-free\"");
+	assert_true(passed(reply, "pairs-free"));
+	cJSON_Delete(reply);
+	bind_ok(app, "nvl-a", "uid-nvl-a", "pairs-free");
+	free(args);
+	free(pod);
+	app_free(app);
+}
+
 /*
  * Preemption honours PodDisruptionBudgets: on pairs-busy, evicting holder-b2
  * (priority 0) frees an NVLink pair more cheaply than holder-b1 (100), until
@@ -872,6 +952,203 @@ static void test_extender__shared_ranks_and_leftover(void **state)
 	app_free(app);
 }
 
+/* ---- binds against a fake API server -------------------------------- */
+
+#define BINDING_NVL_A "POST /api/v1/namespaces/train/pods/nvl-a/binding "
+#define GET_NVL_A     "GET /api/v1/namespaces/train/pods/nvl-a "
+static const char *const nvl_a_pending[] = {
+    "{\"metadata\":{\"name\":\"nvl-a\",\"namespace\":\"train\",\"uid\":"
+    "\"uid-nvl-a\"},\"spec\":{\"containers\":[{\"name\":\"main\"}]},"
+    "\"status\":{\"phase\":\"Pending\"}}",
+    NULL};
+static const char *const nvl_a_bound[] = {
+    "{\"metadata\":{\"name\":\"nvl-a\",\"namespace\":\"train\",\"uid\":"
+    "\"uid-nvl-a\"},\"spec\":{\"nodeName\":\"pairs-free\",\"containers\":"
+    "[{\"name\":\"main\"}]},\"status\":{\"phase\":\"Pending\"}}",
+    NULL};
+
+/* The app of app_new() with its API client on `api` (requests cut at
+ * `timeout_ms`); nvl-a, wanting an NVLink pair, seen in a filter. */
+static ft_app_t *app_with_api(const ft_fake_api_t *api, long timeout_ms)
+{
+	ft_app_t *app = app_new();
+	char *pod = pod_json("nvl-a", "uid-nvl-a", 2, "nvlink");
+	cJSON *reply;
+
+	app->kube = ft_fake_api_client(api, NULL, timeout_ms);
+	reply = filter(app, pod, "\"pairs-free\"");
+	assert_true(passed(reply, "pairs-free"));
+	cJSON_Delete(reply);
+	free(pod);
+	return app;
+}
+
+static unsigned unsettled(ft_app_t *app)
+{
+	ft_state_stats_t st;
+
+	ft_state_stats(app->state, &st);
+	return st.unsettled;
+}
+
+/* POST `body` to `url` with curl, cut at `timeout_ms`: the status (0: no
+ * answer), with the reply in *out when not NULL. */
+static long http_post(char **out, const char *url, const char *body,
+		      long timeout_ms)
+{
+	CURL *curl = curl_easy_init();
+	struct curl_slist *h =
+	    curl_slist_append(NULL, "Content-Type: application/json");
+	FILE *sink = out ? open_memstream(out, &(size_t){0}) : NULL;
+	long status = 0;
+
+	assert_non_null(curl);
+	curl_easy_setopt(curl, CURLOPT_URL, url);
+	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, timeout_ms);
+	curl_easy_setopt(curl, CURLOPT_WRITEDATA, sink);
+	if (curl_easy_perform(curl) == CURLE_OK)
+		curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+	if (sink)
+		fclose(sink);
+	curl_slist_free_all(h);
+	curl_easy_cleanup(curl);
+	return status;
+}
+
+typedef struct {
+	pthread_t thread;
+	char url[96];
+	char *reply;
+	long status;
+} bind_call_t;
+
+static void *post_bind(void *arg)
+{
+	bind_call_t *c = arg;
+
+	c->status = http_post(&c->reply, c->url,
+			      "{\"PodName\":\"nvl-a\",\"PodNamespace\":"
+			      "\"train\",\"PodUID\":\"uid-nvl-a\",\"Node\":"
+			      "\"pairs-free\"}",
+			      20000);
+	return NULL;
+}
+
+/*
+ * A slow API server does not stall the verbs: a bind whose Binding the API
+ * server never answers holds its request for the client's 3 s, while a
+ * server with a single worker thread answers filters at once (each must
+ * come within 1 s). Then the outcome is unknown: the pair stays held
+ * through a read that shows the pod unbound before bindSettleSeconds, and
+ * is freed by one after.
+ */
+static void test_extender__slow_api_server_stalls_no_filter(void **state)
+{
+	static const ft_fake_step_t steps[] = {
+	    {BINDING_NVL_A, NULL, NULL, FT_FAKE_HANG},
+	    {GET_NVL_A, "200 OK", nvl_a_pending, FT_FAKE_END},
+	    {GET_NVL_A, "200 OK", nvl_a_pending, FT_FAKE_END},
+	};
+	ft_server_options_t opts = {
+	    .listen = "127.0.0.1:0", .max_body_bytes = 1 << 20, .threads = 1};
+	ft_fake_api_t api;
+	ft_app_t *app = NULL;
+	ft_server_t *server = NULL;
+	bind_call_t bind = {0};
+	char url[96], *pod = pod_json("nvl-b", "uid-nvl-b", 1, NULL), *args;
+	ft_holding_t h;
+
+	ft_fake_api_start(&api, steps, 3);
+	app = app_with_api(&api, 3000);
+	assert_int_equal(ft_server_new(&server, &opts), 0);
+	assert_int_equal(ft_app_routes(app, server), 0);
+	assert_int_equal(ft_server_start(server), 0);
+	snprintf(bind.url, sizeof(bind.url), "http://127.0.0.1:%u/bind",
+		 ft_server_port(server));
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/filter",
+		 ft_server_port(server));
+	assert_int_equal(pthread_create(&bind.thread, NULL, post_bind, &bind),
+			 0);
+	ft_fake_api_wait(&api, 1);
+	if (asprintf(&args, "{\"Pod\":%s,\"NodeNames\":[\"a100-0\"]}", pod) < 0)
+		fail_msg("out of memory");
+	for (int i = 0; i < 5; i++) {
+		char *reply = NULL;
+		assert_int_equal(http_post(&reply, url, args, 1000), 200);
+		assert_non_null(strstr(reply, "\"NodeNames\":[\"a100-0\"]"));
+		free(reply);
+	}
+	pthread_join(bind.thread, NULL);
+	assert_int_equal(bind.status, 200);
+	assert_non_null(strstr(bind.reply, "outcome unknown"));
+	assert_non_null(strstr(bind.reply, "stay held"));
+	assert_true(holding(app, "pairs-free", "uid-nvl-a", &h));
+	assert_true(h.assumed);
+	assert_int_equal(h.gpus, 0xc);
+	assert_int_equal(unsettled(app), 1);
+
+	/* Unbound, and the API server may still be writing: held. */
+	assert_int_equal(ft_upkeep_settle_binds(app), 0);
+	assert_true(holding(app, "pairs-free", "uid-nvl-a", &h));
+	/* The request was sent over 3 s ago: past a 1 s settle time. */
+	app->cfg.bind_settle_s = 1;
+	assert_int_equal(ft_upkeep_settle_binds(app), 1);
+	assert_false(holding(app, "pairs-free", "uid-nvl-a", &h));
+	assert_int_equal(gpus_used(app, "pairs-free"), 0x1);
+	assert_int_equal(unsettled(app), 0);
+	ft_server_free(server);
+	ft_fake_api_finish(&api);
+	ft_fake_api_dispose(&api);
+	free(bind.reply);
+	free(args);
+	free(pod);
+	app_free(app);
+}
+
+/*
+ * A Binding whose reply is cut short (a kube-apiserver killed as it
+ * answered): the pair stays held, the pod is bound nowhere else meanwhile,
+ * a read that fails settles nothing, and a read that shows the pod bound
+ * there settles it as landed.
+ */
+static void test_extender__cut_bind_reply_keeps_the_pair(void **state)
+{
+	static const char *const status_500[] = {"{\"kind\":\"Status\"", NULL};
+	static const ft_fake_step_t steps[] = {
+	    {BINDING_NVL_A, "500 Internal Server Error", status_500,
+	     FT_FAKE_CUT},
+	    {GET_NVL_A, NULL, NULL, FT_FAKE_END},
+	    {GET_NVL_A, "200 OK", nvl_a_bound, FT_FAKE_END},
+	};
+	ft_fake_api_t api;
+	ft_app_t *app = NULL;
+	char *error;
+	ft_holding_t h;
+
+	ft_fake_api_start(&api, steps, 3);
+	app = app_with_api(&api, 3000);
+	error = bind_call(app, "nvl-a", "uid-nvl-a", "pairs-free");
+	assert_non_null(strstr(error, "outcome unknown (HTTP 500"));
+	free(error);
+	assert_true(holding(app, "pairs-free", "uid-nvl-a", &h));
+	assert_int_equal(h.gpus, 0xc);
+	/* kube-scheduler tries another node: refused until settled. */
+	error = bind_call(app, "nvl-a", "uid-nvl-a", "a100-0");
+	assert_non_null(strstr(error, "of unknown outcome"));
+	free(error);
+	assert_int_equal(ft_upkeep_settle_binds(app), 0);
+	assert_int_equal(unsettled(app), 1);
+	assert_int_equal(ft_upkeep_settle_binds(app), 1);
+	assert_int_equal(unsettled(app), 0);
+	assert_true(holding(app, "pairs-free", "uid-nvl-a", &h));
+	assert_true(h.assumed); /* until the watch shows the pod */
+	ft_fake_api_finish(&api);
+	ft_fake_api_dispose(&api);
+	app_free(app);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -898,6 +1175,9 @@ int main(void)
 	    cmocka_unit_test(test_extender__held_gpus_of_snapshot),
 	    cmocka_unit_test(test_extender__load_snapshot_errors),
 	    cmocka_unit_test(test_extender__health_routes),
+	    cmocka_unit_test(test_extender__verbs_refuse_until_synced),
+	    cmocka_unit_test(test_extender__slow_api_server_stalls_no_filter),
+	    cmocka_unit_test(test_extender__cut_bind_reply_keeps_the_pair),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -36,6 +36,7 @@
 #include "kube/client.h"
 #include "kube/kubeconfig.h"
 #include "kube/watchstream.h"
+#include "fakeapi.h"
 #include "support.h"
 
 #define KUBE_FIXTURES FT_FIXTURES_DIR "/kube"
@@ -526,195 +527,6 @@ static void test_kube__watch_stream_errors(void **state)
 	ft_watch_stream_dispose(&stream);
 }
 
-/* ---- a loopback HTTP/1.1 server --------------------------------------- */
-
-#define MAX_STEPS 12
-
-/* One canned exchange: what the request line starts with, the answer. */
-typedef struct {
-	const char *expect;
-	const char *status;	   /* "200 OK" */
-	const char *const *chunks; /* body pieces, NULL-terminated, or NULL */
-	bool hang;		   /* keep the stream open until the client
-				      goes away instead of ending the body */
-} step_t;
-
-typedef struct {
-	int fd;
-	int port;
-	const step_t *steps;
-	size_t nsteps;
-	pthread_t thread;
-	char *requests[MAX_STEPS];
-} server_t;
-
-static bool wait_readable(int fd, int timeout_ms)
-{
-	struct pollfd p = {.fd = fd, .events = POLLIN};
-
-	return poll(&p, 1, timeout_ms) == 1;
-}
-
-static void send_all(int fd, const char *data, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = send(fd, data, len, MSG_NOSIGNAL);
-
-		if (n <= 0)
-			return;
-		data += n;
-		len -= (size_t)n;
-	}
-}
-
-static size_t content_length(const char *head)
-{
-	const char *h = strcasestr(head, "\r\nContent-Length:");
-
-	return h ? (size_t)strtoul(h + 17, NULL, 10) : 0;
-}
-
-/* The request head and body as one string. */
-static char *read_request(int fd)
-{
-	char *buf = calloc(1, 65536), *end = NULL;
-	size_t len = 0;
-
-	while (len < 65535 && wait_readable(fd, 5000)) {
-		ssize_t n = recv(fd, buf + len, 65535 - len, 0);
-
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-		buf[len] = '\0';
-		end = strstr(buf, "\r\n\r\n");
-		if (end && len >= (size_t)(end + 4 - buf) + content_length(buf))
-			break;
-	}
-	return buf;
-}
-
-static void send_chunk(int fd, const char *chunk)
-{
-	char size[32];
-
-	snprintf(size, sizeof(size), "%zx\r\n", strlen(chunk));
-	send_all(fd, size, strlen(size));
-	send_all(fd, chunk, strlen(chunk));
-	send_all(fd, "\r\n", 2);
-	/* Let each chunk reach the client on its own. */
-	sleep_ms(3);
-}
-
-/* Wait until the client closes the connection (at most 10 s). */
-static void wait_closed(int fd)
-{
-	char buf[256];
-
-	while (wait_readable(fd, 10000) && recv(fd, buf, sizeof(buf), 0) > 0)
-		continue;
-}
-
-static void respond(int fd, const step_t *step)
-{
-	char head[256];
-
-	snprintf(head, sizeof(head),
-		 "HTTP/1.1 %s\r\nContent-Type: application/json\r\n"
-		 "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
-		 step->status);
-	send_all(fd, head, strlen(head));
-	for (size_t i = 0; step->chunks && step->chunks[i]; i++)
-		send_chunk(fd, step->chunks[i]);
-	if (step->hang)
-		wait_closed(fd);
-	else
-		send_all(fd, "0\r\n\r\n", 5);
-}
-
-static void *serve(void *arg)
-{
-	server_t *server = arg;
-
-	for (size_t i = 0; i < server->nsteps; i++) {
-		int fd;
-
-		if (!wait_readable(server->fd, 10000))
-			break;
-		if ((fd = accept(server->fd, NULL, NULL)) < 0)
-			break;
-		server->requests[i] = read_request(fd);
-		respond(fd, &server->steps[i]);
-		close(fd);
-	}
-	return NULL;
-}
-
-static void server_start(server_t *server, const step_t *steps, size_t n)
-{
-	struct sockaddr_in addr = {.sin_family = AF_INET,
-				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof(addr);
-
-	memset(server, 0, sizeof(*server));
-	assert_true(n <= MAX_STEPS);
-	server->steps = steps;
-	server->nsteps = n;
-	server->fd = socket(AF_INET, SOCK_STREAM, 0);
-	assert_true(server->fd >= 0);
-	assert_int_equal(bind(server->fd, (struct sockaddr *)&addr, len), 0);
-	assert_int_equal(listen(server->fd, 8), 0);
-	assert_int_equal(
-	    getsockname(server->fd, (struct sockaddr *)&addr, &len), 0);
-	server->port = ntohs(addr.sin_port);
-	assert_int_equal(pthread_create(&server->thread, NULL, serve, server),
-			 0);
-}
-
-/* Join the server and check every request line against its step. */
-static void server_finish(server_t *server)
-{
-	pthread_join(server->thread, NULL);
-	close(server->fd);
-	for (size_t i = 0; i < server->nsteps; i++) {
-		if (!server->requests[i])
-			fail_msg("step %zu: no request", i);
-		if (strncmp(server->requests[i], server->steps[i].expect,
-			    strlen(server->steps[i].expect)) != 0)
-			fail_msg("step %zu: got \"%.200s\", expected \"%s\"", i,
-				 server->requests[i], server->steps[i].expect);
-	}
-}
-
-static void server_dispose(server_t *server)
-{
-	for (size_t i = 0; i < MAX_STEPS; i++)
-		free(server->requests[i]);
-}
-
-static ft_kube_client_t *loopback_client(const server_t *server,
-					 const char *token_file)
-{
-	ft_kube_credentials_t creds = {0};
-	ft_kube_client_t *client = NULL;
-	char url[64];
-
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d", server->port);
-	creds.server = url;
-	creds.token = "static-token";
-	creds.token_file = (char *)token_file;
-	assert_int_equal(ft_kube_client_new(&client, &creds, 5000), 0);
-	return client;
-}
-
-static const char *request_body(const char *request)
-{
-	const char *end = strstr(request, "\r\n\r\n");
-
-	assert_non_null(end);
-	return end + 4;
-}
-
 static void write_file(const char *path, const char *text)
 {
 	FILE *f = fopen(path, "w");
@@ -733,17 +545,17 @@ static const char *const pod_x[] = {
 
 static void test_kube__request_token_rotates(void **state)
 {
-	static const step_t steps[] = {
+	static const ft_fake_step_t steps[] = {
 	    {"GET /api/v1/namespaces/default/pods/x HTTP/1.1", "200 OK", pod_x,
-	     false},
+	     FT_FAKE_END},
 	    {"GET /api/v1/namespaces/default/pods/x HTTP/1.1", "200 OK", pod_x,
-	     false},
+	     FT_FAKE_END},
 	    {"DELETE /api/v1/namespaces/default/pods/x HTTP/1.1", "200 OK",
-	     NULL, false},
+	     NULL, FT_FAKE_END},
 	};
 	char dir[] = "/tmp/ft_kube_XXXXXX", path[64];
 	ft_kube_client_t *client = NULL;
-	server_t server;
+	ft_fake_api_t server;
 	cJSON *pod = NULL;
 	char *body = NULL;
 	long status = 0;
@@ -751,8 +563,8 @@ static void test_kube__request_token_rotates(void **state)
 	assert_non_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/token", dir);
 	write_file(path, "tok-1\n");
-	server_start(&server, steps, 3);
-	client = loopback_client(&server, path);
+	ft_fake_api_start(&server, steps, 3);
+	client = ft_fake_api_client(&server, path, 5000);
 
 	assert_int_equal(ft_kube_get_pod(client, "default", "x", &pod), 0);
 	assert_string_equal(
@@ -772,7 +584,7 @@ static void test_kube__request_token_rotates(void **state)
 	/* Without the token file there is no request to make. */
 	assert_int_equal(
 	    ft_kube_request(client, "GET", "/x", NULL, NULL, 0, &status, &body),
-	    FT_EIO);
+	    FT_EUNAVAIL);
 	assert_int_equal(status, 0);
 	assert_null(body);
 	write_file(path, "tok-3");
@@ -782,7 +594,7 @@ static void test_kube__request_token_rotates(void **state)
 			 0);
 	assert_int_equal(status, 200);
 	ft_kube_client_free(client);
-	server_finish(&server);
+	ft_fake_api_finish(&server);
 
 	assert_non_null(
 	    strstr(server.requests[0], "\r\nAuthorization: Bearer tok-1\r\n"));
@@ -794,7 +606,7 @@ static void test_kube__request_token_rotates(void **state)
 	    strstr(server.requests[1], "\r\nAuthorization: Bearer tok-2\r\n"));
 	assert_non_null(
 	    strstr(server.requests[2], "\r\nAuthorization: Bearer tok-3\r\n"));
-	server_dispose(&server);
+	ft_fake_api_dispose(&server);
 	unlink(path);
 	rmdir(dir);
 }
@@ -803,19 +615,19 @@ static void test_kube__request_token_rotates(void **state)
  * over plain http they are carried along unused. */
 static void test_kube__client_tls_options(void **state)
 {
-	static const step_t steps[] = {
+	static const ft_fake_step_t steps[] = {
 	    {"GET /api/v1/namespaces/default/pods/x HTTP/1.1", "200 OK", pod_x,
-	     false},
+	     FT_FAKE_END},
 	    {"GET /api/v1/namespaces/default/pods/x HTTP/1.1", "200 OK", pod_x,
-	     false},
+	     FT_FAKE_END},
 	};
 	ft_kube_credentials_t creds = {0};
 	ft_kube_client_t *client = NULL;
-	server_t server;
+	ft_fake_api_t server;
 	cJSON *pod = NULL;
 	char url[64];
 
-	server_start(&server, steps, 2);
+	ft_fake_api_start(&server, steps, 2);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d", server.port);
 	load_fixture(&creds, "kubeconfig-data.yaml");
 	free(creds.server);
@@ -834,11 +646,11 @@ static void test_kube__client_tls_options(void **state)
 	assert_int_equal(ft_kube_get_pod(client, "default", "x", &pod), 0);
 	cJSON_Delete(pod);
 	ft_kube_client_free(client);
-	server_finish(&server);
+	ft_fake_api_finish(&server);
 	assert_non_null(
 	    strstr(server.requests[1],
 		   "\r\nAuthorization: Bearer token-from-file\r\n"));
-	server_dispose(&server);
+	ft_fake_api_dispose(&server);
 }
 
 static const char *const status_conflict[] = {
@@ -851,16 +663,20 @@ static const char *const status_missing[] = {
     "\"code\":404}",
     NULL};
 static const char *const binding_created[] = {"{\"kind\":\"Status\"}", NULL};
+static const char *const status_500[] = {
+    "{\"kind\":\"Status\",\"message\":\"etcdserver: leader changed\","
+    "\"code\":500}",
+    NULL};
 
 static void assert_json_body(const char *request, const char *expected)
 {
-	cJSON *got = cJSON_Parse(request_body(request));
+	cJSON *got = cJSON_Parse(ft_fake_request_body(request));
 	cJSON *want = cJSON_Parse(expected);
 
 	assert_non_null(got);
 	assert_non_null(want);
 	if (!cJSON_Compare(got, want, 1))
-		fail_msg("body %s, expected %s", request_body(request),
+		fail_msg("body %s, expected %s", ft_fake_request_body(request),
 			 expected);
 	cJSON_Delete(got);
 	cJSON_Delete(want);
@@ -868,21 +684,21 @@ static void assert_json_body(const char *request, const char *expected)
 
 static void test_kube__bind_pod(void **state)
 {
-	static const step_t steps[] = {
+	static const ft_fake_step_t steps[] = {
 	    {"POST /api/v1/namespaces/team-a/pods/p1/binding HTTP/1.1",
-	     "201 Created", binding_created, false},
+	     "201 Created", binding_created, FT_FAKE_END},
 	    {"POST /api/v1/namespaces/team-a/pods/p1/binding HTTP/1.1",
-	     "409 Conflict", status_conflict, false},
+	     "409 Conflict", status_conflict, FT_FAKE_END},
 	    {"POST /api/v1/namespaces/team-a/pods/p1/binding HTTP/1.1",
-	     "404 Not Found", status_missing, false},
+	     "404 Not Found", status_missing, FT_FAKE_END},
 	    {"POST /api/v1/namespaces/team-a/pods/p1/binding HTTP/1.1",
-	     "500 Internal Server Error", NULL, false},
+	     "500 Internal Server Error", NULL, FT_FAKE_END},
 	};
 	ft_kube_client_t *client = NULL;
-	server_t server;
+	ft_fake_api_t server;
 
-	server_start(&server, steps, 4);
-	client = loopback_client(&server, NULL);
+	ft_fake_api_start(&server, steps, 4);
+	client = ft_fake_api_client(&server, NULL, 5000);
 	assert_int_equal(ft_kube_bind_pod(client, "team-a", "p1", "uid-1",
 					  "gpu-node-3", NULL, NULL),
 			 0);
@@ -894,14 +710,16 @@ static void test_kube__bind_pod(void **state)
 	assert_int_equal(ft_kube_bind_pod(client, "team-a", "p1", NULL,
 					  "gpu-node-3", NULL, NULL),
 			 FT_ENOTFOUND);
+	/* A 5xx, unlike a 4xx, does not say that nothing was written. */
 	assert_int_equal(ft_kube_bind_pod(client, "team-a", "p1", "uid-1",
 					  "gpu-node-3", NULL, NULL),
-			 FT_EIO);
+			 FT_EUNKNOWN);
+	assert_non_null(strstr(ft_error_last(), "outcome unknown (HTTP 500"));
 	assert_int_equal(
 	    ft_kube_bind_pod(client, "team-a", "p1", "u", "", NULL, NULL),
 	    FT_EINVAL);
 	ft_kube_client_free(client);
-	server_finish(&server);
+	ft_fake_api_finish(&server);
 
 	assert_non_null(strstr(server.requests[0],
 			       "\r\nContent-Type: application/json\r\n"));
@@ -918,24 +736,114 @@ static void test_kube__bind_pod(void **state)
 			 "\"metadata\":{\"name\":\"p1\",\"namespace\":"
 			 "\"team-a\"},\"target\":{\"apiVersion\":\"v1\","
 			 "\"kind\":\"Node\",\"name\":\"gpu-node-3\"}}");
-	server_dispose(&server);
+	ft_fake_api_dispose(&server);
+}
+
+/*
+ * A client of a port that was just free: connections to it are refused.
+ * `url` (of `size` bytes) holds the server URL for the client's lifetime.
+ */
+static ft_kube_client_t *refused_client(char *url, size_t size)
+{
+	ft_kube_credentials_t creds = {0};
+	ft_kube_client_t *client = NULL;
+	struct sockaddr_in addr = {.sin_family = AF_INET,
+				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(addr);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	assert_int_equal(bind(fd, (struct sockaddr *)&addr, len), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&addr, &len), 0);
+	close(fd);
+	snprintf(url, size, "http://127.0.0.1:%d", ntohs(addr.sin_port));
+	creds.server = url;
+	assert_int_equal(ft_kube_client_new(&client, &creds, 2000), 0);
+	return client;
+}
+
+#define BINDING "POST /api/v1/namespaces/team-a/pods/p1/binding HTTP/1.1"
+
+static int bind_p1(ft_kube_client_t *client)
+{
+	return ft_kube_bind_pod(client, "team-a", "p1", "uid-1", "gpu-node-3",
+				NULL, NULL);
+}
+
+/*
+ * Which answers to a Binding are a refusal and which leave its outcome
+ * unknown (issue 23: a reply cut short by a kube-apiserver killed while it
+ * answered, a timeout while etcd was frozen; both Bindings had landed).
+ */
+static void test_kube__bind_pod_outcomes(void **state)
+{
+	static const char *const status_forbidden[] = {
+	    "{\"kind\":\"Status\",\"message\":\"forbidden\",\"code\":403}",
+	    NULL};
+	static const char *const status_timeout[] = {
+	    "{\"kind\":\"Status\",\"message\":\"the server was unable to "
+	    "return a response in the time allotted, but may still be "
+	    "processing the request\",\"code\":504}",
+	    NULL};
+	static const ft_fake_step_t steps[] = {
+	    {BINDING, "403 Forbidden", status_forbidden, FT_FAKE_END},
+	    {BINDING, "504 Gateway Timeout", status_timeout, FT_FAKE_END},
+	    /* Closed without a word, as by a kube-apiserver killed. */
+	    {BINDING, NULL, NULL, FT_FAKE_END},
+	    /* "Transferred a partial file": the status came, so did the
+	     * Binding. */
+	    {BINDING, "201 Created", binding_created, FT_FAKE_CUT},
+	    {BINDING, "500 Internal Server Error", status_500, FT_FAKE_CUT},
+	    /* No answer before the client's timeout. */
+	    {BINDING, NULL, NULL, FT_FAKE_HANG},
+	};
+	ft_kube_credentials_t creds = {0};
+	ft_kube_client_t *client = NULL;
+	ft_fake_api_t server;
+	char url[64];
+
+	ft_fake_api_start(&server, steps, 6);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", server.port);
+	creds.server = url;
+	assert_int_equal(ft_kube_client_new(&client, &creds, 500), 0);
+	assert_int_equal(bind_p1(client), FT_EIO);
+	assert_non_null(strstr(ft_error_last(), "HTTP 403: forbidden"));
+	assert_int_equal(bind_p1(client), FT_EUNKNOWN);
+	assert_non_null(strstr(ft_error_last(), "may still be processing"));
+	assert_int_equal(bind_p1(client), FT_EUNKNOWN);
+	assert_int_equal(bind_p1(client), 0);
+	assert_int_equal(bind_p1(client), FT_EUNKNOWN);
+	assert_int_equal(bind_p1(client), FT_EUNKNOWN);
+	assert_non_null(strstr(ft_error_last(), "outcome unknown (HTTP 0: "));
+	ft_kube_client_free(client);
+	ft_fake_api_finish(&server);
+	ft_fake_api_dispose(&server);
+}
+
+/* Nothing sent, nothing written: a refusal to connect is not unknown. */
+static void test_kube__bind_pod_not_sent(void **state)
+{
+	char url[64];
+	ft_kube_client_t *client = refused_client(url, sizeof(url));
+
+	assert_int_equal(bind_p1(client), FT_EUNAVAIL);
+	ft_kube_client_free(client);
 }
 
 /* The allocation rides in the Binding; names and values are escaped. */
 static void test_kube__bind_pod_with_annotation(void **state)
 {
-	static const step_t steps[] = {
+	static const ft_fake_step_t steps[] = {
 	    {"POST /api/v1/namespaces/ns/pods/odd%20name%2Fx/binding HTTP/1.1",
-	     "201 Created", binding_created, false},
+	     "201 Created", binding_created, FT_FAKE_END},
 	};
 	const char *value = "{\"gpus\":[0,1],\"note\":\"a \\\"b\\\"\n\"}";
 	ft_kube_client_t *client = NULL;
-	server_t server;
+	ft_fake_api_t server;
 	cJSON *binding = NULL;
 	const cJSON *annotations = NULL;
 
-	server_start(&server, steps, 1);
-	client = loopback_client(&server, NULL);
+	ft_fake_api_start(&server, steps, 1);
+	client = ft_fake_api_client(&server, NULL, 5000);
 	assert_int_equal(ft_kube_bind_pod(client, "ns", "odd name/x", "u", "n1",
 					  "flextopo.io/allocation", value),
 			 0);
@@ -946,9 +854,9 @@ static void test_kube__bind_pod_with_annotation(void **state)
 	    ft_kube_bind_pod(client, "ns", "p", "u", "n1", "k", NULL),
 	    FT_EINVAL);
 	ft_kube_client_free(client);
-	server_finish(&server);
+	ft_fake_api_finish(&server);
 
-	binding = cJSON_Parse(request_body(server.requests[0]));
+	binding = cJSON_Parse(ft_fake_request_body(server.requests[0]));
 	assert_non_null(binding);
 	annotations = cJSON_GetObjectItemCaseSensitive(
 	    cJSON_GetObjectItemCaseSensitive(binding, "metadata"),
@@ -964,15 +872,22 @@ static void test_kube__bind_pod_with_annotation(void **state)
 		->valuestring,
 	    "n1");
 	cJSON_Delete(binding);
-	server_dispose(&server);
+	ft_fake_api_dispose(&server);
 }
 
 /* ---- informer --------------------------------------------------------- */
 
+/*
+ * The handler calls of an informer, each with whether the informer said it
+ * was synced at that moment (`informer` points at the test's variable,
+ * which ft_informer_start() sets before the thread starts).
+ */
 typedef struct {
 	pthread_mutex_t lock;
 	char log[64][64];
+	bool synced[64];
 	size_t n;
+	ft_informer_t *const *informer;
 } recorder_t;
 
 static void record(recorder_t *recorder, const char *what, const cJSON *object)
@@ -982,10 +897,14 @@ static void record(recorder_t *recorder, const char *what, const cJSON *object)
 	const cJSON *name = cJSON_GetObjectItemCaseSensitive(metadata, "name");
 
 	pthread_mutex_lock(&recorder->lock);
-	if (recorder->n < 64)
+	if (recorder->n < 64) {
+		recorder->synced[recorder->n] =
+		    recorder->informer &&
+		    ft_informer_synced(*recorder->informer);
 		snprintf(recorder->log[recorder->n++], sizeof(recorder->log[0]),
 			 "%s%s%s", what, object ? " " : "",
 			 cJSON_IsString(name) ? name->valuestring : "");
+	}
 	pthread_mutex_unlock(&recorder->lock);
 }
 
@@ -1039,6 +958,8 @@ static void wait_recorded(recorder_t *recorder, size_t n)
 #define WATCH_PREFIX                                                           \
 	"GET /api/v1/pods?watch=1&allowWatchBookmarks=true&resourceVersion="
 
+#define LIST "GET /api/v1/pods?resourceVersion= HTTP/1.1"
+
 static const char *const list_10[] = {
     "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{\"resou",
     "rceVersion\":\"10\"},\"items\":[" POD("a", "5") ",", POD("b", "7") "]}",
@@ -1049,48 +970,58 @@ static const char *const watch_10[] = {
     "\n{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"Pod\",\"metadata\":"
     "{\"resourceVersion\":\"15\"}}}\n",
     NULL};
-static const char *const status_500[] = {
-    "{\"kind\":\"Status\",\"message\":\"etcdserver: leader changed\","
-    "\"code\":500}",
-    NULL};
-static const char *const watch_15[] = {
-    EVENT("DELETED", "b", "16"),
-    "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":"
-    "\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"too old "
-    "resource version: 15 (17)\",\"reason\":\"Expired\",\"code\":410}}\n",
-    NULL};
 static const char *const list_20[] = {
     "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"20\"},"
     "\"items\":[" POD("a", "12") "," POD("c", "11") "]}",
+    NULL};
+#define GONE_EVENT                                                             \
+	"{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":"  \
+	"\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"too old " \
+	"resource version: 20 (22)\",\"reason\":\"Expired\",\"code\":410}}\n"
+static const char *const watch_20[] = {EVENT("DELETED", "c", "21"), GONE_EVENT,
+				       NULL};
+static const char *const list_30[] = {
+    "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"30\"},"
+    "\"items\":[" POD("a", "12") "]}",
     NULL};
 static const char *const status_410[] = {
     "{\"kind\":\"Status\",\"message\":\"too old resource version\","
     "\"reason\":\"Expired\",\"code\":410}",
     NULL};
-static const char *const list_30[] = {
-    "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"30\"},"
+static const char *const list_40[] = {
+    "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"40\"},"
     "\"items\":[" POD("a", "12") "]}",
     NULL};
-static const char *const watch_30[] = {EVENT("ADDED", "d", "31"), NULL};
+static const char *const watch_40[] = {EVENT("ADDED", "d", "41"), NULL};
 
-static const step_t informer_steps[] = {
-    {"GET /api/v1/pods?resourceVersion=0 HTTP/1.1", "200 OK", list_10, false},
+static const ft_fake_step_t informer_steps[] = {
+    {LIST, "200 OK", list_10, FT_FAKE_END},
     /* Events cut mid-line, then a clean end: resume from the bookmark. */
-    {WATCH_PREFIX "10&timeoutSeconds=", "200 OK", watch_10, false},
+    {WATCH_PREFIX "10&timeoutSeconds=", "200 OK", watch_10, FT_FAKE_END},
+    /* A failed watch may have missed events: relist, never resume. */
     {WATCH_PREFIX "15&timeoutSeconds=", "500 Internal Server Error", status_500,
-     false},
-    /* After an error the watch resumes without a list. */
-    {WATCH_PREFIX "15&timeoutSeconds=", "200 OK", watch_15, true},
-    {"GET /api/v1/pods?resourceVersion= HTTP/1.1", "200 OK", list_20, false},
-    {WATCH_PREFIX "20&timeoutSeconds=", "410 Gone", status_410, false},
-    {"GET /api/v1/pods?resourceVersion= HTTP/1.1", "200 OK", list_30, false},
-    {WATCH_PREFIX "30&timeoutSeconds=", "200 OK", watch_30, true},
+     FT_FAKE_END},
+    {LIST, "200 OK", list_20, FT_FAKE_END},
+    /* An in-stream 410 after an event: relist. */
+    {WATCH_PREFIX "20&timeoutSeconds=", "200 OK", watch_20, FT_FAKE_HANG},
+    {LIST, "200 OK", list_30, FT_FAKE_END},
+    /* An HTTP 410 from the first watch after a list: relist. */
+    {WATCH_PREFIX "30&timeoutSeconds=", "410 Gone", status_410, FT_FAKE_END},
+    {LIST, "200 OK", list_40, FT_FAKE_END},
+    {WATCH_PREFIX "40&timeoutSeconds=", "200 OK", watch_40, FT_FAKE_HANG},
 };
 
+#define INFORMER_STEPS (sizeof(informer_steps) / sizeof(informer_steps[0]))
+
+/* Each call, and whether the informer was synced: only in watch events. */
 static const char *const informer_calls[] = {
-    "begin",	  "ADDED a",   "ADDED b", "end",     "ADDED c",
-    "MODIFIED a", "DELETED b", "begin",	  "ADDED a", "ADDED c",
-    "end",	  "begin",     "ADDED a", "end",     "ADDED d",
+    "begin",   "ADDED a", "ADDED b", "end",	"ADDED c",   "MODIFIED a",
+    "begin",   "ADDED a", "ADDED c", "end",	"DELETED c", "begin",
+    "ADDED a", "end",	  "begin",   "ADDED a", "end",	     "ADDED d",
+};
+static const bool informer_call_synced[] = {
+    false, false, false, false, true,  true,  false, false, false,
+    false, true,  false, false, false, false, false, false, true,
 };
 
 static void assert_watch_timeout(const char *request)
@@ -1109,11 +1040,12 @@ static void test_kube__informer_sequence(void **state)
 	recorder_t recorder = {.lock = PTHREAD_MUTEX_INITIALIZER};
 	ft_kube_client_t *client = NULL;
 	ft_informer_t *informer = NULL;
-	server_t server;
+	ft_fake_api_t server;
 	uint64_t stop_started;
 
-	server_start(&server, informer_steps, 8);
-	client = loopback_client(&server, NULL);
+	recorder.informer = &informer;
+	ft_fake_api_start(&server, informer_steps, INFORMER_STEPS);
+	client = ft_fake_api_client(&server, NULL, 5000);
 	assert_int_equal(ft_informer_start(&informer, client, "/api/v1/pods",
 					   &recorder_handler, &recorder, 10,
 					   40),
@@ -1127,40 +1059,121 @@ static void test_kube__informer_sequence(void **state)
 	ft_informer_free(informer);
 	assert_true(now_ms() - stop_started < 2500);
 	ft_kube_client_free(client);
-	server_finish(&server);
+	ft_fake_api_finish(&server);
 
 	assert_int_equal(recorder.n, ncalls);
-	for (size_t i = 0; i < ncalls; i++)
+	for (size_t i = 0; i < ncalls; i++) {
 		assert_string_equal(recorder.log[i], informer_calls[i]);
-	for (size_t i = 0; i < 8; i++) {
+		if (recorder.synced[i] != informer_call_synced[i])
+			fail_msg("call %zu (%s): synced %d", i,
+				 informer_calls[i], recorder.synced[i]);
+	}
+	for (size_t i = 0; i < INFORMER_STEPS; i++) {
 		assert_non_null(strstr(server.requests[i],
 				       "\r\nAccept: application/json\r\n"));
 		if (strstr(server.requests[i], "watch=1"))
 			assert_watch_timeout(server.requests[i]);
 	}
-	server_dispose(&server);
+	ft_fake_api_dispose(&server);
+}
+
+/*
+ * Start an informer on /api/v1/pods with a 60 s backoff into *out, which
+ * the recorder's handlers read.
+ */
+static void slow_backoff_informer(ft_informer_t **out, ft_kube_client_t *client,
+				  recorder_t *recorder)
+{
+	assert_int_equal(ft_informer_start(out, client, "/api/v1/pods",
+					   &recorder_handler, recorder, 60000,
+					   60000),
+			 0);
+}
+
+/*
+ * A 410 after a healthy watch relists at once: with a backoff of a minute,
+ * the relist and the watch after it arrive well within wait_recorded's 15 s.
+ */
+static void test_kube__informer_relists_at_once_on_410(void **state)
+{
+	static const ft_fake_step_t steps[] = {
+	    {LIST, "200 OK", list_10, false},
+	    {WATCH_PREFIX "10&timeoutSeconds=", "200 OK", watch_20, true},
+	    {LIST, "200 OK", list_40, false},
+	    {WATCH_PREFIX "40&timeoutSeconds=", "200 OK", watch_40, true},
+	};
+	static const char *const calls[] = {
+	    "begin", "ADDED a", "ADDED b", "end",     "DELETED c",
+	    "begin", "ADDED a", "end",	   "ADDED d",
+	};
+	recorder_t recorder = {.lock = PTHREAD_MUTEX_INITIALIZER};
+	ft_informer_t *informer = NULL;
+	ft_kube_client_t *client = NULL;
+	ft_fake_api_t server;
+
+	recorder.informer = &informer;
+	ft_fake_api_start(&server, steps, 4);
+	client = ft_fake_api_client(&server, NULL, 5000);
+	slow_backoff_informer(&informer, client, &recorder);
+	wait_recorded(&recorder, 9);
+	assert_int_equal(ft_informer_restarts(informer), 1);
+	assert_true(ft_informer_synced(informer));
+	ft_informer_free(informer);
+	ft_kube_client_free(client);
+	ft_fake_api_finish(&server);
+	for (size_t i = 0; i < 9; i++)
+		assert_string_equal(recorder.log[i], calls[i]);
+	assert_true(recorder.synced[4] && recorder.synced[8]);
+	assert_false(recorder.synced[5] || recorder.synced[7]);
+	ft_fake_api_dispose(&server);
+}
+
+/*
+ * A failed watch leaves the informer unsynced while it backs off: whatever
+ * happened meanwhile is unknown until the relist.
+ */
+static void test_kube__informer_unsynced_after_failure(void **state)
+{
+	static const char *const watch_fails[] = {
+	    EVENT("ADDED", "c", "11"),
+	    "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\","
+	    "\"message\":\"etcdserver: request timed out\",\"code\":500}}\n",
+	    NULL};
+	static const ft_fake_step_t steps[] = {
+	    {LIST, "200 OK", list_10, false},
+	    {WATCH_PREFIX "10&timeoutSeconds=", "200 OK", watch_fails, true},
+	};
+	recorder_t recorder = {.lock = PTHREAD_MUTEX_INITIALIZER};
+	ft_informer_t *informer = NULL;
+	ft_kube_client_t *client = NULL;
+	uint64_t deadline = now_ms() + 10000;
+	ft_fake_api_t server;
+
+	recorder.informer = &informer;
+	ft_fake_api_start(&server, steps, 2);
+	client = ft_fake_api_client(&server, NULL, 5000);
+	slow_backoff_informer(&informer, client, &recorder);
+	while (ft_informer_restarts(informer) == 0 && now_ms() < deadline)
+		sleep_ms(5);
+	assert_int_equal(ft_informer_restarts(informer), 1);
+	assert_false(ft_informer_synced(informer));
+	wait_recorded(&recorder, 5);
+	assert_string_equal(recorder.log[4], "ADDED c");
+	assert_true(recorder.synced[4]);
+	ft_informer_free(informer);
+	ft_kube_client_free(client);
+	ft_fake_api_finish(&server);
+	ft_fake_api_dispose(&server);
 }
 
 static void test_kube__informer_stop_in_backoff(void **state)
 {
 	recorder_t recorder = {.lock = PTHREAD_MUTEX_INITIALIZER};
-	ft_kube_credentials_t creds = {0};
-	ft_kube_client_t *client = NULL;
-	ft_informer_t *informer = NULL;
-	struct sockaddr_in addr = {.sin_family = AF_INET,
-				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof(addr);
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	uint64_t deadline, stop_started;
 	char url[64];
+	ft_kube_client_t *client = refused_client(url, sizeof(url));
+	ft_informer_t *informer = NULL;
+	uint64_t deadline, stop_started;
 
-	/* A port that was just free: connections to it are refused. */
-	assert_int_equal(bind(fd, (struct sockaddr *)&addr, len), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&addr, &len), 0);
-	close(fd);
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d", ntohs(addr.sin_port));
-	creds.server = url;
-	assert_int_equal(ft_kube_client_new(&client, &creds, 2000), 0);
 	assert_int_equal(ft_informer_start(&informer, client, "/api/v1/nodes",
 					   &recorder_handler, &recorder, 60000,
 					   60000),
@@ -1206,7 +1219,11 @@ int main(void)
 	    cmocka_unit_test(test_kube__client_tls_options),
 	    cmocka_unit_test(test_kube__bind_pod),
 	    cmocka_unit_test(test_kube__bind_pod_with_annotation),
+	    cmocka_unit_test(test_kube__bind_pod_outcomes),
+	    cmocka_unit_test(test_kube__bind_pod_not_sent),
 	    cmocka_unit_test(test_kube__informer_sequence),
+	    cmocka_unit_test(test_kube__informer_relists_at_once_on_410),
+	    cmocka_unit_test(test_kube__informer_unsynced_after_failure),
 	    cmocka_unit_test(test_kube__informer_stop_in_backoff),
 	};
 

@@ -303,10 +303,12 @@ static void test_metrics__preemption_and_binds(void **state)
 	assert_int_equal(ft_metrics_new(&m), 0);
 	ft_metrics_preempt(m, FT_MODE_BEST_EFFORT, nodes, 5);
 	ft_metrics_preempt(m, FT_MODE_GUARANTEED, nodes, 1);
-	ft_metrics_bind(m, true, FT_LEVEL_NVLINK);
-	ft_metrics_bind(m, true, FT_LEVEL_COUNT);
-	ft_metrics_bind(m, false, FT_LEVEL_NUMA);
-	ft_metrics_bind(NULL, true, FT_LEVEL_NUMA);
+	ft_metrics_bind(m, FT_BIND_BOUND, FT_LEVEL_NVLINK);
+	ft_metrics_bind(m, FT_BIND_BOUND, FT_LEVEL_COUNT);
+	ft_metrics_bind(m, FT_BIND_FAILED, FT_LEVEL_NUMA);
+	ft_metrics_bind(m, FT_BIND_UNKNOWN, FT_LEVEL_NUMA);
+	ft_metrics_bind(m, FT_BIND_UNKNOWN, FT_LEVEL_NUMA);
+	ft_metrics_bind(NULL, FT_BIND_BOUND, FT_LEVEL_NUMA);
 	text = render(m);
 	check_format(text);
 	assert_true(sample(text, "flextopo_preemption_nodes_total{mode=\"best-"
@@ -319,6 +321,8 @@ static void test_metrics__preemption_and_binds(void **state)
 		    2);
 	assert_true(sample(text, "flextopo_binds_total{result=\"failed\"}") ==
 		    1);
+	assert_true(sample(text, "flextopo_binds_total{result=\"unknown\"}") ==
+		    2);
 	assert_true(sample(text, "flextopo_bind_affinity_level_total{level="
 				 "\"nvlink\"}") == 1);
 	assert_true(sample(text, "flextopo_bind_affinity_level_total{level="

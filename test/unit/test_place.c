@@ -64,6 +64,54 @@ static ft_node_t *node_holding(ft_topology_t *t, const char *prefix,
 	return node;
 }
 
+/*
+ * Two pods whose annotations claim GPU 0 and CPUs 0-1 (a restarted extender
+ * bound the second from an empty model): the pair is recorded, the units
+ * they share count as held once and are never handed out again, and the
+ * truly idle GPUs 2 and 3 stay usable.
+ */
+static void test_place__conflict_keeps_idle_units_usable(void **state)
+{
+	ft_topology_t *t = ft_test_topology_pairs4("C");
+	const char *gpu0[] = {"C-0", NULL}, *gpu1[] = {"C-1", NULL};
+	ft_pod_t pods[3], *list[4] = {&pods[0], &pods[1], &pods[2], NULL};
+	ft_demand_t one = demand(1, 2, -1, FT_MODE_GUARANTEED);
+	ft_demand_t three = demand(3, 0, -1, FT_MODE_GUARANTEED);
+	ft_placement_t p;
+	ft_verdict_t v;
+	ft_node_t *node;
+	char text[256];
+
+	ft_test_pod(&pods[0], "first", 0, gpu0, "0-1", 0);
+	ft_test_pod(&pods[1], "second", 0, gpu1, NULL, 0);
+	ft_test_pod(&pods[2], "again", 0, gpu0, "0-1", 0);
+	node = ft_test_node("n", t, list);
+	assert_int_equal(node->conflicts, 1);
+	assert_int_equal(node->n_conflict_pairs, 1);
+	assert_int_equal(node->conflict_pods, 2);
+	assert_int_equal(node->conflict_pairs[0].earlier, 0);
+	assert_int_equal(node->conflict_pairs[0].later, 2);
+	assert_int_equal(node->conflict_pairs[0].gpus, 0x1);
+	assert_true(node->holdings[0].in_conflict);
+	assert_false(node->holdings[1].in_conflict);
+	assert_string_equal(ft_conflict_units_text(text, sizeof(text), node,
+						   &node->conflict_pairs[0]),
+			    "GPU 0 (C-0), CPUs 0-1");
+	assert_int_equal(node->gpus_used, 0x3);
+	assert_int_equal(node->numa_free_cpus[0], 6);
+	ft_place_filter(&v, node, &one);
+	assert_int_equal(v.fit, FT_FIT);
+	assert_int_equal(ft_place_choose(&p, node, &one, FT_POLICY_PACKED), 0);
+	assert_true(p.gpus == 0x4 || p.gpus == 0x8);
+	assert_false(ft_cpuset_intersects(&p.cpus, &node->cpus_used));
+	ft_place_filter(&v, node, &three);
+	assert_int_not_equal(v.fit, FT_FIT);
+	for (unsigned i = 0; i < 3; i++)
+		ft_pod_dispose(&pods[i]);
+	ft_node_unref(node);
+	ft_topology_unref(t);
+}
+
 static void test_place__nvlink_pair_free_fits(void **state)
 {
 	ft_topology_t *t = ft_test_topology_pairs4("P");
@@ -1870,6 +1918,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_place__shared_requires_refused_for_caps),
+	    cmocka_unit_test(test_place__conflict_keeps_idle_units_usable),
 	    cmocka_unit_test(test_place__nvlink_pair_free_fits),
 	    cmocka_unit_test(test_place__nvlink_broken_pairs_unfit),
 	    cmocka_unit_test(test_place__nvlink_never_on_pcie_box),

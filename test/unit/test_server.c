@@ -24,6 +24,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -725,8 +726,16 @@ static void test_server__handle_without_connection(void **state)
 
 /* ---- connections ---- */
 
-/* A server on 127.0.0.1:0 with `opts` (listen and cap filled in). */
-static ft_server_t *start_limited(ft_server_options_t opts, fixture_t *fx)
+struct gate;
+static void handle_blocked(ft_http_response_t *out,
+			   const ft_http_request_t *req, void *payload);
+
+/*
+ * A server on 127.0.0.1:0 with `opts` (listen and cap filled in), GET
+ * /healthz and, when `gate` is set, POST /bind blocked on it, offloaded.
+ */
+static ft_server_t *start_gated(ft_server_options_t opts, fixture_t *fx,
+				struct gate *gate)
 {
 	ft_server_t *s = NULL;
 
@@ -735,11 +744,20 @@ static ft_server_t *start_limited(ft_server_options_t opts, fixture_t *fx)
 	assert_int_equal(ft_server_new(&s, &opts), 0);
 	assert_int_equal(
 	    ft_server_route(s, "GET", "/healthz", handle_health, fx), 0);
+	if (gate)
+		assert_int_equal(ft_server_route_offload(s, "POST", "/bind",
+							 handle_blocked, gate),
+				 0);
 	assert_int_equal(ft_server_start(s), 0);
 	fx->server = s;
 	snprintf(fx->base, sizeof(fx->base), "http://127.0.0.1:%u",
 		 ft_server_port(s));
 	return s;
+}
+
+static ft_server_t *start_limited(ft_server_options_t opts, fixture_t *fx)
+{
+	return start_gated(opts, fx, NULL);
 }
 
 static int connect_raw(const ft_server_t *s)
@@ -773,6 +791,29 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* Send a request head whose body is still to come: busy until it does. */
+static void start_request(int fd)
+{
+	static const char head[] = "POST /healthz HTTP/1.1\r\nHost: t\r\n"
+				   "Content-Type: application/json\r\n"
+				   "Content-Length: 10\r\n\r\n";
+
+	assert_int_equal(send(fd, head, sizeof(head) - 1, 0),
+			 (ssize_t)(sizeof(head) - 1));
+}
+
+/* The server closes `closed` and keeps `open1` and `open2`. */
+static void assert_closed_not(int closed, int open1, int open2)
+{
+	assert_true(closed_within(closed, 2000));
+	assert_false(closed_within(open1, 200));
+	assert_false(closed_within(open2, 0));
+}
+
+/*
+ * At the cap, a new connection from the same address closes the one idle
+ * the longest; only when none is idle is the new one closed.
+ */
 static void test_server__per_client_limit(void **state)
 {
 	fixture_t fx = {0};
@@ -780,21 +821,86 @@ static void test_server__per_client_limit(void **state)
 	    (ft_server_options_t){.threads = 2,
 				  .max_connections_per_client = 2},
 	    &fx);
-	int a = connect_raw(s), b = connect_raw(s), c = connect_raw(s);
+	int a = connect_raw(s), b, c, d;
 	reply_t r;
 
-	/* The third connection from 127.0.0.1 is closed; the two stay. */
-	assert_true(closed_within(c, 2000));
-	assert_false(closed_within(a, 200));
-	assert_false(closed_within(b, 0));
+	usleep(50 * 1000);
+	b = connect_raw(s);
+	usleep(50 * 1000);
+	c = connect_raw(s);
+	assert_closed_not(a, b, c);
+	/* Both in the middle of a request: the newcomer goes. */
+	start_request(b);
+	start_request(c);
+	usleep(100 * 1000);
+	d = connect_raw(s);
+	assert_closed_not(d, b, c);
+	close(a);
 	close(b);
 	close(c);
-	/* With one slot free again, a request gets through. */
+	close(d);
 	usleep(100 * 1000);
 	r = request(&fx, &(call_t){.method = "GET", .path = "/healthz"});
 	assert_int_equal(r.status, 200);
 	reply_dispose(&r);
-	close(a);
+	ft_server_free(s);
+}
+
+/* One keep-alive request on a new connection, left open: a leaking client. */
+static int leak_connection(const ft_server_t *s)
+{
+	static const char req[] = "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n";
+	int fd = connect_raw(s);
+	char reply[512];
+	size_t got = 0;
+
+	assert_int_equal(send(fd, req, sizeof(req) - 1, 0),
+			 (ssize_t)(sizeof(req) - 1));
+	reply[0] = '\0';
+	while (got < sizeof(reply) - 1 && !strstr(reply, "\r\n\r\nok")) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		ssize_t n =
+		    poll(&p, 1, 5000) == 1
+			? recv(fd, reply + got, sizeof(reply) - 1 - got, 0)
+			: -1;
+		if (n <= 0)
+			fail_msg("no reply on a leaked connection");
+		got += (size_t)n;
+		reply[got] = '\0';
+	}
+	return fd;
+}
+
+/*
+ * A co-located client that leaks a keep-alive connection per call cannot
+ * lock out another client of its address (kube-scheduler beside it on
+ * 127.0.0.1): every new connection gets in, and the leaker keeps at most
+ * the cap.
+ */
+static void test_server__leaky_client_cannot_lock_out(void **state)
+{
+	fixture_t fx = {0};
+	ft_server_t *s = start_limited(
+	    (ft_server_options_t){.threads = 2,
+				  .max_connections_per_client = 4},
+	    &fx);
+	int leaked[16], open = 0;
+	reply_t r;
+
+	for (int i = 0; i < 16; i++)
+		leaked[i] = leak_connection(s);
+	for (int i = 0; i < 8; i++) {
+		r = request(&fx,
+			    &(call_t){.method = "GET", .path = "/healthz"});
+		assert_int_equal(r.status, 200);
+		reply_dispose(&r);
+	}
+	usleep(100 * 1000);
+	for (int i = 0; i < 16; i++) {
+		open += !closed_within(leaked[i], 0);
+		close(leaked[i]);
+	}
+	assert_true(open <= 4);
 	ft_server_free(s);
 }
 
@@ -886,6 +992,141 @@ static void test_server__concurrent(void **state)
 		total += (long)(intptr_t)ok;
 	}
 	assert_int_equal(total, CLIENT_THREADS * CLIENT_REQUESTS);
+}
+
+/* ---- offloaded routes ---- */
+
+/* A handler that blocks until the test releases it (a bind on a frozen
+ * API server), counting the requests that reached it. */
+typedef struct gate {
+	atomic_int running;
+	atomic_bool release;
+} gate_t;
+
+static void handle_blocked(ft_http_response_t *out,
+			   const ft_http_request_t *req, void *payload)
+{
+	gate_t *g = payload;
+	double deadline = now_s() + 20;
+
+	atomic_fetch_add(&g->running, 1);
+	while (!atomic_load(&g->release) && now_s() < deadline)
+		usleep(5 * 1000);
+	ft_http_reply_text(out, 200, "text/plain", "slow done");
+}
+
+typedef struct slow_call {
+	pthread_t thread;
+	const fixture_t *fx;
+	reply_t reply;
+} slow_call_t;
+
+static void *post_blocked(void *arg)
+{
+	slow_call_t *c = arg;
+	CURL *curl = curl_easy_init();
+	call_t post = {.method = "POST",
+		       .path = "/bind",
+		       .content_type = "application/json",
+		       .body = "{}",
+		       .body_len = 2};
+
+	if (curl)
+		perform(&c->reply, curl, c->fx, &post);
+	curl_easy_cleanup(curl);
+	return NULL;
+}
+
+/* POST /bind from a thread of its own. */
+static void start_blocked(slow_call_t *c, const fixture_t *fx)
+{
+	memset(c, 0, sizeof(*c));
+	c->fx = fx;
+	assert_int_equal(pthread_create(&c->thread, NULL, post_blocked, c), 0);
+}
+
+static void wait_running(gate_t *g, int n)
+{
+	double deadline = now_s() + 10;
+
+	while (atomic_load(&g->running) < n && now_s() < deadline)
+		usleep(2 * 1000);
+	assert_int_equal(atomic_load(&g->running), n);
+}
+
+/*
+ * Three blocked requests on a server with one worker thread: each waits on
+ * an offload thread with its connection suspended, and the worker still
+ * answers other requests at once (curl's own limit here is 10 s; the
+ * blocked handlers hold out up to 20 s).
+ */
+static void test_server__offloaded_route_frees_workers(void **state)
+{
+	fixture_t fx = {0};
+	gate_t g = {0};
+	ft_server_t *s = start_gated(
+	    (ft_server_options_t){.threads = 1, .offload_threads = 4}, &fx, &g);
+	slow_call_t calls[3];
+	reply_t r;
+
+	for (int i = 0; i < 3; i++)
+		start_blocked(&calls[i], &fx);
+	wait_running(&g, 3);
+	for (int i = 0; i < 5; i++) {
+		r = request(&fx,
+			    &(call_t){.method = "GET", .path = "/healthz"});
+		assert_int_equal(r.status, 200);
+		reply_dispose(&r);
+	}
+	assert_int_equal(atomic_load(&fx.calls), 5);
+	atomic_store(&g.release, true);
+	for (int i = 0; i < 3; i++) {
+		pthread_join(calls[i].thread, NULL);
+		assert_int_equal(calls[i].reply.status, 200);
+		assert_string_equal(calls[i].reply.body, "slow done");
+		reply_dispose(&calls[i].reply);
+	}
+	ft_server_free(s);
+}
+
+static void *free_server(void *arg)
+{
+	ft_server_free(arg);
+	return NULL;
+}
+
+/*
+ * Stopping the server completes every suspended connection: the request
+ * running finishes, the one still queued is answered 503.
+ */
+static void test_server__offload_stop_answers_queued(void **state)
+{
+	fixture_t fx = {0};
+	gate_t g = {0};
+	ft_server_t *s = start_gated(
+	    (ft_server_options_t){.threads = 2, .offload_threads = 1}, &fx, &g);
+	slow_call_t calls[2];
+	pthread_t stopper;
+
+	start_blocked(&calls[0], &fx);
+	wait_running(&g, 1);
+	start_blocked(&calls[1], &fx);
+	/* The second request waits in the queue behind the first. */
+	usleep(500 * 1000);
+	assert_int_equal(atomic_load(&g.running), 1);
+	assert_int_equal(pthread_create(&stopper, NULL, free_server, s), 0);
+	usleep(100 * 1000);
+	atomic_store(&g.release, true);
+	pthread_join(stopper, NULL);
+	for (int i = 0; i < 2; i++)
+		pthread_join(calls[i].thread, NULL);
+	assert_int_equal(calls[0].reply.status, 200);
+	assert_int_equal(calls[1].reply.status, 503);
+	assert_error_body(&calls[1].reply,
+			  "unavailable: the server is stopping");
+	assert_int_equal(atomic_load(&g.running), 1);
+	for (int i = 0; i < 2; i++)
+		reply_dispose(&calls[i].reply);
 }
 
 /* ---- error replies ---- */
@@ -1351,8 +1592,11 @@ int main(void)
 	    cmocka_unit_test(test_server__handle_without_connection),
 	    cmocka_unit_test(test_server__keep_alive),
 	    cmocka_unit_test(test_server__per_client_limit),
+	    cmocka_unit_test(test_server__leaky_client_cannot_lock_out),
 	    cmocka_unit_test(test_server__connection_timeout),
 	    cmocka_unit_test(test_server__concurrent),
+	    cmocka_unit_test(test_server__offloaded_route_frees_workers),
+	    cmocka_unit_test(test_server__offload_stop_answers_queued),
 	    cmocka_unit_test(test_server__error_counts),
 	    cmocka_unit_test(test_server__reply_error_escapes),
 	    cmocka_unit_test(test_server__bad_listen),

@@ -927,6 +927,189 @@ static void test_state__watch_allocation_takes_gpus(void **state)
 	ft_state_free(s);
 }
 
+#define SEC UINT64_C(1000000000)
+
+static unsigned unsettled_count(ft_state_t *s)
+{
+	ft_state_stats_t st;
+
+	ft_state_stats(s, &st);
+	return st.unsettled;
+}
+
+/* Assume `p` on n1 and say that its Binding, sent at `sent`, has an
+ * unknown outcome; returns the GPUs it holds. */
+static int assume_unknown(ft_state_t *s, const pod_spec_t *p, uint64_t sent)
+{
+	char *ann = NULL;
+	ft_pod_t pod;
+
+	decode_pod(&pod, p);
+	assert_int_equal(ft_state_assume(s, &pod, "n1", FT_POLICY_PACKED, &ann),
+			 0);
+	ft_state_bind_unknown(s, p->uid, sent);
+	free(ann);
+	ft_pod_dispose(&pod);
+	return held_gpus(s, "n1", p->uid, NULL);
+}
+
+/*
+ * A bind of unknown outcome is still a bind: its GPUs stay held through a
+ * later refusal, a relist without the pod and a read that shows it unbound
+ * too early; it is never bound elsewhere meanwhile; and only a read after
+ * bindSettleSeconds that still shows it unbound frees them.
+ */
+static void test_state__unknown_bind_stays_assumed(void **state)
+{
+	ft_state_t *s = state_new();
+	pod_spec_t p = {.uid = "p1", .gpus = 2};
+	ft_pod_key_t *keys = NULL;
+	unsigned n = 0;
+	char *ann = NULL;
+	ft_pod_t pod, seen;
+	int held;
+
+	apply_node(s, "n1");
+	apply_node(s, "n2");
+	held = assume_unknown(s, &p, 100 * SEC);
+	assert_int_equal(unsettled_count(s), 1);
+	ft_state_forget(s, "p1");
+	ft_state_replace_begin(s, FT_KIND_POD);
+	ft_state_replace_end(s, FT_KIND_POD);
+	assert_int_equal(held_gpus(s, "n1", "p1", NULL), held);
+	assert_int_equal(ft_state_unsettled(s, &keys, &n), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(keys[0].uid, "p1");
+	assert_string_equal(keys[0].ns, "ns");
+	ft_pod_keys_free(keys, n);
+
+	decode_pod(&pod, &p);
+	assert_int_equal(ft_state_assume(s, &pod, "n2", FT_POLICY_PACKED, &ann),
+			 FT_ECONFLICT);
+	assert_non_null(strstr(ft_error_last(), "of unknown outcome"));
+	assert_int_equal(gpus_used(s, "n2"), 0);
+
+	decode_pod(&seen, &p); /* pending, unbound */
+	assert_false(ft_state_bind_settle(s, "p1", &seen, 159 * SEC, 60 * SEC));
+	assert_int_equal(held_gpus(s, "n1", "p1", NULL), held);
+	assert_true(ft_state_bind_settle(s, "p1", &seen, 160 * SEC, 60 * SEC));
+	assert_int_equal(gpus_used(s, "n1"), 0);
+	assert_int_equal(assumed_count(s), 0);
+	assert_int_equal(unsettled_count(s), 0);
+	/* Settled, the pod may go anywhere. */
+	assert_int_equal(ft_state_assume(s, &pod, "n2", FT_POLICY_PACKED, &ann),
+			 0);
+	free(ann);
+	ft_pod_dispose(&seen);
+	ft_pod_dispose(&pod);
+	ft_state_free(s);
+}
+
+/* What a read of the pod shows settles the bind at once, early or not. */
+static void test_state__unknown_bind_settles_by_the_pod(void **state)
+{
+	ft_state_t *s = state_new();
+	pod_spec_t a = {.uid = "a", .gpus = 1}, b = {.uid = "b", .gpus = 1};
+	pod_spec_t c = {.uid = "c", .gpus = 1}, d = {.uid = "d", .gpus = 1};
+	ft_pod_t seen;
+	int held_a, held_d;
+
+	apply_node(s, "n1");
+	held_a = assume_unknown(s, &a, 10 * SEC);
+	assume_unknown(s, &b, 10 * SEC);
+	assume_unknown(s, &c, 10 * SEC);
+	held_d = assume_unknown(s, &d, 10 * SEC);
+	assert_int_equal(unsettled_count(s), 4);
+
+	/* a: bound to n1, the Binding landed; held until the watch shows it */
+	a.node = "n1";
+	decode_pod(&seen, &a);
+	assert_true(ft_state_bind_settle(s, "a", &seen, 11 * SEC, 60 * SEC));
+	ft_pod_dispose(&seen);
+	assert_int_equal(held_gpus(s, "n1", "a", NULL), held_a);
+	/* b: bound elsewhere, ours never lands */
+	b.node = "n2";
+	decode_pod(&seen, &b);
+	assert_true(ft_state_bind_settle(s, "b", &seen, 11 * SEC, 60 * SEC));
+	ft_pod_dispose(&seen);
+	assert_int_equal(held_gpus(s, "n1", "b", NULL), -1);
+	/* c: gone */
+	assert_true(ft_state_bind_settle(s, "c", NULL, 11 * SEC, 60 * SEC));
+	assert_int_equal(held_gpus(s, "n1", "c", NULL), -1);
+	assert_int_equal(unsettled_count(s), 1);
+	/* d: the watch shows it bound with its allocation */
+	d.node = "n1";
+	d.allocation = allocation("n1", (uint16_t)held_d);
+	apply_pod(s, &d);
+	free((char *)d.allocation);
+	assert_int_equal(unsettled_count(s), 0);
+	assert_int_equal(assumed_count(s), 1); /* a, until the watch */
+	assert_int_equal(gpus_used(s, "n1"), held_a | held_d);
+	ft_state_free(s);
+}
+
+static uint64_t conflicts_found(ft_state_t *s)
+{
+	ft_state_stats_t st;
+
+	ft_state_stats(s, &st);
+	return st.conflicts_found;
+}
+
+/*
+ * Two pods bound with the same GPU: found once, however often the node is
+ * rebuilt; the note names both pods and the unit; after one pod goes, the
+ * pair is forgotten and a new one is found again.
+ */
+static void test_state__conflict_found_once(void **state)
+{
+	ft_state_t *s = state_new();
+	char *gpu0 = allocation("n1", 0x1);
+	pod_spec_t a = {
+	    .uid = "a", .node = "n1", .gpus = 1, .allocation = gpu0};
+	pod_spec_t b = {
+	    .uid = "b", .node = "n1", .gpus = 1, .allocation = gpu0};
+	pod_spec_t c = {
+	    .uid = "c", .node = "n1", .gpus = 1, .allocation = gpu0};
+	ft_conflict_note_t *notes = NULL;
+	unsigned n = 0;
+
+	apply_node(s, "n1");
+	apply_pod(s, &a);
+	apply_pod(s, &b);
+	apply_pod(s, &b); /* a rewrite of b rebuilds the node */
+	apply_node(s, "n1");
+	assert_int_equal(conflicts_found(s), 1);
+	assert_int_equal(gpus_used(s, "n1"), 0x1);
+	ft_state_take_conflicts(s, &notes, &n);
+	assert_int_equal(n, 1);
+	assert_string_equal(notes[0].node, "n1");
+	assert_string_equal(notes[0].units, "GPU 0 (n1-0)");
+	assert_string_equal(notes[0].pods[0].uid, "a");
+	assert_string_equal(notes[0].pods[1].uid, "b");
+	assert_string_equal(notes[0].pods[1].ns, "ns");
+	ft_conflict_notes_free(notes, n);
+	ft_state_take_conflicts(s, &notes, &n);
+	assert_int_equal(n, 0);
+	assert_null(notes);
+
+	delete_pod(s, &a);
+	apply_pod(s, &c);
+	assert_int_equal(conflicts_found(s), 2);
+	ft_state_take_conflicts(s, &notes, &n);
+	assert_int_equal(n, 1);
+	assert_string_equal(notes[0].pods[0].uid, "b");
+	assert_string_equal(notes[0].pods[1].uid, "c");
+	/* Notes that could not be reported wait for the next round. */
+	ft_state_requeue_conflicts(s, notes, n);
+	ft_state_take_conflicts(s, &notes, &n);
+	assert_int_equal(n, 1);
+	assert_string_equal(notes[0].pods[1].uid, "c");
+	ft_conflict_notes_free(notes, n);
+	free(gpu0);
+	ft_state_free(s);
+}
+
 static void test_state__observe_pod(void **state)
 {
 	ft_state_t *s = state_new();
@@ -1033,6 +1216,9 @@ int main(void)
 	    cmocka_unit_test(
 		test_state__watch_bound_elsewhere_drops_assumption),
 	    cmocka_unit_test(test_state__watch_allocation_takes_gpus),
+	    cmocka_unit_test(test_state__unknown_bind_stays_assumed),
+	    cmocka_unit_test(test_state__unknown_bind_settles_by_the_pod),
+	    cmocka_unit_test(test_state__conflict_found_once),
 	    cmocka_unit_test(test_state__observe_pod),
 	    cmocka_unit_test(test_state__snapshot_finds_every_name),
 	};

@@ -199,8 +199,8 @@ exec:
 {{- if and (eq .Values.mode "extender") (gt (int .Values.replicaCount) 1) -}}
 {{- fail "replicaCount: extender mode runs exactly 1 replica: each extender keeps its own record of the GPUs and CPUs it has handed out but not yet seen bound, so replicas behind one Service could hand out the same GPU twice. Use mode=scheduler for several replicas with leader election." -}}
 {{- end -}}
-{{- if and (eq .Values.mode "extender") .Values.serviceMonitor.enabled -}}
-{{- fail "serviceMonitor.enabled: the extender serves no /metrics yet; the ServiceMonitor is only available in mode=scheduler, where it scrapes kube-scheduler." -}}
+{{- if and (eq .Values.mode "extender") .Values.serviceMonitor.enabled (eq (int .Values.extender.metricsPort) 0) -}}
+{{- fail "serviceMonitor.enabled: in extender mode it scrapes the extender's own /metrics, which extender.metricsPort: 0 turns off" -}}
 {{- end -}}
 {{- if and (eq .Values.mode "scheduler") (eq .Values.scheduler.name "default-scheduler") -}}
 {{- fail "scheduler.name: default-scheduler is the name of the cluster's own scheduler; the second scheduler needs a name of its own (pods opt in with spec.schedulerName)" -}}

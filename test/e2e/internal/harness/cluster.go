@@ -191,11 +191,17 @@ func (c *Cluster) startEtcd(bin string) error {
 }
 
 func (c *Cluster) startAPIServer(bin string) error {
-	dir, err := c.Dir("kube-apiserver")
+	port, err := FreePort()
 	if err != nil {
 		return err
 	}
-	port, err := FreePort()
+	return c.StartAPIServerOn(bin, port)
+}
+
+// StartAPIServerOn starts kube-apiserver on `port` (again, after a restart)
+// and waits until it is ready.
+func (c *Cluster) StartAPIServerOn(bin string, port int) error {
+	dir, err := c.Dir("kube-apiserver")
 	if err != nil {
 		return err
 	}

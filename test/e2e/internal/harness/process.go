@@ -122,6 +122,14 @@ func (p *Process) CheckAlive() error {
 	return nil
 }
 
+// Kill sends SIGKILL, as a crash would end the process, and waits for it.
+func (p *Process) Kill() {
+	if gone, _ := p.Exited(); !gone {
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
 // Stop sends SIGTERM, waits up to grace, then kills.
 func (p *Process) Stop(grace time.Duration) {
 	if p == nil {
