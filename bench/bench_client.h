@@ -49,8 +49,8 @@ static inline size_t bench_client_on_reply(char *data, size_t size,
  * kube-scheduler's, sends none). -1 when libcurl cannot make a handle. */
 static inline int bench_client_open(bench_client_t *c, unsigned port)
 {
-	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: "
-						       "application/json");
+	struct curl_slist *h =
+	    curl_slist_append(NULL, "Content-Type: application/json");
 
 	memset(c, 0, sizeof(*c));
 	c->port = port;

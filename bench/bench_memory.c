@@ -132,8 +132,7 @@ static int check_loaded(run_t *run)
 	    st.pods != run->gen.pods)
 		return bench_fail(
 		    run->r,
-		    "loaded %u nodes (%u without topology) and %u "
-		    "pods; built %u nodes and %u pods",
+		    "loaded %u nodes (%u without topology) and %u pods; built %u nodes and %u pods",
 		    st.nodes, st.nodes_bad_topology, st.pods, run->n,
 		    run->gen.pods);
 	return 0;
@@ -185,8 +184,7 @@ static int measure_model(run_t *run)
 		    node->unknown_cpus)
 			rc = bench_fail(
 			    r,
-			    "node %s: %s, %u conflicts, %u GPUs and %u "
-			    "CPUs of unknown placement",
+			    "node %s: %s, %u conflicts, %u GPUs and %u CPUs of unknown placement",
 			    node->name,
 			    node->topology ? "topology" : "no topology",
 			    node->conflicts, node->unknown_gpus,
@@ -217,20 +215,19 @@ void bench_memory_sample(result_t *r)
 
 void bench_memory_print(const result_t *res, unsigned n)
 {
-	printf("nodes   pods  fill%%:gpu  cpu  mig  model_B/node  "
-	       "rss_B/node  VmRSS_MiB  VmHWM_MiB  load_s\n");
+	printf(
+	    "nodes   pods  fill%%:gpu  cpu  mig  model_B/node  rss_B/node  VmRSS_MiB  VmHWM_MiB  load_s\n");
 	for (unsigned k = 0; k < n; k++) {
 		const result_t *r = &res[k];
 		if (!r->ok)
 			continue;
-		printf("%5u %6u  %9.0f %4.0f %4.0f  %12.0f  %10.0f  %9.1f  "
-		       "%9.1f  %6.2f\n",
-		       r->nodes, r->pods,
-		       bench_pct(r->gpus_used, r->gpus_total),
-		       bench_pct(r->cpus_used, r->cpus_total),
-		       bench_pct(r->mig_used, r->mig_total), r->model_bytes,
-		       r->rss_bytes, r->rss_kib / 1024.0, r->hwm_kib / 1024.0,
-		       r->load_s);
+		printf(
+		    "%5u %6u  %9.0f %4.0f %4.0f  %12.0f  %10.0f  %9.1f  %9.1f  %6.2f\n",
+		    r->nodes, r->pods, bench_pct(r->gpus_used, r->gpus_total),
+		    bench_pct(r->cpus_used, r->cpus_total),
+		    bench_pct(r->mig_used, r->mig_total), r->model_bytes,
+		    r->rss_bytes, r->rss_kib / 1024.0, r->hwm_kib / 1024.0,
+		    r->load_s);
 	}
 	printf("\n");
 }

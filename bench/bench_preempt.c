@@ -217,31 +217,27 @@ static int check_preempt_node(run_t *run, preempt_t *pre, unsigned k,
 	if (!cJSON_IsNumber(pdb) || pdb->valuedouble < 0)
 		return bench_fail(r, "preempt %s: %s: bad NumPDBViolations",
 				  pshapes[k].name, name);
-	cJSON_ArrayForEach(v, pods)
-	{
+	cJSON_ArrayForEach (v, pods) {
 		const ft_holding_t *h =
 		    ft_node_find_holding(node, str_of(v, "UID"));
 		uint16_t x = h ? (uint16_t)(h - node->holdings) : 0;
 		if (!h || n >= FT_VICTIM_MAX || among(idx, n, x))
 			return bench_fail(
 			    r,
-			    "preempt %s: %s: victim \"%s\" is not a "
-			    "pod of the node, or named twice",
+			    "preempt %s: %s: victim \"%s\" is not a pod of the node, or named twice",
 			    pshapes[k].name, name, str_of(v, "UID"));
 		if (h->priority >= PREEMPTOR_PRIORITY ||
 		    (n && h->priority > node->holdings[idx[n - 1]].priority))
 			return bench_fail(
 			    r,
-			    "preempt %s: %s: victim %s (priority %d) "
-			    "out of order or not below the preemptor",
+			    "preempt %s: %s: victim %s (priority %d) out of order or not below the preemptor",
 			    pshapes[k].name, name, h->uid, h->priority);
 		idx[n++] = x;
 	}
 	if (!ft_victims_feasible(node, d, level, idx, n))
 		return bench_fail(
 		    r,
-		    "preempt %s: %s: evicting the %u victims frees "
-		    "no %s placement",
+		    "preempt %s: %s: evicting the %u victims frees no %s placement",
 		    pshapes[k].name, name, n, ft_level_name(level));
 	if (!tally)
 		return 0;
@@ -268,15 +264,14 @@ static int check_preempt(run_t *run, preempt_t *pre, unsigned k,
 
 	if (!cJSON_IsObject(root) ||
 	    !(cJSON_IsObject(map) || cJSON_IsNull(map)))
-		rc = bench_fail(run->r,
-				"preempt %s: not an ExtenderPreemptionResult: "
-				"%.300s",
-				pshapes[k].name, reply);
+		rc = bench_fail(
+		    run->r,
+		    "preempt %s: not an ExtenderPreemptionResult: %.300s",
+		    pshapes[k].name, reply);
 	memset(pre->seen, 0, run->n);
 	if (rc < 0)
 		map = NULL;
-	cJSON_ArrayForEach(entry, map)
-	{
+	cJSON_ArrayForEach (entry, map) {
 		if ((rc = check_preempt_node(run, pre, k, entry, st, tally)) <
 		    0)
 			break;
@@ -477,9 +472,9 @@ void bench_preempt_print(const bench_options_t *o, const result_t *res,
 {
 	if (!any_preempt(res, n))
 		return;
-	printf("preempt: ExtenderPreemptionArgs with NodeNameToMetaVictims "
-	       "naming all N nodes; preemptor priority %d, pods 0..%d",
-	       PREEMPTOR_PRIORITY, FILL_PRIORITY_MAX);
+	printf(
+	    "preempt: ExtenderPreemptionArgs with NodeNameToMetaVictims naming all N nodes; preemptor priority %d, pods 0..%d",
+	    PREEMPTOR_PRIORITY, FILL_PRIORITY_MAX);
 	if (o->tiered)
 		printf(", GPU and MIG holders %d..%d", TIERED_PRIORITY,
 		       TIERED_PRIORITY + FILL_PRIORITY_MAX);
@@ -497,15 +492,14 @@ void bench_preempt_print(const bench_options_t *o, const result_t *res,
 			const preempt_stat_t *st = &res[k].preempt[s];
 			double kept = st->replies ? st->kept / st->replies : 0;
 			double nodes = kept * res[k].nodes * st->replies;
-			printf("%5u  %-17s %9.1f%% %5.1f%% %12.2f %7.1f%% "
-			       "%7.1f%% %7.1f%% %11.1f us\n",
-			       res[k].nodes, pshapes[s].name,
-			       100.0 * st->sent_empty, 100.0 * kept,
-			       nodes > 0 ? st->victims / nodes : 0,
-			       nodes > 0 ? 100.0 * st->changed / nodes : 0,
-			       bench_pct(st->found, st->searches),
-			       bench_pct(st->inexact, st->found),
-			       st->slowest_us);
+			printf(
+			    "%5u  %-17s %9.1f%% %5.1f%% %12.2f %7.1f%% %7.1f%% %7.1f%% %11.1f us\n",
+			    res[k].nodes, pshapes[s].name,
+			    100.0 * st->sent_empty, 100.0 * kept,
+			    nodes > 0 ? st->victims / nodes : 0,
+			    nodes > 0 ? 100.0 * st->changed / nodes : 0,
+			    bench_pct(st->found, st->searches),
+			    bench_pct(st->inexact, st->found), st->slowest_us);
 		}
 	printf("\nnodes  request_KiB  reply_KiB\n");
 	for (unsigned k = 0; k < n; k++)
@@ -524,8 +518,8 @@ void bench_preempt_print_aim(const result_t *r)
 		if (strcmp(r->prows[i].verb, "http preempt") == 0)
 			w = &r->prows[i];
 	if (w && r->nodes == TARGET_PREEMPT_NODES)
-		printf("aim: %u candidate nodes, preempt p99 %.1f us <= %.0f "
-		       "us: %s\n",
-		       r->nodes, w->p99, TARGET_PREEMPT_P99_US,
-		       w->p99 <= TARGET_PREEMPT_P99_US ? "met" : "MISSED");
+		printf(
+		    "aim: %u candidate nodes, preempt p99 %.1f us <= %.0f us: %s\n",
+		    r->nodes, w->p99, TARGET_PREEMPT_P99_US,
+		    w->p99 <= TARGET_PREEMPT_P99_US ? "met" : "MISSED");
 }

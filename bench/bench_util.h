@@ -95,8 +95,7 @@ static inline void suffix_uuids(cJSON *obj, const char *suffix)
 	cJSON *item;
 	char buf[256];
 
-	cJSON_ArrayForEach(item, obj)
-	{
+	cJSON_ArrayForEach (item, obj) {
 		if (cJSON_IsString(item) && item->string &&
 		    strcmp(item->string, "uuid") == 0) {
 			snprintf(buf, sizeof(buf), "%s%s", item->valuestring,

@@ -105,8 +105,7 @@ static int check_filter(result_t *r, unsigned *passed, const char *reply,
 	else if ((unsigned)(names + failed + unresolvable) != n)
 		rc = bench_fail(
 		    r,
-		    "filter: %d passed + %d failed + %d unresolvable "
-		    "nodes, sent %u",
+		    "filter: %d passed + %d failed + %d unresolvable nodes, sent %u",
 		    names, failed, unresolvable, n);
 	*passed = names > 0 ? (unsigned)names : 0;
 	cJSON_Delete(root);
@@ -123,8 +122,7 @@ static int check_scores(result_t *r, const char *reply, unsigned n)
 	if (!cJSON_IsArray(root) || (unsigned)cJSON_GetArraySize(root) != n)
 		rc = bench_fail(r, "prioritize: expected %u scores: %.300s", n,
 				reply);
-	cJSON_ArrayForEach(item, root)
-	{
+	cJSON_ArrayForEach (item, root) {
 		const cJSON *host =
 		    cJSON_GetObjectItemCaseSensitive(item, "Host");
 		const cJSON *score =
@@ -414,8 +412,8 @@ int bench_verbs_new(bench_verbs_t **out, run_t *run)
 
 	*out = NULL;
 	if (!verbs)
-		return bench_fail(run->r, "filter and prioritize: out of "
-					  "memory");
+		return bench_fail(run->r,
+				  "filter and prioritize: out of memory");
 	verbs->iterations = o->iterations    ? o->iterations
 			    : run->n <= 1000 ? 2000
 					     : 500;
@@ -467,8 +465,8 @@ void bench_verbs_print_latency(const result_t *res, unsigned n)
 
 void bench_verbs_print_traffic(const result_t *res, unsigned n)
 {
-	printf("nodes  request_KiB  filter_reply_KiB  prioritize_reply_KiB  "
-	       "connections/requests\n");
+	printf(
+	    "nodes  request_KiB  filter_reply_KiB  prioritize_reply_KiB  connections/requests\n");
 	for (unsigned k = 0; k < n; k++)
 		if (res[k].ok)
 			printf("%5u  %11.1f  %16.1f  %20.1f  %ld/%ld\n",

@@ -102,11 +102,11 @@ static int micro_nodes(const ft_node_t **out, const ft_snapshot_t *snap,
 		if (!node || !node->topology || node->conflicts ||
 		    node->unknown_gpus || node->unknown_cpus ||
 		    node->n_holdings != micro_layouts[m].pods)
-			return bench_fail(r,
-					  "%s: not loaded as built (%u pods "
-					  "held, %u conflicts)",
-					  name, node ? node->n_holdings : 0,
-					  node ? node->conflicts : 0);
+			return bench_fail(
+			    r,
+			    "%s: not loaded as built (%u pods held, %u conflicts)",
+			    name, node ? node->n_holdings : 0,
+			    node ? node->conflicts : 0);
 	}
 	return 0;
 }
@@ -247,11 +247,10 @@ void bench_victims_print(const micro_t *mc)
 {
 	if (!mc || !mc->r.ok || !mc->n_rows)
 		return;
-	printf("victim search alone (ft_victims_search): %u variants of each "
-	       "node and layout; priorities random 0..%d, tiered (GPU and MIG "
-	       "holders %d more) or equal (all 0); preemptor %d\n",
-	       mc->variants, FILL_PRIORITY_MAX, TIERED_PRIORITY,
-	       PREEMPTOR_PRIORITY);
+	printf(
+	    "victim search alone (ft_victims_search): %u variants of each node and layout; priorities random 0..%d, tiered (GPU and MIG holders %d more) or equal (all 0); preemptor %d\n",
+	    mc->variants, FILL_PRIORITY_MAX, TIERED_PRIORITY,
+	    PREEMPTOR_PRIORITY);
 	printf("%-8s %-6s %4s %-17s %6s %9s %9s %9s %9s %6s %6s %7s %8s  %s\n",
 	       "node", "prio", "pods", "preemptor", "iters", "min_us", "p50_us",
 	       "p99_us", "max_us", "found", "exact", "victims", "visits",
@@ -259,8 +258,7 @@ void bench_victims_print(const micro_t *mc)
 	for (unsigned i = 0; i < mc->n_rows; i++) {
 		const micro_row_t *w = &mc->rows[i];
 		printf(
-		    "%-8s %-6s %4u %-17s %6u %9.1f %9.1f %9.1f %9.1f %5.0f%% "
-		    "%5.0f%% %7.2f %8.0f  %s\n",
+		    "%-8s %-6s %4u %-17s %6u %9.1f %9.1f %9.1f %9.1f %5.0f%% %5.0f%% %7.2f %8.0f  %s\n",
 		    w->kind, w->prio, w->pods, w->shape, w->t.iters, w->t.min,
 		    w->t.p50, w->t.p99, w->t.max, 100.0 * w->found,
 		    100.0 * w->exact, w->victims, w->visits, level_reached(w));
@@ -291,11 +289,10 @@ void bench_victims_print_aims(const micro_t *mc)
 		}
 		if (!worst)
 			continue;
-		printf("aim: 8-GPU node with %u pods (%s, %s priorities), "
-		       "victim search p99 %.1f us (%s, the slowest) under "
-		       "%.0f us: %s; ",
-		       l->pods, kind, l->prio, worst->t.p99, worst->shape, aim,
-		       worst->t.p99 < aim ? "met" : "MISSED");
+		printf(
+		    "aim: 8-GPU node with %u pods (%s, %s priorities), victim search p99 %.1f us (%s, the slowest) under %.0f us: %s; ",
+		    l->pods, kind, l->prio, worst->t.p99, worst->shape, aim,
+		    worst->t.p99 < aim ? "met" : "MISSED");
 		if (least->exact < 1)
 			printf("exact: %.0f%% of %s searches (the fewest)\n",
 			       100.0 * least->exact, least->shape);

@@ -733,13 +733,13 @@ void ob_schedule(ob_cluster_t *c, ob_policy_t policy, const ob_pod_t *p,
 
 	if (!(n = filter(cand, c, p))) {
 		if (getenv("OPENB_DEBUG"))
-			fprintf(stderr,
-				"policy %d: pod %u x %u milli, %u m CPU, %llu "
-				"MiB failed at %.1f %%\n",
-				(int)policy, p->n_gpus, p->gpu_milli,
-				p->cpu_milli, (unsigned long long)p->memory_mib,
-				100.0 * c->arrived_milli /
-				    c->trace->gpu_capacity_milli);
+			fprintf(
+			    stderr,
+			    "policy %d: pod %u x %u milli, %u m CPU, %llu MiB failed at %.1f %%\n",
+			    (int)policy, p->n_gpus, p->gpu_milli, p->cpu_milli,
+			    (unsigned long long)p->memory_mib,
+			    100.0 * c->arrived_milli /
+				c->trace->gpu_capacity_milli);
 		ob_cluster_fail(c, p);
 		return;
 	}

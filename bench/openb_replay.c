@@ -178,9 +178,9 @@ static void api_binding(ft_http_response_t *out, const ft_http_request_t *req,
 	api->bindings++;
 	pthread_mutex_unlock(&api->lock);
 	cJSON_Delete(b);
-	ft_http_reply_text(out, 201, "application/json",
-			   "{\"kind\":\"Status\",\"status\":\"Success\","
-			   "\"code\":201}");
+	ft_http_reply_text(
+	    out, 201, "application/json",
+	    "{\"kind\":\"Status\",\"status\":\"Success\",\"code\":201}");
 }
 
 static int api_start(api_t *api, const char *prefix, unsigned *port)
@@ -545,10 +545,10 @@ static int replay_load(replay_t *r)
 	atomic_store(&r->app.snapshot_loaded, true);
 	ft_state_stats(state, &st);
 	if (st.nodes != r->trace->n_nodes || st.nodes_bad_topology) {
-		fprintf(stderr,
-			"extender: %u nodes loaded, %u without "
-			"topology, of %u\n",
-			st.nodes, st.nodes_bad_topology, r->trace->n_nodes);
+		fprintf(
+		    stderr,
+		    "extender: %u nodes loaded, %u without topology, of %u\n",
+		    st.nodes, st.nodes_bad_topology, r->trace->n_nodes);
 		return -1;
 	}
 	return 0;
@@ -647,8 +647,7 @@ static int do_filter(replay_t *r, const cJSON *pod, unsigned *n)
 		cJSON_Delete(reply);
 		return -1;
 	}
-	cJSON_ArrayForEach(it, names)
-	{
+	cJSON_ArrayForEach (it, names) {
 		int i =
 		    cJSON_IsString(it) ? node_index(r, it->valuestring) : -1;
 		if (i >= 0 && k < *n)
@@ -699,8 +698,7 @@ static int do_prioritize(replay_t *r, const ob_cluster_t *c, const cJSON *pod,
 	for (unsigned i = 0; i < n; i++)
 		r->total[r->fit[i]] =
 		    r->intree ? intree_score(c, r->fit[i], p) : 0;
-	cJSON_ArrayForEach(it, reply)
-	{
+	cJSON_ArrayForEach (it, reply) {
 		const cJSON *h = cJSON_GetObjectItemCaseSensitive(it, "Host");
 		const cJSON *s = cJSON_GetObjectItemCaseSensitive(it, "Score");
 		int i = cJSON_IsString(h) ? node_index(r, h->valuestring) : -1;
@@ -876,15 +874,14 @@ static int replay_pod(replay_t *r, ob_cluster_t *c, const ob_pod_t *p,
 	}
 	cJSON_Delete(pod);
 	if (node < 0 && getenv("OPENB_DEBUG"))
-		fprintf(stderr,
-			"%s (%u GPUs x %u milli, %u m CPU) at %.1f %% "
-			"arrived: %u nodes fit CPU and memory, %u passed "
-			"filter%s\n",
-			name, p->n_gpus, p->gpu_milli, p->cpu_milli,
-			100.0 * (double)c->arrived_milli /
-			    (double)r->trace->gpu_capacity_milli,
-			fitting, n,
-			refused ? "; a node not looked at had room" : "");
+		fprintf(
+		    stderr,
+		    "%s (%u GPUs x %u milli, %u m CPU) at %.1f %% arrived: %u nodes fit CPU and memory, %u passed filter%s\n",
+		    name, p->n_gpus, p->gpu_milli, p->cpu_milli,
+		    100.0 * (double)c->arrived_milli /
+			(double)r->trace->gpu_capacity_milli,
+		    fitting, n,
+		    refused ? "; a node not looked at had room" : "");
 	if (node < 0)
 		ob_cluster_fail(c, p);
 	else
@@ -910,11 +907,11 @@ static int check_state(replay_t *r, const ob_cluster_t *c)
 			if (OB_MILLI - (uint32_t)node->replicas_used[g] *
 					   REPLICA_MILLI !=
 			    c->left[i].gpu[g]) {
-				fprintf(stderr,
-					"%s GPU %u: extender holds %u "
-					"replicas, the replay %u milli free\n",
-					node->name, g, node->replicas_used[g],
-					c->left[i].gpu[g]);
+				fprintf(
+				    stderr,
+				    "%s GPU %u: extender holds %u replicas, the replay %u milli free\n",
+				    node->name, g, node->replicas_used[g],
+				    c->left[i].gpu[g]);
 				rc = -1;
 			}
 	}
@@ -1188,13 +1185,10 @@ static void fail_kinds(FILE *f, const variant_result_t *v, unsigned a)
 
 static void summary(FILE *f, const variant_result_t *v, const options_t *o)
 {
-	fprintf(f,
-		"\n| policy | pods arrived | pods failed | of which no GPU "
-		"/ shared / 1 GPU / multi-GPU | 2-/4-GPU pods on NVLink "
-		"nodes | NVLink-aligned | unallocated at 100 %%: in GPUs "
-		"partly taken / whole GPUs (of those on nodes with < %u "
-		"m CPU left) | s per seed |\n",
-		OB_CPU_SHORT);
+	fprintf(
+	    f,
+	    "\n| policy | pods arrived | pods failed | of which no GPU / shared / 1 GPU / multi-GPU | 2-/4-GPU pods on NVLink nodes | NVLink-aligned | unallocated at 100 %%: in GPUs partly taken / whole GPUs (of those on nodes with < %u m CPU left) | s per seed |\n",
+	    OB_CPU_SHORT);
 	fprintf(f, "|---|---:|---:|---:|---:|---:|---:|---:|\n");
 	for (unsigned a = 0; a < ARMS; a++) {
 		double arr[SEEDS_MAX], fail[SEEDS_MAX], multi[SEEDS_MAX],
@@ -1247,11 +1241,10 @@ static void refused(FILE *f, const variant_result_t *v, const options_t *o)
 		for (unsigned k = 0; k < v->n_seeds; k++)
 			n[k] = v->runs[a][k].refused_with_room;
 		s = stat_of(n, v->n_seeds);
-		fprintf(f,
-			"\n%s: %.1f ± %.1f pods per seed refused on the nodes "
-			"kube-scheduler looked at while a node it did not look "
-			"at had room\n",
-			arm_names[a], s.mean, s.sd);
+		fprintf(
+		    f,
+		    "\n%s: %.1f ± %.1f pods per seed refused on the nodes kube-scheduler looked at while a node it did not look at had room\n",
+		    arm_names[a], s.mean, s.sd);
 	}
 }
 
@@ -1265,21 +1258,20 @@ static void report(FILE *f, const variant_result_t *v, unsigned n,
 	if (o->n_settings)
 		fprintf(f, "\n");
 	if (strcmp(o->model_label, FT_GPU_PRODUCT_LABEL) != 0)
-		fprintf(f,
-			"\nThe GPU model is the node label `%s`, not "
-			"`" FT_GPU_PRODUCT_LABEL "`\n",
-			o->model_label);
+		fprintf(
+		    f,
+		    "\nThe GPU model is the node label `%s`, not `" FT_GPU_PRODUCT_LABEL
+		    "`\n",
+		    o->model_label);
 	if (o->model_labels == MODEL_LABELS_SITE)
-		fprintf(f,
-			"\nThe GPU model label's values are the trace's "
-			"site codes (V100M16), not GPU feature discovery's "
-			"spelling of the NVML name (Tesla-V100-SXM2-16GB)\n");
+		fprintf(
+		    f,
+		    "\nThe GPU model label's values are the trace's site codes (V100M16), not GPU feature discovery's spelling of the NVML name (Tesla-V100-SXM2-16GB)\n");
 	if (o->nodes_to_score != 100)
-		fprintf(f,
-			"\nkube-scheduler's percentageOfNodesToScore: %u%s "
-			"(the shipped 100 elsewhere)\n",
-			o->nodes_to_score,
-			o->nodes_to_score ? "" : " (adaptive)");
+		fprintf(
+		    f,
+		    "\nkube-scheduler's percentageOfNodesToScore: %u%s (the shipped 100 elsewhere)\n",
+		    o->nodes_to_score, o->nodes_to_score ? "" : " (adaptive)");
 	for (unsigned i = 0; i < n; i++) {
 		fprintf(f, "\n### openb_pod_list_%s: %u pods per seed\n",
 			v[i].name, v[i].pods);
@@ -1351,19 +1343,17 @@ static void svg_axes(FILE *f, const panel_t *p, const char *title)
 		"<text x=\"%.0f\" y=\"%.0f\" font-weight=\"bold\">%s</text>\n",
 		p->x0, p->y0 - 10, title);
 	for (unsigned k = PLOT_FROM; k <= PLOT_TO; k += 10)
-		fprintf(f,
-			"<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" "
-			"stroke=\"#ddd\"/><text x=\"%.1f\" y=\"%.0f\" "
-			"text-anchor=\"middle\">%u</text>\n",
-			px(p, k), p->y0, px(p, k), p->y0 + PANEL_H, px(p, k),
-			p->y0 + PANEL_H + 16, k);
+		fprintf(
+		    f,
+		    "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"#ddd\"/><text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%u</text>\n",
+		    px(p, k), p->y0, px(p, k), p->y0 + PANEL_H, px(p, k),
+		    p->y0 + PANEL_H + 16, k);
 	for (unsigned y = 0; y <= PLOT_Y_MAX; y += 5)
-		fprintf(f,
-			"<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" "
-			"stroke=\"#ddd\"/><text x=\"%.0f\" y=\"%.1f\" "
-			"text-anchor=\"end\">%u</text>\n",
-			p->x0, py(p, y), p->x0 + PANEL_W, py(p, y), p->x0 - 6,
-			py(p, y) + 4, y);
+		fprintf(
+		    f,
+		    "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#ddd\"/><text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%u</text>\n",
+		    p->x0, py(p, y), p->x0 + PANEL_W, py(p, y), p->x0 - 6,
+		    py(p, y) + 4, y);
 }
 
 static void svg_legend(FILE *f, const options_t *o, double y)
@@ -1373,20 +1363,16 @@ static void svg_legend(FILE *f, const options_t *o, double y)
 	for (unsigned a = 0; a < ARMS; a++) {
 		if (!o->arms[a])
 			continue;
-		fprintf(f,
-			"<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" "
-			"stroke=\"%s\" stroke-width=\"2\"/><text x=\"%.0f\" "
-			"y=\"%.0f\">%s</text>\n",
-			x, y, x + 24, y, colours[a], x + 30, y + 4,
-			arm_names[a]);
+		fprintf(
+		    f,
+		    "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"%s\" stroke-width=\"2\"/><text x=\"%.0f\" y=\"%.0f\">%s</text>\n",
+		    x, y, x + 24, y, colours[a], x + 30, y + 4, arm_names[a]);
 		x += 40 + 8 * strlen(arm_names[a]);
 	}
-	fprintf(f,
-		"<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" "
-		"stroke=\"#000\" stroke-dasharray=\"5 3\"/><text x=\"%.0f\" "
-		"y=\"%.0f\">the paper's published figures (10 seeds), same "
-		"colour</text>\n",
-		x, y, x + 24, y, x + 30, y + 4);
+	fprintf(
+	    f,
+	    "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"#000\" stroke-dasharray=\"5 3\"/><text x=\"%.0f\" y=\"%.0f\">the paper's published figures (10 seeds), same colour</text>\n",
+	    x, y, x + 24, y, x + 30, y + 4);
 }
 
 static int write_svg(const char *path, const variant_result_t *v, unsigned n,
@@ -1398,17 +1384,14 @@ static int write_svg(const char *path, const variant_result_t *v, unsigned n,
 
 	if (!f)
 		return -1;
-	fprintf(f,
-		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" "
-		"height=\"%.0f\" font-family=\"sans-serif\" "
-		"font-size=\"12\">\n<rect width=\"%.0f\" height=\"%.0f\" "
-		"fill=\"white\"/>\n",
-		width, height, width, height);
-	fprintf(f,
-		"<text x=\"%d\" y=\"%.0f\">x: arrived GPU workload, %% of "
-		"capacity; y: unallocated GPU %%, mean of %u seeds (lower is "
-		"better)</text>\n",
-		PANEL_X0, height - 40, v->n_seeds);
+	fprintf(
+	    f,
+	    "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"%.0f\" height=\"%.0f\" fill=\"white\"/>\n",
+	    width, height, width, height);
+	fprintf(
+	    f,
+	    "<text x=\"%d\" y=\"%.0f\">x: arrived GPU workload, %% of capacity; y: unallocated GPU %%, mean of %u seeds (lower is better)</text>\n",
+	    PANEL_X0, height - 40, v->n_seeds);
 	for (unsigned i = 0; i < n; i++) {
 		panel_t p = {PANEL_X0 + i * (PANEL_W + PANEL_GAP), PANEL_Y0};
 		char title[128];
@@ -1436,12 +1419,12 @@ static void seed_line(const char *variant, uint64_t seed, arm_t a,
 		snprintf(refused, sizeof(refused),
 			 "%u refused with room elsewhere, ",
 			 out->refused_with_room);
-	fprintf(stderr,
-		"%s seed %llu %s: %u pods, %u failed, %sunallocated at 100 %% "
-		"%.2f, %.1f s%s\n",
-		variant, (unsigned long long)seed, arm_names[a], out->arrived,
-		out->failed, refused, out->unalloc[100], out->seconds,
-		out->ok ? "" : " INVARIANT BROKEN");
+	fprintf(
+	    stderr,
+	    "%s seed %llu %s: %u pods, %u failed, %sunallocated at 100 %% %.2f, %.1f s%s\n",
+	    variant, (unsigned long long)seed, arm_names[a], out->arrived,
+	    out->failed, refused, out->unalloc[100], out->seconds,
+	    out->ok ? "" : " INVARIANT BROKEN");
 }
 
 /* ---- main ---- */
@@ -1523,15 +1506,13 @@ static bool parse_model_labels(options_t *o, const char *arg)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: flextopo-openb-replay [--data DIR] [--variants "
-		   "default,multigpu50,gpushare100,gpuspec33]\n"
-		   "  [--seeds N] [--max-pods N] [--policies "
-		   "flextopo,flextopo+in-tree,random,bestfit,fgd]\n"
-		   "  [--ties random|name] [--set KEY=VALUE]... [--report "
-		   "FILE.md]\n"
-		   "  [--svg FILE.svg] [--nodes-to-score PERCENT] "
-		   "[--model-label KEY]\n"
-		   "  [--model-labels gfd|site-codes] [--quiet]\n");
+	fprintf(
+	    f,
+	    "usage: flextopo-openb-replay [--data DIR] [--variants default,multigpu50,gpushare100,gpuspec33]\n"
+	    "  [--seeds N] [--max-pods N] [--policies flextopo,flextopo+in-tree,random,bestfit,fgd]\n"
+	    "  [--ties random|name] [--set KEY=VALUE]... [--report FILE.md]\n"
+	    "  [--svg FILE.svg] [--nodes-to-score PERCENT] [--model-label KEY]\n"
+	    "  [--model-labels gfd|site-codes] [--quiet]\n");
 }
 
 static int parse(options_t *o, int argc, char **argv)
@@ -1678,8 +1659,8 @@ int main(int argc, char **argv)
 	curl_global_cleanup();
 	free(v);
 	if (rc == -2)
-		fprintf(stderr, "an invariant broke: placed + failed != "
-				"arrived, a GPU over-allocated or a bind "
-				"failed\n");
+		fprintf(
+		    stderr,
+		    "an invariant broke: placed + failed != arrived, a GPU over-allocated or a bind failed\n");
 	return rc == 0 ? 0 : 1;
 }

@@ -409,8 +409,7 @@ static int schedule(ft_app_t *app, const cluster_t *c, const cJSON *pod)
 	}
 	reply =
 	    call(app, ft_app_prioritize, "/prioritize", args_with(pod, passed));
-	cJSON_ArrayForEach(host, reply)
-	{
+	cJSON_ArrayForEach (host, reply) {
 		const cJSON *h = cJSON_GetObjectItemCaseSensitive(host, "Host");
 		const cJSON *s =
 		    cJSON_GetObjectItemCaseSensitive(host, "Score");
@@ -592,10 +591,10 @@ static int check_mix(ft_app_t *app, const bench_t *b, const run_config_t *run)
 	ft_state_mix(app->state, &scored);
 	if (mix_equal(&scored, &b->mix))
 		return 0;
-	fprintf(stderr,
-		"policy-table: %s: the scorer's mix holds %u pods, %u placed "
-		"in the window\n",
-		run->label, scored.total, b->mix.total);
+	fprintf(
+	    stderr,
+	    "policy-table: %s: the scorer's mix holds %u pods, %u placed in the window\n",
+	    run->label, scored.total, b->mix.total);
 	return -1;
 }
 
@@ -650,10 +649,10 @@ static int replay(ft_app_t *app, const bench_t *b)
 		passed = filter(app, pod, names);
 		if (cJSON_GetArraySize(passed) != 1 ||
 		    !bind_to(app, pod, node)) {
-			fprintf(stderr,
-				"policy-table: replay: pod %u no longer fits "
-				"%s\n",
-				id, node);
+			fprintf(
+			    stderr,
+			    "policy-table: replay: pod %u no longer fits %s\n",
+			    id, node);
 			rc = -1;
 		}
 		cJSON_Delete(passed);
@@ -701,11 +700,10 @@ static int run_probes(tally_t *t, const bench_t *b, const run_config_t *run)
 		if ((rc = replay(&app, b)) == 0) {
 			measure(&copy, &app, &b->mix);
 			if (!measure_equal(&copy, &t->end)) {
-				fprintf(stderr,
-					"policy-table: %s: the copy for "
-					"probe %s differs from the final "
-					"state\n",
-					run->label, probes[p]->name);
+				fprintf(
+				    stderr,
+				    "policy-table: %s: the copy for probe %s differs from the final state\n",
+				    run->label, probes[p]->name);
 				rc = -1;
 			}
 		}
@@ -729,19 +727,19 @@ static int check(const tally_t *t, const options_t *o, const char *label)
 		asked += t->asked[s];
 		placed += t->placed[s];
 		if (t->placed[s] + t->unplaced[s] != t->asked[s]) {
-			fprintf(stderr,
-				"policy-table: %s: %s: %u placed + %u "
-				"unplaced != %u\n",
-				label, shapes[s].name, t->placed[s],
-				t->unplaced[s], t->asked[s]);
+			fprintf(
+			    stderr,
+			    "policy-table: %s: %s: %u placed + %u unplaced != %u\n",
+			    label, shapes[s].name, t->placed[s], t->unplaced[s],
+			    t->asked[s]);
 			rc = -1;
 		}
 	}
 	if (asked != o->pods || placed != t->end.holdings) {
-		fprintf(stderr,
-			"policy-table: %s: %u pods asked of %u, %u placed "
-			"but %u holdings\n",
-			label, asked, o->pods, placed, t->end.holdings);
+		fprintf(
+		    stderr,
+		    "policy-table: %s: %u pods asked of %u, %u placed but %u holdings\n",
+		    label, asked, o->pods, placed, t->end.holdings);
 		rc = -1;
 	}
 	return rc;
@@ -927,15 +925,14 @@ static int parse_unsigned(unsigned *out, const char *text, unsigned max)
 
 static void usage(FILE *to)
 {
-	fprintf(to,
-		"usage: flextopo-policy-table [--nodes N] [--pods P] "
-		"[--seed S] [--source-dir DIR]\n"
-		"  --nodes N         cluster size (default 200)\n"
-		"  --pods P          pods in the sequence (default 1000)\n"
-		"  --seed S          seed of the pod sequence (default 1)\n"
-		"  --source-dir DIR  the tree holding api/examples/ "
-		"(default %s)\n",
-		FT_SOURCE_DIR);
+	fprintf(
+	    to,
+	    "usage: flextopo-policy-table [--nodes N] [--pods P] [--seed S] [--source-dir DIR]\n"
+	    "  --nodes N         cluster size (default 200)\n"
+	    "  --pods P          pods in the sequence (default 1000)\n"
+	    "  --seed S          seed of the pod sequence (default 1)\n"
+	    "  --source-dir DIR  the tree holding api/examples/ (default %s)\n",
+	    FT_SOURCE_DIR);
 }
 
 static int parse_options(options_t *o, int argc, char **argv)

@@ -148,9 +148,8 @@ static void facts_gpu(node_facts_t *f, const cJSON *gpu, unsigned numa)
 			    int_of(gpu, "index"), str_of(gpu, "uuid"), numa};
 		return;
 	}
-	cJSON_ArrayForEach(inst,
-			   cJSON_GetObjectItemCaseSensitive(mig, "instances"))
-	{
+	cJSON_ArrayForEach (
+	    inst, cJSON_GetObjectItemCaseSensitive(mig, "instances")) {
 		if (f->n_mig < FT_MIG_MAX)
 			f->mig[f->n_mig++] = (mig_fact_t){
 			    str_of(inst, "uuid"), str_of(inst, "profile"),
@@ -172,15 +171,14 @@ static int facts_numa(node_facts_t *f, const cJSON *numa)
 	n->memory_mib = cJSON_IsNumber(mem) ? (uint64_t)mem->valuedouble : 0;
 	if (ft_cpuset_parse(&n->cpus, str_of(numa, "cpus")) < 0)
 		return -1;
-	cJSON_ArrayForEach(
-	    sw, cJSON_GetObjectItemCaseSensitive(numa, "pcieSwitches"))
-	{
-		cJSON_ArrayForEach(gpu,
-				   cJSON_GetObjectItemCaseSensitive(sw, "gpus"))
-		    facts_gpu(f, gpu, f->n_numa);
+	cJSON_ArrayForEach (
+	    sw, cJSON_GetObjectItemCaseSensitive(numa, "pcieSwitches")) {
+		cJSON_ArrayForEach (
+		    gpu, cJSON_GetObjectItemCaseSensitive(sw, "gpus"))
+			facts_gpu(f, gpu, f->n_numa);
 	}
-	cJSON_ArrayForEach(gpu, cJSON_GetObjectItemCaseSensitive(numa, "gpus"))
-	    facts_gpu(f, gpu, f->n_numa);
+	cJSON_ArrayForEach (gpu, cJSON_GetObjectItemCaseSensitive(numa, "gpus"))
+		facts_gpu(f, gpu, f->n_numa);
 	f->n_numa++;
 	return 0;
 }
@@ -190,12 +188,10 @@ static int facts_collect(node_facts_t *f, const cJSON *topology)
 	const cJSON *socket, *numa;
 
 	memset(f, 0, sizeof(*f));
-	cJSON_ArrayForEach(
-	    socket, cJSON_GetObjectItemCaseSensitive(topology, "sockets"))
-	{
-		cJSON_ArrayForEach(
-		    numa, cJSON_GetObjectItemCaseSensitive(socket, "numaNodes"))
-		{
+	cJSON_ArrayForEach (
+	    socket, cJSON_GetObjectItemCaseSensitive(topology, "sockets")) {
+		cJSON_ArrayForEach (numa, cJSON_GetObjectItemCaseSensitive(
+					      socket, "numaNodes")) {
 			if (facts_numa(f, numa) < 0)
 				return -1;
 		}

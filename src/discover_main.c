@@ -50,28 +50,21 @@ static void usage(FILE *to)
 	    to,
 	    "usage: " PROGRAM " [--input FILE] [--print] [--no-nvml]\n"
 	    "                         [--sharing-config FILE]\n"
-	    "                         [--node NAME [--kubeconfig FILE | "
-	    "--in-cluster]]\n"
+	    "                         [--node NAME [--kubeconfig FILE | --in-cluster]]\n"
 	    "                         [--annotation-prefix PREFIX]\n"
-	    "  --input FILE      read an hwloc XML export (lstopo --of xml) "
-	    "instead of\n"
+	    "  --input FILE      read an hwloc XML export (lstopo --of xml) instead of\n"
 	    "                    this machine; NVML is then not asked\n"
 	    "  --node NAME       merge-patch the annotation onto Node NAME\n"
-	    "  --kubeconfig FILE API server credentials (default with "
-	    "--node: in-cluster)\n"
+	    "  --kubeconfig FILE API server credentials (default with --node: in-cluster)\n"
 	    "  --in-cluster      the pod's service account\n"
-	    "  --print           print the annotation (the default without "
-	    "--node)\n"
+	    "  --print           print the annotation (the default without --node)\n"
 	    "  --no-nvml         do not load libnvidia-ml.so.1\n"
-	    "  --sharing-config FILE  the NVIDIA device plugin's config file "
-	    "(its\n"
-	    "                    --config-file); the GPUs its "
-	    "sharing.timeSlicing or\n"
-	    "                    sharing.mps resources cover get their "
-	    "replicas, and\n"
+	    "  --sharing-config FILE  the NVIDIA device plugin's config file (its\n"
+	    "                    --config-file); the GPUs its sharing.timeSlicing or\n"
+	    "                    sharing.mps resources cover get their replicas, and\n"
 	    "                    a renamed resource becomes sharedResource\n"
-	    "  --annotation-prefix PREFIX  annotation PREFIX/topology "
-	    "(default " DEFAULT_PREFIX ")\n");
+	    "  --annotation-prefix PREFIX  annotation PREFIX/topology (default " DEFAULT_PREFIX
+	    ")\n");
 }
 
 /* -1 to go on, or the exit status. */
@@ -174,10 +167,11 @@ static int discover(ft_topology_t **out, const args_t *a)
 	opts.nvml = nvml = load_nvml(a, why, sizeof(why));
 	rc = ft_discover_topology(out, &opts);
 	if (rc == 0 && (*out)->n_gpus > 0 && why[0])
-		fprintf(stderr,
-			PROGRAM ": warning: no NVML (%s): GPU indexes and "
-				"uuids come from hwloc or PCI order\n",
-			why);
+		fprintf(
+		    stderr,
+		    PROGRAM
+		    ": warning: no NVML (%s): GPU indexes and uuids come from hwloc or PCI order\n",
+		    why);
 	ft_discover_nvml_free(nvml);
 	ft_sharing_dispose(&sharing);
 	return rc;

@@ -91,10 +91,10 @@ bool ft_app_in_sync(const ft_app_t *app, char *why, size_t size)
 	if (nodes && pods && pdbs)
 		return true;
 	if (why && size)
-		snprintf(why, size,
-			 "not in sync with the API server: waiting for a "
-			 "complete list of %s",
-			 kinds);
+		snprintf(
+		    why, size,
+		    "not in sync with the API server: waiting for a complete list of %s",
+		    kinds);
 	return false;
 }
 
@@ -115,8 +115,7 @@ static int load_items(ft_app_t *app, const cJSON *items, const char *path)
 	const cJSON *item;
 	unsigned i = 0;
 
-	cJSON_ArrayForEach(item, items)
-	{
+	cJSON_ArrayForEach (item, items) {
 		const char *kind = item_kind(item);
 		if (strcmp(kind, "Node") == 0)
 			ft_state_apply_node(app->state, item);
@@ -125,9 +124,9 @@ static int load_items(ft_app_t *app, const cJSON *items, const char *path)
 		else if (strcmp(kind, "PodDisruptionBudget") == 0)
 			ft_state_apply_pdb(app->state, item);
 		else
-			FT_LOG_WARN_MSG("%s: items[%u]: kind \"%s\" ignored "
-					"(Node and Pod are read)",
-					path, i, kind);
+			FT_LOG_WARN_MSG(
+			    "%s: items[%u]: kind \"%s\" ignored (Node and Pod are read)",
+			    path, i, kind);
 		i++;
 	}
 	return 0;
@@ -143,11 +142,10 @@ int ft_app_load_snapshot(ft_app_t *app, const char *path)
 		goto cleanup;
 	items = cJSON_GetObjectItemCaseSensitive(root, "items");
 	if (!cJSON_IsArray(items)) {
-		rc = ft_error_set(FT_EINVAL,
-				  "%s: expected a List with \"items\" (the "
-				  "output of kubectl get nodes,pods -A -o "
-				  "yaml)",
-				  path);
+		rc = ft_error_set(
+		    FT_EINVAL,
+		    "%s: expected a List with \"items\" (the output of kubectl get nodes,pods -A -o yaml)",
+		    path);
 		goto cleanup;
 	}
 	ft_state_replace_begin(app->state, FT_KIND_NODE);
@@ -286,13 +284,10 @@ static void usage(FILE *to)
 	    "usage: flextopo-extender [--config FILE] [--listen HOST:PORT]\n"
 	    "                         [--snapshot FILE | --kubeconfig FILE]\n"
 	    "                         [--log-level LEVEL] [--policy POLICY]\n"
-	    "  --config FILE      YAML configuration (configs/flextopo.yaml "
-	    "documents every key)\n"
+	    "  --config FILE      YAML configuration (configs/flextopo.yaml documents every key)\n"
 	    "  --listen HOST:PORT where kube-scheduler reaches the extender\n"
-	    "  --snapshot FILE    serve a fixed cluster from `kubectl get "
-	    "nodes,pods -A -o yaml` output\n"
-	    "  --kubeconfig FILE  watch the API server of this kubeconfig "
-	    "(default: in-cluster)\n"
+	    "  --snapshot FILE    serve a fixed cluster from `kubectl get nodes,pods -A -o yaml` output\n"
+	    "  --kubeconfig FILE  watch the API server of this kubeconfig (default: in-cluster)\n"
 	    "  --log-level LEVEL  debug | info | warn | error\n"
 	    "  --policy POLICY    packed | distributed\n"
 	    "  --version          print the version and exit\n");
@@ -355,10 +350,10 @@ static int start_source(ft_app_t *app)
 	if ((rc = ft_app_load_snapshot(app, app->cfg.snapshot)) == 0) {
 		ft_state_stats_t st;
 		ft_state_stats(app->state, &st);
-		FT_LOG_INFO_MSG("snapshot %s: %u nodes (%u without usable "
-				"topology), %u pods",
-				app->cfg.snapshot, st.nodes,
-				st.nodes_bad_topology, st.pods);
+		FT_LOG_INFO_MSG(
+		    "snapshot %s: %u nodes (%u without usable topology), %u pods",
+		    app->cfg.snapshot, st.nodes, st.nodes_bad_topology,
+		    st.pods);
 	}
 	return rc;
 }

@@ -248,10 +248,10 @@ int ft_app_metrics_start(ft_app_t *app)
 	if (!app->cfg.metrics_listen || !app->cfg.metrics_listen[0])
 		return 0;
 	if (!app->kube)
-		return ft_error_set(FT_EINVAL,
-				    "metricsListen %s: needs an API server to "
-				    "check the scrapers' tokens",
-				    app->cfg.metrics_listen);
+		return ft_error_set(
+		    FT_EINVAL,
+		    "metricsListen %s: needs an API server to check the scrapers' tokens",
+		    app->cfg.metrics_listen);
 	if ((rc = ft_access_new(&app->access, app->kube)) < 0 ||
 	    (rc = ft_server_new(&app->metrics_server, &opts)) < 0 ||
 	    (rc =
@@ -259,10 +259,9 @@ int ft_app_metrics_start(ft_app_t *app)
 					 ft_app_metrics_checked, app)) < 0 ||
 	    (rc = ft_server_start(app->metrics_server)) < 0)
 		return rc;
-	FT_LOG_INFO_MSG("serving /metrics to authorized bearer tokens on %s "
-			"(port %u)",
-			app->cfg.metrics_listen,
-			ft_server_port(app->metrics_server));
+	FT_LOG_INFO_MSG(
+	    "serving /metrics to authorized bearer tokens on %s (port %u)",
+	    app->cfg.metrics_listen, ft_server_port(app->metrics_server));
 	return 0;
 }
 
@@ -466,10 +465,10 @@ void ft_app_debug_pod(ft_http_response_t *out, const ft_http_request_t *req,
 	snap = ft_state_snapshot(app->state);
 	rc = pod_view(&body, app, snap, &v, decisions);
 	if (rc == FT_ENOTFOUND)
-		ft_http_reply_error(out, 404, "not_found",
-				    "pod %s/%s: no allocation, no decision "
-				    "and not in the cache",
-				    v.ns, v.name);
+		ft_http_reply_error(
+		    out, 404, "not_found",
+		    "pod %s/%s: no allocation, no decision and not in the cache",
+		    v.ns, v.name);
 	else
 		reply_body(out, rc, body, "application/json");
 	ft_snapshot_unref(snap);
@@ -559,9 +558,9 @@ static void explain_node(ft_explain_node_t *e, const ft_node_t *node,
 	if (e->listed)
 		e->n_units = ft_place_check_units(e->units, node, d);
 	if (!ft_demand_wants_devices(d)) {
-		snprintf(e->choose_error, sizeof(e->choose_error),
-			 "the pod asks for no GPUs, MIG instances or pinned "
-			 "CPUs: there is nothing to place");
+		snprintf(
+		    e->choose_error, sizeof(e->choose_error),
+		    "the pod asks for no GPUs, MIG instances or pinned CPUs: there is nothing to place");
 		return;
 	}
 	if (e->verdict.fit == FT_FIT) {

@@ -260,10 +260,10 @@ int ft_decisions_new(ft_decisions_t **out, unsigned capacity)
 		return ft_error_set(FT_EINVAL, "decision log: capacity 0");
 	log = calloc(1, FT_DECISIONS_HEADER_BYTES);
 	if (!log || !(log->ring = calloc(capacity, sizeof(*log->ring)))) {
-		rc = ft_error_set(FT_ENOMEM,
-				  "decision log: out of memory for %u records "
-				  "(%zu bytes)",
-				  capacity, ft_decisions_footprint(capacity));
+		rc = ft_error_set(
+		    FT_ENOMEM,
+		    "decision log: out of memory for %u records (%zu bytes)",
+		    capacity, ft_decisions_footprint(capacity));
 		goto cleanup;
 	}
 	pthread_mutex_init(&log->mu, NULL);
@@ -331,8 +331,7 @@ static void summarize(ft_decision_t *d)
 	else if (d->verb == FT_VERB_PREEMPT)
 		ft_decision_message(
 		    d, false,
-		    "%u of %u candidate nodes kept (%u with victims flextopo "
-		    "chose), %u victims",
+		    "%u of %u candidate nodes kept (%u with victims flextopo chose), %u victims",
 		    c[FT_VERDICT_KEPT] + c[FT_VERDICT_KEPT_PROPOSED],
 		    d->n_nodes_total, c[FT_VERDICT_KEPT], d->n_victims_total);
 }

@@ -342,11 +342,10 @@ static int check_already_bound(ft_app_t *app, const ft_bind_args_t *b)
 
 	rc = ft_kube_get_pod(app->kube, b->pod_namespace, b->pod_name, &obj);
 	if (rc == FT_EIO || rc == FT_EUNAVAIL)
-		return ft_error_set(FT_EUNKNOWN,
-				    "bind pod %s/%s: it has a node (HTTP 409), "
-				    "and reading it failed: %s",
-				    b->pod_namespace, b->pod_name,
-				    ft_error_last());
+		return ft_error_set(
+		    FT_EUNKNOWN,
+		    "bind pod %s/%s: it has a node (HTTP 409), and reading it failed: %s",
+		    b->pod_namespace, b->pod_name, ft_error_last());
 	if (rc < 0)
 		return rc;
 	rc = ft_codec_pod_decode(&pod, obj, &app->opts);
@@ -391,10 +390,10 @@ static void note_outcome(ft_app_t *app, const char *uid, int rc,
 	if (rc == FT_EUNKNOWN) {
 		snprintf(why, sizeof(why), "%s", ft_error_last());
 		ft_state_bind_unknown(app->state, uid, sent_ns);
-		ft_error_set(FT_EUNKNOWN,
-			     "%s; its units stay held until the API server "
-			     "shows whether the Binding landed",
-			     why);
+		ft_error_set(
+		    FT_EUNKNOWN,
+		    "%s; its units stay held until the API server shows whether the Binding landed",
+		    why);
 	} else if (rc < 0) {
 		ft_state_forget(app->state, uid);
 	} else {

@@ -211,9 +211,9 @@ static void write_requests(ft_buf_t *b, ft_metrics_t *m)
 	for (unsigned v = 0; v < FT_VERB_COUNT; v++)
 		sample_uint(b, "requests_total", "verb", ft_verb_name(v),
 			    requests_of(m, v));
-	family(b, "request_duration_seconds", "histogram",
-	       "Time from a verb's complete request body to its reply, in "
-	       "seconds.");
+	family(
+	    b, "request_duration_seconds", "histogram",
+	    "Time from a verb's complete request body to its reply, in seconds.");
 	for (unsigned v = 0; v < FT_VERB_COUNT; v++)
 		histogram_write(b, m, v);
 	family(b, "http_errors_total", "counter",
@@ -226,10 +226,9 @@ static void write_requests(ft_buf_t *b, ft_metrics_t *m)
 
 static void write_preemption(ft_buf_t *b, ft_metrics_t *m)
 {
-	family(b, "preemption_nodes_total", "counter",
-	       "Candidate nodes of preempt requests by the preemptor's "
-	       "affinity mode and outcome: victims (flextopo chose them), "
-	       "passed (the scheduler's kept), dropped (no set works).");
+	family(
+	    b, "preemption_nodes_total", "counter",
+	    "Candidate nodes of preempt requests by the preemptor's affinity mode and outcome: victims (flextopo chose them), passed (the scheduler's kept), dropped (no set works).");
 	for (unsigned k = 0; k < 2; k++)
 		for (unsigned o = 0; o < FT_PREEMPT_OUTCOMES; o++) {
 			ft_buf_puts(b,
@@ -241,17 +240,15 @@ static void write_preemption(ft_buf_t *b, ft_metrics_t *m)
 			ft_buf_put_uint(b, get(&m->preempt_nodes[k][o]));
 			ft_buf_puts(b, "\n");
 		}
-	family(b, "preemption_victims_total", "counter",
-	       "Victims named in preempt replies, by the preemptor's affinity "
-	       "mode.");
+	family(
+	    b, "preemption_victims_total", "counter",
+	    "Victims named in preempt replies, by the preemptor's affinity mode.");
 	for (unsigned k = 0; k < 2; k++)
 		sample_uint(b, "preemption_victims_total", "mode",
 			    mode_names[k], get(&m->preempt_victims[k]));
-	family(b, "victim_searches_total", "counter",
-	       "Victim searches of preempt requests, one per candidate node "
-	       "searched, by result: exact (the cheapest set), or why the set "
-	       "found may not be the cheapest (too-many-pods, visit-limit, "
-	       "pdb-limit).");
+	family(
+	    b, "victim_searches_total", "counter",
+	    "Victim searches of preempt requests, one per candidate node searched, by result: exact (the cheapest set), or why the set found may not be the cheapest (too-many-pods, visit-limit, pdb-limit).");
 	for (unsigned f = 0; f < FT_VICTIM_FALLBACKS; f++)
 		sample_uint(b, "victim_searches_total", "result",
 			    ft_victim_fallback_name((ft_victim_fallback_t)f),
@@ -263,15 +260,15 @@ static void write_binds(ft_buf_t *b, ft_metrics_t *m)
 	static const char *const results[FT_BIND_RESULTS] = {"bound", "failed",
 							     "unknown"};
 
-	family(b, "binds_total", "counter",
-	       "Bind requests by result: bound, failed, or unknown (the "
-	       "Binding's answer never came; its units stay held).");
+	family(
+	    b, "binds_total", "counter",
+	    "Bind requests by result: bound, failed, or unknown (the Binding's answer never came; its units stay held).");
 	for (unsigned r = 0; r < FT_BIND_RESULTS; r++)
 		sample_uint(b, "binds_total", "result", results[r],
 			    get(&m->binds[r]));
-	family(b, "bind_affinity_level_total", "counter",
-	       "Pods bound with devices, by the tightest affinity level "
-	       "their placement reached.");
+	family(
+	    b, "bind_affinity_level_total", "counter",
+	    "Pods bound with devices, by the tightest affinity level their placement reached.");
 	for (unsigned l = 0; l < FT_LEVEL_COUNT; l++)
 		sample_uint(b, "bind_affinity_level_total", "level",
 			    ft_level_name(l), get(&m->bind_levels[l]));
@@ -285,10 +282,10 @@ static void gauge(ft_buf_t *b, const char *name, const char *help, uint64_t v)
 
 static void write_cache(ft_buf_t *b, const ft_metrics_gauges_t *g)
 {
-	gauge(b, "ready",
-	      "1 while the model is in sync with the API server (the verbs "
-	      "answer only then).",
-	      g->ready);
+	gauge(
+	    b, "ready",
+	    "1 while the model is in sync with the API server (the verbs answer only then).",
+	    g->ready);
 	gauge(b, "nodes", "Nodes in the cluster state.", g->nodes);
 	gauge(b, "nodes_bad_topology",
 	      "Nodes whose topology annotation is missing or invalid.",
@@ -297,18 +294,18 @@ static void write_cache(ft_buf_t *b, const ft_metrics_gauges_t *g)
 	gauge(b, "assumed_pods",
 	      "Pods bound by the extender that the watch has not shown yet.",
 	      g->assumed);
-	gauge(b, "binds_unsettled",
-	      "Assumed pods whose Binding's outcome is unknown; their units "
-	      "stay held until the API server shows whether it landed.",
-	      g->unsettled);
+	gauge(
+	    b, "binds_unsettled",
+	    "Assumed pods whose Binding's outcome is unknown; their units stay held until the API server shows whether it landed.",
+	    g->unsettled);
 	gauge(b, "snapshot_generation",
 	      "Generation of the published cluster snapshot.", g->generation);
 	family(b, "cache_age_seconds", "gauge",
 	       "Seconds since the cluster snapshot was last published.");
 	sample_double(b, "cache_age_seconds", g->cache_age_seconds);
-	family(b, "informer_restarts_total", "counter",
-	       "Times a list+watch of the API server was re-established after "
-	       "an error or 410 Gone.");
+	family(
+	    b, "informer_restarts_total", "counter",
+	    "Times a list+watch of the API server was re-established after an error or 410 Gone.");
 	sample_uint(b, "informer_restarts_total", "resource", "nodes",
 		    g->node_restarts);
 	sample_uint(b, "informer_restarts_total", "resource", "pods",
@@ -333,21 +330,21 @@ static void write_decisions(ft_buf_t *b, const ft_metrics_gauges_t *g)
 
 static void write_gpus(ft_buf_t *b, const ft_metrics_gauges_t *g)
 {
-	family(b, "gpu_capacity_free", "gauge",
-	       "Free GPU capacity over all nodes, in GPUs: whole GPUs, MIG "
-	       "slices (1/8 each) and shared replicas (1/replicas each).");
+	family(
+	    b, "gpu_capacity_free", "gauge",
+	    "Free GPU capacity over all nodes, in GPUs: whole GPUs, MIG slices (1/8 each) and shared replicas (1/replicas each).");
 	sample_double(b, "gpu_capacity_free", (double)g->gpu_free_milli / 1e3);
-	family(b, "gpu_fragmentation", "gauge",
-	       "Free GPU capacity that the pods of the workload mix could not "
-	       "use, summed over nodes, in GPUs (FGD, USENIX ATC '23).");
+	family(
+	    b, "gpu_fragmentation", "gauge",
+	    "Free GPU capacity that the pods of the workload mix could not use, summed over nodes, in GPUs (FGD, USENIX ATC '23).");
 	sample_double(b, "gpu_fragmentation",
 		      (double)g->gpu_fragmentation_milli / 1e3);
 	gauge(b, "gpus_whole_free", "Whole GPUs free over all nodes.",
 	      g->gpus_whole_free);
-	gauge(b, "mig_slices_stranded",
-	      "Free MIG memory slices no instance covers or no pod of the "
-	      "workload mix could take, over all nodes.",
-	      g->mig_slices_stranded);
+	gauge(
+	    b, "mig_slices_stranded",
+	    "Free MIG memory slices no instance covers or no pod of the workload mix could take, over all nodes.",
+	    g->mig_slices_stranded);
 	gauge(b, "workload_mix_pods",
 	      "Recent pods making the workload mix (fragmentationWindow).",
 	      g->mix_pods);
@@ -355,12 +352,10 @@ static void write_gpus(ft_buf_t *b, const ft_metrics_gauges_t *g)
 
 static void write_conflicts(ft_buf_t *b, const ft_metrics_gauges_t *g)
 {
-	gauge(b, "conflict_pods",
-	      "Pods whose allocation annotations claim a GPU, MIG instance or "
-	      "CPU that another pod's annotations claim too (an allocation "
-	      "conflict); the "
-	      "units stay held.",
-	      g->conflict_pods);
+	gauge(
+	    b, "conflict_pods",
+	    "Pods whose allocation annotations claim a GPU, MIG instance or CPU that another pod's annotations claim too (an allocation conflict); the units stay held.",
+	    g->conflict_pods);
 	family(b, "conflicts_found_total", "counter",
 	       "Allocation conflicts found, each pair of pods once.");
 	sample_uint(b, "conflicts_found_total", NULL, NULL, g->conflicts_found);
@@ -368,11 +363,10 @@ static void write_conflicts(ft_buf_t *b, const ft_metrics_gauges_t *g)
 
 static void write_drift(ft_buf_t *b, const ft_metrics_gauges_t *g)
 {
-	gauge(b, "drift_pods",
-	      "Pods whose units as observed on the node (flextopo.io/observed, "
-	      "written by flextopo-node) differ from their allocation; they "
-	      "hold the observed units.",
-	      g->drift_pods);
+	gauge(
+	    b, "drift_pods",
+	    "Pods whose units as observed on the node (flextopo.io/observed, written by flextopo-node) differ from their allocation; they hold the observed units.",
+	    g->drift_pods);
 }
 
 static void write_build(ft_buf_t *b, const ft_metrics_gauges_t *g)

@@ -172,8 +172,7 @@ static void forget_conflicts(ft_state_t *state, const char *uid)
 {
 	conflict_rec_t *c, *tmp;
 
-	HASH_ITER(hh, state->conflicts, c, tmp)
-	{
+	HASH_ITER (hh, state->conflicts, c, tmp) {
 		if (uid && strcmp(c->uids[0], uid) != 0 &&
 		    strcmp(c->uids[1], uid) != 0)
 			continue;
@@ -190,18 +189,15 @@ void ft_state_free(ft_state_t *state)
 
 	if (!state)
 		return;
-	HASH_ITER(hh, state->pdbs, b, btmp)
-	{
+	HASH_ITER (hh, state->pdbs, b, btmp) {
 		HASH_DEL(state->pdbs, b);
 		pdb_rec_free(b);
 	}
-	HASH_ITER(hh, state->pods, p, ptmp)
-	{
+	HASH_ITER (hh, state->pods, p, ptmp) {
 		HASH_DEL(state->pods, p);
 		pod_rec_free(p);
 	}
-	HASH_ITER(hh, state->nodes, n, ntmp)
-	{
+	HASH_ITER (hh, state->nodes, n, ntmp) {
 		HASH_DEL(state->nodes, n);
 		node_rec_free(n);
 	}
@@ -451,8 +447,7 @@ void ft_state_pdb_view(ft_state_t *state, const ft_node_t *node,
 		HASH_FIND_STR(state->pods, node->holdings[i].uid, p);
 		pods[i] = p ? &p->pod : NULL;
 	}
-	HASH_ITER(hh, state->pdbs, b, tmp)
-	{
+	HASH_ITER (hh, state->pdbs, b, tmp) {
 		budgets[n++] = &b->pdb;
 	}
 	ft_victims_pdb_view(out, node, pods, budgets, n);
@@ -483,24 +478,24 @@ static void log_drift(const ft_pod_t *pod)
 	char expected[512], actual[512];
 
 	if (!pod->has_allocation) {
-		ft_log(FT_LOG_WARN, "watch", pod->name, pod->node, NULL,
-		       "pod %s/%s on node %s: placed without a flextopo "
-		       "allocation, holds %s; holding them (source %s)",
-		       pod->ns, pod->name, pod->node,
-		       ft_allocation_units_text(actual, sizeof(actual),
-						&pod->observed->units),
-		       ft_observed_source_name(pod->observed->source));
+		ft_log(
+		    FT_LOG_WARN, "watch", pod->name, pod->node, NULL,
+		    "pod %s/%s on node %s: placed without a flextopo allocation, holds %s; holding them (source %s)",
+		    pod->ns, pod->name, pod->node,
+		    ft_allocation_units_text(actual, sizeof(actual),
+					     &pod->observed->units),
+		    ft_observed_source_name(pod->observed->source));
 		return;
 	}
-	ft_log(FT_LOG_WARN, "watch", pod->name, pod->node, NULL,
-	       "pod %s/%s on node %s: observed %s differ from allocation "
-	       "%s; holding the observed units (source %s)",
-	       pod->ns, pod->name, pod->node,
-	       ft_allocation_units_text(actual, sizeof(actual),
-					&pod->observed->units),
-	       ft_allocation_units_text(expected, sizeof(expected),
-					&pod->allocation),
-	       ft_observed_source_name(pod->observed->source));
+	ft_log(
+	    FT_LOG_WARN, "watch", pod->name, pod->node, NULL,
+	    "pod %s/%s on node %s: observed %s differ from allocation %s; holding the observed units (source %s)",
+	    pod->ns, pod->name, pod->node,
+	    ft_allocation_units_text(actual, sizeof(actual),
+				     &pod->observed->units),
+	    ft_allocation_units_text(expected, sizeof(expected),
+				     &pod->allocation),
+	    ft_observed_source_name(pod->observed->source));
 }
 
 /*
@@ -658,11 +653,11 @@ static void sweep(ft_state_t *state, ft_kind_t kind)
 
 	if (kind == FT_KIND_PDB) {
 		pdb_rec_t *b, *btmp;
-		HASH_ITER(hh, state->pdbs, b, btmp)
-		if (b->mark != mark) {
-			HASH_DEL(state->pdbs, b);
-			pdb_rec_free(b);
-		}
+		HASH_ITER (hh, state->pdbs, b, btmp)
+			if (b->mark != mark) {
+				HASH_DEL(state->pdbs, b);
+				pdb_rec_free(b);
+			}
 		return;
 	}
 	if (kind == FT_KIND_POD) {
@@ -670,14 +665,14 @@ static void sweep(ft_state_t *state, ft_kind_t kind)
 		 * A pod missing from a relist is gone, assumed or not, unless
 		 * its bind is still in flight (the list may predate it).
 		 */
-		HASH_ITER(hh, state->pods, p, ptmp)
-		if (p->mark != mark && !p->bind_in_flight)
-			remove_pod(state, p);
+		HASH_ITER (hh, state->pods, p, ptmp)
+			if (p->mark != mark && !p->bind_in_flight)
+				remove_pod(state, p);
 		return;
 	}
-	HASH_ITER(hh, state->nodes, n, ntmp)
-	if (n->present && n->mark != mark)
-		remove_node(state, n);
+	HASH_ITER (hh, state->nodes, n, ntmp)
+		if (n->present && n->mark != mark)
+			remove_node(state, n);
 }
 
 void ft_state_replace_end(ft_state_t *state, ft_kind_t kind)
@@ -770,11 +765,10 @@ static void note_conflict(ft_state_t *state, const ft_node_t *node,
 		return;
 	state->conflicts_found++;
 	ft_conflict_units_text(units, sizeof(units), node, c);
-	ft_log(FT_LOG_WARN, "state", b->name, node->name, units,
-	       "allocation conflict: pods %s/%s and %s/%s both hold these "
-	       "units; they stay held, and the node's other units stay in "
-	       "use",
-	       a->ns, a->name, b->ns, b->name);
+	ft_log(
+	    FT_LOG_WARN, "state", b->name, node->name, units,
+	    "allocation conflict: pods %s/%s and %s/%s both hold these units; they stay held, and the node's other units stay in use",
+	    a->ns, a->name, b->ns, b->name);
 	queue_note(state, node, a, b, units);
 }
 
@@ -792,8 +786,7 @@ static int gather_pods(node_rec_t *n, ft_pod_t **views, const ft_pod_t ***ptrs,
 	*assumed = calloc(len ? len : 1, sizeof(**assumed));
 	if (!*views || !*ptrs || !*assumed)
 		return ft_error_set(FT_ENOMEM, "state: out of memory");
-	DL_FOREACH(n->pods, p)
-	{
+	DL_FOREACH (n->pods, p) {
 		(*views)[i] = p->pod; /* shallow: only read during the build */
 		if (p->assumed && p->assumed_units && !p->pod.has_allocation) {
 			(*views)[i].has_allocation = true;
@@ -843,8 +836,7 @@ static int collect(ft_state_t *state, ft_node_t ***out, unsigned *count,
 	*out = calloc(cap ? cap : 1, sizeof(**out));
 	if (!*out)
 		return ft_error_set(FT_ENOMEM, "state: out of memory");
-	HASH_ITER(hh, state->nodes, n, tmp)
-	{
+	HASH_ITER (hh, state->nodes, n, tmp) {
 		if (!n->present || (dirty_only && !n->dirty))
 			continue;
 		if (n->dirty && rebuild_node(state, n) < 0)
@@ -1051,8 +1043,7 @@ static int assume_locked(ft_state_t *state, const ft_pod_t *pod,
 	    strcmp(r->assumed_node, node_name) != 0)
 		return ft_error_set(
 		    FT_ECONFLICT,
-		    "pod %s/%s: its Binding to node %s is %s; not bound to "
-		    "%s before that is settled",
+		    "pod %s/%s: its Binding to node %s is %s; not bound to %s before that is settled",
 		    pod->ns, pod->name, r->assumed_node,
 		    r->bind_unknown ? "of unknown outcome" : "still in flight",
 		    node_name);
@@ -1142,8 +1133,7 @@ static const char *not_landed(const pod_rec_t *r, const ft_pod_t *seen,
 	if (seen->terminal)
 		return "the pod has finished";
 	if (now_ns - r->bind_sent_ns >= settle_ns)
-		return "the pod is still unbound, and the API server gave up "
-		       "on the request (bindSettleSeconds) before this read";
+		return "the pod is still unbound, and the API server gave up on the request (bindSettleSeconds) before this read";
 	return NULL;
 }
 
@@ -1164,10 +1154,10 @@ static bool settle_locked(ft_state_t *state, pod_rec_t *r, const ft_pod_t *seen,
 	}
 	if (!(why = not_landed(r, seen, now_ns, settle_ns)))
 		return false;
-	ft_log(FT_LOG_INFO, "bind", r->pod.name, r->assumed_node, why,
-	       "pod %s/%s: the Binding of unknown outcome did not land; its "
-	       "units are free again",
-	       r->pod.ns, r->pod.name);
+	ft_log(
+	    FT_LOG_INFO, "bind", r->pod.name, r->assumed_node, why,
+	    "pod %s/%s: the Binding of unknown outcome did not land; its units are free again",
+	    r->pod.ns, r->pod.name);
 	forget_locked(state, r);
 	return true;
 }
@@ -1214,8 +1204,7 @@ int ft_state_unsettled(ft_state_t *state, ft_pod_key_t **out, unsigned *count)
 	pthread_mutex_lock(&state->mu);
 	cap = HASH_COUNT(state->pods);
 	*out = calloc(cap ? cap : 1, sizeof(**out));
-	HASH_ITER(hh, state->pods, r, tmp)
-	{
+	HASH_ITER (hh, state->pods, r, tmp) {
 		if (!*out || !r->bind_unknown)
 			continue;
 		if (!key_copy(&(*out)[n++], r))
@@ -1301,13 +1290,11 @@ void ft_state_stats(ft_state_t *state, ft_state_stats_t *out)
 	pthread_mutex_lock(&state->mu);
 	out->generation = state->generation;
 	out->conflicts_found = state->conflicts_found;
-	HASH_ITER(hh, state->nodes, n, ntmp)
-	{
+	HASH_ITER (hh, state->nodes, n, ntmp) {
 		out->nodes += n->present;
 		out->nodes_bad_topology += n->present && !n->src.topology;
 	}
-	HASH_ITER(hh, state->pods, p, ptmp)
-	{
+	HASH_ITER (hh, state->pods, p, ptmp) {
 		out->pods++;
 		out->assumed += p->assumed;
 		out->unsettled += p->bind_unknown;

@@ -82,15 +82,12 @@ static int post_conflict_event(ft_app_t *app, const ft_conflict_note_t *note,
 			     .reason = "AllocationConflict",
 			     .message = message};
 
-	snprintf(message, sizeof(message),
-		 "%s on node %s: %s, by the allocation annotations of this "
-		 "pod and of pod %s/%s. The node cannot give both; flextopo "
-		 "keeps these units held, so nothing else is placed on "
-		 "them. Delete the pod bound later of the two; its "
-		 "controller recreates it on free units.",
-		 note->units, note->node,
-		 k ? "also held by an earlier pod" : "held by this pod first",
-		 other->ns, other->name);
+	snprintf(
+	    message, sizeof(message),
+	    "%s on node %s: %s, by the allocation annotations of this pod and of pod %s/%s. The node cannot give both; flextopo keeps these units held, so nothing else is placed on them. Delete the pod bound later of the two; its controller recreates it on free units.",
+	    note->units, note->node,
+	    k ? "also held by an earlier pod" : "held by this pod first",
+	    other->ns, other->name);
 	return ft_kube_post_pod_event(app->kube, &e);
 }
 

@@ -136,8 +136,8 @@ void ft_buf_put_json_string(ft_buf_t *b, const char *s)
 
 void ft_buf_put_base64(ft_buf_t *b, const void *data, size_t n)
 {
-	static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-				       "abcdefghijklmnopqrstuvwxyz0123456789+/";
+	static const char alphabet[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 	const unsigned char *p = data;
 	char quad[4];
 

@@ -26,10 +26,10 @@ int ft_log_level_parse(ft_log_level_t *out, const char *name)
 			return 0;
 		}
 	}
-	return ft_error_set(FT_EINVAL,
-			    "log level: expected debug, info, warn or error, "
-			    "got \"%s\"",
-			    name ? name : "");
+	return ft_error_set(
+	    FT_EINVAL,
+	    "log level: expected debug, info, warn or error, got \"%s\"",
+	    name ? name : "");
 }
 
 void ft_log_set_level(ft_log_level_t level)

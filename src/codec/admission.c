@@ -49,10 +49,9 @@ int ft_codec_admission_decode(ft_admission_t *out, const char *body, size_t len)
 	out->object = at(req, "object");
 	if (!out->uid || !out->kind || !cJSON_IsObject(out->object)) {
 		ft_admission_dispose(out);
-		return ft_error_set(FT_EINVAL,
-				    "AdmissionReview: request.uid, "
-				    "request.kind.kind and request.object are "
-				    "required");
+		return ft_error_set(
+		    FT_EINVAL,
+		    "AdmissionReview: request.uid, request.kind.kind and request.object are required");
 	}
 	return 0;
 }
@@ -74,8 +73,7 @@ static bool request_in(const cJSON *req, const char *const *classes, unsigned n)
 	if (at(req, "exactly"))
 		return in_classes(str_at(at(req, "exactly"), "deviceClassName"),
 				  classes, n);
-	cJSON_ArrayForEach(sub, at(req, "firstAvailable"))
-	{
+	cJSON_ArrayForEach (sub, at(req, "firstAvailable")) {
 		all &= in_classes(str_at(sub, "deviceClassName"), classes, n);
 	}
 	return all;
@@ -87,16 +85,14 @@ static bool constrained(const cJSON *devices, const char *name,
 {
 	const cJSON *c, *r;
 
-	cJSON_ArrayForEach(c, at(devices, "constraints"))
-	{
+	cJSON_ArrayForEach (c, at(devices, "constraints")) {
 		const char *attr = str_at(c, "matchAttribute");
 		const cJSON *reqs = at(c, "requests");
 		if (!attr || strcmp(attr, attribute) != 0)
 			continue;
 		if (!cJSON_GetArraySize(reqs))
 			return true; /* no list: every request */
-		cJSON_ArrayForEach(r, reqs)
-		{
+		cJSON_ArrayForEach (r, reqs) {
 			if (cJSON_IsString(r) &&
 			    strcmp(r->valuestring, name) == 0)
 				return true;
@@ -114,8 +110,7 @@ static cJSON *constraint(const cJSON *devices, const char *attribute,
 	const cJSON *req;
 	bool any = false;
 
-	cJSON_ArrayForEach(req, at(devices, "requests"))
-	{
+	cJSON_ArrayForEach (req, at(devices, "requests")) {
 		const char *name = str_at(req, "name");
 		if (!name || !request_in(req, classes, n) ||
 		    constrained(devices, name, attribute))
@@ -170,8 +165,9 @@ int ft_codec_admission_reply(char **out, const char *uid, const char *patch,
 	ft_buf_t b;
 
 	ft_buf_init(&b, 256);
-	ft_buf_puts(&b, "{\"apiVersion\":\"admission.k8s.io/v1\","
-			"\"kind\":\"AdmissionReview\",\"response\":{\"uid\":");
+	ft_buf_puts(
+	    &b,
+	    "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":");
 	ft_buf_put_json_string(&b, uid);
 	ft_buf_puts(&b, ",\"allowed\":true");
 	if (patch) {

@@ -189,8 +189,7 @@ static int decode_uuids(char **dst, unsigned *n, unsigned max,
 
 	if (list && !cJSON_IsArray(list))
 		return ft_error_set(FT_EINVAL, "%s: expected an array", key);
-	cJSON_ArrayForEach(item, list)
-	{
+	cJSON_ArrayForEach (item, list) {
 		const cJSON *v =
 		    field ? cJSON_GetObjectItemCaseSensitive(item, field)
 			  : item;
@@ -258,8 +257,7 @@ static int decode_replicas(ft_allocation_t *out, const cJSON *list,
 
 	if (list && !cJSON_IsArray(list))
 		return ft_error_set(FT_EINVAL, "%s: expected an array", key);
-	cJSON_ArrayForEach(item, list)
-	{
+	cJSON_ArrayForEach (item, list) {
 		if ((rc = decode_replica(out, item, key)) < 0)
 			return rc;
 	}
@@ -276,10 +274,10 @@ static int decode_cpuset(ft_cpuset_t *out, const cJSON *v, const char *key)
 		return ft_error_set(FT_EINVAL, "%s: expected a cpulist string",
 				    key);
 	if (ft_cpuset_parse(out, v->valuestring) < 0)
-		return ft_error_set(FT_EINVAL,
-				    "%s: \"%.64s\": not a cpulist of CPU ids "
-				    "0-%d in ascending ranges",
-				    key, v->valuestring, FT_CPU_MAX - 1);
+		return ft_error_set(
+		    FT_EINVAL,
+		    "%s: \"%.64s\": not a cpulist of CPU ids 0-%d in ascending ranges",
+		    key, v->valuestring, FT_CPU_MAX - 1);
 	return 0;
 }
 
@@ -375,10 +373,9 @@ static int decode_source(ft_observed_source_t *out, const cJSON *v)
 	else if (strcmp(v->valuestring, "podresources") == 0)
 		*out = FT_OBSERVED_PODRESOURCES;
 	else
-		return ft_error_set(FT_EINVAL,
-				    "source: \"%.64s\" is not nri or "
-				    "podresources",
-				    v->valuestring);
+		return ft_error_set(
+		    FT_EINVAL, "source: \"%.64s\" is not nri or podresources",
+		    v->valuestring);
 	return 0;
 }
 
@@ -440,8 +437,7 @@ static int check_containers(const cJSON *list)
 
 	if (list && !cJSON_IsArray(list))
 		return ft_error_set(FT_EINVAL, "containers: expected an array");
-	cJSON_ArrayForEach(c, list)
-	{
+	cJSON_ArrayForEach (c, list) {
 		if ((rc = check_container(c, i++)) < 0)
 			return rc;
 	}

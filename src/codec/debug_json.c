@@ -986,8 +986,9 @@ int ft_codec_explain_pod_decode(ft_pod_t *out, const char *body, size_t len,
 	pod = cJSON_IsObject(pod) ? pod : root;
 	meta = cJSON_GetObjectItemCaseSensitive(pod, "metadata");
 	if (!cJSON_IsObject(pod) || !cJSON_IsObject(meta)) {
-		rc = ft_error_set(FT_EINVAL, "expected a v1 Pod with metadata "
-					     "(or {\"Pod\": <v1 Pod>})");
+		rc = ft_error_set(
+		    FT_EINVAL,
+		    "expected a v1 Pod with metadata (or {\"Pod\": <v1 Pod>})");
 		goto cleanup;
 	}
 	if (!cJSON_GetObjectItemCaseSensitive(meta, "uid") &&

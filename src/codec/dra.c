@@ -145,8 +145,7 @@ static void memory_slices(ft_dra_device_t *d, const cJSON *capacity)
 	const cJSON *c;
 
 	d->slice_start = -1;
-	cJSON_ArrayForEach(c, capacity)
-	{
+	cJSON_ArrayForEach (c, capacity) {
 		const char *name = c->string;
 		char *end;
 		long i;
@@ -202,16 +201,14 @@ static int decode_devices(ft_dra_slice_t *out, const where_t *base,
 	int rc = 0;
 
 	if (devices && !cJSON_IsArray(devices))
-		return ft_error_set(FT_EINVAL,
-				    "resourceslice %s: spec.devices: want a "
-				    "list",
-				    base->slice);
+		return ft_error_set(
+		    FT_EINVAL, "resourceslice %s: spec.devices: want a list",
+		    base->slice);
 	if (!n)
 		return 0;
 	if (!(out->devices = calloc(n, sizeof(*out->devices))))
 		return ft_error_set(FT_ENOMEM, "out of memory");
-	cJSON_ArrayForEach(dev, devices)
-	{
+	cJSON_ArrayForEach (dev, devices) {
 		w.device = out->n_devices;
 		if ((rc = decode_device(&out->devices[out->n_devices++], &w,
 					dev)) < 0)
@@ -226,10 +223,10 @@ static int decode_pool(ft_dra_slice_t *out, const char *name, const cJSON *pool)
 	    !whole(at(pool, "generation"), &out->generation) ||
 	    !whole(at(pool, "resourceSliceCount"), &out->slice_count) ||
 	    out->slice_count < 1)
-		return ft_error_set(FT_EINVAL,
-				    "resourceslice %s: spec.pool: want name, "
-				    "generation and resourceSliceCount >= 1",
-				    name);
+		return ft_error_set(
+		    FT_EINVAL,
+		    "resourceslice %s: spec.pool: want name, generation and resourceSliceCount >= 1",
+		    name);
 	return dup_opt(&out->pool, str_at(pool, "name"));
 }
 
@@ -272,8 +269,7 @@ static const char *owner_pod(const cJSON *meta)
 {
 	const cJSON *ref;
 
-	cJSON_ArrayForEach(ref, at(meta, "ownerReferences"))
-	{
+	cJSON_ArrayForEach (ref, at(meta, "ownerReferences")) {
 		const char *kind = str_at(ref, "kind");
 		if (kind && strcmp(kind, "Pod") == 0 &&
 		    cJSON_IsTrue(at(ref, "controller")))
@@ -319,8 +315,7 @@ static int decode_requests(ft_dra_claim_t *out, const cJSON *requests)
 		return 0;
 	if (!(out->requests = calloc(n, sizeof(*out->requests))))
 		return ft_error_set(FT_ENOMEM, "out of memory");
-	cJSON_ArrayForEach(req, requests)
-	{
+	cJSON_ArrayForEach (req, requests) {
 		if ((rc = decode_request(&out->requests[out->n_requests++],
 					 out->name, req)) < 0)
 			break;
@@ -369,8 +364,7 @@ static const char *allocation_node(const cJSON *selector)
 	    cJSON_GetArrayItem(at(selector, "nodeSelectorTerms"), 0);
 	const cJSON *field;
 
-	cJSON_ArrayForEach(field, at(term, "matchFields"))
-	{
+	cJSON_ArrayForEach (field, at(term, "matchFields")) {
 		const char *key = str_at(field, "key");
 		const char *op = str_at(field, "operator");
 		const cJSON *values = at(field, "values");
@@ -399,8 +393,7 @@ static int decode_allocation(ft_dra_claim_t *out, const cJSON *alloc)
 		return 0;
 	if (!(out->results = calloc(n, sizeof(*out->results))))
 		return ft_error_set(FT_ENOMEM, "out of memory");
-	cJSON_ArrayForEach(res, results)
-	{
+	cJSON_ArrayForEach (res, results) {
 		if ((rc = decode_result(&out->results[out->n_results++],
 					out->name, res)) < 0)
 			return rc;
@@ -419,8 +412,7 @@ static int decode_consumers(ft_dra_claim_t *out, const cJSON *reserved)
 		return 0;
 	if (!(out->consumers = calloc(n, sizeof(*out->consumers))))
 		return ft_error_set(FT_ENOMEM, "out of memory");
-	cJSON_ArrayForEach(c, reserved)
-	{
+	cJSON_ArrayForEach (c, reserved) {
 		const char *resource = str_at(c, "resource");
 		const char *group = str_at(c, "apiGroup");
 		ft_dra_consumer_t *k;
@@ -451,9 +443,9 @@ int ft_codec_dra_claim_decode(ft_dra_claim_t *out, const cJSON *obj)
 
 	memset(out, 0, sizeof(*out));
 	if (!name || !str_at(meta, "uid"))
-		return ft_error_set(FT_EINVAL,
-				    "resourceclaim: metadata.name and uid are "
-				    "required");
+		return ft_error_set(
+		    FT_EINVAL,
+		    "resourceclaim: metadata.name and uid are required");
 	out->extended = extended_claim(meta);
 	if ((rc = dup_opt(&out->name, name)) < 0 ||
 	    (rc = dup_opt(&out->uid, str_at(meta, "uid"))) < 0 ||

@@ -48,10 +48,10 @@ static int parse_object(cJSON **out, const char *body, size_t len)
 
 	*out = NULL;
 	if (!root && nesting_at(body, offset) >= CJSON_NESTING_LIMIT)
-		return ft_error_set(FT_EINVAL,
-				    "JSON nested deeper than %d levels at "
-				    "offset %zu",
-				    CJSON_NESTING_LIMIT, offset);
+		return ft_error_set(
+		    FT_EINVAL,
+		    "JSON nested deeper than %d levels at offset %zu",
+		    CJSON_NESTING_LIMIT, offset);
 	if (!root)
 		return ft_error_set(FT_EINVAL, "malformed JSON at offset %zu",
 				    offset);
@@ -74,12 +74,10 @@ static int decode_node_names(ft_extender_args_t *out, const cJSON *names)
 	out->node_names = calloc(n ? n : 1, sizeof(*out->node_names));
 	if (!out->node_names)
 		return ft_error_set(FT_ENOMEM, "out of memory");
-	cJSON_ArrayForEach(item, names)
-	{
+	cJSON_ArrayForEach (item, names) {
 		if (!cJSON_IsString(item))
 			return ft_error_set(FT_EINVAL,
-					    "NodeNames[%u]: expected "
-					    "a string",
+					    "NodeNames[%u]: expected a string",
 					    out->n_nodes);
 		out->node_names[out->n_nodes++] = item->valuestring;
 	}
@@ -101,20 +99,17 @@ static int decode_nodes(ft_extender_args_t *out, const cJSON *nodes)
 
 	if (!cJSON_IsObject(nodes) ||
 	    (items && !cJSON_IsArray(items) && !cJSON_IsNull(items)))
-		return ft_error_set(FT_EINVAL, "Nodes: expected a "
-					       "NodeList");
+		return ft_error_set(FT_EINVAL, "Nodes: expected a NodeList");
 	out->node_names = calloc(n ? n : 1, sizeof(*out->node_names));
 	out->node_objects = calloc(n ? n : 1, sizeof(*out->node_objects));
 	if (!out->node_names || !out->node_objects)
 		return ft_error_set(FT_ENOMEM, "out of memory");
-	cJSON_ArrayForEach(item, items)
-	{
+	cJSON_ArrayForEach (item, items) {
 		const char *name = node_name(item);
 		if (!name)
-			return ft_error_set(FT_EINVAL,
-					    "Nodes.items[%u]: "
-					    "metadata.name missing",
-					    out->n_nodes);
+			return ft_error_set(
+			    FT_EINVAL, "Nodes.items[%u]: metadata.name missing",
+			    out->n_nodes);
 		out->node_objects[out->n_nodes] = item;
 		out->node_names[out->n_nodes++] = name;
 	}
@@ -143,8 +138,7 @@ int ft_codec_extender_args_decode_tree(ft_extender_args_t *out,
 	names = cJSON_GetObjectItem(out->root, "NodeNames");
 	nodes = cJSON_GetObjectItem(out->root, "Nodes");
 	if (!cJSON_IsObject(out->pod))
-		rc = ft_error_set(FT_EINVAL, "Pod: expected a Pod "
-					     "object");
+		rc = ft_error_set(FT_EINVAL, "Pod: expected a Pod object");
 	else if (names && !cJSON_IsNull(names))
 		rc = decode_node_names(out, names);
 	else if (nodes && !cJSON_IsNull(nodes))

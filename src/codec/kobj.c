@@ -117,8 +117,7 @@ static void add_resource(requests_t *r, decode_ctx_t *ctx, const char *name,
 		   strncmp(name, ctx->opts->mig_resource_prefix, plen) == 0) {
 		if (ft_quantity_milli(&milli, value) < 0 || milli % 1000) {
 			note_error(ctx,
-				   "resource %s: \"%s\" is not a whole "
-				   "number",
+				   "resource %s: \"%s\" is not a whole number",
 				   name, value);
 			return;
 		}
@@ -133,10 +132,10 @@ static void add_resource(requests_t *r, decode_ctx_t *ctx, const char *name,
 		}
 		if (ctx->mig_profile[0] &&
 		    strcmp(ctx->mig_profile, name + plen) != 0)
-			note_error(ctx,
-				   "resources: MIG profiles %s and %s in "
-				   "one pod; one profile per pod",
-				   ctx->mig_profile, name + plen);
+			note_error(
+			    ctx,
+			    "resources: MIG profiles %s and %s in one pod; one profile per pod",
+			    ctx->mig_profile, name + plen);
 		snprintf(ctx->mig_profile, sizeof(ctx->mig_profile), "%s",
 			 name + plen);
 		add_u64(&r->mig, (uint64_t)milli / 1000);
@@ -162,8 +161,7 @@ static requests_t container_requests(const cJSON *c, decode_ctx_t *ctx)
 	requests_t r = {0, 0, 0, 0, false, 0};
 
 	/* The API server defaults requests to limits; a bare object may not. */
-	cJSON_ArrayForEach(item, counted)
-	{
+	cJSON_ArrayForEach (item, counted) {
 		if (cJSON_IsString(item) && item->string)
 			add_resource(&r, ctx, item->string, item->valuestring);
 	}
@@ -214,9 +212,8 @@ static requests_t pod_requests(const cJSON *spec, decode_ctx_t *ctx)
 	const cJSON *c;
 	int n = 0;
 
-	cJSON_ArrayForEach(
-	    c, cJSON_GetObjectItemCaseSensitive(spec, "initContainers"))
-	{
+	cJSON_ArrayForEach (
+	    c, cJSON_GetObjectItemCaseSensitive(spec, "initContainers")) {
 		r = container_requests(c, ctx);
 		if (is_sidecar(c)) {
 			sum_into(&sidecars, &r);
@@ -226,9 +223,8 @@ static requests_t pod_requests(const cJSON *spec, decode_ctx_t *ctx)
 		r.guaranteed = r.guaranteed && sidecars.guaranteed;
 		max_into(&inits, &r);
 	}
-	cJSON_ArrayForEach(c,
-			   cJSON_GetObjectItemCaseSensitive(spec, "containers"))
-	{
+	cJSON_ArrayForEach (
+	    c, cJSON_GetObjectItemCaseSensitive(spec, "containers")) {
 		r = container_requests(c, ctx);
 		sum_into(&apps, &r);
 		n++;
@@ -244,9 +240,8 @@ static void add_overhead(requests_t *r, const cJSON *spec, decode_ctx_t *ctx)
 	const cJSON *item;
 	requests_t o = {0, 0, 0, 0, true, 0};
 
-	cJSON_ArrayForEach(item,
-			   cJSON_GetObjectItemCaseSensitive(spec, "overhead"))
-	{
+	cJSON_ArrayForEach (
+	    item, cJSON_GetObjectItemCaseSensitive(spec, "overhead")) {
 		if (cJSON_IsString(item) && item->string)
 			add_resource(&o, ctx, item->string, item->valuestring);
 	}
@@ -275,19 +270,19 @@ static void decode_affinity(ft_demand_t *d, const cJSON *pod, decode_ctx_t *ctx)
 	if (level && ft_level_parse(&d->level, level) == 0)
 		d->has_affinity = true;
 	else if (level)
-		note_error(ctx,
-			   "annotation %s/affinity: \"%s\" is not one of "
-			   "nvlink, pcie-switch, numa, socket, node",
-			   prefix, level);
+		note_error(
+		    ctx,
+		    "annotation %s/affinity: \"%s\" is not one of nvlink, pcie-switch, numa, socket, node",
+		    prefix, level);
 	if (!mode)
 		return;
 	if ((i = name_index(ft_affinity_mode_names, mode)) >= 0)
 		d->mode = (ft_affinity_mode_t)i;
 	else
-		note_error(ctx,
-			   "annotation %s/affinity-mode: \"%s\" is not "
-			   "guaranteed or best-effort",
-			   prefix, mode);
+		note_error(
+		    ctx,
+		    "annotation %s/affinity-mode: \"%s\" is not guaranteed or best-effort",
+		    prefix, mode);
 }
 
 /* flextopo.io/allocation-policy: the pod's own packed | distributed. */
@@ -303,10 +298,10 @@ static void decode_policy(ft_demand_t *d, const cJSON *pod, decode_ctx_t *ctx)
 	d->has_policy = i >= 0;
 	d->policy = i > 0 ? (ft_policy_t)i : FT_POLICY_PACKED;
 	if (!d->has_policy)
-		note_error(ctx,
-			   "annotation %s/allocation-policy: \"%s\" is not "
-			   "packed or distributed",
-			   prefix, policy);
+		note_error(
+		    ctx,
+		    "annotation %s/allocation-policy: \"%s\" is not packed or distributed",
+		    prefix, policy);
 }
 
 /* flextopo.io/requires: the capabilities every unit must have. */
@@ -340,10 +335,10 @@ static void decode_fraction(ft_demand_t *d, const cJSON *pod, decode_ctx_t *ctx)
 		d->gpu_fraction_milli = (uint32_t)milli;
 		return;
 	}
-	note_error(ctx,
-		   "annotation %s/gpu-fraction: \"%.32s\" is not a number "
-		   "in (0, 1]",
-		   prefix, text);
+	note_error(
+	    ctx,
+	    "annotation %s/gpu-fraction: \"%.32s\" is not a number in (0, 1]",
+	    prefix, text);
 }
 
 /* A set of GPU model hashes; `any` when nothing constrains the model. */
@@ -382,8 +377,7 @@ static bool product_requirement(products_t *out, const cJSON *e)
 	    strcmp(op, "In") != 0)
 		return false;
 	*out = (products_t){.any = false};
-	cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(e, "values"))
-	{
+	cJSON_ArrayForEach (v, cJSON_GetObjectItemCaseSensitive(e, "values")) {
 		if (cJSON_IsString(v))
 			products_add(out, ft_gpu_product_hash(v->valuestring));
 	}
@@ -428,9 +422,8 @@ static products_t term_products(const cJSON *term)
 	const cJSON *e;
 	products_t p = {.any = true};
 
-	cJSON_ArrayForEach(
-	    e, cJSON_GetObjectItemCaseSensitive(term, "matchExpressions"))
-	{
+	cJSON_ArrayForEach (
+	    e, cJSON_GetObjectItemCaseSensitive(term, "matchExpressions")) {
 		products_t req;
 		if (cJSON_IsObject(e) && product_requirement(&req, e))
 			p = products_and(&p, &req);
@@ -473,8 +466,7 @@ static void decode_products(ft_demand_t *d, const cJSON *spec)
 	}
 	if (!cJSON_IsArray(terms))
 		terms = NULL;
-	cJSON_ArrayForEach(term, terms)
-	{
+	cJSON_ArrayForEach (term, terms) {
 		products_t t = term_products(term);
 		terms_p = products_or(&terms_p, &t);
 	}
@@ -605,8 +597,7 @@ static int decode_labels(ft_pod_t *out, const cJSON *meta)
 		return 0;
 	if (!(out->labels = calloc(n, sizeof(*out->labels))))
 		return ft_error_set(FT_ENOMEM, "out of memory");
-	cJSON_ArrayForEach(item, labels)
-	{
+	cJSON_ArrayForEach (item, labels) {
 		char *kv;
 		if (!cJSON_IsString(item))
 			continue;
@@ -626,9 +617,9 @@ int ft_codec_pod_decode(ft_pod_t *out, const cJSON *pod,
 
 	memset(out, 0, sizeof(*out));
 	if (!str_at(meta, "name") || !str_at(meta, "uid"))
-		return ft_error_set(FT_EINVAL,
-				    "pod: metadata.name and metadata.uid are "
-				    "required");
+		return ft_error_set(
+		    FT_EINVAL,
+		    "pod: metadata.name and metadata.uid are required");
 	decode_demand(&out->demand, pod, &ctx);
 	ft_codec_node_rules_decode(
 	    &out->rules, cJSON_GetObjectItemCaseSensitive(pod, "spec"));
@@ -733,13 +724,11 @@ static int add_requirement(ft_selector_t *s, const char *key,
 				    strdup(values->valuestring))
 			   ? 0
 			   : ft_error_set(FT_ENOMEM, "out of memory");
-	cJSON_ArrayForEach(v, values)
-	{
+	cJSON_ArrayForEach (v, values) {
 		if (!cJSON_IsString(v))
-			return ft_error_set(FT_EINVAL,
-					    "selector %s: values must be "
-					    "strings",
-					    key);
+			return ft_error_set(
+			    FT_EINVAL, "selector %s: values must be strings",
+			    key);
 		if (!(r->values[r->n_values++] = strdup(v->valuestring)))
 			return ft_error_set(FT_ENOMEM, "out of memory");
 	}
@@ -757,10 +746,10 @@ static int parse_operator(ft_selector_op_t *out, const char *op)
 			return 0;
 		}
 	}
-	return ft_error_set(FT_EINVAL,
-			    "spec.selector.matchExpressions: operator \"%s\" "
-			    "is not In, NotIn, Exists or DoesNotExist",
-			    op ? op : "");
+	return ft_error_set(
+	    FT_EINVAL,
+	    "spec.selector.matchExpressions: operator \"%s\" is not In, NotIn, Exists or DoesNotExist",
+	    op ? op : "");
 }
 
 static int decode_selector(ft_selector_t *out, const cJSON *sel)
@@ -774,25 +763,23 @@ static int decode_selector(ft_selector_t *out, const cJSON *sel)
 		out->nothing = true;
 		return 0;
 	}
-	cJSON_ArrayForEach(item,
-			   cJSON_GetObjectItemCaseSensitive(sel, "matchLabels"))
-	{
+	cJSON_ArrayForEach (
+	    item, cJSON_GetObjectItemCaseSensitive(sel, "matchLabels")) {
 		if (!item->string || !cJSON_IsString(item))
 			return ft_error_set(
-			    FT_EINVAL, "spec.selector.matchLabels: expected "
-				       "a map of strings");
+			    FT_EINVAL,
+			    "spec.selector.matchLabels: expected a map of strings");
 		if ((rc = add_requirement(out, item->string, FT_SEL_IN, item)) <
 		    0)
 			return rc;
 	}
-	cJSON_ArrayForEach(
-	    item, cJSON_GetObjectItemCaseSensitive(sel, "matchExpressions"))
-	{
+	cJSON_ArrayForEach (
+	    item, cJSON_GetObjectItemCaseSensitive(sel, "matchExpressions")) {
 		const char *key = str_at(item, "key");
 		if (!key)
-			return ft_error_set(FT_EINVAL,
-					    "spec.selector.matchExpressions: "
-					    "key is required");
+			return ft_error_set(
+			    FT_EINVAL,
+			    "spec.selector.matchExpressions: key is required");
 		if ((rc = parse_operator(&op, str_at(item, "operator"))) < 0 ||
 		    (rc = add_requirement(
 			 out, key, op,
@@ -813,8 +800,7 @@ static int decode_disrupted(ft_pdb_t *out, const cJSON *status)
 		return 0;
 	if (!(out->disrupted = calloc(n, sizeof(*out->disrupted))))
 		return ft_error_set(FT_ENOMEM, "out of memory");
-	cJSON_ArrayForEach(item, map)
-	{
+	cJSON_ArrayForEach (item, map) {
 		if (!(out->disrupted[out->n_disrupted++] =
 			  strdup(item->string)))
 			return ft_error_set(FT_ENOMEM, "out of memory");
@@ -834,9 +820,9 @@ int ft_codec_pdb_decode(ft_pdb_t *out, const cJSON *pdb)
 
 	memset(out, 0, sizeof(*out));
 	if (!str_at(meta, "name"))
-		return ft_error_set(FT_EINVAL,
-				    "poddisruptionbudget: metadata.name is "
-				    "required");
+		return ft_error_set(
+		    FT_EINVAL,
+		    "poddisruptionbudget: metadata.name is required");
 	out->disruptions_allowed = cJSON_IsNumber(allowed) &&
 					   allowed->valuedouble > 0 &&
 					   allowed->valuedouble < INT32_MAX

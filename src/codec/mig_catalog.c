@@ -49,8 +49,7 @@ static int decode_starts(ft_mig_profile_t *p, const cJSON *list,
 	if (!cJSON_IsArray(list) || !cJSON_GetArraySize(list))
 		return ft_error_set(
 		    FT_EINVAL, "%s.starts: expected a list of slots", where);
-	cJSON_ArrayForEach(v, list)
-	{
+	cJSON_ArrayForEach (v, list) {
 		if (!cJSON_IsNumber(v) || v->valuedouble < 0 ||
 		    v->valuedouble > 7)
 			return ft_error_set(FT_EINVAL,
@@ -87,8 +86,7 @@ static int decode_strings(char **dst, unsigned *n, unsigned max,
 {
 	const cJSON *v;
 
-	cJSON_ArrayForEach(v, list)
-	{
+	cJSON_ArrayForEach (v, list) {
 		if (!cJSON_IsString(v) || *n >= max)
 			return ft_error_set(FT_EINVAL,
 					    "%s.models: up to %u strings",
@@ -104,8 +102,7 @@ static int decode_precisions(ft_mig_gpu_t *g, const cJSON *list,
 {
 	const cJSON *v;
 
-	cJSON_ArrayForEach(v, list)
-	{
+	cJSON_ArrayForEach (v, list) {
 		unsigned bit =
 		    cJSON_IsString(v) ? ft_precision_parse(v->valuestring) : 0;
 		if (!bit)
@@ -137,8 +134,7 @@ static int decode_gpu(ft_mig_gpu_t *g, const cJSON *obj, unsigned index)
 		 where)) < 0)
 		return rc;
 	g->memory_mib = mib;
-	cJSON_ArrayForEach(p, profiles)
-	{
+	cJSON_ArrayForEach (p, profiles) {
 		char pwhere[96];
 		if (g->n_profiles >= FT_MIG_PROFILES_MAX)
 			return ft_error_set(FT_EINVAL,
@@ -165,8 +161,7 @@ int ft_codec_mig_catalog_decode(ft_mig_catalog_t *out, const cJSON *root)
 		return ft_error_set(FT_EINVAL, "gpus: expected a list");
 	if (!(out->gpus = calloc(n, sizeof(*out->gpus))))
 		return ft_error_set(FT_ENOMEM, "out of memory");
-	cJSON_ArrayForEach(g, gpus)
-	{
+	cJSON_ArrayForEach (g, gpus) {
 		if ((rc = decode_gpu(&out->gpus[out->n_gpus], g, out->n_gpus)) <
 		    0)
 			break;

@@ -71,8 +71,7 @@ static bool add_req(ft_node_rules_t *r, uint8_t term, const char *key,
 		r->hashes[r->n_hashes++] =
 		    listed ? ft_label_hash(key, one) : ft_label_key_hash(key);
 	else
-		cJSON_ArrayForEach(v, values)
-		{
+		cJSON_ArrayForEach (v, values) {
 			if (!cJSON_IsString(v)) {
 				r->n_hashes = q->first;
 				return false;
@@ -90,8 +89,7 @@ static void decode_selector(ft_node_rules_t *r, const cJSON *selector)
 {
 	const cJSON *e;
 
-	cJSON_ArrayForEach(e, object(selector))
-	{
+	cJSON_ArrayForEach (e, object(selector)) {
 		if (cJSON_IsString(e))
 			add_req(r, FT_RULE_ALL_TERMS, e->string, FT_REQ_IN,
 				NULL, e->valuestring);
@@ -108,8 +106,7 @@ static bool decode_term(ft_node_rules_t *r, uint8_t t, const cJSON *term)
 	const cJSON *e;
 	bool kept = false;
 
-	cJSON_ArrayForEach(e, at(term, "matchExpressions"))
-	{
+	cJSON_ArrayForEach (e, at(term, "matchExpressions")) {
 		kept |= add_req(r, t, str_at(e, "key"),
 				parse_op(str_at(e, "operator")),
 				at(e, "values"), NULL);
@@ -130,8 +127,7 @@ static void decode_terms(ft_node_rules_t *r, const cJSON *terms)
 	const cJSON *term;
 	bool every = false;
 
-	cJSON_ArrayForEach(term, array(terms))
-	{
+	cJSON_ArrayForEach (term, array(terms)) {
 		if (every || !cJSON_IsObject(term) || empty_term(term))
 			continue;
 		every = t == UINT8_MAX - 1 || !decode_term(r, t++, term);
@@ -155,8 +151,7 @@ static void decode_tolerations(ft_node_rules_t *r, const cJSON *list)
 {
 	const cJSON *e;
 
-	cJSON_ArrayForEach(e, array(list))
-	{
+	cJSON_ArrayForEach (e, array(list)) {
 		const char *key = str_at(e, "key"), *op = str_at(e, "operator");
 		bool exists = op && strcmp(op, "Exists") == 0;
 		uint8_t effects = toleration_effects(str_at(e, "effect"));
@@ -193,8 +188,7 @@ static int add_labels(ft_node_labels_t *l, const cJSON *labels)
 	const cJSON *e;
 	int rc = 0;
 
-	cJSON_ArrayForEach(e, object(labels))
-	{
+	cJSON_ArrayForEach (e, object(labels)) {
 		if (rc == 0 && cJSON_IsString(e))
 			rc = ft_node_labels_add(l, e->string, e->valuestring);
 	}
@@ -206,8 +200,7 @@ static int add_taints(ft_node_labels_t *l, const cJSON *taints)
 	const cJSON *e;
 	int rc = 0;
 
-	cJSON_ArrayForEach(e, array(taints))
-	{
+	cJSON_ArrayForEach (e, array(taints)) {
 		const char *key = str_at(e, "key");
 		if (rc == 0 && key)
 			rc = ft_node_labels_add_taint(

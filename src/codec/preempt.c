@@ -49,14 +49,13 @@ static int decode_node(ft_preempt_node_t *out, const cJSON *entry)
 	out->victim_uids = calloc(n ? n : 1, sizeof(*out->victim_uids));
 	if (!out->victim_uids)
 		return ft_error_set(FT_ENOMEM, "out of memory");
-	cJSON_ArrayForEach(v, pods)
-	{
+	cJSON_ArrayForEach (v, pods) {
 		const char *uid = victim_uid(v);
 		if (!uid)
-			return ft_error_set(FT_EINVAL,
-					    "%s.Pods[%u]: no UID (metadata.uid "
-					    "or UID)",
-					    out->name, out->n_victims);
+			return ft_error_set(
+			    FT_EINVAL,
+			    "%s.Pods[%u]: no UID (metadata.uid or UID)",
+			    out->name, out->n_victims);
 		out->victim_uids[out->n_victims++] = uid;
 	}
 	return 0;
@@ -74,8 +73,7 @@ static int decode_map(ft_preempt_args_t *out, const cJSON *map)
 	out->nodes = calloc(n ? n : 1, sizeof(*out->nodes));
 	if (!out->nodes)
 		return ft_error_set(FT_ENOMEM, "out of memory");
-	cJSON_ArrayForEach(entry, map)
-	{
+	cJSON_ArrayForEach (entry, map) {
 		if ((rc = decode_node(&out->nodes[out->n_nodes++], entry)) < 0)
 			return rc;
 	}

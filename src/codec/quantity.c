@@ -88,8 +88,7 @@ static int quantity_value(long double *out, const char *text)
 	}
 bad:
 	return ft_error_set(FT_EINVAL,
-			    "quantity \"%s\": not a Kubernetes "
-			    "quantity",
+			    "quantity \"%s\": not a Kubernetes quantity",
 			    text ? text : "");
 }
 

@@ -23,9 +23,9 @@ static int decode_memory(ft_caps_t *out, const cJSON *item)
 	char msg[256];
 
 	if (!cJSON_IsString(item))
-		return ft_error_set(FT_EINVAL,
-				    "memoryPerGpu: expected a quantity string "
-				    "such as \"40Gi\"");
+		return ft_error_set(
+		    FT_EINVAL,
+		    "memoryPerGpu: expected a quantity string such as \"40Gi\"");
 	if (ft_quantity_mib(&out->memory_mib, item->valuestring) == 0)
 		return 0;
 	snprintf(msg, sizeof(msg), "%s", ft_error_last());
@@ -38,18 +38,16 @@ static int decode_precisions(ft_caps_t *out, const cJSON *item)
 	unsigned i = 0, bit;
 
 	if (!cJSON_IsArray(item))
-		return ft_error_set(FT_EINVAL,
-				    "precision: expected an array of names "
-				    "such as [\"fp8\"]");
-	cJSON_ArrayForEach(p, item)
-	{
+		return ft_error_set(
+		    FT_EINVAL,
+		    "precision: expected an array of names such as [\"fp8\"]");
+	cJSON_ArrayForEach (p, item) {
 		const char *name = cJSON_IsString(p) ? p->valuestring : "";
 		if (!(bit = ft_precision_parse(name)))
-			return ft_error_set(FT_EINVAL,
-					    "precision[%u]: \"%.32s\" is not "
-					    "one of fp64, tf32, bf16, fp16, "
-					    "fp8, int8, fp4",
-					    i, name);
+			return ft_error_set(
+			    FT_EINVAL,
+			    "precision[%u]: \"%.32s\" is not one of fp64, tf32, bf16, fp16, fp8, int8, fp4",
+			    i, name);
 		out->precisions |= bit;
 		i++;
 	}
@@ -65,9 +63,8 @@ static int decode_interconnect(ft_caps_t *out, const cJSON *item)
 	else if (strcmp(v, "pcie") == 0)
 		out->interconnect = FT_INTERCONNECT_PCIE;
 	else
-		return ft_error_set(FT_EINVAL,
-				    "interconnect: expected \"nvlink\" or "
-				    "\"pcie\"");
+		return ft_error_set(
+		    FT_EINVAL, "interconnect: expected \"nvlink\" or \"pcie\"");
 	return 0;
 }
 
@@ -76,10 +73,9 @@ static int decode_domain_size(ft_caps_t *out, const cJSON *item)
 	double v = cJSON_IsNumber(item) ? item->valuedouble : 0;
 
 	if (v < 1 || v > DOMAIN_SIZE_MAX || v != (double)(uint32_t)v)
-		return ft_error_set(FT_EINVAL,
-				    "nvlinkDomainSize: expected an integer "
-				    "1-%d",
-				    DOMAIN_SIZE_MAX);
+		return ft_error_set(
+		    FT_EINVAL, "nvlinkDomainSize: expected an integer 1-%d",
+		    DOMAIN_SIZE_MAX);
 	out->nvlink_domain = (uint32_t)v;
 	return 0;
 }
@@ -97,10 +93,10 @@ static int decode_key(ft_caps_t *out, const cJSON *item)
 		return decode_interconnect(out, item);
 	if (strcmp(key, "nvlinkDomainSize") == 0)
 		return decode_domain_size(out, item);
-	return ft_error_set(FT_EINVAL,
-			    "unknown key \"%.64s\" (memoryPerGpu, precision, "
-			    "interconnect, nvlinkDomainSize)",
-			    key);
+	return ft_error_set(
+	    FT_EINVAL,
+	    "unknown key \"%.64s\" (memoryPerGpu, precision, interconnect, nvlinkDomainSize)",
+	    key);
 }
 
 int ft_codec_requires_decode(ft_caps_t *out, const char *json)
@@ -111,12 +107,12 @@ int ft_codec_requires_decode(ft_caps_t *out, const char *json)
 
 	memset(out, 0, sizeof(*out));
 	if (!cJSON_IsObject(root)) {
-		rc = ft_error_set(FT_EINVAL, "expected a JSON object such as "
-					     "{\"memoryPerGpu\":\"40Gi\"}");
+		rc = ft_error_set(
+		    FT_EINVAL,
+		    "expected a JSON object such as {\"memoryPerGpu\":\"40Gi\"}");
 		goto cleanup;
 	}
-	cJSON_ArrayForEach(item, root)
-	{
+	cJSON_ArrayForEach (item, root) {
 		if ((rc = decode_key(out, item)) < 0)
 			goto cleanup;
 	}

@@ -174,9 +174,9 @@ static int decode_device(const reader_t *rd, ft_sharing_device_t *d,
 		return copy_text(rd, &d->text, number);
 	}
 	if (!cJSON_IsString(v) || classify_text(d, v->valuestring) < 0)
-		return fail(rd, v, path,
-			    "must be a GPU index, a GPU UUID (GPU-...), a MIG "
-			    "index (GPU:MIG) or a MIG UUID (MIG-...)");
+		return fail(
+		    rd, v, path,
+		    "must be a GPU index, a GPU UUID (GPU-...), a MIG index (GPU:MIG) or a MIG UUID (MIG-...)");
 	return copy_text(rd, &d->text, v->valuestring);
 }
 
@@ -193,8 +193,7 @@ static int decode_device_list(const reader_t *rd, ft_sharing_resource_t *r,
 	if (!(r->devices = calloc((size_t)n, sizeof(*r->devices))))
 		return out_of_memory(rd);
 	r->select = FT_SHARING_LIST;
-	cJSON_ArrayForEach(v, list)
-	{
+	cJSON_ArrayForEach (v, list) {
 		snprintf(item_path, sizeof(item_path), "%.96s[%u]", path,
 			 r->n_devices);
 		if ((rc = decode_device(rd, &r->devices[r->n_devices++], v,
@@ -219,9 +218,9 @@ static int decode_devices(const reader_t *rd, ft_sharing_resource_t *r,
 	if (cJSON_IsArray(v))
 		return decode_device_list(rd, r, v, path);
 	if (!is_int_in(v, 1, INT_MAX))
-		return fail(rd, v, path,
-			    "must be \"all\", a count of GPUs (1 or more) or "
-			    "a list of devices");
+		return fail(
+		    rd, v, path,
+		    "must be \"all\", a count of GPUs (1 or more) or a list of devices");
 	r->select = FT_SHARING_COUNT;
 	r->count = (unsigned)v->valuedouble;
 	return 0;
@@ -294,8 +293,7 @@ static int decode_resources(const reader_t *rd, const cJSON *section,
 			    "must be a list of one resource or more");
 	if (!(s->resources = calloc((size_t)n, sizeof(*s->resources))))
 		return out_of_memory(rd);
-	cJSON_ArrayForEach(v, list)
-	{
+	cJSON_ArrayForEach (v, list) {
 		snprintf(path, sizeof(path), "%.96s.resources[%u]", parent,
 			 s->n_resources);
 		if ((rc = decode_resource(rd, &s->resources[s->n_resources++],
@@ -348,11 +346,10 @@ static int decode_root(const reader_t *rd, const cJSON *root)
 	const cJSON *version = NULL;
 
 	if (!cJSON_IsObject(root))
-		return ft_error_set(FT_EINVAL,
-				    "%s: expected the device plugin's "
-				    "configuration (a mapping with version: "
-				    "v1)",
-				    rd->s->file);
+		return ft_error_set(
+		    FT_EINVAL,
+		    "%s: expected the device plugin's configuration (a mapping with version: v1)",
+		    rd->s->file);
 	version = member(root, "version");
 	if (version &&
 	    (!cJSON_IsString(version) || strcmp(version->valuestring, "v1")))

@@ -118,8 +118,8 @@ static void label(svg_t *s, int x, int y, int size, const char *weight,
 		  const char *str)
 {
 	out(s,
-	    "<text x=\"%d\" y=\"%d\" font-family=\"sans-serif\" "
-	    "font-size=\"%d\" font-weight=\"%s\" fill=\"" STROKE "\">",
+	    "<text x=\"%d\" y=\"%d\" font-family=\"sans-serif\" font-size=\"%d\" font-weight=\"%s\" fill=\"" STROKE
+	    "\">",
 	    x, y, size, weight);
 	text(s, str);
 	out(s, "</text>\n");
@@ -377,9 +377,7 @@ static void draw_cores(svg_t *s, unsigned n, int x, int y)
 		else if (ft_cpuset_has(&t->reserved_cpus, cpu))
 			fill = RESERVED_FILL;
 		out(s,
-		    "<rect class=\"core\" x=\"%d\" y=\"%d\" width=\"%d\" "
-		    "height=\"%d\" fill=\"%s\" stroke=\"#90a4ae\" "
-		    "stroke-width=\"0.5\"><title>CPU %u",
+		    "<rect class=\"core\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\" stroke=\"#90a4ae\" stroke-width=\"0.5\"><title>CPU %u",
 		    x + (int)(k % GRID_COLS) * CELL,
 		    y + (int)(k / GRID_COLS) * CELL, CORE, CORE, fill, cpu);
 		holder_title(s, holder);
@@ -396,9 +394,7 @@ static void draw_mig_slices(svg_t *s, unsigned g, int x, int y)
 
 	for (unsigned k = 0; k < FT_MIG_SLICES; k++)
 		out(s,
-		    "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
-		    "fill=\"#cfd8dc\" stroke=\"#b0bec5\" "
-		    "stroke-width=\"0.5\"/>\n",
+		    "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#cfd8dc\" stroke=\"#b0bec5\" stroke-width=\"0.5\"/>\n",
 		    x0 + (int)k * SLICE_W, y0, SLICE_W, SLICE_H);
 	for (unsigned i = 0; i < t->n_mig; i++) {
 		const ft_mig_instance_t *m = &t->mig[i];
@@ -406,8 +402,7 @@ static void draw_mig_slices(svg_t *s, unsigned g, int x, int y)
 		if (m->gpu != g)
 			continue;
 		out(s,
-		    "<rect class=\"mig\" x=\"%d\" y=\"%d\" width=\"%d\" "
-		    "height=\"%d\" rx=\"2\" fill=\"%s\" stroke=\"" STROKE
+		    "<rect class=\"mig\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" rx=\"2\" fill=\"%s\" stroke=\"" STROKE
 		    "\"><title>MIG ",
 		    x0 + m->start * SLICE_W + 1, y0 + 1, m->size * SLICE_W - 2,
 		    SLICE_H - 2, holder >= 0 ? s->colour[holder] : FREE_FILL);
@@ -437,9 +432,8 @@ static void draw_replicas(svg_t *s, unsigned g, int x, int y)
 		 n);
 	label(s, x + 8, y + 60, 9, "normal", line);
 	out(s,
-	    "<rect class=\"replica-bar\" x=\"%d\" y=\"%d\" width=\"%d\" "
-	    "height=\"%d\" fill=\"" FREE_FILL "\" stroke=\"" STROKE
-	    "\" stroke-width=\"0.5\"/>\n",
+	    "<rect class=\"replica-bar\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"" FREE_FILL
+	    "\" stroke=\"" STROKE "\" stroke-width=\"0.5\"/>\n",
 	    x + 8, y + REPLICA_Y, GPU_W - 16, REPLICA_H);
 	for (unsigned i = 0; i < node->n_holdings && at < n; i++) {
 		unsigned count = node->holdings[i].replicas[g];
@@ -447,8 +441,7 @@ static void draw_replicas(svg_t *s, unsigned g, int x, int y)
 			continue;
 		count = count < n - at ? count : n - at;
 		out(s,
-		    "<rect class=\"replicas\" x=\"%.1f\" y=\"%d\" "
-		    "width=\"%.1f\" height=\"%d\" fill=\"%s\" stroke=\"" STROKE
+		    "<rect class=\"replicas\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\" stroke=\"" STROKE
 		    "\" stroke-width=\"0.5\"><title>%u of %u replicas",
 		    x + 8 + at * unit, y + REPLICA_Y, count * unit, REPLICA_H,
 		    s->colour[i], node->holdings[i].replicas[g], n);
@@ -480,8 +473,7 @@ static void draw_gpu(svg_t *s, unsigned g, int x, int y)
 	else if ((s->t->reserved_gpus >> g) & 1)
 		fill = RESERVED_FILL;
 	out(s,
-	    "<rect class=\"gpu\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
-	    "rx=\"6\" fill=\"%s\" stroke=\"" STROKE
+	    "<rect class=\"gpu\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" rx=\"6\" fill=\"%s\" stroke=\"" STROKE
 	    "\" stroke-width=\"1.5\"><title>GPU %d ",
 	    x, y, GPU_W, GPU_H, fill, gpu->index);
 	text(s, gpu->uuid);
@@ -513,8 +505,7 @@ static int draw_box(svg_t *s, unsigned n, unsigned sw, int x, int y)
 	char name[48];
 
 	out(s,
-	    "<rect class=\"pcie-switch\" x=\"%d\" y=\"%d\" width=\"%d\" "
-	    "height=\"%d\" rx=\"4\" fill=\"#e3f2fd\" stroke=\"#1e88e5\"%s/>\n",
+	    "<rect class=\"pcie-switch\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" rx=\"4\" fill=\"#e3f2fd\" stroke=\"#1e88e5\"%s/>\n",
 	    x, y, w, box_h(), sw == FT_NONE ? " stroke-dasharray=\"4 3\"" : "");
 	if (sw == FT_NONE)
 		snprintf(name, sizeof(name), "root port");
@@ -539,9 +530,7 @@ static int draw_unplaced(svg_t *s, uint16_t gpus, const char *name, int x,
 	int gx = x + PAD;
 
 	out(s,
-	    "<rect class=\"unplaced\" x=\"%d\" y=\"%d\" width=\"%d\" "
-	    "height=\"%d\" rx=\"4\" fill=\"#fbe9e7\" stroke=\"#e64a19\" "
-	    "stroke-dasharray=\"4 3\"/>\n",
+	    "<rect class=\"unplaced\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" rx=\"4\" fill=\"#fbe9e7\" stroke=\"#e64a19\" stroke-dasharray=\"4 3\"/>\n",
 	    x, y, w, box_h());
 	label(s, x + 6, y + 14, 10, "normal", name);
 	for (unsigned g = 0; g < s->t->n_gpus; g++) {
@@ -569,8 +558,7 @@ static void draw_numa(svg_t *s, unsigned n, int x, int y)
 	snprintf(head, sizeof(head), "NUMA %d: CPUs %s, %s, %u free CPUs",
 		 numa->id, cpus, memory, s->node->numa_free_cpus[n]);
 	out(s,
-	    "<rect class=\"numa\" x=\"%d\" y=\"%d\" width=\"%d\" "
-	    "height=\"%d\" rx=\"6\" fill=\"#fff8e1\" stroke=\"#f9a825\"/>\n",
+	    "<rect class=\"numa\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" rx=\"6\" fill=\"#fff8e1\" stroke=\"#f9a825\"/>\n",
 	    x, y, w, h);
 	label(s, x + 8, y + 14, 11, "bold", head);
 	draw_cores(s, n, x + PAD, y + LABEL_H);
@@ -589,8 +577,7 @@ static int draw_socket(svg_t *s, unsigned so, int y, int w)
 
 	socket_flow(&f, t, so);
 	out(s,
-	    "<rect class=\"socket\" x=\"%d\" y=\"%d\" width=\"%d\" "
-	    "height=\"%d\" rx=\"8\" fill=\"#fafafa\" stroke=\"" STROKE
+	    "<rect class=\"socket\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" rx=\"8\" fill=\"#fafafa\" stroke=\"" STROKE
 	    "\" stroke-width=\"2\"/>\n",
 	    MARGIN, y, w, f.h);
 	snprintf(name, sizeof(name), "Socket %d", t->sockets[so].id);
@@ -669,19 +656,20 @@ static void draw_bus(svg_t *s, ft_buf_t *under, uint16_t g, int y)
 		x = s->gpu_x[a] + (rank++ * 5.0) - size * 2.5;
 		lo = x < lo ? x : lo;
 		hi = x > hi ? x : hi;
-		snprintf(line, sizeof(line),
-			 "<line class=\"nvlink\" x1=\"%.1f\" y1=\"%.1f\" "
-			 "x2=\"%.1f\" y2=\"%d\" stroke=\"" NVLINK
-			 "\" stroke-width=\"2\"/>\n",
-			 x, s->gpu_y[a], x, y);
+		snprintf(
+		    line, sizeof(line),
+		    "<line class=\"nvlink\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%d\" stroke=\"" NVLINK
+		    "\" stroke-width=\"2\"/>\n",
+		    x, s->gpu_y[a], x, y);
 		ft_buf_puts(under, line);
 		snprintf(list + strlen(list), sizeof(list) - strlen(list),
 			 "%s%d", rank > 1 ? ", " : "", t->gpus[a].index);
 	}
-	snprintf(line, sizeof(line),
-		 "<rect class=\"nvlink-group\" x=\"%.1f\" y=\"%d\" "
-		 "width=\"%.1f\" height=\"8\" rx=\"3\" fill=\"" NVLINK "\"/>\n",
-		 lo - 6, y, hi - lo + 12);
+	snprintf(
+	    line, sizeof(line),
+	    "<rect class=\"nvlink-group\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"8\" rx=\"3\" fill=\"" NVLINK
+	    "\"/>\n",
+	    lo - 6, y, hi - lo + 12);
 	ft_buf_puts(under, line);
 	snprintf(line, sizeof(line),
 		 "NVLink group (all pairs linked, NV%u): GPUs %s",
@@ -708,10 +696,8 @@ static void draw_arc(svg_t *s, unsigned a, unsigned b)
 	unsigned links = t->gpus[a].nvlink_links[b];
 
 	out(s,
-	    "<path class=\"nvlink\" d=\"M%.1f %.1f Q%.1f %.1f %.1f %.1f\" "
-	    "fill=\"none\" stroke=\"" NVLINK
-	    "\" stroke-opacity=\"0.8\" stroke-width=\"%.1f\"><title>NVLink "
-	    "GPU %d - GPU %d: %u links</title></path>\n",
+	    "<path class=\"nvlink\" d=\"M%.1f %.1f Q%.1f %.1f %.1f %.1f\" fill=\"none\" stroke=\"" NVLINK
+	    "\" stroke-opacity=\"0.8\" stroke-width=\"%.1f\"><title>NVLink GPU %d - GPU %d: %u links</title></path>\n",
 	    s->gpu_x[a], s->gpu_y[a] - GPU_H / 2.0, cx, cy < 0 ? 0 : cy,
 	    s->gpu_x[b], s->gpu_y[b] - GPU_H / 2.0, 1.5 + links / 4.0,
 	    t->gpus[a].index, t->gpus[b].index, links);
@@ -735,8 +721,8 @@ static void draw_nvlinks(svg_t *s, ft_buf_t *under)
 static void swatch(svg_t *s, int x, int y, const char *fill)
 {
 	out(s,
-	    "<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"12\" fill=\"%s\" "
-	    "stroke=\"" STROKE "\" stroke-width=\"0.5\"/>\n",
+	    "<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"12\" fill=\"%s\" stroke=\"" STROKE
+	    "\" stroke-width=\"0.5\"/>\n",
 	    x, y - 10, fill);
 }
 
@@ -768,8 +754,8 @@ static void draw_legend(svg_t *s, int y)
 		y += LEGEND_H;
 		swatch(s, MARGIN, y, s->colour[i]);
 		out(s,
-		    "<text x=\"%d\" y=\"%d\" font-family=\"sans-serif\" "
-		    "font-size=\"11\" fill=\"" STROKE "\">",
+		    "<text x=\"%d\" y=\"%d\" font-family=\"sans-serif\" font-size=\"11\" fill=\"" STROKE
+		    "\">",
 		    MARGIN + 18, y);
 		text(s, h->ns);
 		text(s, "/");
@@ -790,11 +776,11 @@ static void draw_legend(svg_t *s, int y)
 	if (node->unknown_gpus || node->unknown_cpus ||
 	    node->unknown_replicas) {
 		y += LEGEND_H;
-		snprintf(line, sizeof(line),
-			 "held at unknown places: %u GPUs, %u CPUs, %u "
-			 "replicas",
-			 node->unknown_gpus, node->unknown_cpus,
-			 node->unknown_replicas);
+		snprintf(
+		    line, sizeof(line),
+		    "held at unknown places: %u GPUs, %u CPUs, %u replicas",
+		    node->unknown_gpus, node->unknown_cpus,
+		    node->unknown_replicas);
 		label(s, MARGIN, y, 11, "normal", line);
 	}
 	extend(s, MARGIN + 520, y + MARGIN);
@@ -809,8 +795,7 @@ static void draw_title(svg_t *s)
 	if (!t) {
 		label(s, MARGIN, MARGIN + 32, 12, "normal", "no topology: ");
 		out(s,
-		    "<text x=\"%d\" y=\"%d\" font-family=\"sans-serif\" "
-		    "font-size=\"11\" fill=\"#c62828\">",
+		    "<text x=\"%d\" y=\"%d\" font-family=\"sans-serif\" font-size=\"11\" fill=\"#c62828\">",
 		    MARGIN, MARGIN + 50);
 		text(s, s->node->topology_error ? s->node->topology_error
 						: "annotation missing");
@@ -818,11 +803,11 @@ static void draw_title(svg_t *s)
 		extend(s, MARGIN + 720, MARGIN + 60);
 		return;
 	}
-	snprintf(line, sizeof(line),
-		 "%u sockets, %u NUMA nodes, %u CPUs, %u PCIe switches, %u "
-		 "GPUs, %u MIG instances; pods holding units: %u",
-		 t->n_sockets, t->n_numa, t->n_cpus, t->n_switches, t->n_gpus,
-		 t->n_mig, s->node->n_holdings);
+	snprintf(
+	    line, sizeof(line),
+	    "%u sockets, %u NUMA nodes, %u CPUs, %u PCIe switches, %u GPUs, %u MIG instances; pods holding units: %u",
+	    t->n_sockets, t->n_numa, t->n_cpus, t->n_switches, t->n_gpus,
+	    t->n_mig, s->node->n_holdings);
 	label(s, MARGIN, MARGIN + 32, 12, "normal", line);
 	extend(s, MARGIN + 600, MARGIN + 40);
 }
@@ -864,12 +849,12 @@ static int assemble(char **out_svg, svg_t *s, const ft_buf_t *under)
 	char head[400];
 	int w = s->width + MARGIN, h = s->height + MARGIN;
 
-	snprintf(head, sizeof(head),
-		 "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-		 "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" "
-		 "width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n"
-		 "<rect width=\"100%%\" height=\"100%%\" fill=\"#ffffff\"/>\n",
-		 w, h, w, h);
+	snprintf(
+	    head, sizeof(head),
+	    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+	    "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n"
+	    "<rect width=\"100%%\" height=\"100%%\" fill=\"#ffffff\"/>\n",
+	    w, h, w, h);
 	ft_buf_init(&doc, s->body.len + under->len + sizeof(head) + 16);
 	ft_buf_puts(&doc, head);
 	ft_buf_put(&doc, under->data ? under->data : "", under->len);

@@ -255,16 +255,14 @@ static int check_expressible(const ft_topology_t *t)
 		if (t->unplaced_gpus & (1u << g))
 			return ft_error_set(
 			    FT_EINVAL,
-			    "encode: GPU %d: NUMA node unknown, "
-			    "which the schema cannot express",
+			    "encode: GPU %d: NUMA node unknown, which the schema cannot express",
 			    t->gpus[g].index);
 	for (unsigned n = 0; n < t->n_numa; n++)
 		if (t->numa_memory_unknown & (1u << n))
-			return ft_error_set(FT_EINVAL,
-					    "encode: NUMA node %d: memory "
-					    "unknown, which the schema cannot "
-					    "express",
-					    t->numa[n].id);
+			return ft_error_set(
+			    FT_EINVAL,
+			    "encode: NUMA node %d: memory unknown, which the schema cannot express",
+			    t->numa[n].id);
 	return 0;
 }
 

@@ -129,9 +129,9 @@ static int field_string(const char **out, const field_t *f, bool allow_empty)
 		return fail(f->path, "missing");
 	if (!cJSON_IsString(f->item) ||
 	    (!allow_empty && f->item->valuestring[0] == '\0'))
-		return fail(f->path, allow_empty ? "expected a string"
-						 : "expected a non-empty "
-						   "string");
+		return fail(f->path, allow_empty
+					 ? "expected a string"
+					 : "expected a non-empty string");
 	*out = f->item->valuestring;
 	return 0;
 }
@@ -162,8 +162,7 @@ static int each_item(const field_t *f, bool required, item_fn fn, void *payload,
 		return required ? fail(f->path, "missing") : 0;
 	if (!cJSON_IsArray(f->item))
 		return fail(f->path, "expected an array");
-	cJSON_ArrayForEach(item, f->item)
-	{
+	cJSON_ArrayForEach (item, f->item) {
 		path_set(path, "%s[%u]", f->path, i++);
 		if ((rc = fn(payload, item, path, parent)) < 0)
 			return rc;
@@ -445,11 +444,11 @@ static int read_nvlink(void *payload, const cJSON *obj, const char *path,
 		return rc < 0 ? fail_with_last(rc, path) : 0;
 	}
 	if (gpu->nvlink_links[b] != links)
-		return fail(links_f.path,
-			    "%lld links between GPUs %d and %lld disagree with "
-			    "the %u listed before",
-			    (long long)links, gpu_index, (long long)peer,
-			    gpu->nvlink_links[b]);
+		return fail(
+		    links_f.path,
+		    "%lld links between GPUs %d and %lld disagree with the %u listed before",
+		    (long long)links, gpu_index, (long long)peer,
+		    gpu->nvlink_links[b]);
 	return 0;
 }
 
@@ -820,10 +819,10 @@ static int check_containers(const graph_t *g)
 			if (n->kind != KIND_NUMA)
 				continue;
 			node_path(path, g, n, "");
-			return fail(path,
-				    "NUMANode \"%s\" is not contained by a "
-				    "Socket",
-				    n->id);
+			return fail(
+			    path,
+			    "NUMANode \"%s\" is not contained by a Socket",
+			    n->id);
 		}
 		p = &g->nodes[n->parent];
 		if (containers[n->kind] & (1u << p->kind))
@@ -981,8 +980,7 @@ static int collect_cores(graph_t *g, ft_cpuset_t *cpus)
 		node_path(path, g, n, "");
 		if ((numa = numa_of(g, (int)i)) == NO_NODE)
 			return fail(path,
-				    "CPUCore \"%s\" is not inside a "
-				    "NUMANode",
+				    "CPUCore \"%s\" is not inside a NUMANode",
 				    n->id);
 		if (ft_cpuset_has(&seen, (unsigned)n->number))
 			return fail(path, "CPU %d is listed twice", n->number);
@@ -1133,8 +1131,9 @@ static bool is_graph(const cJSON *obj)
 
 static int fail_unknown(void)
 {
-	return ft_error_set(FT_EINVAL, "unknown format: expected \"sockets\" "
-				       "or \"nodes\"/\"edges\"");
+	return ft_error_set(
+	    FT_EINVAL,
+	    "unknown format: expected \"sockets\" or \"nodes\"/\"edges\"");
 }
 
 static int read_topology(ft_topology_t *t, const cJSON *root)
@@ -1190,10 +1189,10 @@ int ft_codec_topology_parse(ft_topology_t **out, const char *json, size_t len)
 
 	*out = NULL;
 	if (len > INPUT_CAP) {
-		rc = ft_error_set(FT_EINVAL,
-				  "topology of %zu bytes is above the cap of "
-				  "%d bytes",
-				  len, INPUT_CAP);
+		rc = ft_error_set(
+		    FT_EINVAL,
+		    "topology of %zu bytes is above the cap of %d bytes", len,
+		    INPUT_CAP);
 		goto cleanup;
 	}
 	if ((rc = parse_json(&root, json, len)) < 0 ||

@@ -582,10 +582,10 @@ static int convert_key(char **out, converter_t *conv, yaml_event_t *ev)
 		if ((error = lookup_alias(&a, conv, ev)) < 0)
 			return error;
 		if (!(text = a->scalar))
-			return fail_at(conv, FT_EINVAL, &ev->start_mark,
-				       "alias \"%s\" of a collection used as a "
-				       "mapping key",
-				       a->name);
+			return fail_at(
+			    conv, FT_EINVAL, &ev->start_mark,
+			    "alias \"%s\" of a collection used as a mapping key",
+			    a->name);
 	} else if (ev->type == YAML_SCALAR_EVENT) {
 		text = (const char *)ev->data.scalar.value;
 		/* An anchored key is converted so that aliases can find it. */
@@ -635,8 +635,8 @@ static int reindex(converter_t *conv, mapping_t *m)
 
 	if (!index)
 		return ft_error_set(FT_ENOMEM, "%s: out of memory", conv->name);
-	cJSON_ArrayForEach(member, m->object) *
-	    member_slot(index, cap, member->string) = member;
+	cJSON_ArrayForEach (member, m->object)
+		*member_slot(index, cap, member->string) = member;
 	free(m->index);
 	m->index = index;
 	m->cap = cap;

@@ -144,10 +144,10 @@ int ft_cpuset_parse(ft_cpuset_t *out, const char *text)
 	return 0;
 bad:
 	ft_cpuset_clear(out);
-	return ft_error_set(FT_EINVAL,
-			    "cpulist \"%s\": bad range at offset %ld (CPU ids "
-			    "0-%d, ranges low-high)",
-			    text, (long)(p - text), FT_CPU_MAX - 1);
+	return ft_error_set(
+	    FT_EINVAL,
+	    "cpulist \"%s\": bad range at offset %ld (CPU ids 0-%d, ranges low-high)",
+	    text, (long)(p - text), FT_CPU_MAX - 1);
 }
 
 size_t ft_cpuset_format(char *buf, size_t size, const ft_cpuset_t *set)

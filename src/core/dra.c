@@ -168,20 +168,20 @@ static void match_mig(ft_dra_view_t *v, const ft_topology_t *t,
 	u->gpu =
 	    d->parent_uuid ? ft_topology_find_gpu_uuid(t, d->parent_uuid) : -1;
 	if (u->gpu < 0) {
-		view_error(v,
-			   "device %s: parentUUID %s is no GPU of the "
-			   "topology annotation",
-			   d->name, d->parent_uuid ? d->parent_uuid : "(none)");
+		view_error(
+		    v,
+		    "device %s: parentUUID %s is no GPU of the topology annotation",
+		    d->name, d->parent_uuid ? d->parent_uuid : "(none)");
 		return;
 	}
 	u->mig = d->slice_start >= 0 ? find_instance(t, u->gpu, d->slice_start)
 				     : by_uuid;
 	if (u->mig < 0 || (by_uuid >= 0 && by_uuid != u->mig)) {
-		view_error(v,
-			   "device %s: MIG device %s is no instance the "
-			   "topology annotation lists on GPU %s",
-			   d->name, d->uuid ? d->uuid : "(no uuid)",
-			   t->gpus[u->gpu].uuid);
+		view_error(
+		    v,
+		    "device %s: MIG device %s is no instance the topology annotation lists on GPU %s",
+		    d->name, d->uuid ? d->uuid : "(no uuid)",
+		    t->gpus[u->gpu].uuid);
 		u->mig = -1;
 	}
 }
@@ -193,10 +193,10 @@ static void match_gpu(ft_dra_view_t *v, const ft_topology_t *t,
 
 	u->gpu = d->uuid ? ft_topology_find_gpu_uuid(t, d->uuid) : -1;
 	if (u->gpu < 0) {
-		view_error(v,
-			   "device %s: uuid %s is no GPU of the topology "
-			   "annotation",
-			   d->name, d->uuid ? d->uuid : "(none)");
+		view_error(
+		    v,
+		    "device %s: uuid %s is no GPU of the topology annotation",
+		    d->name, d->uuid ? d->uuid : "(none)");
 		return;
 	}
 	check_numa(v, t, d, u->gpu);
@@ -222,11 +222,11 @@ static void check_roots(ft_dra_view_t *v, const ft_topology_t *t)
 				t->gpus[b->gpu].pcie_switch ||
 			    same(a->device->pcie_root, b->device->pcie_root))
 				continue;
-			view_error(v,
-				   "devices %s and %s: one PCIe switch in the "
-				   "topology annotation, PCIe roots %s and %s",
-				   a->device->name, b->device->name,
-				   a->device->pcie_root, b->device->pcie_root);
+			view_error(
+			    v,
+			    "devices %s and %s: one PCIe switch in the topology annotation, PCIe roots %s and %s",
+			    a->device->name, b->device->name,
+			    a->device->pcie_root, b->device->pcie_root);
 		}
 }
 

@@ -82,28 +82,25 @@ static int check_instance(const ft_mig_gpu_t *cat, const ft_gpu_t *g,
 	unsigned at;
 
 	if (!p)
-		return ft_error_set(FT_EINVAL,
-				    "GPU %d (%s): MIG profile %s is not one "
-				    "of %s's (configs/mig-catalog.yaml)",
-				    g->index, g->model, m->profile, cat->name);
+		return ft_error_set(
+		    FT_EINVAL,
+		    "GPU %d (%s): MIG profile %s is not one of %s's (configs/mig-catalog.yaml)",
+		    g->index, g->model, m->profile, cat->name);
 	at = (unsigned)(p - cat->profiles);
 	if (m->start >= 8 || !(p->starts & (1u << m->start)))
-		return ft_error_set(FT_EINVAL,
-				    "GPU %d (%s): MIG %s at start %u: not a "
-				    "valid start slot for that profile",
-				    g->index, g->model, m->profile, m->start);
+		return ft_error_set(
+		    FT_EINVAL,
+		    "GPU %d (%s): MIG %s at start %u: not a valid start slot for that profile",
+		    g->index, g->model, m->profile, m->start);
 	if (m->size != p->memory_slices)
-		return ft_error_set(FT_EINVAL,
-				    "GPU %d (%s): MIG %s has size %u, the "
-				    "profile has %u memory slices",
-				    g->index, g->model, m->profile, m->size,
-				    p->memory_slices);
+		return ft_error_set(
+		    FT_EINVAL,
+		    "GPU %d (%s): MIG %s has size %u, the profile has %u memory slices",
+		    g->index, g->model, m->profile, m->size, p->memory_slices);
 	if (++counts[at] > p->max_instances)
-		return ft_error_set(FT_EINVAL,
-				    "GPU %d (%s): more than %u MIG %s "
-				    "instances",
-				    g->index, g->model, p->max_instances,
-				    m->profile);
+		return ft_error_set(
+		    FT_EINVAL, "GPU %d (%s): more than %u MIG %s instances",
+		    g->index, g->model, p->max_instances, m->profile);
 	return 0;
 }
 

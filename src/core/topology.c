@@ -35,10 +35,10 @@ int ft_level_parse(ft_level_t *out, const char *name)
 			return 0;
 		}
 	}
-	return ft_error_set(FT_EINVAL,
-			    "affinity \"%s\": expected nvlink, pcie-switch, "
-			    "numa, socket or node",
-			    name ? name : "");
+	return ft_error_set(
+	    FT_EINVAL,
+	    "affinity \"%s\": expected nvlink, pcie-switch, numa, socket or node",
+	    name ? name : "");
 }
 
 int ft_topology_new(ft_topology_t **out)
@@ -124,9 +124,7 @@ int ft_topology_add_switch(ft_topology_t *t, unsigned numa, int id)
 {
 	if (numa >= t->n_numa)
 		return ft_error_set(FT_EINVAL,
-				    "PCIe switch %d: no such NUMA "
-				    "node",
-				    id);
+				    "PCIe switch %d: no such NUMA node", id);
 	for (unsigned i = 0; i < t->n_switches; i++)
 		if (t->switches[i].id == id)
 			return ft_error_set(FT_EINVAL,
@@ -232,10 +230,10 @@ int ft_topology_add_nvlink(ft_topology_t *t, int gpu_index, int peer_index,
 	int b = ft_topology_find_gpu_index(t, peer_index);
 
 	if (a < 0 || b < 0 || a == b || links == 0 || links > 255)
-		return ft_error_set(FT_EINVAL,
-				    "NVLink GPU %d -> %d: peer must be another "
-				    "GPU of this node, links 1-255",
-				    gpu_index, peer_index);
+		return ft_error_set(
+		    FT_EINVAL,
+		    "NVLink GPU %d -> %d: peer must be another GPU of this node, links 1-255",
+		    gpu_index, peer_index);
 	t->gpus[a].nvlink_peers |= (uint16_t)(1u << b);
 	t->gpus[b].nvlink_peers |= (uint16_t)(1u << a);
 	t->gpus[a].nvlink_links[b] = (uint8_t)links;
@@ -332,8 +330,7 @@ static int check_cpus(const ft_topology_t *t)
 						 &t->numa[j].cpus))
 				return ft_error_set(
 				    FT_EINVAL,
-				    "NUMA nodes %d and %d share "
-				    "CPUs",
+				    "NUMA nodes %d and %d share CPUs",
 				    t->numa[i].id, t->numa[j].id);
 	return 0;
 }
@@ -344,12 +341,10 @@ static int check_gpus(const ft_topology_t *t)
 		for (unsigned j = i + 1; j < t->n_gpus; j++)
 			if (t->gpus[i].uuid[0] &&
 			    strcmp(t->gpus[i].uuid, t->gpus[j].uuid) == 0)
-				return ft_error_set(FT_EINVAL,
-						    "GPUs %d and %d share uuid "
-						    "%s",
-						    t->gpus[i].index,
-						    t->gpus[j].index,
-						    t->gpus[i].uuid);
+				return ft_error_set(
+				    FT_EINVAL, "GPUs %d and %d share uuid %s",
+				    t->gpus[i].index, t->gpus[j].index,
+				    t->gpus[i].uuid);
 	return 0;
 }
 
@@ -362,18 +357,18 @@ static int check_mig(const ft_topology_t *t)
 		unsigned span = m->start + m->size;
 		uint8_t bits;
 		if (m->size == 0 || span > FT_MIG_SLICES)
-			return ft_error_set(FT_EINVAL,
-					    "MIG %s on GPU %d: placement %u:%u "
-					    "outside memory slices 0-7",
-					    m->profile, t->gpus[m->gpu].index,
-					    m->start, m->size);
+			return ft_error_set(
+			    FT_EINVAL,
+			    "MIG %s on GPU %d: placement %u:%u outside memory slices 0-7",
+			    m->profile, t->gpus[m->gpu].index, m->start,
+			    m->size);
 		bits = (uint8_t)(((1u << m->size) - 1) << m->start);
 		if (used[m->gpu] & bits)
-			return ft_error_set(FT_EINVAL,
-					    "MIG %s on GPU %d: placement %u:%u "
-					    "overlaps another instance",
-					    m->profile, t->gpus[m->gpu].index,
-					    m->start, m->size);
+			return ft_error_set(
+			    FT_EINVAL,
+			    "MIG %s on GPU %d: placement %u:%u overlaps another instance",
+			    m->profile, t->gpus[m->gpu].index, m->start,
+			    m->size);
 		used[m->gpu] |= bits;
 	}
 	return 0;
@@ -398,10 +393,10 @@ static void single_fault(char *out, size_t size, const ft_topology_t *t)
 		}
 	for (unsigned i = 1; i < t->n_mig; i++)
 		if (strcmp(t->mig[i].profile, t->mig[0].profile) != 0) {
-			snprintf(out, size,
-				 "MIG instances of profiles %s and %s (single "
-				 "needs one)",
-				 t->mig[0].profile, t->mig[i].profile);
+			snprintf(
+			    out, size,
+			    "MIG instances of profiles %s and %s (single needs one)",
+			    t->mig[0].profile, t->mig[i].profile);
 			return;
 		}
 }
@@ -420,10 +415,10 @@ static int check_shared(ft_topology_t *t)
 			    FT_EINVAL, "GPU %d: replicas %u not in 2..%d",
 			    gpu->index, gpu->replicas, FT_REPLICAS_MAX);
 		if (gpu->mig_enabled)
-			return ft_error_set(FT_EINVAL,
-					    "GPU %d: MIG-enabled GPU cannot be "
-					    "shared (replicas)",
-					    gpu->index);
+			return ft_error_set(
+			    FT_EINVAL,
+			    "GPU %d: MIG-enabled GPU cannot be shared (replicas)",
+			    gpu->index);
 		t->shared_gpus |= (uint16_t)(1u << g);
 	}
 	return 0;
@@ -604,8 +599,7 @@ int ft_topology_finish(ft_topology_t *t)
 	if (d->overflow) {
 		rc = ft_error_set(
 		    FT_EINVAL,
-		    "more than %d affinity domains (NVLink groups, "
-		    "switches, NUMA nodes, sockets)",
+		    "more than %d affinity domains (NVLink groups, switches, NUMA nodes, sockets)",
 		    FT_DOMAIN_MAX);
 		goto cleanup;
 	}

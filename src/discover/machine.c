@@ -66,10 +66,11 @@ int probe_load(probe_t *p, const char *xml_path)
 	if (xml_path && hwloc_topology_set_xml(p->topo, xml_path) < 0)
 		return fail_hwloc(xml_path, "cannot read it as XML");
 	if (hwloc_topology_load(p->topo) < 0)
-		return fail_hwloc(xml_path,
-				  xml_path ? "could not load it (set "
-					     "HWLOC_XML_VERBOSE=1 for details)"
-					   : "could not discover this machine");
+		return fail_hwloc(
+		    xml_path,
+		    xml_path
+			? "could not load it (set HWLOC_XML_VERBOSE=1 for details)"
+			: "could not discover this machine");
 	return 0;
 }
 
@@ -114,10 +115,10 @@ static int numa_cpus(ft_cpuset_t *out, hwloc_obj_t numa)
 	hwloc_bitmap_foreach_begin(cpu, numa->cpuset)
 	{
 		if (cpu >= FT_CPU_MAX)
-			return ft_error_set(FT_EINVAL,
-					    "NUMA node %d: CPU %d is above the "
-					    "model's limit of %d CPUs",
-					    os_id(numa), cpu, FT_CPU_MAX - 1);
+			return ft_error_set(
+			    FT_EINVAL,
+			    "NUMA node %d: CPU %d is above the model's limit of %d CPUs",
+			    os_id(numa), cpu, FT_CPU_MAX - 1);
 		ft_cpuset_add(out, (unsigned)cpu);
 	}
 	hwloc_bitmap_foreach_end();
@@ -132,10 +133,10 @@ static unsigned package_of(const probe_t *p, hwloc_obj_t numa,
 		if (!hwloc_bitmap_intersects(packages[i]->cpuset, numa->cpuset))
 			continue;
 		if (!hwloc_bitmap_isincluded(numa->cpuset, packages[i]->cpuset))
-			probe_warn(p,
-				   "NUMA node %d spans several packages; "
-				   "put under socket %d",
-				   os_id(numa), os_id(packages[i]));
+			probe_warn(
+			    p,
+			    "NUMA node %d spans several packages; put under socket %d",
+			    os_id(numa), os_id(packages[i]));
 		return i;
 	}
 	return 0;
@@ -188,11 +189,10 @@ static void drop_memory_only(const probe_t *p, hwloc_obj_t *numa, unsigned n)
 		for (unsigned j = 0; j < i && numa[i]; j++) {
 			if (!numa[j] || numa[j]->parent != numa[i]->parent)
 				continue;
-			probe_warn(p,
-				   "NUMA node %d shares the CPUs of NUMA node "
-				   "%d (memory only: CXL, HBM or GPU memory); "
-				   "left out",
-				   os_id(numa[i]), os_id(numa[j]));
+			probe_warn(
+			    p,
+			    "NUMA node %d shares the CPUs of NUMA node %d (memory only: CXL, HBM or GPU memory); left out",
+			    os_id(numa[i]), os_id(numa[j]));
 			numa[i] = NULL;
 		}
 		if (numa[i] && hwloc_bitmap_iszero(numa[i]->cpuset)) {

@@ -214,17 +214,17 @@ static bool read_mig_device(probe_t *p, const ft_nvml_t *nvml, probe_gpu_t *g,
 	snprintf(m->profile, sizeof(m->profile), "%s", profile);
 	if ((r = read_placement(nvml, dev, m->gpu_instance, m)) !=
 	    FT_NVML_SUCCESS) {
-		probe_warn(p,
-			   "MIG device %s: NVML does not tell its placement "
-			   "(%s; it needs a privileged pod); left out",
-			   m->uuid, nvml_error(nvml, r));
+		probe_warn(
+		    p,
+		    "MIG device %s: NVML does not tell its placement (%s; it needs a privileged pod); left out",
+		    m->uuid, nvml_error(nvml, r));
 		return false;
 	}
 	if (m->size == 0 || m->start + m->size > FT_MIG_SLICES) {
-		probe_warn(p,
-			   "MIG device %s: placement %u:%u is outside "
-			   "memory slices 0-7; left out",
-			   m->uuid, m->start, m->size);
+		probe_warn(
+		    p,
+		    "MIG device %s: placement %u:%u is outside memory slices 0-7; left out",
+		    m->uuid, m->start, m->size);
 		return false;
 	}
 	return true;
@@ -239,10 +239,10 @@ static void read_mig_devices(probe_t *p, const ft_nvml_t *nvml, probe_gpu_t *g,
 
 	if (!nvml->max_mig_devices || !nvml->mig_device_by_index ||
 	    (r = nvml->max_mig_devices(dev, &count)) != FT_NVML_SUCCESS) {
-		probe_warn(p,
-			   "GPU %s: MIG is on but NVML cannot list its MIG "
-			   "devices; none reported",
-			   g->bus_id);
+		probe_warn(
+		    p,
+		    "GPU %s: MIG is on but NVML cannot list its MIG devices; none reported",
+		    g->bus_id);
 		return;
 	}
 	for (unsigned k = 0; k < count && g->n_mig < PROBE_MIG_MAX; k++) {
@@ -268,10 +268,10 @@ static void read_mig(probe_t *p, const ft_nvml_t *nvml, probe_gpu_t *g,
 	    nvml->mig_mode(dev, &current, &pending) != FT_NVML_SUCCESS)
 		return; /* not MIG-capable */
 	if (current != pending)
-		probe_warn(p,
-			   "GPU %s: a MIG mode change waits for a GPU reset; "
-			   "the current mode is reported",
-			   g->bus_id);
+		probe_warn(
+		    p,
+		    "GPU %s: a MIG mode change waits for a GPU reset; the current mode is reported",
+		    g->bus_id);
 	if (current != MIG_ENABLED)
 		return;
 	g->mig_enabled = true;

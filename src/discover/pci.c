@@ -52,10 +52,10 @@ static int find_switch(probe_t *p, hwloc_obj_t gpu)
 		if (p->switches[s] == outermost)
 			return (int)s;
 	if (p->n_switches >= FT_SWITCH_MAX)
-		return ft_error_set(FT_EINVAL,
-				    "more than %d PCIe switches above GPUs: "
-				    "the model's limit",
-				    FT_SWITCH_MAX);
+		return ft_error_set(
+		    FT_EINVAL,
+		    "more than %d PCIe switches above GPUs: the model's limit",
+		    FT_SWITCH_MAX);
 	p->switches[p->n_switches] = outermost;
 	return (int)p->n_switches++;
 }
@@ -68,10 +68,10 @@ static int find_numa(const probe_t *p, const ft_topology_t *t,
 	int id;
 
 	if (anc && anc->type == HWLOC_OBJ_MACHINE && t->n_numa > 1)
-		probe_warn(p,
-			   "GPU %s: its NUMA node is unknown (the firmware or "
-			   "hypervisor does not say); put on the first",
-			   bus_id);
+		probe_warn(
+		    p,
+		    "GPU %s: its NUMA node is unknown (the firmware or hypervisor does not say); put on the first",
+		    bus_id);
 	if (anc && anc->nodeset) {
 		hwloc_bitmap_foreach_begin(id, anc->nodeset)
 		{
@@ -80,10 +80,10 @@ static int find_numa(const probe_t *p, const ft_topology_t *t,
 		}
 		hwloc_bitmap_foreach_end();
 	}
-	probe_warn(p,
-		   "GPU %s: no NUMA node with CPUs is local to it; put on "
-		   "NUMA node %d",
-		   bus_id, t->numa[0].id);
+	probe_warn(
+	    p,
+	    "GPU %s: no NUMA node with CPUs is local to it; put on NUMA node %d",
+	    bus_id, t->numa[0].id);
 	return t->numa[0].id;
 }
 
@@ -110,10 +110,9 @@ static int add_gpu(probe_t *p, const ft_topology_t *t, hwloc_obj_t obj)
 	int sw;
 
 	if (p->n_gpus >= FT_GPU_MAX)
-		return ft_error_set(FT_EINVAL,
-				    "more than %d NVIDIA GPUs: the model's "
-				    "limit",
-				    FT_GPU_MAX);
+		return ft_error_set(
+		    FT_EINVAL, "more than %d NVIDIA GPUs: the model's limit",
+		    FT_GPU_MAX);
 	g = &p->gpus[p->n_gpus];
 	memset(g, 0, sizeof(*g));
 	g->pci = obj;
@@ -250,10 +249,10 @@ void probe_fallback_identity(probe_t *p)
 		}
 		if (!g->uuid[0])
 			stand_in_uuid(g);
-		probe_warn(p,
-			   "GPU %s: neither NVML nor hwloc knows it: index %d "
-			   "(PCI bus id order), uuid %s (not the NVML uuid)",
-			   g->bus_id, g->index, g->uuid);
+		probe_warn(
+		    p,
+		    "GPU %s: neither NVML nor hwloc knows it: index %d (PCI bus id order), uuid %s (not the NVML uuid)",
+		    g->bus_id, g->index, g->uuid);
 	}
 }
 
@@ -321,8 +320,9 @@ void probe_hwloc_nvlinks(probe_t *p)
 	    hwloc_distances_transform(
 		p->topo, d, HWLOC_DISTANCES_TRANSFORM_TRANSITIVE_CLOSURE, NULL,
 		0) < 0)
-		probe_warn(p, "hwloc could not resolve NVLinks through "
-			      "NVSwitch; those links are left out");
+		probe_warn(
+		    p,
+		    "hwloc could not resolve NVLinks through NVSwitch; those links are left out");
 	read_matrix(p, d);
 	hwloc_distances_release(p->topo, d);
 }

@@ -113,10 +113,10 @@ static int take(share_t *sh, unsigned i, unsigned pos, unsigned line,
 			    "GPU %d (%s) is shared by resources[%d] already",
 			    g->index, g->uuid, sh->owner[pos]);
 	if (g->mig_enabled)
-		return fail(sh, line, i, field,
-			    "GPU %d (%s) is MIG-enabled; a MIG-enabled GPU "
-			    "cannot take replicas",
-			    g->index, g->uuid);
+		return fail(
+		    sh, line, i, field,
+		    "GPU %d (%s) is MIG-enabled; a MIG-enabled GPU cannot take replicas",
+		    g->index, g->uuid);
 	sh->owner[pos] = (int)i;
 	return ft_topology_share_gpu(sh->t, pos, sh->s->resources[i].replicas);
 }
@@ -146,14 +146,14 @@ static int take_first(share_t *sh, unsigned i, unsigned want)
 		taken++;
 	}
 	if (r->select == FT_SHARING_COUNT && taken < want)
-		return fail(sh, line, i, ".devices",
-			    "%u GPUs asked for, this node has %u that are not "
-			    "MIG-enabled",
-			    want, taken);
+		return fail(
+		    sh, line, i, ".devices",
+		    "%u GPUs asked for, this node has %u that are not MIG-enabled",
+		    want, taken);
 	if (taken == 0 && mig > 0)
-		return fail(sh, r->line, i, "",
-			    "every GPU of this node is MIG-enabled; a "
-			    "MIG-enabled GPU cannot take replicas");
+		return fail(
+		    sh, r->line, i, "",
+		    "every GPU of this node is MIG-enabled; a MIG-enabled GPU cannot take replicas");
 	return 0;
 }
 
@@ -165,9 +165,9 @@ static int find_device(share_t *sh, unsigned i, unsigned k)
 
 	snprintf(field, sizeof(field), ".devices[%u]", k);
 	if (d->ref == FT_SHARING_MIG) {
-		warn_at(sh, d->line, i, field,
-			"a MIG device: replicas of MIG instances are not in "
-			"the annotation; left out");
+		warn_at(
+		    sh, d->line, i, field,
+		    "a MIG device: replicas of MIG instances are not in the annotation; left out");
 		return 0;
 	}
 	pos = d->ref == FT_SHARING_GPU_INDEX
@@ -221,11 +221,11 @@ static int settle_name(share_t *sh, unsigned i)
 	}
 	if (same_name(name, sh->name))
 		return 0;
-	return fail(sh, r->line, i, "",
-		    "its replicas go by %s, those of resources[%d] by %s; the "
-		    "annotation has one sharedResource",
-		    name ? name : r->name, sh->named_by,
-		    sh->name ? sh->name : GPU_RESOURCE);
+	return fail(
+	    sh, r->line, i, "",
+	    "its replicas go by %s, those of resources[%d] by %s; the annotation has one sharedResource",
+	    name ? name : r->name, sh->named_by,
+	    sh->name ? sh->name : GPU_RESOURCE);
 }
 
 /* Fields the released plugins reset: say that the annotation may differ. */
@@ -235,12 +235,13 @@ static void warn_ignored(const share_t *sh, unsigned i)
 
 	if (r->select != FT_SHARING_ALL)
 		warn_at(sh, r->devices_line, i, ".devices",
-			IGNORED_FIELD "share every GPU; the annotation "
-				      "follows this file");
+			IGNORED_FIELD
+			"share every GPU; the annotation follows this file");
 	if (r->rename)
-		warn_at(sh, r->rename_line, i, ".rename",
-			IGNORED_FIELD "keep the default name; the annotation "
-				      "follows this file");
+		warn_at(
+		    sh, r->rename_line, i, ".rename",
+		    IGNORED_FIELD
+		    "keep the default name; the annotation follows this file");
 }
 
 static bool shares_any(const share_t *sh, unsigned i)
@@ -257,9 +258,9 @@ static int share_resource(share_t *sh, unsigned i)
 	int rc;
 
 	if (strcmp(r->name, GPU_RESOURCE)) {
-		warn_at(sh, r->line, i, ".name",
-			"replicas of MIG instances are not in the annotation; "
-			"left out");
+		warn_at(
+		    sh, r->line, i, ".name",
+		    "replicas of MIG instances are not in the annotation; left out");
 		return 0;
 	}
 	warn_ignored(sh, i);

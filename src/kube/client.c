@@ -130,10 +130,10 @@ static int clean_token(char *token, const char *source)
 	memmove(token, token + start, len - start + 1);
 	for (char *c = token; *c; c++)
 		if (iscntrl((unsigned char)*c))
-			return ft_error_set(FT_EINVAL,
-					    "kube client: token from %s has "
-					    "control characters",
-					    source);
+			return ft_error_set(
+			    FT_EINVAL,
+			    "kube client: token from %s has control characters",
+			    source);
 	return 0;
 }
 

@@ -198,9 +198,9 @@ int ft_kube_credentials_in_cluster(ft_kube_credentials_t *out)
 	int rc;
 
 	if (!host || !*host || !port || !*port) {
-		rc = ft_error_set(FT_ENOTFOUND,
-				  "in-cluster: KUBERNETES_SERVICE_HOST and "
-				  "KUBERNETES_SERVICE_PORT are not set");
+		rc = ft_error_set(
+		    FT_ENOTFOUND,
+		    "in-cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set");
 		goto cleanup;
 	}
 	if ((rc = in_cluster_server(&creds.server, host, port)) < 0 ||

@@ -86,8 +86,8 @@ int ft_kube_post_pod_event(ft_kube_client_t *client, const ft_kube_event_t *e)
 	int rc = 0;
 
 	if (!e->ns || !*e->ns || !e->name || !*e->name) {
-		rc = ft_error_set(FT_EINVAL, "event: pod namespace and name "
-					     "required");
+		rc = ft_error_set(FT_EINVAL,
+				  "event: pod namespace and name required");
 		goto cleanup;
 	}
 	if (!(ns = ft_kube_escape(e->ns)) ||

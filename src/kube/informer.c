@@ -134,8 +134,7 @@ static void announce(ft_informer_t *informer, const cJSON *items)
 
 	if (informer->handler.replace_begin)
 		informer->handler.replace_begin(informer->payload);
-	cJSON_ArrayForEach(item, items)
-	{
+	cJSON_ArrayForEach (item, items) {
 		informer->handler.apply(FT_WATCH_ADDED, item,
 					informer->payload);
 	}
@@ -166,11 +165,11 @@ static int take_list(ft_informer_t *informer, const ft_kube_reply_t *reply,
 	announce(informer, items);
 	informer->events = 0;
 	atomic_store(&informer->synced, true);
-	FT_LOG_INFO_MSG("informer %s: listed %d objects at resourceVersion %s "
-			"in %llu ms",
-			informer->collection, cJSON_GetArraySize(items),
-			version->valuestring,
-			(unsigned long long)(ft_clock_ms() - started));
+	FT_LOG_INFO_MSG(
+	    "informer %s: listed %d objects at resourceVersion %s in %llu ms",
+	    informer->collection, cJSON_GetArraySize(items),
+	    version->valuestring,
+	    (unsigned long long)(ft_clock_ms() - started));
 cleanup:
 	cJSON_Delete(root);
 	return rc;
@@ -263,12 +262,11 @@ static int watch_path(char **out, ft_informer_t *informer)
 	int rc = 0;
 
 	if (!version ||
-	    asprintf(out,
-		     "%s%swatch=1&allowWatchBookmarks=true&resourceVersion=%s"
-		     "&timeoutSeconds=%u",
-		     informer->collection,
-		     query_separator(informer->collection), version,
-		     timeout_s) < 0) {
+	    asprintf(
+		out,
+		"%s%swatch=1&allowWatchBookmarks=true&resourceVersion=%s&timeoutSeconds=%u",
+		informer->collection, query_separator(informer->collection),
+		version, timeout_s) < 0) {
 		*out = NULL;
 		rc = ft_error_set(FT_ENOMEM, "informer: out of memory");
 	}
@@ -383,15 +381,13 @@ static void note_restart(ft_informer_t *informer, int rc, unsigned delay_ms)
 				informer->collection, ft_error_last(),
 				restarts);
 	else if (rc == FT_EGONE)
-		FT_LOG_INFO_MSG("informer %s: %s; relisting in %u ms "
-				"(restart %lu)",
-				informer->collection, ft_error_last(), delay_ms,
-				restarts);
+		FT_LOG_INFO_MSG(
+		    "informer %s: %s; relisting in %u ms (restart %lu)",
+		    informer->collection, ft_error_last(), delay_ms, restarts);
 	else
-		FT_LOG_WARN_MSG("informer %s: %s; retrying in %u ms "
-				"(restart %lu)",
-				informer->collection, ft_error_last(), delay_ms,
-				restarts);
+		FT_LOG_WARN_MSG(
+		    "informer %s: %s; retrying in %u ms (restart %lu)",
+		    informer->collection, ft_error_last(), delay_ms, restarts);
 }
 
 static void *run(void *arg)
@@ -446,8 +442,9 @@ int ft_informer_start(ft_informer_t **out, ft_kube_client_t *client,
 	int rc = 0;
 
 	if (!client || !collection || collection[0] != '/' || !h || !h->apply)
-		return ft_error_set(FT_EINVAL, "informer: need a client, a "
-					       "collection path and apply");
+		return ft_error_set(
+		    FT_EINVAL,
+		    "informer: need a client, a collection path and apply");
 	if (!(informer = calloc(1, sizeof(*informer))) ||
 	    !(informer->collection = strdup(collection))) {
 		rc = ft_error_set(FT_ENOMEM, "informer: out of memory");

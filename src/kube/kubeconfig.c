@@ -148,8 +148,7 @@ static int find_named(const cJSON **out, const walk_t *walk, const cJSON *root,
 		return ft_error_set(FT_EINVAL,
 				    "kubeconfig %s: %s must be a list",
 				    walk->name, list_key);
-	cJSON_ArrayForEach(entry, list)
-	{
+	cJSON_ArrayForEach (entry, list) {
 		const cJSON *n =
 		    cJSON_GetObjectItemCaseSensitive(entry, "name");
 
@@ -226,13 +225,13 @@ static int reject_plugins(const walk_t *walk, const cJSON *user)
 	    cJSON_GetObjectItemCaseSensitive(user, "auth-provider");
 
 	if (exec && !cJSON_IsNull(exec))
-		return bad_field(walk, "exec",
-				 "(credential plugins) is not supported; "
-				 "use a token or a client certificate");
+		return bad_field(
+		    walk, "exec",
+		    "(credential plugins) is not supported; use a token or a client certificate");
 	if (provider && !cJSON_IsNull(provider))
-		return bad_field(walk, "auth-provider",
-				 "is not supported; use a token or a client "
-				 "certificate");
+		return bad_field(
+		    walk, "auth-provider",
+		    "is not supported; use a token or a client certificate");
 	return 0;
 }
 

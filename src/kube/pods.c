@@ -175,10 +175,10 @@ int ft_kube_bind_pod(ft_kube_client_t *client, const char *ns, const char *name,
 		goto cleanup;
 	}
 	if (key && (!*key || !value)) {
-		rc = ft_error_set(FT_EINVAL,
-				  "bind pod %s/%s: annotation without a key "
-				  "or value",
-				  ns, name);
+		rc = ft_error_set(
+		    FT_EINVAL,
+		    "bind pod %s/%s: annotation without a key or value", ns,
+		    name);
 		goto cleanup;
 	}
 	if ((rc = pod_path(&path, ns, name, "/binding")) < 0 ||

@@ -358,10 +358,9 @@ int ft_http_reply_text(ft_http_response_t *out, int status,
 	char *copy = malloc(len + 1);
 
 	if (!copy)
-		return ft_error_set(FT_ENOMEM,
-				    "http reply: out of memory "
-				    "copying %zu bytes",
-				    len);
+		return ft_error_set(
+		    FT_ENOMEM, "http reply: out of memory copying %zu bytes",
+		    len);
 	memcpy(copy, body ? body : "", len + 1);
 	free(out->body);
 	out->status = status;
@@ -430,10 +429,10 @@ static int split_listen(char *host, char *port, size_t size, const char *listen)
 		h++;
 		hlen -= 2;
 	} else if (memchr(listen, ':', hlen)) {
-		return ft_error_set(FT_EINVAL,
-				    "listen \"%s\": write an IPv6 address "
-				    "as [ADDR]:PORT",
-				    listen);
+		return ft_error_set(
+		    FT_EINVAL,
+		    "listen \"%s\": write an IPv6 address as [ADDR]:PORT",
+		    listen);
 	}
 	if (hlen >= size || strlen(colon + 1) >= size)
 		return ft_error_set(FT_EINVAL, "listen \"%s\": too long",
@@ -453,8 +452,7 @@ static int check_port(const char *listen, const char *port)
 	n = strtoul(port, &end, 10);
 	if (port[0] < '0' || port[0] > '9' || *end || errno || n > 65535)
 		return ft_error_set(FT_EINVAL,
-				    "listen \"%s\": port must be "
-				    "0 to 65535",
+				    "listen \"%s\": port must be 0 to 65535",
 				    listen);
 	return 0;
 }
@@ -610,14 +608,14 @@ static int add_route(ft_server_t *server, const char *method, const char *path,
 	int rc = 0;
 
 	if (!server || !method || !method[0] || !path || path[0] != '/' || !fn)
-		return ft_error_set(FT_EINVAL, "server route: need a method, "
-					       "a path starting with '/' and "
-					       "a handler");
+		return ft_error_set(
+		    FT_EINVAL,
+		    "server route: need a method, a path starting with '/' and a handler");
 	if (server->daemon)
-		return ft_error_set(FT_EINVAL,
-				    "server route %s %s: the server "
-				    "is already started",
-				    method, path);
+		return ft_error_set(
+		    FT_EINVAL,
+		    "server route %s %s: the server is already started", method,
+		    path);
 	r.path_len = strlen(path);
 	r.prefix = path[r.path_len - 1] == '*';
 	r.path_len -= (size_t)r.prefix;
@@ -818,10 +816,10 @@ static enum MHD_Result take_upload(request_state_t *state, size_t cap,
 		state->discarded += n;
 		if (state->discarded <= DRAIN_MAX_BYTES)
 			return MHD_YES;
-		ft_log(FT_LOG_WARN, NULL, NULL, NULL, "too_large",
-		       "closing a connection still sending after %zu bytes "
-		       "of refused body",
-		       state->discarded);
+		ft_log(
+		    FT_LOG_WARN, NULL, NULL, NULL, "too_large",
+		    "closing a connection still sending after %zu bytes of refused body",
+		    state->discarded);
 		return MHD_NO;
 	}
 	if (reserve_body(state, state->body_len + n) != 0)
@@ -1094,8 +1092,8 @@ int ft_server_handle(ft_http_response_t *out, const ft_server_t *server,
 	} else if (!now && left &&
 		   take_upload(state, server->max_body_bytes, body, &left) !=
 		       MHD_YES) {
-		rc = ft_error_set(FT_EIO, "http: connection closed while "
-					  "reading the body");
+		rc = ft_error_set(
+		    FT_EIO, "http: connection closed while reading the body");
 	} else if (now || state->rejected) {
 		take_rejection(out, state, method, path);
 	} else {
@@ -1127,10 +1125,10 @@ static int new_tls(ft_server_t *server, const ft_server_options_t *opts)
 			(opts->tls_key_file && opts->tls_key_file[0]);
 
 	if (wants_tls && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
-		return ft_error_set(FT_EUNAVAIL,
-				    "listen \"%s\": TLS asked for, but this "
-				    "libmicrohttpd was built without it",
-				    opts->listen);
+		return ft_error_set(
+		    FT_EUNAVAIL,
+		    "listen \"%s\": TLS asked for, but this libmicrohttpd was built without it",
+		    opts->listen);
 	return ft_tls_new(&server->tls, opts);
 }
 
@@ -1141,8 +1139,9 @@ int ft_server_new(ft_server_t **out, const ft_server_options_t *opts)
 
 	*out = NULL;
 	if (!opts || !opts->listen || opts->max_body_bytes == 0)
-		return ft_error_set(FT_EINVAL, "server: need a listen address "
-					       "and a body cap above 0");
+		return ft_error_set(
+		    FT_EINVAL,
+		    "server: need a listen address and a body cap above 0");
 	server = calloc(1, sizeof(*server));
 	if (!server || !(server->listen = strdup(opts->listen))) {
 		rc = ft_error_set(FT_ENOMEM, "server: out of memory");
@@ -1273,11 +1272,11 @@ static void reserve_fds(const ft_server_t *server)
 	if (setrlimit(RLIMIT_NOFILE, &lim) != 0)
 		lim.rlim_cur = had;
 	if (lim.rlim_cur < want)
-		ft_log(FT_LOG_WARN, NULL, NULL, NULL, NULL,
-		       "listen \"%s\": %u connections allowed, but only %llu "
-		       "file descriptors (RLIMIT_NOFILE)",
-		       server->listen, server->max_connections,
-		       (unsigned long long)lim.rlim_cur);
+		ft_log(
+		    FT_LOG_WARN, NULL, NULL, NULL, NULL,
+		    "listen \"%s\": %u connections allowed, but only %llu file descriptors (RLIMIT_NOFILE)",
+		    server->listen, server->max_connections,
+		    (unsigned long long)lim.rlim_cur);
 }
 
 /* The offload threads, when some route is offloaded. */

@@ -63,10 +63,9 @@ static int start_threads(ft_offload_t *pool, unsigned threads)
 	for (; pool->n_threads < threads; pool->n_threads++)
 		if (pthread_create(&pool->threads[pool->n_threads], NULL,
 				   worker, pool) != 0)
-			return ft_error_set(FT_EIO,
-					    "server: cannot start offload "
-					    "thread %u",
-					    pool->n_threads);
+			return ft_error_set(
+			    FT_EIO, "server: cannot start offload thread %u",
+			    pool->n_threads);
 	return 0;
 }
 

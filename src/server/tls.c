@@ -139,16 +139,15 @@ static int check_key(const ft_tls_t *tls, gnutls_x509_crt_t crt,
 	rc = gnutls_x509_privkey_import2(key, &pem, GNUTLS_X509_FMT_PEM, NULL,
 					 0);
 	if (rc < 0)
-		rc = ft_error_set(FT_EINVAL,
-				  "TLS key %s: no unencrypted PEM private "
-				  "key (%s)",
-				  opts->tls_key_file, gnutls_strerror(rc));
+		rc = ft_error_set(
+		    FT_EINVAL,
+		    "TLS key %s: no unencrypted PEM private key (%s)",
+		    opts->tls_key_file, gnutls_strerror(rc));
 	else if (!key_matches(crt, key))
-		rc = ft_error_set(FT_EINVAL,
-				  "TLS key %s does not match the certificate "
-				  "in %s (the first one, which must be the "
-				  "server's own)",
-				  opts->tls_key_file, opts->tls_cert_file);
+		rc = ft_error_set(
+		    FT_EINVAL,
+		    "TLS key %s does not match the certificate in %s (the first one, which must be the server's own)",
+		    opts->tls_key_file, opts->tls_cert_file);
 	gnutls_x509_privkey_deinit(key);
 	return rc;
 }
@@ -175,9 +174,9 @@ static void log_leaf(gnutls_x509_crt_t crt, const char *path)
 	format_time(until, sizeof(until), not_after);
 	gnutls_x509_crt_get_dn3(crt, &dn, 0);
 	if (now > not_after || now < not_before)
-		FT_LOG_WARN_MSG("TLS certificate %s (%s) is not valid now: "
-				"clients will refuse it (valid until %s)",
-				path, dn.data ? (char *)dn.data : "?", until);
+		FT_LOG_WARN_MSG(
+		    "TLS certificate %s (%s) is not valid now: clients will refuse it (valid until %s)",
+		    path, dn.data ? (char *)dn.data : "?", until);
 	else
 		FT_LOG_INFO_MSG("TLS certificate %s: %s, valid until %s", path,
 				dn.data ? (char *)dn.data : "?", until);
@@ -217,9 +216,9 @@ static int load_client_ca(ft_tls_t *tls, const char *path)
 	    (rc = import_crts(&crts, &n, "TLS client CA", path, tls->client_ca,
 			      len)) < 0)
 		return rc;
-	FT_LOG_INFO_MSG("TLS client certificates required, verified against "
-			"%u CA certificate(s) in %s",
-			n, path);
+	FT_LOG_INFO_MSG(
+	    "TLS client certificates required, verified against %u CA certificate(s) in %s",
+	    n, path);
 	free_crts(crts, n);
 	return 0;
 }
@@ -247,19 +246,16 @@ static int check_options(const ft_server_options_t *opts)
 	bool key = is_set(opts->tls_key_file);
 
 	if (cert != key)
-		return ft_error_set(FT_EINVAL,
-				    "TLS: a certificate file needs a key "
-				    "file and a key file a certificate "
-				    "(got only the %s %s)",
-				    cert ? "certificate" : "key",
-				    cert ? opts->tls_cert_file
-					 : opts->tls_key_file);
+		return ft_error_set(
+		    FT_EINVAL,
+		    "TLS: a certificate file needs a key file and a key file a certificate (got only the %s %s)",
+		    cert ? "certificate" : "key",
+		    cert ? opts->tls_cert_file : opts->tls_key_file);
 	if (!cert && is_set(opts->tls_client_ca_file))
-		return ft_error_set(FT_EINVAL,
-				    "TLS client CA %s: client certificates "
-				    "need TLS, and no certificate and key "
-				    "are set",
-				    opts->tls_client_ca_file);
+		return ft_error_set(
+		    FT_EINVAL,
+		    "TLS client CA %s: client certificates need TLS, and no certificate and key are set",
+		    opts->tls_client_ca_file);
 	return 0;
 }
 
@@ -408,8 +404,7 @@ bool ft_tls_client_allowed(char *why, size_t size, const ft_tls_t *tls,
 		return true;
 	if (!session) {
 		snprintf(why, size,
-			 "no TLS session to take a client "
-			 "certificate from");
+			 "no TLS session to take a client certificate from");
 		return false;
 	}
 	rc = gnutls_certificate_verify_peers(session, &purpose, 1, &status);

@@ -21,10 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* Two NUMA nodes, a GPU each, "GPU-a" and "GPU-b". */
 static const char topology_text[] =
-    "{\"version\":1,\"sockets\":[{\"id\":0,\"numaNodes\":[{\"id\":0,"
-    "\"cpus\":\"0-3\",\"memoryMiB\":1024,\"gpus\":[{\"index\":0,"
-    "\"uuid\":\"GPU-a\"}]},{\"id\":1,\"cpus\":\"4-7\",\"memoryMiB\":1024,"
-    "\"gpus\":[{\"index\":1,\"uuid\":\"GPU-b\"}]}]}]}";
+    "{\"version\":1,\"sockets\":[{\"id\":0,\"numaNodes\":[{\"id\":0,\"cpus\":\"0-3\",\"memoryMiB\":1024,\"gpus\":[{\"index\":0,\"uuid\":\"GPU-a\"}]},{\"id\":1,\"cpus\":\"4-7\",\"memoryMiB\":1024,\"gpus\":[{\"index\":1,\"uuid\":\"GPU-b\"}]}]}]}";
 
 static void check_slice(const ft_dra_slice_t *s)
 {

@@ -129,8 +129,7 @@ static int listed(const char *have, const cJSON *values)
 
 	if (!cJSON_GetArraySize(array(values)))
 		return -1;
-	cJSON_ArrayForEach(v, array(values))
-	{
+	cJSON_ArrayForEach (v, array(values)) {
 		if (!cJSON_IsString(v))
 			return -1;
 		in |= have && strcmp(have, v->valuestring) == 0;
@@ -165,8 +164,7 @@ static bool ref_term(const cJSON *term, const cJSON *labels)
 	bool ok = cJSON_GetArraySize(array(at(term, "matchExpressions"))) &&
 		  !cJSON_GetArraySize(at(term, "matchFields"));
 
-	cJSON_ArrayForEach(e, array(at(term, "matchExpressions")))
-	{
+	cJSON_ArrayForEach (e, array(at(term, "matchExpressions"))) {
 		ok = ok && ref_requirement(e, labels);
 	}
 	return ok;
@@ -186,14 +184,12 @@ static bool ref_affinity(const cJSON *spec, const cJSON *labels)
 	bool any = !at(at(at(spec, "affinity"), "nodeAffinity"),
 		       "requiredDuringSchedulingIgnoredDuringExecution");
 
-	cJSON_ArrayForEach(e, object(selector))
-	{
+	cJSON_ArrayForEach (e, object(selector)) {
 		const char *have = label(labels, e->string);
 		ok = ok && cJSON_IsString(e) && have &&
 		     strcmp(have, e->valuestring) == 0;
 	}
-	cJSON_ArrayForEach(e, array(required_terms(spec)))
-	{
+	cJSON_ArrayForEach (e, array(required_terms(spec))) {
 		any = any || ref_term(e, labels);
 	}
 	return ok && any;
@@ -220,16 +216,14 @@ static bool ref_tolerated(const cJSON *spec)
 	const cJSON *taint, *t;
 	bool ok = true;
 
-	cJSON_ArrayForEach(taint, array(at(spec, "taints")))
-	{
+	cJSON_ArrayForEach (taint, array(at(spec, "taints"))) {
 		const char *effect = text(taint, "effect");
 		bool tolerated = false;
 		if (!cJSON_IsString(at(taint, "key")) ||
 		    (strcmp(effect, "NoSchedule") != 0 &&
 		     strcmp(effect, "NoExecute") != 0))
 			continue; /* PreferNoSchedule does not filter */
-		cJSON_ArrayForEach(t, array(at(spec, "tolerations")))
-		{
+		cJSON_ArrayForEach (t, array(at(spec, "tolerations"))) {
 			tolerated = tolerated || ref_tolerates(t, taint);
 		}
 		ok = ok && tolerated;
@@ -247,8 +241,7 @@ static bool odd_keys(const cJSON *obj)
 	const cJSON *e;
 	bool odd = false;
 
-	cJSON_ArrayForEach(e, object(obj))
-	{
+	cJSON_ArrayForEach (e, object(obj)) {
 		odd = odd || strchr(e->string, '=') || at(obj, e->string) != e;
 	}
 	return odd;
@@ -259,10 +252,8 @@ static bool odd_requirement_keys(const cJSON *spec)
 	const cJSON *term, *e;
 	bool odd = false;
 
-	cJSON_ArrayForEach(term, array(required_terms(spec)))
-	{
-		cJSON_ArrayForEach(e, array(at(term, "matchExpressions")))
-		{
+	cJSON_ArrayForEach (term, array(required_terms(spec))) {
+		cJSON_ArrayForEach (e, array(at(term, "matchExpressions"))) {
 			odd = odd || strchr(text(e, "key"), '=');
 		}
 	}

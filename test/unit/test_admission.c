@@ -72,9 +72,9 @@ static void test_admission__decodes_a_claim_review(void **state)
 	free(body);
 	assert_int_equal(ft_codec_admission_decode(&a, "{\"request\":{}}", 14),
 			 FT_EINVAL);
-	assert_string_equal(ft_error_last(),
-			    "AdmissionReview: request.uid, request.kind.kind "
-			    "and request.object are required");
+	assert_string_equal(
+	    ft_error_last(),
+	    "AdmissionReview: request.uid, request.kind.kind and request.object are required");
 	assert_int_equal(ft_codec_admission_decode(&a, "nope", 4), FT_EINVAL);
 }
 
@@ -83,16 +83,15 @@ static void test_admission__adds_the_constraint_list(void **state)
 {
 	char *patch = NULL;
 
-	patch_of(&patch,
-		 "{'requests':[{'name':'gpus','exactly':{'deviceClassName':"
-		 "'gpu.nvidia.com','count':2}},{'name':'nic','exactly':{"
-		 "'deviceClassName':'rdma.example.com'}}]}",
-		 "/spec/devices");
+	patch_of(
+	    &patch,
+	    "{'requests':[{'name':'gpus','exactly':{'deviceClassName':'gpu.nvidia.com','count':2}},{'name':'nic','exactly':{'deviceClassName':'rdma.example.com'}}]}",
+	    "/spec/devices");
 	assert_non_null(patch);
 	assert_string_equal(
-	    patch, "[{\"op\":\"add\",\"value\":[{\"requests\":[\"gpus\"],"
-		   "\"matchAttribute\":\"" NUMA "\"}],"
-		   "\"path\":\"/spec/devices/constraints\"}]");
+	    patch,
+	    "[{\"op\":\"add\",\"value\":[{\"requests\":[\"gpus\"],\"matchAttribute\":\"" NUMA
+	    "\"}],\"path\":\"/spec/devices/constraints\"}]");
 	free(patch);
 }
 
@@ -101,28 +100,25 @@ static void test_admission__appends_or_leaves_alone(void **state)
 {
 	char *patch = NULL;
 
-	patch_of(&patch,
-		 "{'requests':[{'name':'a','exactly':{'deviceClassName':"
-		 "'gpu.nvidia.com'}},{'name':'b','firstAvailable':[{"
-		 "'deviceClassName':'mig.nvidia.com'},{'deviceClassName':"
-		 "'gpu.nvidia.com'}]}],'constraints':[{'requests':['a'],"
-		 "'matchAttribute':'gpu.nvidia.com/productName'}]}",
-		 "/spec/spec/devices");
+	patch_of(
+	    &patch,
+	    "{'requests':[{'name':'a','exactly':{'deviceClassName':'gpu.nvidia.com'}},{'name':'b','firstAvailable':[{'deviceClassName':'mig.nvidia.com'},{'deviceClassName':'gpu.nvidia.com'}]}],'constraints':[{'requests':['a'],'matchAttribute':'gpu.nvidia.com/productName'}]}",
+	    "/spec/spec/devices");
 	assert_string_equal(
-	    patch, "[{\"op\":\"add\",\"value\":{\"requests\":[\"a\",\"b\"],"
-		   "\"matchAttribute\":\"" NUMA "\"},"
-		   "\"path\":\"/spec/spec/devices/constraints/-\"}]");
+	    patch,
+	    "[{\"op\":\"add\",\"value\":{\"requests\":[\"a\",\"b\"],\"matchAttribute\":\"" NUMA
+	    "\"},\"path\":\"/spec/spec/devices/constraints/-\"}]");
 	free(patch);
-	patch_of(&patch,
-		 "{'requests':[{'name':'a','exactly':{'deviceClassName':"
-		 "'gpu.nvidia.com'}}],'constraints':[{'matchAttribute':'" NUMA
-		 "'}]}",
-		 "/spec/devices");
+	patch_of(
+	    &patch,
+	    "{'requests':[{'name':'a','exactly':{'deviceClassName':'gpu.nvidia.com'}}],'constraints':[{'matchAttribute':'" NUMA
+	    "'}]}",
+	    "/spec/devices");
 	assert_null(patch);
-	patch_of(&patch,
-		 "{'requests':[{'name':'x','exactly':{'deviceClassName':"
-		 "'other'}}]}",
-		 "/spec/devices");
+	patch_of(
+	    &patch,
+	    "{'requests':[{'name':'x','exactly':{'deviceClassName':'other'}}]}",
+	    "/spec/devices");
 	assert_null(patch);
 }
 
@@ -181,9 +177,9 @@ static void test_admission__reply_carries_the_patch(void **state)
 	cJSON_Delete(root);
 	/* Without a patch: allowed, nothing else. */
 	assert_int_equal(ft_codec_admission_reply(&out, "u-2", NULL, NULL), 0);
-	assert_string_equal(out, "{\"apiVersion\":\"admission.k8s.io/v1\","
-				 "\"kind\":\"AdmissionReview\",\"response\":{"
-				 "\"uid\":\"u-2\",\"allowed\":true}}");
+	assert_string_equal(
+	    out,
+	    "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":\"u-2\",\"allowed\":true}}");
 	free(out);
 }
 

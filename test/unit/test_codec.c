@@ -41,9 +41,8 @@ static void annotate(cJSON *obj, const char *key, const char *value)
 /* A pod named p/ns with `spec` (single-quoted JSON). */
 static cJSON *pod_object(const char *spec)
 {
-	cJSON *pod =
-	    ft_test_json("{'metadata':{'name':'p','namespace':'ns','uid':'u-1'}"
-			 "}");
+	cJSON *pod = ft_test_json(
+	    "{'metadata':{'name':'p','namespace':'ns','uid':'u-1'}}");
 
 	cJSON_AddItemToObject(pod, "spec", ft_test_json(spec));
 	return pod;
@@ -193,12 +192,9 @@ static void test_codec__pod_requests_summed(void **state)
 {
 	ft_pod_t pod;
 
-	decode_spec(&pod, "{'containers':["
-			  "{'name':'a','resources':{'requests':{'cpu':'500m',"
-			  "'memory':'1Gi'}}},"
-			  "{'name':'b','resources':{'requests':{'cpu':'1500m',"
-			  "'memory':'512Mi','ephemeral-storage':'1Gi'}}},"
-			  "{'name':'c'}]}");
+	decode_spec(
+	    &pod,
+	    "{'containers':[{'name':'a','resources':{'requests':{'cpu':'500m','memory':'1Gi'}}},{'name':'b','resources':{'requests':{'cpu':'1500m','memory':'512Mi','ephemeral-storage':'1Gi'}}},{'name':'c'}]}");
 	assert_string_equal(pod.uid, "u-1");
 	assert_string_equal(pod.name, "p");
 	assert_string_equal(pod.ns, "ns");
@@ -221,9 +217,9 @@ static void test_codec__pod_limits_only(void **state)
 	ft_pod_t pod;
 
 	/* The API server defaults requests to limits. */
-	decode_spec(&pod,
-		    "{'containers':[{'name':'a','resources':{'limits':"
-		    "{'cpu':'2','memory':'4Gi','nvidia.com/gpu':'1'}}}]}");
+	decode_spec(
+	    &pod,
+	    "{'containers':[{'name':'a','resources':{'limits':{'cpu':'2','memory':'4Gi','nvidia.com/gpu':'1'}}}]}");
 	assert_int_equal(pod.demand.cpu_millis, 2000);
 	assert_int_equal(pod.demand.memory_mib, 4096);
 	assert_int_equal(pod.demand.gpus, 1);
@@ -236,15 +232,9 @@ static void test_codec__pod_init_containers_max(void **state)
 {
 	ft_pod_t pod;
 
-	decode_spec(&pod, "{'initContainers':["
-			  "{'name':'i1','resources':{'requests':{'cpu':'4',"
-			  "'memory':'1Gi'}}},"
-			  "{'name':'i2','resources':{'requests':{'cpu':'1',"
-			  "'memory':'8Gi','nvidia.com/gpu':'2'}}}],"
-			  "'containers':[{'name':'a','resources':{'requests':{"
-			  "'cpu':'1','memory':'2Gi','nvidia.com/gpu':'1'}}},"
-			  "{'name':'b','resources':{'requests':{'cpu':'1',"
-			  "'memory':'2Gi'}}}]}");
+	decode_spec(
+	    &pod,
+	    "{'initContainers':[{'name':'i1','resources':{'requests':{'cpu':'4','memory':'1Gi'}}},{'name':'i2','resources':{'requests':{'cpu':'1','memory':'8Gi','nvidia.com/gpu':'2'}}}],'containers':[{'name':'a','resources':{'requests':{'cpu':'1','memory':'2Gi','nvidia.com/gpu':'1'}}},{'name':'b','resources':{'requests':{'cpu':'1','memory':'2Gi'}}}]}");
 	/* Each resource is the larger of the app sum and the largest init. */
 	assert_int_equal(pod.demand.cpu_millis, 4000);
 	assert_int_equal(pod.demand.memory_mib, 8192);
@@ -258,16 +248,9 @@ static void test_codec__pod_sidecars_summed(void **state)
 
 	/* A regular init container runs beside the sidecars started before
 	 * it; sidecars also run beside the app containers. */
-	decode_spec(&pod,
-		    "{'initContainers':["
-		    "{'name':'proxy','restartPolicy':'Always','resources':{"
-		    "'requests':{'cpu':'500m','memory':'256Mi'}}},"
-		    "{'name':'setup','resources':{'requests':{'cpu':'2',"
-		    "'memory':'1Gi'}}},"
-		    "{'name':'log','restartPolicy':'Always','resources':{"
-		    "'requests':{'cpu':'250m','memory':'128Mi'}}}],"
-		    "'containers':[{'name':'a','resources':{'requests':{"
-		    "'cpu':'1','memory':'2Gi'}}}]}");
+	decode_spec(
+	    &pod,
+	    "{'initContainers':[{'name':'proxy','restartPolicy':'Always','resources':{'requests':{'cpu':'500m','memory':'256Mi'}}},{'name':'setup','resources':{'requests':{'cpu':'2','memory':'1Gi'}}},{'name':'log','restartPolicy':'Always','resources':{'requests':{'cpu':'250m','memory':'128Mi'}}}],'containers':[{'name':'a','resources':{'requests':{'cpu':'1','memory':'2Gi'}}}]}");
 	/* cpu: max(1 + 0.5 + 0.25, 2 + 0.5) = 2.5 */
 	assert_int_equal(pod.demand.cpu_millis, 2500);
 	/* memory: max(2048 + 256 + 128, 1024 + 256) = 2432 */
@@ -275,13 +258,9 @@ static void test_codec__pod_sidecars_summed(void **state)
 	ft_pod_dispose(&pod);
 
 	/* A sidecar started after the init container does not add to it. */
-	decode_spec(&pod,
-		    "{'initContainers':["
-		    "{'name':'setup','resources':{'requests':{'cpu':'2'}}},"
-		    "{'name':'proxy','restartPolicy':'Always','resources':{"
-		    "'requests':{'cpu':'500m'}}}],"
-		    "'containers':[{'name':'a','resources':{'requests':{"
-		    "'cpu':'1'}}}]}");
+	decode_spec(
+	    &pod,
+	    "{'initContainers':[{'name':'setup','resources':{'requests':{'cpu':'2'}}},{'name':'proxy','restartPolicy':'Always','resources':{'requests':{'cpu':'500m'}}}],'containers':[{'name':'a','resources':{'requests':{'cpu':'1'}}}]}");
 	assert_int_equal(pod.demand.cpu_millis, 2000);
 	ft_pod_dispose(&pod);
 }
@@ -290,9 +269,9 @@ static void test_codec__pod_overhead(void **state)
 {
 	ft_pod_t pod;
 
-	decode_spec(&pod, "{'overhead':{'cpu':'250m','memory':'128Mi'},"
-			  "'containers':[{'name':'a','resources':{'requests':{"
-			  "'cpu':'1','memory':'1Gi'}}}]}");
+	decode_spec(
+	    &pod,
+	    "{'overhead':{'cpu':'250m','memory':'128Mi'},'containers':[{'name':'a','resources':{'requests':{'cpu':'1','memory':'1Gi'}}}]}");
 	assert_int_equal(pod.demand.cpu_millis, 1250);
 	assert_int_equal(pod.demand.memory_mib, 1152);
 	ft_pod_dispose(&pod);
@@ -307,11 +286,9 @@ static void test_codec__pod_huge_requests_saturate(void **state)
 {
 	ft_pod_t pod;
 
-	decode_spec(&pod, "{'containers':[{'name':'a','resources':{"
-			  "'requests':{'cpu':'4e15','cpu':'4e15','cpu':'4e15',"
-			  "'memory':'8Ei','memory':'8Ei'}}},"
-			  "{'name':'b','resources':{'requests':{'cpu':'4e15',"
-			  "'memory':'8Ei'}}}]}");
+	decode_spec(
+	    &pod,
+	    "{'containers':[{'name':'a','resources':{'requests':{'cpu':'4e15','cpu':'4e15','cpu':'4e15','memory':'8Ei','memory':'8Ei'}}},{'name':'b','resources':{'requests':{'cpu':'4e15','memory':'8Ei'}}}]}");
 	assert_int_equal(pod.demand.cpu_millis, UINT32_MAX);
 	assert_true(pod.demand.memory_mib >= UINT64_C(8) << 40);
 	ft_pod_dispose(&pod);
@@ -322,10 +299,10 @@ static void products_of(ft_pod_t *pod, const char *spec_extra)
 {
 	char spec[2048];
 
-	snprintf(spec, sizeof(spec),
-		 "{%s'containers':[{'name':'a','resources':{'requests':{"
-		 "'nvidia.com/gpu':'1'}}}]}",
-		 spec_extra);
+	snprintf(
+	    spec, sizeof(spec),
+	    "{%s'containers':[{'name':'a','resources':{'requests':{'nvidia.com/gpu':'1'}}}]}",
+	    spec_extra);
 	decode_spec(pod, spec);
 }
 
@@ -361,9 +338,9 @@ static void test_codec__pod_gpu_products(void **state)
 	ft_pod_t pod;
 
 	assert_int_equal(n_products(""), 0);
-	products_of(&pod,
-		    "'nodeSelector':{'nvidia.com/gpu.product':'NVIDIA-A100-"
-		    "SXM4-80GB','zone':'a'},");
+	products_of(
+	    &pod,
+	    "'nodeSelector':{'nvidia.com/gpu.product':'NVIDIA-A100-SXM4-80GB','zone':'a'},");
 	assert_int_equal(pod.demand.n_gpu_products, 1);
 	assert_true(has_product(&pod, "NVIDIA A100-SXM4-80GB"));
 	ft_pod_dispose(&pod);
@@ -372,8 +349,7 @@ static void test_codec__pod_gpu_products(void **state)
 	products_of(
 	    &pod,
 	    AFFINITY("{'matchExpressions':[" IN("'T4','V100'") "," IN(
-		"'V100','P100'") "]},"
-				 "{'matchExpressions':[" IN("'A10'") "]}"));
+		"'V100','P100'") "]},{'matchExpressions':[" IN("'A10'") "]}"));
 	assert_int_equal(pod.demand.n_gpu_products, 2);
 	assert_true(has_product(&pod, "V100"));
 	assert_true(has_product(&pod, "A10"));
@@ -389,23 +365,20 @@ static void test_codec__pod_gpu_products(void **state)
 
 	/* A term that leaves the model free, NotIn, more models than flextopo
 	 * keeps, or shapes the API server would reject: not counted. */
-	assert_int_equal(n_products(AFFINITY("{'matchExpressions':[" IN(
-			     "'T4'") "]},"
-				     "{'matchExpressions':[{'key':'zone',"
-				     "'operator':'In','values':['a']}]}")),
-			 0);
 	assert_int_equal(
-	    n_products(AFFINITY("{'matchExpressions':[{'key':'nvidia.com/"
-				"gpu.product','operator':'NotIn','values':"
-				"['T4']}]}")),
+	    n_products(AFFINITY("{'matchExpressions':[" IN(
+		"'T4'") "]},{'matchExpressions':[{'key':'zone','operator':'In','values':['a']}]}")),
+	    0);
+	assert_int_equal(
+	    n_products(AFFINITY(
+		"{'matchExpressions':[{'key':'nvidia.com/gpu.product','operator':'NotIn','values':['T4']}]}")),
 	    0);
 	assert_int_equal(n_products(AFFINITY("{'matchExpressions':[" IN(
 			     "'a','b','c','d','e','f','g','h','i'") "]}")),
 			 0);
 	assert_int_equal(
-	    n_products("'affinity':{'nodeAffinity':{'requiredDuringSchedu"
-		       "lingIgnoredDuringExecution':{'nodeSelectorTerms':"
-		       "{'x':1}}}},'nodeSelector':[1],"),
+	    n_products(
+		"'affinity':{'nodeAffinity':{'requiredDuringSchedulingIgnoredDuringExecution':{'nodeSelectorTerms':{'x':1}}}},'nodeSelector':[1],"),
 	    0);
 }
 
@@ -414,20 +387,16 @@ static void test_codec__pod_guaranteed_pins_integer_cpus(void **state)
 	ft_pod_t pod;
 
 	decode_spec(
-	    &pod, "{'containers':["
-		  "{'name':'a','resources':{'requests':{'cpu':'3',"
-		  "'memory':'4Gi','nvidia.com/gpu':'1'},'limits':{'cpu':'3',"
-		  "'memory':'4Gi','nvidia.com/gpu':'1'}}},"
-		  "{'name':'b','resources':{'requests':{'cpu':'1000m',"
-		  "'memory':'1024Mi'},'limits':{'cpu':'1','memory':'1Gi'}}}]}");
+	    &pod,
+	    "{'containers':[{'name':'a','resources':{'requests':{'cpu':'3','memory':'4Gi','nvidia.com/gpu':'1'},'limits':{'cpu':'3','memory':'4Gi','nvidia.com/gpu':'1'}}},{'name':'b','resources':{'requests':{'cpu':'1000m','memory':'1024Mi'},'limits':{'cpu':'1','memory':'1Gi'}}}]}");
 	assert_int_equal(pod.demand.cpu_millis, 4000);
 	assert_int_equal(pod.demand.exclusive_cpus, 4);
 	ft_pod_dispose(&pod);
 
 	/* Guaranteed, but a fractional CPU: shared pool, nothing pinned. */
-	decode_spec(&pod, "{'containers':[{'name':'a','resources':{'requests':"
-			  "{'cpu':'1500m','memory':'1Gi'},'limits':{'cpu':"
-			  "'1500m','memory':'1Gi'}}}]}");
+	decode_spec(
+	    &pod,
+	    "{'containers':[{'name':'a','resources':{'requests':{'cpu':'1500m','memory':'1Gi'},'limits':{'cpu':'1500m','memory':'1Gi'}}}]}");
 	assert_int_equal(pod.demand.cpu_millis, 1500);
 	assert_int_equal(pod.demand.exclusive_cpus, 0);
 	ft_pod_dispose(&pod);
@@ -438,36 +407,31 @@ static void test_codec__pod_burstable_pins_nothing(void **state)
 	ft_pod_t pod;
 
 	/* Limit above request. */
-	decode_spec(&pod, "{'containers':[{'name':'a','resources':{'requests':"
-			  "{'cpu':'2','memory':'1Gi'},'limits':{'cpu':'4',"
-			  "'memory':'1Gi'}}}]}");
+	decode_spec(
+	    &pod,
+	    "{'containers':[{'name':'a','resources':{'requests':{'cpu':'2','memory':'1Gi'},'limits':{'cpu':'4','memory':'1Gi'}}}]}");
 	assert_int_equal(pod.demand.exclusive_cpus, 0);
 	ft_pod_dispose(&pod);
 
 	/* No memory limit. */
-	decode_spec(&pod,
-		    "{'containers':[{'name':'a','resources':{'requests':"
-		    "{'cpu':'2','memory':'1Gi'},'limits':{'cpu':'2'}}}]}");
+	decode_spec(
+	    &pod,
+	    "{'containers':[{'name':'a','resources':{'requests':{'cpu':'2','memory':'1Gi'},'limits':{'cpu':'2'}}}]}");
 	assert_int_equal(pod.demand.exclusive_cpus, 0);
 	ft_pod_dispose(&pod);
 
 	/* One Guaranteed container and one without limits. */
-	decode_spec(&pod,
-		    "{'containers':["
-		    "{'name':'a','resources':{'requests':{'cpu':'2',"
-		    "'memory':'1Gi'},'limits':{'cpu':'2','memory':'1Gi'}}},"
-		    "{'name':'b','resources':{'requests':{'cpu':'1',"
-		    "'memory':'1Gi'}}}]}");
+	decode_spec(
+	    &pod,
+	    "{'containers':[{'name':'a','resources':{'requests':{'cpu':'2','memory':'1Gi'},'limits':{'cpu':'2','memory':'1Gi'}}},{'name':'b','resources':{'requests':{'cpu':'1','memory':'1Gi'}}}]}");
 	assert_int_equal(pod.demand.cpu_millis, 3000);
 	assert_int_equal(pod.demand.exclusive_cpus, 0);
 	ft_pod_dispose(&pod);
 
 	/* A Burstable init container makes the pod Burstable. */
-	decode_spec(&pod,
-		    "{'initContainers':[{'name':'i','resources':{'requests':{"
-		    "'cpu':'1'}}}],'containers':[{'name':'a','resources':{"
-		    "'requests':{'cpu':'2','memory':'1Gi'},'limits':{'cpu':'2',"
-		    "'memory':'1Gi'}}}]}");
+	decode_spec(
+	    &pod,
+	    "{'initContainers':[{'name':'i','resources':{'requests':{'cpu':'1'}}}],'containers':[{'name':'a','resources':{'requests':{'cpu':'2','memory':'1Gi'},'limits':{'cpu':'2','memory':'1Gi'}}}]}");
 	assert_int_equal(pod.demand.exclusive_cpus, 0);
 	ft_pod_dispose(&pod);
 
@@ -489,10 +453,9 @@ static void test_codec__pod_overhead_not_pinned(void **state)
 {
 	ft_pod_t pod;
 
-	decode_spec(&pod, "{'overhead':{'cpu':'250m','memory':'64Mi'},"
-			  "'containers':[{'name':'a','resources':{'requests':{"
-			  "'cpu':'2','memory':'1Gi'},'limits':{'cpu':'2',"
-			  "'memory':'1Gi'}}}]}");
+	decode_spec(
+	    &pod,
+	    "{'overhead':{'cpu':'250m','memory':'64Mi'},'containers':[{'name':'a','resources':{'requests':{'cpu':'2','memory':'1Gi'},'limits':{'cpu':'2','memory':'1Gi'}}}]}");
 	assert_int_equal(pod.demand.cpu_millis, 2250);
 	assert_int_equal(pod.demand.exclusive_cpus, 2);
 	ft_pod_dispose(&pod);
@@ -507,24 +470,16 @@ static void test_codec__pod_exclusive_cpus_per_container(void **state)
 {
 	ft_pod_t pod;
 
-	decode_spec(&pod,
-		    "{'containers':["
-		    "{'name':'a','resources':{'requests':{'cpu':'1500m',"
-		    "'memory':'1Gi'},'limits':{'cpu':'1500m','memory':'1Gi'}}},"
-		    "{'name':'b','resources':{'requests':{'cpu':'500m',"
-		    "'memory':'1Gi'},'limits':{'cpu':'500m','memory':'1Gi'}}}"
-		    "]}");
+	decode_spec(
+	    &pod,
+	    "{'containers':[{'name':'a','resources':{'requests':{'cpu':'1500m','memory':'1Gi'},'limits':{'cpu':'1500m','memory':'1Gi'}}},{'name':'b','resources':{'requests':{'cpu':'500m','memory':'1Gi'},'limits':{'cpu':'500m','memory':'1Gi'}}}]}");
 	assert_int_equal(pod.demand.cpu_millis, 2000);
 	assert_int_equal(pod.demand.exclusive_cpus, 0);
 	ft_pod_dispose(&pod);
 
-	decode_spec(&pod,
-		    "{'containers':["
-		    "{'name':'a','resources':{'requests':{'cpu':'1',"
-		    "'memory':'1Gi'},'limits':{'cpu':'1','memory':'1Gi'}}},"
-		    "{'name':'b','resources':{'requests':{'cpu':'500m',"
-		    "'memory':'1Gi'},'limits':{'cpu':'500m','memory':'1Gi'}}}"
-		    "]}");
+	decode_spec(
+	    &pod,
+	    "{'containers':[{'name':'a','resources':{'requests':{'cpu':'1','memory':'1Gi'},'limits':{'cpu':'1','memory':'1Gi'}}},{'name':'b','resources':{'requests':{'cpu':'500m','memory':'1Gi'},'limits':{'cpu':'500m','memory':'1Gi'}}}]}");
 	assert_int_equal(pod.demand.cpu_millis, 1500);
 	assert_int_equal(pod.demand.exclusive_cpus, 1);
 	ft_pod_dispose(&pod);
@@ -534,18 +489,17 @@ static void test_codec__pod_gpus_and_mig(void **state)
 {
 	ft_pod_t pod;
 
-	decode_spec(&pod, "{'containers':[{'name':'a','resources':{'limits':{"
-			  "'nvidia.com/gpu':'2'}}},{'name':'b','resources':{"
-			  "'limits':{'nvidia.com/gpu':'1'}}}]}");
+	decode_spec(
+	    &pod,
+	    "{'containers':[{'name':'a','resources':{'limits':{'nvidia.com/gpu':'2'}}},{'name':'b','resources':{'limits':{'nvidia.com/gpu':'1'}}}]}");
 	assert_int_equal(pod.demand.gpus, 3);
 	assert_int_equal(pod.demand.mig_count, 0);
 	assert_string_equal(pod.demand.mig_profile, "");
 	ft_pod_dispose(&pod);
 
-	decode_spec(&pod,
-		    "{'containers':[{'name':'a','resources':{'limits':{"
-		    "'nvidia.com/mig-3g.40gb':'1'}}},{'name':'b','resources':{"
-		    "'limits':{'nvidia.com/mig-3g.40gb':'1'}}}]}");
+	decode_spec(
+	    &pod,
+	    "{'containers':[{'name':'a','resources':{'limits':{'nvidia.com/mig-3g.40gb':'1'}}},{'name':'b','resources':{'limits':{'nvidia.com/mig-3g.40gb':'1'}}}]}");
 	assert_int_equal(pod.demand.gpus, 0);
 	assert_int_equal(pod.demand.mig_count, 2);
 	assert_string_equal(pod.demand.mig_profile, "3g.40gb");
@@ -558,32 +512,34 @@ static void test_codec__pod_demand_errors(void **state)
 {
 	ft_pod_t pod;
 
-	decode_spec(&pod,
-		    "{'containers':[{'name':'a','resources':{'limits':{"
-		    "'nvidia.com/mig-3g.40gb':'1','nvidia.com/mig-1g.10gb':"
-		    "'1'}}}]}");
+	decode_spec(
+	    &pod,
+	    "{'containers':[{'name':'a','resources':{'limits':{'nvidia.com/mig-3g.40gb':'1','nvidia.com/mig-1g.10gb':'1'}}}]}");
 	assert_non_null(pod.demand_error);
 	assert_non_null(strstr(pod.demand_error, "MIG profiles"));
 	assert_non_null(strstr(pod.demand_error, "one profile per pod"));
 	ft_pod_dispose(&pod);
 
 	/* The MIG prefix alone names no profile (found by fuzz_pod). */
-	decode_spec(&pod, "{'containers':[{'name':'a','resources':{'limits':{"
-			  "'nvidia.com/mig-':'1'}}}]}");
+	decode_spec(
+	    &pod,
+	    "{'containers':[{'name':'a','resources':{'limits':{'nvidia.com/mig-':'1'}}}]}");
 	assert_non_null(pod.demand_error);
 	assert_non_null(strstr(pod.demand_error, "no MIG profile"));
 	assert_int_equal(pod.demand.mig_count, 0);
 	ft_pod_dispose(&pod);
 
-	decode_spec(&pod, "{'containers':[{'name':'a','resources':{'limits':{"
-			  "'nvidia.com/gpu':'500m'}}}]}");
-	assert_string_equal(pod.demand_error,
-			    "resource nvidia.com/gpu: \"500m\" is not a whole "
-			    "number");
+	decode_spec(
+	    &pod,
+	    "{'containers':[{'name':'a','resources':{'limits':{'nvidia.com/gpu':'500m'}}}]}");
+	assert_string_equal(
+	    pod.demand_error,
+	    "resource nvidia.com/gpu: \"500m\" is not a whole number");
 	ft_pod_dispose(&pod);
 
-	decode_spec(&pod, "{'containers':[{'name':'a','resources':{'requests':"
-			  "{'cpu':'lots'}}}]}");
+	decode_spec(
+	    &pod,
+	    "{'containers':[{'name':'a','resources':{'requests':{'cpu':'lots'}}}]}");
 	assert_string_equal(pod.demand_error,
 			    "resource cpu: bad quantity \"lots\"");
 	ft_pod_dispose(&pod);
@@ -592,8 +548,8 @@ static void test_codec__pod_demand_errors(void **state)
 /* Ranks of a GPU fraction, through either name of the GPU resource. */
 static void test_codec__pod_gpu_fraction(void **state)
 {
-	cJSON *obj = pod_object("{'containers':[{'name':'a','resources':{"
-				"'limits':{'nvidia.com/gpu.shared':'2'}}}]}");
+	cJSON *obj = pod_object(
+	    "{'containers':[{'name':'a','resources':{'limits':{'nvidia.com/gpu.shared':'2'}}}]}");
 	ft_pod_t pod;
 
 	annotate(obj, "flextopo.io/gpu-fraction", "0.8");
@@ -604,13 +560,13 @@ static void test_codec__pod_gpu_fraction(void **state)
 	ft_pod_dispose(&pod);
 	cJSON_Delete(obj);
 
-	obj = pod_object("{'containers':[{'name':'a','resources':{'limits':{"
-			 "'nvidia.com/gpu':'1'}}}]}");
+	obj = pod_object(
+	    "{'containers':[{'name':'a','resources':{'limits':{'nvidia.com/gpu':'1'}}}]}");
 	annotate(obj, "flextopo.io/gpu-fraction", "1.5");
 	decode_pod(&pod, obj);
-	assert_string_equal(pod.demand_error,
-			    "annotation flextopo.io/gpu-fraction: \"1.5\" is "
-			    "not a number in (0, 1]");
+	assert_string_equal(
+	    pod.demand_error,
+	    "annotation flextopo.io/gpu-fraction: \"1.5\" is not a number in (0, 1]");
 	ft_pod_dispose(&pod);
 	cJSON_Delete(obj);
 
@@ -622,8 +578,9 @@ static void test_codec__pod_gpu_fraction(void **state)
 	cJSON_Delete(obj);
 
 	/* Other suffixes are not the GPU resource. */
-	decode_spec(&pod, "{'containers':[{'name':'a','resources':{'limits':{"
-			  "'nvidia.com/gpu.other':'1'}}}]}");
+	decode_spec(
+	    &pod,
+	    "{'containers':[{'name':'a','resources':{'limits':{'nvidia.com/gpu.other':'1'}}}]}");
 	assert_int_equal(pod.demand.gpus, 0);
 	ft_pod_dispose(&pod);
 }
@@ -647,10 +604,9 @@ static void test_codec__pod_affinity_annotations(void **state)
 	annotate(obj, "flextopo.io/affinity", "NVLink");
 	decode_pod(&pod, obj);
 	assert_false(pod.demand.has_affinity);
-	assert_string_equal(pod.demand_error,
-			    "annotation flextopo.io/affinity: \"NVLink\" is "
-			    "not one of nvlink, pcie-switch, numa, socket, "
-			    "node");
+	assert_string_equal(
+	    pod.demand_error,
+	    "annotation flextopo.io/affinity: \"NVLink\" is not one of nvlink, pcie-switch, numa, socket, node");
 	ft_pod_dispose(&pod);
 	cJSON_Delete(obj);
 
@@ -692,9 +648,9 @@ static void test_codec__pod_allocation_policy(void **state)
 	annotate(obj, "flextopo.io/allocation-policy", "spread");
 	decode_pod(&pod, obj);
 	assert_false(pod.demand.has_policy);
-	assert_string_equal(pod.demand_error,
-			    "annotation flextopo.io/allocation-policy: "
-			    "\"spread\" is not packed or distributed");
+	assert_string_equal(
+	    pod.demand_error,
+	    "annotation flextopo.io/allocation-policy: \"spread\" is not packed or distributed");
 	ft_pod_dispose(&pod);
 	cJSON_Delete(obj);
 }
@@ -719,9 +675,9 @@ static void test_codec__pod_requires(void **state)
 	cJSON *obj = pod_object("{'containers':[]}");
 	ft_pod_t pod;
 
-	annotate(obj, "flextopo.io/requires",
-		 "{\"memoryPerGpu\":\"40Gi\",\"precision\":[\"fp8\",\"bf16\"],"
-		 "\"interconnect\":\"nvlink\",\"nvlinkDomainSize\":2}");
+	annotate(
+	    obj, "flextopo.io/requires",
+	    "{\"memoryPerGpu\":\"40Gi\",\"precision\":[\"fp8\",\"bf16\"],\"interconnect\":\"nvlink\",\"nvlinkDomainSize\":2}");
 	decode_pod(&pod, obj);
 	assert_null(pod.demand_error);
 	assert_true(pod.demand.has_caps);
@@ -746,47 +702,42 @@ static void test_codec__pod_requires(void **state)
 	ft_pod_dispose(&pod);
 	cJSON_Delete(obj);
 
-	expect_requires_error("{\"memoryPerGpu\":\"40GB\"}",
-			      "annotation flextopo.io/requires: memoryPerGpu: "
-			      "quantity \"40GB\": not a Kubernetes quantity");
-	expect_requires_error("{\"memoryPerGpu\":40}",
-			      "annotation flextopo.io/requires: memoryPerGpu: "
-			      "expected a quantity string such as \"40Gi\"");
-	expect_requires_error("{\"precision\":[\"fp8\",\"fp9\"]}",
-			      "annotation flextopo.io/requires: precision[1]: "
-			      "\"fp9\" is not one of fp64, tf32, bf16, fp16, "
-			      "fp8, int8, fp4");
-	expect_requires_error("{\"precision\":\"fp8\"}",
-			      "annotation flextopo.io/requires: precision: "
-			      "expected an array of names such as [\"fp8\"]");
-	expect_requires_error("{\"interconnect\":\"infiniband\"}",
-			      "annotation flextopo.io/requires: interconnect: "
-			      "expected \"nvlink\" or \"pcie\"");
-	expect_requires_error("{\"nvlinkDomainSize\":0}",
-			      "annotation flextopo.io/requires: "
-			      "nvlinkDomainSize: expected an integer 1-65535");
-	expect_requires_error("{\"nvlinkDomainSize\":1.5}",
-			      "annotation flextopo.io/requires: "
-			      "nvlinkDomainSize: expected an integer 1-65535");
-	expect_requires_error("{\"memory\":\"40Gi\"}",
-			      "annotation flextopo.io/requires: unknown key "
-			      "\"memory\" (memoryPerGpu, precision, "
-			      "interconnect, nvlinkDomainSize)");
-	expect_requires_error("[]", "annotation flextopo.io/requires: expected "
-				    "a JSON object such as "
-				    "{\"memoryPerGpu\":\"40Gi\"}");
-	expect_requires_error("{", "annotation flextopo.io/requires: expected "
-				   "a JSON object such as "
-				   "{\"memoryPerGpu\":\"40Gi\"}");
+	expect_requires_error(
+	    "{\"memoryPerGpu\":\"40GB\"}",
+	    "annotation flextopo.io/requires: memoryPerGpu: quantity \"40GB\": not a Kubernetes quantity");
+	expect_requires_error(
+	    "{\"memoryPerGpu\":40}",
+	    "annotation flextopo.io/requires: memoryPerGpu: expected a quantity string such as \"40Gi\"");
+	expect_requires_error(
+	    "{\"precision\":[\"fp8\",\"fp9\"]}",
+	    "annotation flextopo.io/requires: precision[1]: \"fp9\" is not one of fp64, tf32, bf16, fp16, fp8, int8, fp4");
+	expect_requires_error(
+	    "{\"precision\":\"fp8\"}",
+	    "annotation flextopo.io/requires: precision: expected an array of names such as [\"fp8\"]");
+	expect_requires_error(
+	    "{\"interconnect\":\"infiniband\"}",
+	    "annotation flextopo.io/requires: interconnect: expected \"nvlink\" or \"pcie\"");
+	expect_requires_error(
+	    "{\"nvlinkDomainSize\":0}",
+	    "annotation flextopo.io/requires: nvlinkDomainSize: expected an integer 1-65535");
+	expect_requires_error(
+	    "{\"nvlinkDomainSize\":1.5}",
+	    "annotation flextopo.io/requires: nvlinkDomainSize: expected an integer 1-65535");
+	expect_requires_error(
+	    "{\"memory\":\"40Gi\"}",
+	    "annotation flextopo.io/requires: unknown key \"memory\" (memoryPerGpu, precision, interconnect, nvlinkDomainSize)");
+	expect_requires_error(
+	    "[]",
+	    "annotation flextopo.io/requires: expected a JSON object such as {\"memoryPerGpu\":\"40Gi\"}");
+	expect_requires_error(
+	    "{",
+	    "annotation flextopo.io/requires: expected a JSON object such as {\"memoryPerGpu\":\"40Gi\"}");
 }
 
 static void test_codec__pod_status_fields(void **state)
 {
 	cJSON *obj = ft_test_json(
-	    "{'metadata':{'name':'p','uid':'u-2','creationTimestamp':"
-	    "'2026-11-20T08:00:00Z'},'spec':{'nodeName':'n1','priority':"
-	    "1000,'containers':[]},'status':{'phase':'Running','startTime':"
-	    "'2026-11-21T04:32:00Z'}}");
+	    "{'metadata':{'name':'p','uid':'u-2','creationTimestamp':'2026-11-20T08:00:00Z'},'spec':{'nodeName':'n1','priority':1000,'containers':[]},'status':{'phase':'Running','startTime':'2026-11-21T04:32:00Z'}}");
 	ft_pod_t pod;
 
 	decode_pod(&pod, obj);
@@ -806,8 +757,7 @@ static void test_codec__pod_status_fields(void **state)
 	cJSON_Delete(obj);
 
 	obj = ft_test_json(
-	    "{'metadata':{'name':'p','uid':'u-3'},'spec':{'nodeName':"
-	    "'','priority':-5}}");
+	    "{'metadata':{'name':'p','uid':'u-3'},'spec':{'nodeName':'','priority':-5}}");
 	decode_pod(&pod, obj);
 	assert_null(pod.node);
 	assert_int_equal(pod.priority, -5);
@@ -855,18 +805,16 @@ static void test_codec__pod_request_sums_do_not_wrap(void **state)
 {
 	ft_pod_t pod;
 
-	decode_spec(&pod, "{'containers':["
-			  "{'resources':{'requests':{'cpu':'4e15'}}},"
-			  "{'resources':{'requests':{'cpu':'4e15'}}},"
-			  "{'resources':{'requests':{'cpu':'4e15'}}}]}");
+	decode_spec(
+	    &pod,
+	    "{'containers':[{'resources':{'requests':{'cpu':'4e15'}}},{'resources':{'requests':{'cpu':'4e15'}}},{'resources':{'requests':{'cpu':'4e15'}}}]}");
 	if (!pod.demand_error && pod.demand.cpu_millis != UINT32_MAX)
 		fail_msg("cpu_millis %u", pod.demand.cpu_millis);
 	ft_pod_dispose(&pod);
 
-	decode_spec(&pod, "{'containers':["
-			  "{'resources':{'requests':{'memory':'9e24'}}},"
-			  "{'resources':{'requests':{'memory':'9e24'}}},"
-			  "{'resources':{'requests':{'memory':'9e24'}}}]}");
+	decode_spec(
+	    &pod,
+	    "{'containers':[{'resources':{'requests':{'memory':'9e24'}}},{'resources':{'requests':{'memory':'9e24'}}},{'resources':{'requests':{'memory':'9e24'}}}]}");
 	if (!pod.demand_error && pod.demand.memory_mib != UINT64_MAX)
 		fail_msg("memory_mib %llu",
 			 (unsigned long long)pod.demand.memory_mib);
@@ -905,13 +853,9 @@ static void test_codec__pod_allocation_annotation(void **state)
 	ft_cpuset_t want;
 	ft_pod_t pod;
 
-	annotate(obj, "flextopo.io/allocation",
-		 "{\"version\":1,\"node\":\"n1\",\"level\":\"numa\",\"mode\":"
-		 "\"best-effort\",\"gpus\":[\"GPU-a\",\"GPU-b\"],"
-		 "\"gpuIndexes\":[0,1],\"mig\":[{\"uuid\":\"MIG-x\","
-		 "\"profile\":\"1g.10gb\",\"gpu\":\"GPU-c\",\"start\":0,"
-		 "\"size\":1}],\"cpuset\":\"0-3,8\",\"numaNodes\":[0],"
-		 "\"memoryMiB\":2048}");
+	annotate(
+	    obj, "flextopo.io/allocation",
+	    "{\"version\":1,\"node\":\"n1\",\"level\":\"numa\",\"mode\":\"best-effort\",\"gpus\":[\"GPU-a\",\"GPU-b\"],\"gpuIndexes\":[0,1],\"mig\":[{\"uuid\":\"MIG-x\",\"profile\":\"1g.10gb\",\"gpu\":\"GPU-c\",\"start\":0,\"size\":1}],\"cpuset\":\"0-3,8\",\"numaNodes\":[0],\"memoryMiB\":2048}");
 	decode_pod(&pod, obj);
 	assert_true(pod.has_allocation);
 	assert_null(pod.allocation_error);
@@ -947,9 +891,9 @@ static void test_codec__pod_allocation_annotation(void **state)
 	annotate(obj, "flextopo.io/allocation", "{not json");
 	decode_pod(&pod, obj);
 	assert_false(pod.has_allocation);
-	assert_string_equal(pod.allocation_error,
-			    "annotation flextopo.io/allocation: not a JSON "
-			    "object");
+	assert_string_equal(
+	    pod.allocation_error,
+	    "annotation flextopo.io/allocation: not a JSON object");
 	ft_pod_dispose(&pod);
 	cJSON_Delete(obj);
 }
@@ -981,9 +925,8 @@ static void test_codec__pod_other_prefix(void **state)
 					 .mig_resource_prefix =
 					     "example.com/mig-",
 					 .default_mode = FT_MODE_BEST_EFFORT};
-	cJSON *obj = pod_object("{'containers':[{'name':'a','resources':{"
-				"'limits':{'example.com/gpu':'2',"
-				"'nvidia.com/gpu':'1'}}}]}");
+	cJSON *obj = pod_object(
+	    "{'containers':[{'name':'a','resources':{'limits':{'example.com/gpu':'2','nvidia.com/gpu':'1'}}}]}");
 	ft_pod_t pod;
 
 	annotate(obj, "gpu.example/affinity", "numa");
@@ -1023,11 +966,7 @@ static void test_codec__allocation_encode(void **state)
 	    ft_codec_allocation_encode(&text, &p, node, FT_MODE_GUARANTEED), 0);
 	got = cJSON_Parse(text);
 	want = ft_test_json(
-	    "{'version':1,'node':'a100-0','level':'numa','levels':["
-	    "'nvlink','pcie-switch','numa','socket','node'],'mode':"
-	    "'guaranteed','gpus':['A-4','A-5'],'gpuIndexes':[4,5],"
-	    "'mig':[],'numaNodes':[1],'cpuset':'64-71',"
-	    "'memoryMiB':16384}");
+	    "{'version':1,'node':'a100-0','level':'numa','levels':['nvlink','pcie-switch','numa','socket','node'],'mode':'guaranteed','gpus':['A-4','A-5'],'gpuIndexes':[4,5],'mig':[],'numaNodes':[1],'cpuset':'64-71','memoryMiB':16384}");
 	if (!cJSON_Compare(want, got, true))
 		fail_msg("allocation %s", text);
 	cJSON_Delete(got);
@@ -1094,9 +1033,9 @@ static void test_codec__allocation_replicas(void **state)
 	p.replicas[0] = p.replicas[1] = 8;
 	assert_int_equal(
 	    ft_codec_allocation_encode(&text, &p, node, FT_MODE_GUARANTEED), 0);
-	assert_non_null(strstr(text,
-			       "\"replicas\":[{\"gpu\":\"S-0\",\"count\":8},"
-			       "{\"gpu\":\"S-1\",\"count\":8}]"));
+	assert_non_null(strstr(
+	    text,
+	    "\"replicas\":[{\"gpu\":\"S-0\",\"count\":8},{\"gpu\":\"S-1\",\"count\":8}]"));
 	assert_int_equal(ft_codec_allocation_decode(&back, text), 0);
 	assert_int_equal(ft_codec_allocation_from_placement(&direct, &p, node,
 							    FT_MODE_GUARANTEED),
@@ -1115,8 +1054,8 @@ static void test_codec__allocation_replicas(void **state)
 	assert_int_equal(ft_codec_allocation_decode(
 			     &back, "{\"replicas\":[{\"gpu\":\"S-0\"}]}"),
 			 FT_EINVAL);
-	assert_string_equal(ft_error_last(), "replicas[0].count: expected an "
-					     "integer 1-100");
+	assert_string_equal(ft_error_last(),
+			    "replicas[0].count: expected an integer 1-100");
 	assert_int_equal(ft_codec_allocation_decode(&back, "{\"replicas\":{}}"),
 			 FT_EINVAL);
 	free(text);
@@ -1191,12 +1130,7 @@ static void test_codec__allocation_memory_out_of_range(void **state)
 /* ---- nodes ------------------------------------------------------------ */
 
 static const char pairs_topology[] =
-    "{\"version\":1,\"sockets\":[{\"id\":0,\"numaNodes\":[{\"id\":0,"
-    "\"cpus\":\"0-7\",\"memoryMiB\":65536,\"pcieSwitches\":[{\"id\":0,"
-    "\"gpus\":[{\"index\":0,\"uuid\":\"GPU-p-0\",\"model\":\"NVIDIA A40\","
-    "\"memoryMiB\":46068,\"nvlinks\":[{\"peer\":1,\"links\":4}]},"
-    "{\"index\":1,\"uuid\":\"GPU-p-1\",\"model\":\"NVIDIA A40\","
-    "\"memoryMiB\":46068,\"nvlinks\":[{\"peer\":0,\"links\":4}]}]}]}]}]}";
+    "{\"version\":1,\"sockets\":[{\"id\":0,\"numaNodes\":[{\"id\":0,\"cpus\":\"0-7\",\"memoryMiB\":65536,\"pcieSwitches\":[{\"id\":0,\"gpus\":[{\"index\":0,\"uuid\":\"GPU-p-0\",\"model\":\"NVIDIA A40\",\"memoryMiB\":46068,\"nvlinks\":[{\"peer\":1,\"links\":4}]},{\"index\":1,\"uuid\":\"GPU-p-1\",\"model\":\"NVIDIA A40\",\"memoryMiB\":46068,\"nvlinks\":[{\"peer\":0,\"links\":4}]}]}]}]}]}";
 
 static cJSON *node_object(const char *name, const char *topology)
 {
@@ -1252,8 +1186,7 @@ static void test_codec__node_broken_annotation(void **state)
 	static const char *const prefix = "annotation flextopo.io/topology: ";
 	static const char *const broken[] = {
 	    /* one string, split to fit the line */
-	    ("{\"version\":1,\"sockets\":[{\"id\":0,\"numaNodes\":[{\"id\":0,"
-	     "\"cpus\":\"0-x\",\"memoryMiB\":1}]}]}"),
+	    ("{\"version\":1,\"sockets\":[{\"id\":0,\"numaNodes\":[{\"id\":0,\"cpus\":\"0-x\",\"memoryMiB\":1}]}]}"),
 	    "not json", "", "[]", "{\"version\":2,\"sockets\":[]}"};
 
 	for (size_t i = 0; i < sizeof(broken) / sizeof(broken[0]); i++) {
@@ -1343,10 +1276,11 @@ static void test_codec__args_node_names(void **state)
 {
 	ft_extender_args_t a;
 
-	assert_int_equal(args_decode(&a, "{'Pod':{'metadata':{'name':'p'}},"
-					 "'Nodes':null,'NodeNames':['n1','n2',"
-					 "'n3']}"),
-			 0);
+	assert_int_equal(
+	    args_decode(
+		&a,
+		"{'Pod':{'metadata':{'name':'p'}},'Nodes':null,'NodeNames':['n1','n2','n3']}"),
+	    0);
 	assert_true(a.node_cache_capable);
 	assert_int_equal(a.n_nodes, 3);
 	assert_string_equal(a.node_names[0], "n1");
@@ -1359,9 +1293,11 @@ static void test_codec__args_node_names(void **state)
 	ft_codec_extender_args_dispose(NULL);
 
 	/* Case-insensitive keys; unknown keys ignored; NodeNames wins. */
-	assert_int_equal(args_decode(&a, "{'pod':{},'NODENAMES':['x'],"
-					 "'nodes':{'items':[]},'Extra':1}"),
-			 0);
+	assert_int_equal(
+	    args_decode(
+		&a,
+		"{'pod':{},'NODENAMES':['x'],'nodes':{'items':[]},'Extra':1}"),
+	    0);
 	assert_true(a.node_cache_capable);
 	assert_int_equal(a.n_nodes, 1);
 	assert_string_equal(a.node_names[0], "x");
@@ -1383,9 +1319,9 @@ static void test_codec__args_nodes(void **state)
 	ft_extender_args_t a;
 
 	assert_int_equal(
-	    args_decode(&a, "{'Pod':{},'NodeNames':null,'Nodes':{'metadata':"
-			    "{},'items':[{'metadata':{'name':'n1'}},"
-			    "{'metadata':{'name':'n2','labels':{}}}]}}"),
+	    args_decode(
+		&a,
+		"{'Pod':{},'NodeNames':null,'Nodes':{'metadata':{},'items':[{'metadata':{'name':'n1'}},{'metadata':{'name':'n2','labels':{}}}]}}"),
 	    0);
 	assert_false(a.node_cache_capable);
 	assert_int_equal(a.n_nodes, 2);
@@ -1454,16 +1390,14 @@ static void test_codec__args_length_bounded(void **state)
 
 static void test_codec__bind_args(void **state)
 {
-	const char *ok = "{\"PodName\":\"p\",\"PodNamespace\":\"ns\","
-			 "\"PodUID\":\"u-1\",\"Node\":\"n1\"}";
-	const char *lower = "{\"podname\":\"p\",\"podnamespace\":\"ns\","
-			    "\"poduid\":\"u-1\",\"node\":\"n1\"}";
+	const char *ok =
+	    "{\"PodName\":\"p\",\"PodNamespace\":\"ns\",\"PodUID\":\"u-1\",\"Node\":\"n1\"}";
+	const char *lower =
+	    "{\"podname\":\"p\",\"podnamespace\":\"ns\",\"poduid\":\"u-1\",\"node\":\"n1\"}";
 	static const char *const bad[] = {
 	    "{\"PodName\":\"p\",\"PodNamespace\":\"ns\",\"Node\":\"n1\"}",
-	    "{\"PodName\":\"p\",\"PodNamespace\":\"ns\",\"PodUID\":\"\","
-	    "\"Node\":\"n1\"}",
-	    "{\"PodName\":\"p\",\"PodNamespace\":\"ns\",\"PodUID\":7,"
-	    "\"Node\":\"n1\"}",
+	    "{\"PodName\":\"p\",\"PodNamespace\":\"ns\",\"PodUID\":\"\",\"Node\":\"n1\"}",
+	    "{\"PodName\":\"p\",\"PodNamespace\":\"ns\",\"PodUID\":7,\"Node\":\"n1\"}",
 	    "[]",
 	    "{",
 	    ""};
@@ -1520,25 +1454,25 @@ static void test_codec__filter_reply_names(void **state)
 	ft_filter_reply_t *r = NULL;
 	char *out = NULL;
 
-	assert_int_equal(args_decode(&a, "{'Pod':{},'NodeNames':['n1','n2',"
-					 "'n3','n4']}"),
-			 0);
+	assert_int_equal(
+	    args_decode(&a, "{'Pod':{},'NodeNames':['n1','n2','n3','n4']}"), 0);
 	assert_int_equal(ft_codec_filter_reply_new(&r, &a), 0);
 	assert_int_equal(ft_codec_filter_reply_pass(r, 0), 0);
 	assert_int_equal(ft_codec_filter_reply_fail(r, 1, "no room", false), 0);
 	assert_int_equal(ft_codec_filter_reply_fail(r, 2, "never", true), 0);
 	assert_int_equal(ft_codec_filter_reply_pass(r, 3), 0);
 	assert_int_equal(ft_codec_filter_reply_finish(&out, r), 0);
-	assert_json(out, "{'NodeNames':['n1','n4'],'Nodes':null,'FailedNodes':"
-			 "{'n2':'no room'},'FailedAndUnresolvableNodes':{'n3':"
-			 "'never'},'Error':''}");
+	assert_json(
+	    out,
+	    "{'NodeNames':['n1','n4'],'Nodes':null,'FailedNodes':{'n2':'no room'},'FailedAndUnresolvableNodes':{'n3':'never'},'Error':''}");
 	free(out);
 
 	/* Nothing passes: an empty list, never null. */
 	assert_int_equal(ft_codec_filter_reply_new(&r, &a), 0);
 	assert_int_equal(ft_codec_filter_reply_finish(&out, r), 0);
-	assert_json(out, "{'NodeNames':[],'Nodes':null,'FailedNodes':{},"
-			 "'FailedAndUnresolvableNodes':{},'Error':''}");
+	assert_json(
+	    out,
+	    "{'NodeNames':[],'Nodes':null,'FailedNodes':{},'FailedAndUnresolvableNodes':{},'Error':''}");
 	free(out);
 
 	/* Freed unfinished. */
@@ -1555,18 +1489,18 @@ static void test_codec__filter_reply_nodes(void **state)
 	ft_filter_reply_t *r = NULL;
 	char *out = NULL;
 
-	assert_int_equal(args_decode(&a, "{'Pod':{},'Nodes':{'items':["
-					 "{'metadata':{'name':'n1'},'spec':{}},"
-					 "{'metadata':{'name':'n2'}}]}}"),
-			 0);
+	assert_int_equal(
+	    args_decode(
+		&a,
+		"{'Pod':{},'Nodes':{'items':[{'metadata':{'name':'n1'},'spec':{}},{'metadata':{'name':'n2'}}]}}"),
+	    0);
 	assert_int_equal(ft_codec_filter_reply_new(&r, &a), 0);
 	assert_int_equal(ft_codec_filter_reply_pass(r, 0), 0);
 	assert_int_equal(ft_codec_filter_reply_fail(r, 1, "no room", false), 0);
 	assert_int_equal(ft_codec_filter_reply_finish(&out, r), 0);
-	assert_json(out, "{'Nodes':{'items':[{'metadata':{'name':'n1'},"
-			 "'spec':{}}]},'NodeNames':null,'FailedNodes':{'n2':"
-			 "'no room'},'FailedAndUnresolvableNodes':{},"
-			 "'Error':''}");
+	assert_json(
+	    out,
+	    "{'Nodes':{'items':[{'metadata':{'name':'n1'},'spec':{}}]},'NodeNames':null,'FailedNodes':{'n2':'no room'},'FailedAndUnresolvableNodes':{},'Error':''}");
 	free(out);
 	ft_codec_extender_args_dispose(&a);
 }
@@ -1587,9 +1521,9 @@ static void test_codec__filter_reply_error(void **state)
 	assert_int_equal(ft_codec_filter_reply_new(&r, &a), 0);
 	assert_int_equal(ft_codec_filter_reply_error(r, "pod ns/p: bad"), 0);
 	assert_int_equal(ft_codec_filter_reply_finish(&out, r), 0);
-	assert_json(out, "{'NodeNames':[],'Nodes':null,'FailedNodes':{},"
-			 "'FailedAndUnresolvableNodes':{},'Error':'pod ns/p: "
-			 "bad'}");
+	assert_json(
+	    out,
+	    "{'NodeNames':[],'Nodes':null,'FailedNodes':{},'FailedAndUnresolvableNodes':{},'Error':'pod ns/p: bad'}");
 	free(out);
 	ft_codec_extender_args_dispose(&a);
 }
@@ -1600,12 +1534,12 @@ static void test_codec__priorities_encode(void **state)
 	const int scores[] = {10, 0, 7};
 	char *out = NULL;
 
-	assert_int_equal(args_decode(&a, "{'Pod':{},'NodeNames':['n1','n2',"
-					 "'n3']}"),
-			 0);
+	assert_int_equal(
+	    args_decode(&a, "{'Pod':{},'NodeNames':['n1','n2','n3']}"), 0);
 	assert_int_equal(ft_codec_priorities_encode(&out, &a, scores), 0);
-	assert_json(out, "[{'Host':'n1','Score':10},{'Host':'n2','Score':0},"
-			 "{'Host':'n3','Score':7}]");
+	assert_json(
+	    out,
+	    "[{'Host':'n1','Score':10},{'Host':'n2','Score':0},{'Host':'n3','Score':7}]");
 	/* Scores are JSON integers. */
 	assert_null(strchr(out, '.'));
 	free(out);

@@ -215,9 +215,8 @@ static void test_config__shipped_file_lists_every_key(void **state)
 	(void)state;
 	/* The schema table names its keys in the unknown-key message. */
 	for (i = 0; i < N_KEYS; i++) {
-		strcat(expected, i ? ", "
-				   : "t.yaml:1: unknown key \"x\" "
-				     "(known keys: ");
+		strcat(expected,
+		       i ? ", " : "t.yaml:1: unknown key \"x\" (known keys: ");
 		strcat(expected, all_keys[i]);
 	}
 	strcat(expected, ")");
@@ -359,9 +358,9 @@ static void test_config__listen_addresses(void **state)
 	assert_set("debugListen", "", 0);
 	assert_set_fails("listen", "::1:8888",
 			 "listen: expected HOST:PORT, got \"::1:8888\"");
-	assert_set_fails("debugListen", "localhost",
-			 "debugListen: expected HOST:PORT or \"\", got "
-			 "\"localhost\"");
+	assert_set_fails(
+	    "debugListen", "localhost",
+	    "debugListen: expected HOST:PORT or \"\", got \"localhost\"");
 }
 
 static void test_config__annotation_prefix(void **state)
@@ -377,9 +376,9 @@ static void test_config__annotation_prefix(void **state)
 		assert_set("annotationPrefix", good[i], 0);
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		assert_set("annotationPrefix", bad[i], FT_EINVAL);
-	assert_load_fails("annotationPrefix: Flextopo.IO\n",
-			  "t.yaml:1: annotationPrefix: expected a DNS "
-			  "subdomain, got \"Flextopo.IO\"");
+	assert_load_fails(
+	    "annotationPrefix: Flextopo.IO\n",
+	    "t.yaml:1: annotationPrefix: expected a DNS subdomain, got \"Flextopo.IO\"");
 }
 
 static void test_config__resource_names(void **state)
@@ -395,9 +394,9 @@ static void test_config__resource_names(void **state)
 	assert_set("migResourcePrefix", "nvidia.com/", FT_EINVAL);
 	assert_set("migResourcePrefix", "nvidia.com/-mig", FT_EINVAL);
 	assert_set("migResourcePrefix", "mig-", FT_EINVAL);
-	assert_set_fails("gpuResource", "gpu",
-			 "gpuResource: expected a resource name such as "
-			 "nvidia.com/gpu, got \"gpu\"");
+	assert_set_fails(
+	    "gpuResource", "gpu",
+	    "gpuResource: expected a resource name such as nvidia.com/gpu, got \"gpu\"");
 }
 
 static void test_config__log_level(void **state)
@@ -413,9 +412,9 @@ static void test_config__log_level(void **state)
 		assert_string_equal(cfg.log_level, levels[i]);
 	}
 	ft_config_dispose(&cfg);
-	assert_load_fails("logLevel: verbose\n",
-			  "t.yaml:1: logLevel: expected debug, info, warn or "
-			  "error, got \"verbose\"");
+	assert_load_fails(
+	    "logLevel: verbose\n",
+	    "t.yaml:1: logLevel: expected debug, info, warn or error, got \"verbose\"");
 	assert_set("logLevel", "INFO", FT_EINVAL);
 	assert_set("logLevel", "warning", FT_EINVAL);
 }
@@ -437,9 +436,9 @@ static void test_config__enum_keys(void **state)
 	assert_int_equal(cfg.policy, FT_POLICY_PACKED);
 	assert_int_equal(cfg.default_affinity_mode, FT_MODE_GUARANTEED);
 	ft_config_dispose(&cfg);
-	assert_set_fails("defaultAffinityMode", "BestEffort",
-			 "defaultAffinityMode: expected guaranteed or "
-			 "best-effort, got \"BestEffort\"");
+	assert_set_fails(
+	    "defaultAffinityMode", "BestEffort",
+	    "defaultAffinityMode: expected guaranteed or best-effort, got \"BestEffort\"");
 	assert_set("policy", "Packed", FT_EINVAL);
 	assert_set("policy", "", FT_EINVAL);
 }
@@ -486,12 +485,12 @@ static void test_config__unsigned_keys(void **state)
 	assert_set("maxConnectionsPerClient", "65537", FT_EINVAL);
 	assert_set("connectionTimeoutSeconds", "0", FT_EINVAL);
 	assert_set("connectionTimeoutSeconds", "86401", FT_EINVAL);
-	assert_load_fails("threads: many\n",
-			  "t.yaml:1: threads: expected an integer from 0 to "
-			  "256, got \"many\"");
-	assert_load_fails("\napiTimeoutMs: 3600001\n",
-			  "t.yaml:2: apiTimeoutMs: expected an integer from 1 "
-			  "to 3600000, got \"3600001\"");
+	assert_load_fails(
+	    "threads: many\n",
+	    "t.yaml:1: threads: expected an integer from 0 to 256, got \"many\"");
+	assert_load_fails(
+	    "\napiTimeoutMs: 3600001\n",
+	    "t.yaml:2: apiTimeoutMs: expected an integer from 1 to 3600000, got \"3600001\"");
 }
 
 static void test_config__size_key(void **state)
@@ -517,10 +516,9 @@ static void test_config__size_key(void **state)
 	assert_set("maxRequestBytes", "1.5Mi", FT_EINVAL);
 	assert_set("maxRequestBytes", "Mi", FT_EINVAL);
 	assert_set("maxRequestBytes", "18014398509481984Gi", FT_EINVAL);
-	assert_load_fails("maxRequestBytes: 64 MiB\n",
-			  "t.yaml:1: maxRequestBytes: expected a size from "
-			  "1024 to 1073741824 bytes (suffix Ki, Mi or Gi "
-			  "allowed), got \"64 MiB\"");
+	assert_load_fails(
+	    "maxRequestBytes: 64 MiB\n",
+	    "t.yaml:1: maxRequestBytes: expected a size from 1024 to 1073741824 bytes (suffix Ki, Mi or Gi allowed), got \"64 MiB\"");
 }
 
 static void test_config__error_file_line(void **state)
@@ -529,22 +527,22 @@ static void test_config__error_file_line(void **state)
 	char expected[1200];
 
 	(void)state;
-	assert_load_fails("threads: 4\n\n# comment\npolicy: spread\n",
-			  "t.yaml:4: policy: expected packed or distributed, "
-			  "got \"spread\"");
+	assert_load_fails(
+	    "threads: 4\n\n# comment\npolicy: spread\n",
+	    "t.yaml:4: policy: expected packed or distributed, got \"spread\"");
 	/* The value's own line, for a value on the line after its key. */
-	assert_load_fails("threads:\n  -4\n",
-			  "t.yaml:2: threads: expected an integer from 0 to "
-			  "256, got \"-4\"");
+	assert_load_fails(
+	    "threads:\n  -4\n",
+	    "t.yaml:2: threads: expected an integer from 0 to 256, got \"-4\"");
 	/* A real file is named by its path. */
 	assert_int_equal(ft_config_init(&cfg), 0);
 	assert_int_equal(ft_config_load_file(&cfg, FT_FIXTURES_DIR
 					     "/config/bad-policy.yaml"),
 			 FT_EINVAL);
-	snprintf(expected, sizeof(expected),
-		 "%s/config/bad-policy.yaml:4: policy: expected packed or "
-		 "distributed, got \"spread\"",
-		 FT_FIXTURES_DIR);
+	snprintf(
+	    expected, sizeof(expected),
+	    "%s/config/bad-policy.yaml:4: policy: expected packed or distributed, got \"spread\"",
+	    FT_FIXTURES_DIR);
 	assert_string_equal(ft_error_last(), expected);
 	ft_config_dispose(&cfg);
 }
@@ -563,40 +561,40 @@ static void test_config__error_unknown_key(void **state)
 static void test_config__error_top_level(void **state)
 {
 	(void)state;
-	assert_load_fails("- listen\n- threads\n",
-			  "t.yaml:1: expected a mapping of keys at the top "
-			  "level, got a sequence");
-	assert_load_fails("\n\nlisten\n",
-			  "t.yaml:3: expected a mapping of keys at the top "
-			  "level, got \"listen\"");
-	assert_load_fails("--- |\n  two\n  lines\n",
-			  "t.yaml:1: expected a mapping of keys at the top "
-			  "level, got \"two\\nlines\\n\"");
+	assert_load_fails(
+	    "- listen\n- threads\n",
+	    "t.yaml:1: expected a mapping of keys at the top level, got a sequence");
+	assert_load_fails(
+	    "\n\nlisten\n",
+	    "t.yaml:3: expected a mapping of keys at the top level, got \"listen\"");
+	assert_load_fails(
+	    "--- |\n  two\n  lines\n",
+	    "t.yaml:1: expected a mapping of keys at the top level, got \"two\\nlines\\n\"");
 }
 
 static void test_config__error_duplicate_key(void **state)
 {
 	(void)state;
-	assert_load_fails("policy: packed\nthreads: 1\npolicy: distributed\n",
-			  "t.yaml:3: duplicate key \"policy\" (first set on "
-			  "line 1)");
+	assert_load_fails(
+	    "policy: packed\nthreads: 1\npolicy: distributed\n",
+	    "t.yaml:3: duplicate key \"policy\" (first set on line 1)");
 }
 
 static void test_config__error_non_scalars(void **state)
 {
 	(void)state;
-	assert_load_fails("threads: [1]\n",
-			  "t.yaml:1: threads: expected an integer from 0 to "
-			  "256, got a sequence");
-	assert_load_fails("listen:\n  host: a\n  port: 1\n",
-			  "t.yaml:2: listen: expected HOST:PORT, got a "
-			  "mapping");
+	assert_load_fails(
+	    "threads: [1]\n",
+	    "t.yaml:1: threads: expected an integer from 0 to 256, got a sequence");
+	assert_load_fails(
+	    "listen:\n  host: a\n  port: 1\n",
+	    "t.yaml:2: listen: expected HOST:PORT, got a mapping");
 	assert_load_fails("a: &x 1\n",
 			  "t.yaml:1: unknown key \"a\" (known keys: " KNOWN_KEYS
 			  ")");
-	assert_load_fails("threads: &t 4\napiTimeoutMs: *t\n",
-			  "t.yaml:2: apiTimeoutMs: expected an integer from 1 "
-			  "to 3600000, got an alias");
+	assert_load_fails(
+	    "threads: &t 4\napiTimeoutMs: *t\n",
+	    "t.yaml:2: apiTimeoutMs: expected an integer from 1 to 3600000, got an alias");
 	assert_load_fails("? [threads]\n: 4\n",
 			  "t.yaml:1: expected a key, got a sequence");
 }
@@ -604,15 +602,15 @@ static void test_config__error_non_scalars(void **state)
 static void test_config__error_syntax(void **state)
 {
 	(void)state;
-	assert_load_fails("threads: 4\npolicy: packed\nlisten: 'x\n",
-			  "t.yaml:4: found unexpected end of stream (while "
-			  "scanning a quoted scalar at line 3)");
-	assert_load_fails("threads: 4\n- packed\n",
-			  "t.yaml:2: did not find expected key (while parsing "
-			  "a block mapping at line 1)");
-	assert_load_fails("kubeconfig: a\n  policy: packed\n",
-			  "t.yaml:2: mapping values are not allowed in this "
-			  "context");
+	assert_load_fails(
+	    "threads: 4\npolicy: packed\nlisten: 'x\n",
+	    "t.yaml:4: found unexpected end of stream (while scanning a quoted scalar at line 3)");
+	assert_load_fails(
+	    "threads: 4\n- packed\n",
+	    "t.yaml:2: did not find expected key (while parsing a block mapping at line 1)");
+	assert_load_fails(
+	    "kubeconfig: a\n  policy: packed\n",
+	    "t.yaml:2: mapping values are not allowed in this context");
 	assert_load_fails("threads: 4\nlisten: \"\xc3\x28\"\n",
 			  "t.yaml:2: invalid trailing UTF-8 octet");
 }
@@ -620,9 +618,9 @@ static void test_config__error_syntax(void **state)
 static void test_config__error_second_document(void **state)
 {
 	(void)state;
-	assert_load_fails("threads: 4\n---\nthreads: 5\n",
-			  "t.yaml:2: expected one YAML document, found "
-			  "another");
+	assert_load_fails(
+	    "threads: 4\n---\nthreads: 5\n",
+	    "t.yaml:2: expected one YAML document, found another");
 }
 
 static void test_config__error_backoff_order(void **state)
@@ -630,13 +628,13 @@ static void test_config__error_backoff_order(void **state)
 	ft_config_t cfg;
 
 	(void)state;
-	assert_load_fails("watchBackoffMaxMs: 1000\n"
-			  "watchBackoffInitialMs: 5000\n",
-			  "t.yaml:2: watchBackoffInitialMs: expected at most "
-			  "watchBackoffMaxMs (1000), got \"5000\"");
-	assert_load_fails("threads: 1\nwatchBackoffMaxMs: 500\n",
-			  "t.yaml:2: watchBackoffMaxMs: expected at least "
-			  "watchBackoffInitialMs (800), got \"500\"");
+	assert_load_fails(
+	    "watchBackoffMaxMs: 1000\n"
+	    "watchBackoffInitialMs: 5000\n",
+	    "t.yaml:2: watchBackoffInitialMs: expected at most watchBackoffMaxMs (1000), got \"5000\"");
+	assert_load_fails(
+	    "threads: 1\nwatchBackoffMaxMs: 500\n",
+	    "t.yaml:2: watchBackoffMaxMs: expected at least watchBackoffInitialMs (800), got \"500\"");
 	/* Checked after the whole file: the order of the keys is free. */
 	assert_int_equal(ft_config_init(&cfg), 0);
 	assert_int_equal(load(&cfg, "watchBackoffMaxMs: 500\n"
@@ -648,12 +646,12 @@ static void test_config__error_backoff_order(void **state)
 	assert_int_equal(ft_config_set(&cfg, "watchBackoffInitialMs", "500"),
 			 0);
 	ft_config_dispose(&cfg);
-	assert_set_fails("watchBackoffMaxMs", "799",
-			 "watchBackoffMaxMs: expected at least "
-			 "watchBackoffInitialMs (800), got \"799\"");
-	assert_set_fails("watchBackoffInitialMs", "30001",
-			 "watchBackoffInitialMs: expected at most "
-			 "watchBackoffMaxMs (30000), got \"30001\"");
+	assert_set_fails(
+	    "watchBackoffMaxMs", "799",
+	    "watchBackoffMaxMs: expected at least watchBackoffInitialMs (800), got \"799\"");
+	assert_set_fails(
+	    "watchBackoffInitialMs", "30001",
+	    "watchBackoffInitialMs: expected at most watchBackoffMaxMs (30000), got \"30001\"");
 }
 
 static void test_config__error_missing_file(void **state)
@@ -666,8 +664,9 @@ static void test_config__error_missing_file(void **state)
 	assert_int_equal(ft_config_init(&defaults), 0);
 	assert_int_equal(
 	    ft_config_load_file(&cfg, "/nonexistent/flextopo.yaml"), FT_EIO);
-	assert_string_equal(ft_error_last(), "/nonexistent/flextopo.yaml: No "
-					     "such file or directory");
+	assert_string_equal(
+	    ft_error_last(),
+	    "/nonexistent/flextopo.yaml: No such file or directory");
 	assert_int_equal(ft_config_load_file(&cfg, FT_FIXTURES_DIR "/config"),
 			 FT_EIO);
 	assert_non_null(strstr(ft_error_last(), "/config: Is a directory"));
@@ -726,12 +725,12 @@ static void test_config__set_overrides(void **state)
 	assert_int_equal(cfg.policy, FT_POLICY_DISTRIBUTED);
 	assert_int_equal(cfg.threads, 6);
 	ft_config_dispose(&cfg);
-	assert_set_fails("threads", NULL,
-			 "threads: expected an integer from 0 to 256, got no "
-			 "value");
-	assert_set_fails("policy", "spread",
-			 "policy: expected packed or distributed, got "
-			 "\"spread\"");
+	assert_set_fails(
+	    "threads", NULL,
+	    "threads: expected an integer from 0 to 256, got no value");
+	assert_set_fails(
+	    "policy", "spread",
+	    "policy: expected packed or distributed, got \"spread\"");
 	assert_set_fails("nope", "1",
 			 "unknown key \"nope\" (known keys: " KNOWN_KEYS ")");
 }
@@ -759,16 +758,15 @@ static void test_config__tls_keys(void **state)
 	ft_config_dispose(&cfg);
 
 	/* Both or neither, blamed on the line of the key that is set. */
-	assert_load_fails("threads: 2\ntlsCertFile: /tls/tls.crt\n",
-			  "t.yaml:2: tlsCertFile: needs tlsKeyFile too (TLS "
-			  "takes both or neither)");
-	assert_load_fails("tlsKeyFile: /tls/tls.key\ntlsCertFile: \"\"\n",
-			  "t.yaml:1: tlsKeyFile: needs tlsCertFile too (TLS "
-			  "takes both or neither)");
-	assert_load_fails("threads: 2\n\ntlsClientCAFile: /tls/ca.crt\n",
-			  "t.yaml:3: tlsClientCAFile: needs tlsCertFile and "
-			  "tlsKeyFile (client certificates are asked for over "
-			  "TLS only)");
+	assert_load_fails(
+	    "threads: 2\ntlsCertFile: /tls/tls.crt\n",
+	    "t.yaml:2: tlsCertFile: needs tlsKeyFile too (TLS takes both or neither)");
+	assert_load_fails(
+	    "tlsKeyFile: /tls/tls.key\ntlsCertFile: \"\"\n",
+	    "t.yaml:1: tlsKeyFile: needs tlsCertFile too (TLS takes both or neither)");
+	assert_load_fails(
+	    "threads: 2\n\ntlsClientCAFile: /tls/ca.crt\n",
+	    "t.yaml:3: tlsClientCAFile: needs tlsCertFile and tlsKeyFile (client certificates are asked for over TLS only)");
 	/* The file completes a pair begun on the command line... */
 	assert_int_equal(ft_config_init(&cfg), 0);
 	assert_int_equal(ft_config_set(&cfg, "tlsCertFile", "/a.crt"), 0);
@@ -777,9 +775,9 @@ static void test_config__tls_keys(void **state)
 	/* ...and a file that breaks one is blamed at its line. */
 	assert_int_equal(load(&cfg, "threads: 1\ntlsKeyFile: \"\"\n"),
 			 FT_EINVAL);
-	assert_string_equal(ft_error_last(),
-			    "t.yaml:2: tlsCertFile: needs tlsKeyFile too "
-			    "(TLS takes both or neither)");
+	assert_string_equal(
+	    ft_error_last(),
+	    "t.yaml:2: tlsCertFile: needs tlsKeyFile too (TLS takes both or neither)");
 	ft_config_dispose(&cfg);
 }
 

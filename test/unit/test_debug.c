@@ -222,8 +222,7 @@ static const cJSON *find(const cJSON *arr, const char *key, const char *value)
 {
 	const cJSON *item;
 
-	cJSON_ArrayForEach(item, arr)
-	{
+	cJSON_ArrayForEach (item, arr) {
 		const cJSON *v = cJSON_GetObjectItemCaseSensitive(item, key);
 		if (cJSON_IsString(v) && strcmp(v->valuestring, value) == 0)
 			return item;
@@ -314,11 +313,9 @@ static void test_debug__nodes_fragmentation(void **state)
 	}
 	row = find(at(root, "nodes"), "name", "pairs-free");
 	f = at(row, "fragmentation");
-	expect_json(f, "{\"freeGpus\":3,\"fragmentedGpus\":0,"
-		       "\"wholeGpusFree\":3,\"largestFreeBlock\":{"
-		       "\"nvlink\":2,\"pcie-switch\":2,\"numa\":2,"
-		       "\"socket\":3,\"node\":3},\"migSlicesFree\":0,"
-		       "\"migSlicesStranded\":0,\"replicasFree\":0}");
+	expect_json(
+	    f,
+	    "{\"freeGpus\":3,\"fragmentedGpus\":0,\"wholeGpusFree\":3,\"largestFreeBlock\":{\"nvlink\":2,\"pcie-switch\":2,\"numa\":2,\"socket\":3,\"node\":3},\"migSlicesFree\":0,\"migSlicesStranded\":0,\"replicasFree\":0}");
 	f = at(find(at(root, "nodes"), "name", "h100-0"), "fragmentation");
 	assert_true(num(f, "migSlicesFree") > 0);
 	assert_int_equal(num(f, "migSlicesStranded"), num(f, "migSlicesFree"));
@@ -416,14 +413,10 @@ static const cJSON *tree_gpu(const cJSON *node, int index)
 {
 	const cJSON *so, *numa, *sw, *gpu;
 
-	cJSON_ArrayForEach(so, at(node, "sockets"))
-	{
-		cJSON_ArrayForEach(numa, at(so, "numaNodes"))
-		{
-			cJSON_ArrayForEach(sw, at(numa, "pcieSwitches"))
-			{
-				cJSON_ArrayForEach(gpu, at(sw, "gpus"))
-				{
+	cJSON_ArrayForEach (so, at(node, "sockets")) {
+		cJSON_ArrayForEach (numa, at(so, "numaNodes")) {
+			cJSON_ArrayForEach (sw, at(numa, "pcieSwitches")) {
+				cJSON_ArrayForEach (gpu, at(sw, "gpus")) {
 					if (num(gpu, "index") == index)
 						return gpu;
 				}
@@ -449,10 +442,9 @@ static void test_debug__node_shared_replicas(void **state)
 	assert_int_equal(num(gpu, "replicas"), 10);
 	assert_int_equal(num(gpu, "replicasUsed"), 8);
 	assert_true(cJSON_IsNull(at(gpu, "heldBy")));
-	expect_json(at(gpu, "replicasHeldBy"),
-		    "[{\"namespace\":\"serve\",\"name\":\"holder-2x08\","
-		    "\"uid\":\"00000000-0000-4000-8000-0000000002a0\","
-		    "\"priority\":0,\"assumed\":false,\"count\":8}]");
+	expect_json(
+	    at(gpu, "replicasHeldBy"),
+	    "[{\"namespace\":\"serve\",\"name\":\"holder-2x08\",\"uid\":\"00000000-0000-4000-8000-0000000002a0\",\"priority\":0,\"assumed\":false,\"count\":8}]");
 	gpu = tree_gpu(root, 0);
 	assert_int_equal(num(gpu, "replicasUsed"), 0);
 	expect_json(at(gpu, "replicasHeldBy"), "[]");
@@ -469,9 +461,11 @@ static void test_debug__node_shared_replicas(void **state)
 	assert_int_equal(count(r.body, "class=\"replicas\""), 2);
 	assert_int_equal(count(r.body, ">8/10 replicas</text>"), 2);
 	assert_int_equal(count(r.body, ">0/10 replicas</text>"), 2);
-	assert_int_equal(count(r.body, "<title>8 of 10 replicas held by "
-				       "serve/holder-2x08 (priority 0)"),
-			 2);
+	assert_int_equal(
+	    count(
+		r.body,
+		"<title>8 of 10 replicas held by serve/holder-2x08 (priority 0)"),
+	    2);
 	assert_non_null(strstr(r.body, "81559 MiB, shared"));
 	assert_non_null(strstr(r.body, "CPUs, 16 replicas"));
 	free(r.body);
@@ -659,11 +653,7 @@ static void test_debug__topology_fixtures(void **state)
 /* ---- explain ---- */
 
 static const char explain_pod[] =
-    "{\"metadata\":{\"name\":\"chat\",\"namespace\":\"online\","
-    "\"annotations\":{\"flextopo.io/affinity\":\"nvlink\"}},\"spec\":{"
-    "\"priority\":1000,\"containers\":[{\"name\":\"m\",\"resources\":{"
-    "\"requests\":{\"nvidia.com/gpu\":\"2\"},\"limits\":{\"nvidia.com/"
-    "gpu\":\"2\"}}}]}}";
+    "{\"metadata\":{\"name\":\"chat\",\"namespace\":\"online\",\"annotations\":{\"flextopo.io/affinity\":\"nvlink\"}},\"spec\":{\"priority\":1000,\"containers\":[{\"name\":\"m\",\"resources\":{\"requests\":{\"nvidia.com/gpu\":\"2\"},\"limits\":{\"nvidia.com/gpu\":\"2\"}}}]}}";
 
 static void test_debug__explain_changes_nothing(void **state)
 {
@@ -735,8 +725,7 @@ static void test_debug__explain_options_and_errors(void **state)
 	    json_call(fx->debug_port, "POST", "/debug/explain", "[]", 400));
 	cJSON_Delete(json_call(
 	    fx->debug_port, "POST", "/debug/explain",
-	    "{\"metadata\":{\"name\":\"x\",\"annotations\":{\"flextopo.io/"
-	    "affinity\":\"rack\"}},\"spec\":{\"containers\":[]}}",
+	    "{\"metadata\":{\"name\":\"x\",\"annotations\":{\"flextopo.io/affinity\":\"rack\"}},\"spec\":{\"containers\":[]}}",
 	    400));
 }
 
@@ -745,12 +734,11 @@ static char *explain_body(const char *annotations, const char *resources)
 {
 	char *body = NULL;
 
-	assert_true(asprintf(&body,
-			     "{\"metadata\":{\"name\":\"units\",\"namespace\":"
-			     "\"t\",\"annotations\":{%s}},\"spec\":{"
-			     "\"containers\":[{\"name\":\"m\",\"resources\":{"
-			     "\"requests\":{%s},\"limits\":{%s}}}]}}",
-			     annotations, resources, resources) > 0);
+	assert_true(
+	    asprintf(
+		&body,
+		"{\"metadata\":{\"name\":\"units\",\"namespace\":\"t\",\"annotations\":{%s}},\"spec\":{\"containers\":[{\"name\":\"m\",\"resources\":{\"requests\":{%s},\"limits\":{%s}}}]}}",
+		annotations, resources, resources) > 0);
 	return body;
 }
 
@@ -782,40 +770,30 @@ static void test_debug__explain_units_requires(void **state)
 	const cJSON *nodes = at(root, "nodes"), *units, *unit;
 
 	units = at(find(nodes, "node", "h100-mixed"), "units");
-	expect_json(units,
-		    "[{\"kind\":\"gpu\",\"gpu\":2,\"uuid\":\"GPU-mixed-2\","
-		    "\"free\":true,\"matches\":true,\"failures\":[]},"
-		    "{\"kind\":\"gpu\",\"gpu\":3,\"uuid\":\"GPU-mixed-3\","
-		    "\"free\":true,\"matches\":true,\"failures\":[]}]");
+	expect_json(
+	    units,
+	    "[{\"kind\":\"gpu\",\"gpu\":2,\"uuid\":\"GPU-mixed-2\",\"free\":true,\"matches\":true,\"failures\":[]},{\"kind\":\"gpu\",\"gpu\":3,\"uuid\":\"GPU-mixed-3\",\"free\":true,\"matches\":true,\"failures\":[]}]");
 	units = at(find(nodes, "node", "h100-single-1g"), "units");
 	assert_int_equal(cJSON_GetArraySize(units), 14);
-	cJSON_ArrayForEach(unit, units)
-	{
+	cJSON_ArrayForEach (unit, units) {
 		assert_string_equal(str(unit, "profile"), "1g.10gb");
 		assert_false(cJSON_IsTrue(at(unit, "matches")));
-		expect_json(at(unit, "failures"),
-			    "[{\"capability\":\"memoryPerGpu\",\"asked\":40960,"
-			    "\"actual\":10240,\"reason\":\"memoryPerGpu 40Gi: "
-			    "10240 MiB\"}]");
+		expect_json(
+		    at(unit, "failures"),
+		    "[{\"capability\":\"memoryPerGpu\",\"asked\":40960,\"actual\":10240,\"reason\":\"memoryPerGpu 40Gi: 10240 MiB\"}]");
 	}
 	unit = cJSON_GetArrayItem(units, 13);
 	assert_string_equal(str(unit, "uuid"), "MIG-s1g-1-6");
 	assert_int_equal(num(unit, "gpu"), 1);
 	units = at(find(nodes, "node", "h100-single-3g"), "units");
 	assert_int_equal(cJSON_GetArraySize(units), 4);
-	cJSON_ArrayForEach(unit, units)
-	    assert_true(cJSON_IsTrue(at(unit, "matches")));
+	cJSON_ArrayForEach (unit, units)
+		assert_true(cJSON_IsTrue(at(unit, "matches")));
 	units = at(find(nodes, "node", "rtx4090-box"), "units");
 	assert_int_equal(cJSON_GetArraySize(units), 8);
 	expect_json(
 	    cJSON_GetArrayItem(units, 7),
-	    "{\"kind\":\"gpu\",\"gpu\":7,\"uuid\":\"GPU-8f9a4164-3544-78ff-"
-	    "e57f-5c5ca08bfeb7\",\"free\":true,\"matches\":false,\"failures\":"
-	    "[{\"capability\":\"memoryPerGpu\",\"asked\":40960,\"actual\":"
-	    "24564,\"reason\":\"memoryPerGpu 40Gi: 24564 MiB\"},"
-	    "{\"capability\":\"precision\",\"asked\":[\"fp8\"],\"actual\":[],"
-	    "\"reason\":\"precision fp8: not supported by NVIDIA GeForce RTX "
-	    "4090 (not in the MIG catalog)\"}]}");
+	    "{\"kind\":\"gpu\",\"gpu\":7,\"uuid\":\"GPU-8f9a4164-3544-78ff-e57f-5c5ca08bfeb7\",\"free\":true,\"matches\":false,\"failures\":[{\"capability\":\"memoryPerGpu\",\"asked\":40960,\"actual\":24564,\"reason\":\"memoryPerGpu 40Gi: 24564 MiB\"},{\"capability\":\"precision\",\"asked\":[\"fp8\"],\"actual\":[],\"reason\":\"precision fp8: not supported by NVIDIA GeForce RTX 4090 (not in the MIG catalog)\"}]}");
 	cJSON_Delete(root);
 }
 
@@ -859,22 +837,17 @@ static void test_debug__explain_fragmentation(void **state)
 static void test_debug__explain_units_mig(void **state)
 {
 	fixture_t *fx = *state;
-	cJSON *root =
-	    explain_units(fx,
-			  "\"flextopo.io/requires\":\"{\\\"interconnect\\\":"
-			  "\\\"nvlink\\\"}\"",
-			  "\"nvidia.com/mig-1g.10gb\":\"1\"");
+	cJSON *root = explain_units(
+	    fx,
+	    "\"flextopo.io/requires\":\"{\\\"interconnect\\\":\\\"nvlink\\\"}\"",
+	    "\"nvidia.com/mig-1g.10gb\":\"1\"");
 	const cJSON *nodes = at(root, "nodes"), *units;
 
 	units = at(find(nodes, "node", "h100-mixed"), "units");
 	assert_int_equal(cJSON_GetArraySize(units), 4);
 	expect_json(
 	    cJSON_GetArrayItem(units, 0),
-	    "{\"kind\":\"mig\",\"gpu\":1,\"uuid\":\"MIG-mixed-1-0\","
-	    "\"profile\":\"1g.10gb\",\"free\":false,\"matches\":false,"
-	    "\"failures\":[{\"capability\":\"interconnect\",\"asked\":"
-	    "\"nvlink\",\"actual\":\"pcie\",\"reason\":\"interconnect nvlink: "
-	    "MIG instances share no NVLink\"}]}");
+	    "{\"kind\":\"mig\",\"gpu\":1,\"uuid\":\"MIG-mixed-1-0\",\"profile\":\"1g.10gb\",\"free\":false,\"matches\":false,\"failures\":[{\"capability\":\"interconnect\",\"asked\":\"nvlink\",\"actual\":\"pcie\",\"reason\":\"interconnect nvlink: MIG instances share no NVLink\"}]}");
 	assert_true(cJSON_IsTrue(at(cJSON_GetArrayItem(units, 3), "free")));
 	/* No instance of the profile: an empty list says so. */
 	expect_json(at(find(nodes, "node", "rtx4090-box"), "units"), "[]");
@@ -898,10 +871,10 @@ static void test_debug__explain_units_mig(void **state)
 static void test_debug__explain_units_shared(void **state)
 {
 	fixture_t *fx = *state;
-	cJSON *root = explain_units(fx,
-				    "\"flextopo.io/affinity\":\"nvlink\","
-				    "\"flextopo.io/gpu-fraction\":\"0.8\"",
-				    "\"nvidia.com/gpu.shared\":\"2\"");
+	cJSON *root = explain_units(
+	    fx,
+	    "\"flextopo.io/affinity\":\"nvlink\",\"flextopo.io/gpu-fraction\":\"0.8\"",
+	    "\"nvidia.com/gpu.shared\":\"2\"");
 	const cJSON *node = find(at(root, "nodes"), "node", "h100-shared");
 
 	assert_string_equal(str(node, "verdict"), "fit");
@@ -909,16 +882,7 @@ static void test_debug__explain_units_shared(void **state)
 		    "[{\"gpu\":0,\"count\":8},{\"gpu\":1,\"count\":8}]");
 	expect_json(
 	    at(node, "units"),
-	    "[{\"kind\":\"shared\",\"gpu\":0,\"uuid\":\"GPU-shared-0\","
-	    "\"replicas\":10,\"replicasFree\":10,\"free\":true,\"matches\":"
-	    "true,\"failures\":[]},{\"kind\":\"shared\",\"gpu\":1,\"uuid\":"
-	    "\"GPU-shared-1\",\"replicas\":10,\"replicasFree\":10,\"free\":"
-	    "true,\"matches\":true,\"failures\":[]},{\"kind\":\"shared\","
-	    "\"gpu\":2,\"uuid\":\"GPU-shared-2\",\"replicas\":10,"
-	    "\"replicasFree\":2,\"free\":false,\"matches\":true,"
-	    "\"failures\":[]},{\"kind\":\"shared\",\"gpu\":3,\"uuid\":"
-	    "\"GPU-shared-3\",\"replicas\":10,\"replicasFree\":2,\"free\":"
-	    "false,\"matches\":true,\"failures\":[]}]");
+	    "[{\"kind\":\"shared\",\"gpu\":0,\"uuid\":\"GPU-shared-0\",\"replicas\":10,\"replicasFree\":10,\"free\":true,\"matches\":true,\"failures\":[]},{\"kind\":\"shared\",\"gpu\":1,\"uuid\":\"GPU-shared-1\",\"replicas\":10,\"replicasFree\":10,\"free\":true,\"matches\":true,\"failures\":[]},{\"kind\":\"shared\",\"gpu\":2,\"uuid\":\"GPU-shared-2\",\"replicas\":10,\"replicasFree\":2,\"free\":false,\"matches\":true,\"failures\":[]},{\"kind\":\"shared\",\"gpu\":3,\"uuid\":\"GPU-shared-3\",\"replicas\":10,\"replicasFree\":2,\"free\":false,\"matches\":true,\"failures\":[]}]");
 	cJSON_Delete(root);
 }
 
@@ -936,14 +900,9 @@ static char *fixture_text(const char *rel)
 static void run_verbs(fixture_t *fx)
 {
 	static const char pod[] =
-	    "{\"Pod\":{\"metadata\":{\"name\":\"waiting-pair\",\"namespace\":"
-	    "\"train\",\"uid\":\"00000000-0000-4000-8000-000000000001\"},"
-	    "\"spec\":{\"containers\":[]}},\"NodeNames\":[\"a100-0\","
-	    "\"pairs-free\",\"bare-0\"]}";
+	    "{\"Pod\":{\"metadata\":{\"name\":\"waiting-pair\",\"namespace\":\"train\",\"uid\":\"00000000-0000-4000-8000-000000000001\"},\"spec\":{\"containers\":[]}},\"NodeNames\":[\"a100-0\",\"pairs-free\",\"bare-0\"]}";
 	static const char bind[] =
-	    "{\"PodName\":\"waiting-pair\",\"PodNamespace\":\"train\","
-	    "\"PodUID\":\"00000000-0000-4000-8000-000000000001\",\"Node\":"
-	    "\"a100-0\"}";
+	    "{\"PodName\":\"waiting-pair\",\"PodNamespace\":\"train\",\"PodUID\":\"00000000-0000-4000-8000-000000000001\",\"Node\":\"a100-0\"}";
 	char *preempt = fixture_text("wire/preempt/nvlink-meta.request.json");
 
 	cJSON_Delete(json_call(fx->main_port, "POST", "/filter", pod, 200));
@@ -1072,10 +1031,15 @@ static void test_debug__metrics_on_both_listeners(void **state)
 		    1);
 	assert_true(metric(m.body, "flextopo_binds_total{result=\"bound\"}") ==
 		    1);
-	assert_true(metric(m.body, "flextopo_bind_affinity_level_total{level="
-				   "\"nvlink\"}") == 1);
-	assert_true(metric(m.body, "flextopo_preemption_nodes_total{mode="
-				   "\"guaranteed\",outcome=\"victims\"}") == 1);
+	assert_true(
+	    metric(m.body,
+		   "flextopo_bind_affinity_level_total{level=\"nvlink\"}") ==
+	    1);
+	assert_true(
+	    metric(
+		m.body,
+		"flextopo_preemption_nodes_total{mode=\"guaranteed\",outcome=\"victims\"}") ==
+	    1);
 	assert_true(metric(m.body, "flextopo_nodes") == 7);
 	assert_true(metric(m.body, "flextopo_nodes_bad_topology") == 2);
 	assert_true(metric(m.body, "flextopo_ready") == 1);
@@ -1110,20 +1074,18 @@ static void test_debug__observed_drift(void **state)
 	assert_string_equal(str(at(st, "observed"), "source"), "podresources");
 	assert_true(cJSON_IsTrue(at(at(st, "observed"), "held")));
 	assert_true(cJSON_IsNull(at(st, "observedError")));
-	expect_json(at(st, "drift"),
-		    "{\"expected\":{\"gpus\":[\"GPU-obs-0\",\"GPU-obs-1\"],"
-		    "\"mig\":[],\"replicas\":[],\"cpuset\":\"0-1\"},"
-		    "\"actual\":{\"gpus\":[\"GPU-obs-3\",\"GPU-obs-2\"],"
-		    "\"mig\":[],\"replicas\":[],\"cpuset\":\"\"}}");
+	expect_json(
+	    at(st, "drift"),
+	    "{\"expected\":{\"gpus\":[\"GPU-obs-0\",\"GPU-obs-1\"],\"mig\":[],\"replicas\":[],\"cpuset\":\"0-1\"},\"actual\":{\"gpus\":[\"GPU-obs-3\",\"GPU-obs-2\"],\"mig\":[],\"replicas\":[],\"cpuset\":\"\"}}");
 	holding = at(root, "holding");
 	expect_json(at(holding, "gpus"), "[2,3]");
 	assert_string_equal(str(holding, "cpus"), "");
 	assert_string_equal(str(holding, "level"), "nvlink");
 	assert_string_equal(str(holding, "observedSource"), "podresources");
 	assert_true(cJSON_IsTrue(at(holding, "drifted")));
-	expect_json(at(at(holding, "drift"), "expected"),
-		    "{\"gpus\":[0,1],\"mig\":[],\"cpus\":\"0-1\","
-		    "\"unknown\":0}");
+	expect_json(
+	    at(at(holding, "drift"), "expected"),
+	    "{\"gpus\":[0,1],\"mig\":[],\"cpus\":\"0-1\",\"unknown\":0}");
 	expect_json(at(at(holding, "drift"), "actual"),
 		    "{\"gpus\":[2,3],\"mig\":[],\"cpus\":\"\",\"unknown\":0}");
 	cJSON_Delete(root);
@@ -1140,9 +1102,9 @@ static void test_debug__observed_drift(void **state)
 			 NULL, 200);
 	st = at(root, "state");
 	assert_true(cJSON_IsNull(at(st, "observed")));
-	assert_string_equal(str(st, "observedError"),
-			    "annotation flextopo.io/observed: source: "
-			    "\"kubelet\" is not nri or podresources");
+	assert_string_equal(
+	    str(st, "observedError"),
+	    "annotation flextopo.io/observed: source: \"kubelet\" is not nri or podresources");
 	cJSON_Delete(root);
 
 	/* The node: every GPU held once, the unmanaged pod on GPU 0. */
@@ -1229,19 +1191,15 @@ static reply_t scrape(unsigned port, const char *token)
 static void test_debug__metrics_listener_checks_tokens(void **state)
 {
 	static const char *const prometheus[] = {
-	    "{\"status\":{\"authenticated\":true,\"user\":{\"username\":"
-	    "\"system:serviceaccount:monitoring:prometheus\",\"uid\":\"u-p\","
-	    "\"groups\":[\"system:serviceaccounts\"]}}}",
+	    "{\"status\":{\"authenticated\":true,\"user\":{\"username\":\"system:serviceaccount:monitoring:prometheus\",\"uid\":\"u-p\",\"groups\":[\"system:serviceaccounts\"]}}}",
 	    NULL};
 	static const char *const allowed[] = {"{\"status\":{\"allowed\":true}}",
 					      NULL};
 	static const char *const unknown[] = {
-	    "{\"status\":{\"authenticated\":false,\"error\":\"invalid "
-	    "bearer token\"}}",
+	    "{\"status\":{\"authenticated\":false,\"error\":\"invalid bearer token\"}}",
 	    NULL};
 	static const char *const denied[] = {
-	    "{\"status\":{\"allowed\":false,\"reason\":\"no RBAC policy "
-	    "matched\"}}",
+	    "{\"status\":{\"allowed\":false,\"reason\":\"no RBAC policy matched\"}}",
 	    NULL};
 	static const ft_fake_step_t steps[] = {
 	    {TOKEN_REVIEW, "201 Created", prometheus, FT_FAKE_END},
@@ -1264,8 +1222,8 @@ static void test_debug__metrics_listener_checks_tokens(void **state)
 	port = ft_server_port(fx->app.metrics_server);
 	r = scrape(port, NULL);
 	assert_int_equal(r.status, 401);
-	assert_string_equal(r.body, "{\"error\":\"unauthorized: a bearer token "
-				    "is required\"}");
+	assert_string_equal(
+	    r.body, "{\"error\":\"unauthorized: a bearer token is required\"}");
 	free(r.body);
 	for (int i = 0; i < 2; i++) { /* the second from the cache */
 		r = scrape(port, "prometheus-token");
@@ -1289,10 +1247,9 @@ static void test_debug__metrics_listener_checks_tokens(void **state)
 	    cJSON_GetObjectItem(cJSON_GetObjectItem(sar, "spec"), "user")
 		->valuestring,
 	    "system:serviceaccount:monitoring:prometheus");
-	assert_non_null(strstr(api.requests[1],
-			       "\"nonResourceAttributes\":{"
-			       "\"path\":\"/metrics\",\"verb\":"
-			       "\"get\"}"));
+	assert_non_null(strstr(
+	    api.requests[1],
+	    "\"nonResourceAttributes\":{\"path\":\"/metrics\",\"verb\":\"get\"}"));
 	cJSON_Delete(sar);
 	ft_fake_api_dispose(&api);
 }
@@ -1301,13 +1258,7 @@ static void test_debug__metrics_listener_checks_tokens(void **state)
 
 /* A pod bound to pairs-free whose annotation claims GPU-free-0 too. */
 static const char dup_pod[] =
-    "{\"metadata\":{\"name\":\"dup\",\"namespace\":\"serve\",\"uid\":"
-    "\"uid-dup\",\"annotations\":{\"flextopo.io/allocation\":\"{\\\"version\\\""
-    ":1,\\\"node\\\":\\\"pairs-free\\\",\\\"level\\\":\\\"node\\\",\\\"mode"
-    "\\\":\\\"guaranteed\\\",\\\"gpus\\\":[\\\"GPU-free-0\\\"],\\\"cpuset\\\":"
-    "\\\"\\\"}\"}},\"spec\":{\"nodeName\":\"pairs-free\",\"containers\":[{"
-    "\"name\":\"m\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]},"
-    "\"status\":{\"phase\":\"Running\"}}";
+    "{\"metadata\":{\"name\":\"dup\",\"namespace\":\"serve\",\"uid\":\"uid-dup\",\"annotations\":{\"flextopo.io/allocation\":\"{\\\"version\\\":1,\\\"node\\\":\\\"pairs-free\\\",\\\"level\\\":\\\"node\\\",\\\"mode\\\":\\\"guaranteed\\\",\\\"gpus\\\":[\\\"GPU-free-0\\\"],\\\"cpuset\\\":\\\"\\\"}\"}},\"spec\":{\"nodeName\":\"pairs-free\",\"containers\":[{\"name\":\"m\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]},\"status\":{\"phase\":\"Running\"}}";
 
 /* The Event the fake API server received as request `i`, parsed. */
 static cJSON *posted_event(const ft_fake_api_t *api, unsigned i)
@@ -1389,16 +1340,14 @@ static void test_debug__conflicts_reported(void **state)
 	fx->app.kube = NULL;
 
 	/* GPU 0 is held once; GPUs 1-3 stay free, and only they. */
-	r = http(fx->main_port, "POST", "/filter",
-		 "{\"Pod\":{\"metadata\":{\"name\":\"three\",\"namespace\":"
-		 "\"t\",\"uid\":\"u3\"},\"spec\":{\"containers\":[{\"name\":"
-		 "\"m\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":"
-		 "\"3\"}}}]}},\"NodeNames\":[\"pairs-free\"]}");
+	r = http(
+	    fx->main_port, "POST", "/filter",
+	    "{\"Pod\":{\"metadata\":{\"name\":\"three\",\"namespace\":\"t\",\"uid\":\"u3\"},\"spec\":{\"containers\":[{\"name\":\"m\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"3\"}}}]}},\"NodeNames\":[\"pairs-free\"]}");
 	assert_non_null(strstr(r.body, "\"NodeNames\":[\"pairs-free\"]"));
 	free(r.body);
-	r = http(fx->main_port, "POST", "/bind",
-		 "{\"PodName\":\"three\",\"PodNamespace\":\"t\",\"PodUID\":"
-		 "\"u3\",\"Node\":\"pairs-free\"}");
+	r = http(
+	    fx->main_port, "POST", "/bind",
+	    "{\"PodName\":\"three\",\"PodNamespace\":\"t\",\"PodUID\":\"u3\",\"Node\":\"pairs-free\"}");
 	assert_string_equal(r.body, "{\"Error\":\"\"}");
 	free(r.body);
 	r = http(fx->debug_port, "GET", "/debug/pods/t/three", NULL);

@@ -172,9 +172,9 @@ static void test_decisions__lookup_by_pod_and_victim(void **state)
 	assert_int_equal(out[1].verb, FT_VERB_FILTER);
 	assert_int_equal(ft_decisions_for_pod(out, 8, log, NULL, NULL, "zz"),
 			 0);
-	assert_string_equal(out[0].message,
-			    "1 of 1 candidate nodes kept (1 with victims "
-			    "flextopo chose), 1 victims");
+	assert_string_equal(
+	    out[0].message,
+	    "1 of 1 candidate nodes kept (1 with victims flextopo chose), 1 victims");
 	ft_decisions_free(log);
 }
 

@@ -502,8 +502,9 @@ static void test_discover__rtx4090(void **state)
 	assert_cpus(&t->numa[7].cpus, "56-63");
 	/* The BMC's VGA and the GPUs' audio functions are no GPUs. */
 	assert_int_equal(w.count, 8);
-	assert_non_null(strstr(w.text, "GPU 0000:04:00.0: neither NVML nor "
-				       "hwloc knows it: index 0"));
+	assert_non_null(strstr(
+	    w.text,
+	    "GPU 0000:04:00.0: neither NVML nor hwloc knows it: index 0"));
 	assert_round_trip(t);
 	ft_topology_unref(t);
 }
@@ -587,9 +588,8 @@ static void test_discover__no_gpu(void **state)
 	assert_cpus(&t->numa[1].cpus, "4-7");
 	assert_int_equal(ft_codec_topology_encode(&text, t), 0);
 	assert_string_equal(
-	    text, "{\"version\":1,\"sockets\":[{\"id\":0,\"numaNodes\":["
-		  "{\"id\":0,\"cpus\":\"0-3\",\"memoryMiB\":32768},"
-		  "{\"id\":1,\"cpus\":\"4-7\",\"memoryMiB\":32768}]}]}");
+	    text,
+	    "{\"version\":1,\"sockets\":[{\"id\":0,\"numaNodes\":[{\"id\":0,\"cpus\":\"0-3\",\"memoryMiB\":32768},{\"id\":1,\"cpus\":\"4-7\",\"memoryMiB\":32768}]}]}");
 	free(text);
 	assert_round_trip(t);
 	ft_topology_unref(t);
@@ -631,8 +631,8 @@ static void test_discover__vm_without_locality(void **state)
 	assert_int_equal(t->gpus[0].pcie_switch, FT_NONE);
 	assert_int_equal(t->numa[t->gpus[0].numa].id, 0);
 	assert_int_equal(w.count, 2);
-	assert_non_null(strstr(w.text, "GPU 0000:00:05.0: its NUMA node is "
-				       "unknown"));
+	assert_non_null(
+	    strstr(w.text, "GPU 0000:00:05.0: its NUMA node is unknown"));
 	assert_round_trip(t);
 	ft_topology_unref(t);
 }
@@ -649,10 +649,7 @@ static void test_discover__h100_vm_real(void **state)
 {
 	static const unsigned buses[1] = {0x00};
 	static const char *want =
-	    "{\"version\":1,\"sockets\":[{\"id\":0,\"numaNodes\":[{\"id\":0,"
-	    "\"cpus\":\"0-15\",\"memoryMiB\":4571,\"gpus\":[{\"index\":0,"
-	    "\"uuid\":\"GPU-b25e4eb2-0d35-b6ef-0869-242ae5faf4b6\",\"model\":"
-	    "\"NVIDIA H100 80GB HBM3\",\"memoryMiB\":81559}]}]}]}";
+	    "{\"version\":1,\"sockets\":[{\"id\":0,\"numaNodes\":[{\"id\":0,\"cpus\":\"0-15\",\"memoryMiB\":4571,\"gpus\":[{\"index\":0,\"uuid\":\"GPU-b25e4eb2-0d35-b6ef-0869-242ae5faf4b6\",\"model\":\"NVIDIA H100 80GB HBM3\",\"memoryMiB\":81559}]}]}]}";
 	warnings_t w;
 	ft_topology_t *t;
 	char *text = NULL;
@@ -673,8 +670,9 @@ static void test_discover__h100_vm_real(void **state)
 	t = discover("h100-vm-lstopo.xml", NULL, &w);
 	assert_string_equal(t->gpus[0].uuid, "GPU-PCI-0000:00:06.0");
 	assert_int_equal(t->numa[t->gpus[0].numa].id, 0);
-	assert_non_null(strstr(w.text, "GPU 0000:00:06.0: neither NVML nor "
-				       "hwloc knows it: index 0"));
+	assert_non_null(strstr(
+	    w.text,
+	    "GPU 0000:00:06.0: neither NVML nor hwloc knows it: index 0"));
 	assert_round_trip(t);
 	ft_topology_unref(t);
 }
@@ -888,8 +886,9 @@ static void test_discover__nvml_unknown_gpu_left_out(void **state)
 	assert_int_equal(t->numa[5].gpus, 0);
 	assert_int_equal(t->n_switches, 7);
 	assert_int_equal(w.count, 1);
-	assert_non_null(strstr(w.text, "GPU 0000:a3:00.0: NVML cannot use it "
-				       "(Not Found); left out"));
+	assert_non_null(strstr(
+	    w.text,
+	    "GPU 0000:a3:00.0: NVML cannot use it (Not Found); left out"));
 	assert_round_trip(t);
 	ft_topology_unref(t);
 }
@@ -904,8 +903,9 @@ static void test_discover__nvml_init_fails(void **state)
 	t = discover("v100-8x-nvlink.xml", &fake_nvml, &w);
 	assert_int_equal(fake.shutdowns, 0);
 	assert_int_equal(w.count, 1);
-	assert_non_null(strstr(w.text, "NVML did not start (Driver Not "
-				       "Loaded); going on without it"));
+	assert_non_null(strstr(
+	    w.text,
+	    "NVML did not start (Driver Not Loaded); going on without it"));
 	/* hwloc's data takes over, NVLinks included. */
 	assert_string_equal(gpu(t, 0)->model, "Tesla V100-SXM2-32GB");
 	assert_int_equal(links(t, 0, 3), 2);
@@ -1000,26 +1000,20 @@ static void test_discover__sharing_whole(void **state)
 static void test_discover__sharing_subsets(void **state)
 {
 	/* Indexes 0, 2, 5; the plugin's own releases would share all. */
-	assert_golden("v100-8x-nvlink.xml", NULL, "by-index.yaml",
-		      "by-index.v100-8x.json", 1,
-		      "by-index.yaml:9: sharing.timeSlicing.resources[0]."
-		      "devices: released NVIDIA device plugins (v0.20 and "
-		      "earlier) ignore this field and share every GPU; the "
-		      "annotation follows this file\n");
+	assert_golden(
+	    "v100-8x-nvlink.xml", NULL, "by-index.yaml",
+	    "by-index.v100-8x.json", 1,
+	    "by-index.yaml:9: sharing.timeSlicing.resources[0].devices: released NVIDIA device plugins (v0.20 and earlier) ignore this field and share every GPU; the annotation follows this file\n");
 	/* UUIDs from NVML: indexes 1 and 7; the MIG entry is left out. */
 	fake_reset(rtx4090_buses, 8, "NVIDIA GeForce RTX 4090", 24564);
-	assert_golden("rtx4090-8x.xml", &fake_nvml, "by-uuid.yaml",
-		      "by-uuid.rtx4090-8x.json", 2,
-		      "by-uuid.yaml:10: sharing.timeSlicing.resources[0]."
-		      "devices[1]: a MIG device: replicas of MIG instances "
-		      "are not in the annotation; left out\n");
+	assert_golden(
+	    "rtx4090-8x.xml", &fake_nvml, "by-uuid.yaml",
+	    "by-uuid.rtx4090-8x.json", 2,
+	    "by-uuid.yaml:10: sharing.timeSlicing.resources[0].devices[1]: a MIG device: replicas of MIG instances are not in the annotation; left out\n");
 	/* MPS, a count of 2 (GPUs 0 and 1), renamed. */
-	assert_golden("v100-8x-nvlink.xml", NULL, "mps.yaml",
-		      "mps.v100-8x.json", 2,
-		      "mps.yaml:8: sharing.mps.resources[0].rename: released "
-		      "NVIDIA device plugins (v0.20 and earlier) ignore this "
-		      "field and keep the default name; the annotation "
-		      "follows this file\n");
+	assert_golden(
+	    "v100-8x-nvlink.xml", NULL, "mps.yaml", "mps.v100-8x.json", 2,
+	    "mps.yaml:8: sharing.mps.resources[0].rename: released NVIDIA device plugins (v0.20 and earlier) ignore this field and keep the default name; the annotation follows this file\n");
 }
 
 /* "all" passes over MIG-enabled GPUs 1 and 2: under the mixed strategy
@@ -1027,11 +1021,10 @@ static void test_discover__sharing_subsets(void **state)
 static void test_discover__sharing_passes_over_mig(void **state)
 {
 	fake_mig_on_1_and_2();
-	assert_golden("rtx4090-8x.xml", &fake_nvml, "time-slicing.yaml",
-		      "time-slicing.mig-mixed.json", 2,
-		      "time-slicing.yaml:11: sharing.timeSlicing.resources[0]: "
-		      "GPU 1 is MIG-enabled, no nvidia.com/gpu device: left "
-		      "unshared\n");
+	assert_golden(
+	    "rtx4090-8x.xml", &fake_nvml, "time-slicing.yaml",
+	    "time-slicing.mig-mixed.json", 2,
+	    "time-slicing.yaml:11: sharing.timeSlicing.resources[0]: GPU 1 is MIG-enabled, no nvidia.com/gpu device: left unshared\n");
 }
 
 /* A node without GPUs takes any configuration and shares nothing. */
@@ -1077,37 +1070,31 @@ static void test_discover__sharing_refused(void **state)
 {
 	static const char a100[] = "a100-4x-nvswitch.xml";
 
-	assert_refused(a100, NULL,
-		       TIME_SLICED(GPU_ENTRY(2) "      devices: [1, 9]\n"),
-		       "s.yaml:6: sharing.timeSlicing.resources[0].devices[1]: "
-		       "no GPU with index 9 on this node");
-	assert_refused(a100, NULL,
-		       TIME_SLICED(GPU_ENTRY(2) "      devices: [GPU-nope]\n"),
-		       "s.yaml:6: sharing.timeSlicing.resources[0].devices[0]: "
-		       "no GPU with UUID GPU-nope on this node");
+	assert_refused(
+	    a100, NULL, TIME_SLICED(GPU_ENTRY(2) "      devices: [1, 9]\n"),
+	    "s.yaml:6: sharing.timeSlicing.resources[0].devices[1]: no GPU with index 9 on this node");
+	assert_refused(
+	    a100, NULL, TIME_SLICED(GPU_ENTRY(2) "      devices: [GPU-nope]\n"),
+	    "s.yaml:6: sharing.timeSlicing.resources[0].devices[0]: no GPU with UUID GPU-nope on this node");
 	assert_refused(
 	    a100, NULL,
 	    TIME_SLICED(GPU_ENTRY(2) "      devices: [0, " A100_UUID(0) "]\n"),
-	    "s.yaml:6: sharing.timeSlicing.resources[0].devices[1]: GPU 0 "
-	    "(" A100_UUID(0) ") is named twice");
+	    "s.yaml:6: sharing.timeSlicing.resources[0].devices[1]: GPU 0 (" A100_UUID(
+		0) ") is named twice");
 	assert_refused(
 	    a100, NULL,
 	    TIME_SLICED(GPU_ENTRY(2) "      devices: [" A100_UUID(
 		3) "]\n" GPU_ENTRY(3)),
-	    "s.yaml:7: sharing.timeSlicing.resources[1].devices: GPU 3 "
-	    "(" A100_UUID(3) ") is shared by resources[0] already");
-	assert_refused(a100, NULL,
-		       TIME_SLICED(GPU_ENTRY(2) "      devices: 5\n"),
-		       "s.yaml:6: sharing.timeSlicing.resources[0].devices: 5 "
-		       "GPUs asked for, this node has 4 that are not "
-		       "MIG-enabled");
+	    "s.yaml:7: sharing.timeSlicing.resources[1].devices: GPU 3 (" A100_UUID(
+		3) ") is shared by resources[0] already");
+	assert_refused(
+	    a100, NULL, TIME_SLICED(GPU_ENTRY(2) "      devices: 5\n"),
+	    "s.yaml:6: sharing.timeSlicing.resources[0].devices: 5 GPUs asked for, this node has 4 that are not MIG-enabled");
 	assert_refused(
 	    a100, NULL,
 	    TIME_SLICED(GPU_ENTRY(2) "      devices: [0]\n" GPU_ENTRY(
 		2) "      devices: [1]\n      rename: x.io/gpu\n"),
-	    "s.yaml:7: sharing.timeSlicing.resources[1]: its "
-	    "replicas go by x.io/gpu, those of resources[0] by "
-	    "nvidia.com/gpu; the annotation has one sharedResource");
+	    "s.yaml:7: sharing.timeSlicing.resources[1]: its replicas go by x.io/gpu, those of resources[0] by nvidia.com/gpu; the annotation has one sharedResource");
 }
 
 static void test_discover__sharing_refused_on_mig(void **state)
@@ -1116,18 +1103,15 @@ static void test_discover__sharing_refused_on_mig(void **state)
 	assert_refused(
 	    "rtx4090-8x.xml", &fake_nvml,
 	    TIME_SLICED(GPU_ENTRY(4) "      devices: [0, \"2\"]\n"),
-	    "s.yaml:6: sharing.timeSlicing.resources[0].devices[1]: GPU 2 "
-	    "(GPU-f4ce0043-0000-4000-8000-000000000002) is MIG-enabled; a "
-	    "MIG-enabled GPU cannot take replicas");
+	    "s.yaml:6: sharing.timeSlicing.resources[0].devices[1]: GPU 2 (GPU-f4ce0043-0000-4000-8000-000000000002) is MIG-enabled; a MIG-enabled GPU cannot take replicas");
 	/* Every GPU MIG-enabled: "all" would mean the MIG instances. */
 	for (unsigned i = 0; i < 8; i++) {
 		fake.gpus[i].mig_capable = true;
 		fake.gpus[i].mig_current = fake.gpus[i].mig_pending = 1;
 	}
-	assert_refused("rtx4090-8x.xml", &fake_nvml, TIME_SLICED(GPU_ENTRY(4)),
-		       "s.yaml:4: sharing.timeSlicing.resources[0]: every GPU "
-		       "of this node is MIG-enabled; a MIG-enabled GPU cannot "
-		       "take replicas");
+	assert_refused(
+	    "rtx4090-8x.xml", &fake_nvml, TIME_SLICED(GPU_ENTRY(4)),
+	    "s.yaml:4: sharing.timeSlicing.resources[0]: every GPU of this node is MIG-enabled; a MIG-enabled GPU cannot take replicas");
 }
 
 /* Replicas of MIG resources have no place in the annotation. */
@@ -1147,10 +1131,9 @@ static void test_discover__sharing_mig_resource_left_out(void **state)
 	    discover_shared(&t, "rtx4090-8x.xml", &fake_nvml, &s, &w), 0);
 	assert_int_equal(t->shared_gpus, 0);
 	assert_int_equal(w.count, 1);
-	assert_string_equal(w.text, "s.yaml:4: sharing.timeSlicing."
-				    "resources[0].name: replicas of MIG "
-				    "instances are not in the annotation; "
-				    "left out\n");
+	assert_string_equal(
+	    w.text,
+	    "s.yaml:4: sharing.timeSlicing.resources[0].name: replicas of MIG instances are not in the annotation; left out\n");
 	ft_topology_unref(t);
 	ft_sharing_dispose(&s);
 }
@@ -1205,23 +1188,19 @@ static void expect_encode_refused(const char *path, const char *message)
 
 static void test_discover__encode_refuses_unknowns(void **state)
 {
-	expect_encode_refused(EXAMPLES "flextopo-graph.json",
-			      "encode: GPU 1: NUMA node unknown, which the "
-			      "schema cannot express");
-	expect_encode_refused(FT_FIXTURES_DIR "/topology/graph-no-memory.json",
-			      "encode: NUMA node 0: memory unknown, which the "
-			      "schema cannot express");
+	expect_encode_refused(
+	    EXAMPLES "flextopo-graph.json",
+	    "encode: GPU 1: NUMA node unknown, which the schema cannot express");
+	expect_encode_refused(
+	    FT_FIXTURES_DIR "/topology/graph-no-memory.json",
+	    "encode: NUMA node 0: memory unknown, which the schema cannot express");
 }
 
 /* A given MIG strategy is written back; an inferred one is left out. */
 static void test_discover__encode_mig_strategy(void **state)
 {
 	static const char json[] =
-	    "{\"version\":1,\"sockets\":[{\"id\":0,\"numaNodes\":[{\"id\":0,"
-	    "\"cpus\":\"0-3\",\"memoryMiB\":1024,\"gpus\":[{\"index\":0,"
-	    "\"uuid\":\"GPU-a\",\"mig\":{\"enabled\":true,\"instances\":[{"
-	    "\"profile\":\"3g.40gb\",\"start\":0,\"size\":4,\"uuid\":\"MIG-"
-	    "a\"}]}}]}]}],\"migStrategy\":\"mixed\"}";
+	    "{\"version\":1,\"sockets\":[{\"id\":0,\"numaNodes\":[{\"id\":0,\"cpus\":\"0-3\",\"memoryMiB\":1024,\"gpus\":[{\"index\":0,\"uuid\":\"GPU-a\",\"mig\":{\"enabled\":true,\"instances\":[{\"profile\":\"3g.40gb\",\"start\":0,\"size\":4,\"uuid\":\"MIG-a\"}]}}]}]}],\"migStrategy\":\"mixed\"}";
 	ft_topology_t *t = NULL;
 	char *text = NULL;
 
@@ -1241,14 +1220,7 @@ static void test_discover__encode_mig_strategy(void **state)
 static void test_discover__encode_shape(void **state)
 {
 	static const char json[] =
-	    "{\"version\":1,\"sockets\":[{\"id\":3,\"numaNodes\":[{\"id\":2,"
-	    "\"cpus\":\"0-3,8\",\"memoryMiB\":1024,\"pcieSwitches\":[{\"id\":"
-	    "9,\"gpus\":[{\"index\":1,\"uuid\":\"GPU-b\",\"nvlinks\":[{"
-	    "\"peer\":0,\"links\":4}],\"mig\":{\"enabled\":true,\"instances\":"
-	    "[{\"profile\":\"3g.40gb\",\"start\":4,\"size\":4,\"uuid\":\"MIG-"
-	    "a\"}]}}]}],\"gpus\":[{\"index\":0,\"uuid\":\"GPU-a\",\"model\":"
-	    "\"NVIDIA A100\",\"memoryMiB\":81920,\"nvlinks\":[{\"peer\":1,"
-	    "\"links\":4}]}]}]}],\"reserved\":{\"cpus\":\"0\",\"gpus\":[0]}}";
+	    "{\"version\":1,\"sockets\":[{\"id\":3,\"numaNodes\":[{\"id\":2,\"cpus\":\"0-3,8\",\"memoryMiB\":1024,\"pcieSwitches\":[{\"id\":9,\"gpus\":[{\"index\":1,\"uuid\":\"GPU-b\",\"nvlinks\":[{\"peer\":0,\"links\":4}],\"mig\":{\"enabled\":true,\"instances\":[{\"profile\":\"3g.40gb\",\"start\":4,\"size\":4,\"uuid\":\"MIG-a\"}]}}]}],\"gpus\":[{\"index\":0,\"uuid\":\"GPU-a\",\"model\":\"NVIDIA A100\",\"memoryMiB\":81920,\"nvlinks\":[{\"peer\":1,\"links\":4}]}]}]}],\"reserved\":{\"cpus\":\"0\",\"gpus\":[0]}}";
 	ft_topology_t *t = NULL;
 	char *text = NULL;
 
@@ -1267,9 +1239,9 @@ static void test_discover__annotation_patch(void **state)
 	assert_int_equal(ft_codec_annotation_patch_encode(
 			     &body, "flextopo.io/topology", "{\"version\":1}"),
 			 0);
-	assert_string_equal(body, "{\"metadata\":{\"annotations\":{"
-				  "\"flextopo.io/topology\":\"{\\\"version\\\":"
-				  "1}\"}}}");
+	assert_string_equal(
+	    body,
+	    "{\"metadata\":{\"annotations\":{\"flextopo.io/topology\":\"{\\\"version\\\":1}\"}}}");
 	free(body);
 }
 

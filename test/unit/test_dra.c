@@ -52,8 +52,7 @@ static const cJSON *item(const cJSON *list, const char *kind, const char *name)
 {
 	const cJSON *it;
 
-	cJSON_ArrayForEach(it, cJSON_GetObjectItem(list, "items"))
-	{
+	cJSON_ArrayForEach (it, cJSON_GetObjectItem(list, "items")) {
 		const cJSON *meta = cJSON_GetObjectItem(it, "metadata");
 		if (strcmp(cJSON_GetObjectItem(it, "kind")->valuestring,
 			   kind) == 0 &&
@@ -157,17 +156,17 @@ static void test_dra__disagreements_are_errors(void **state)
 	s.devices[2].numa_node = 1;
 	ft_dra_view_build(&v, "dra-a100-0", t, list, 1, FT_DRA_DRIVER_NVIDIA,
 			  0);
-	assert_string_equal(v.error, "device gpu-2: "
-				     "resource.kubernetes.io/numaNode 1, the "
-				     "topology annotation puts its GPU in NUMA "
-				     "node 0");
+	assert_string_equal(
+	    v.error,
+	    "device gpu-2: resource.kubernetes.io/numaNode 1, the topology annotation puts its GPU in NUMA node 0");
 	s.devices[2].numa_node = 0;
 	free(s.devices[5].uuid);
 	s.devices[5].uuid = strdup("GPU-not-here");
 	ft_dra_view_build(&v, "dra-a100-0", t, list, 1, FT_DRA_DRIVER_NVIDIA,
 			  0);
-	assert_string_equal(v.error, "device gpu-5: uuid GPU-not-here is no "
-				     "GPU of the topology annotation");
+	assert_string_equal(
+	    v.error,
+	    "device gpu-5: uuid GPU-not-here is no GPU of the topology annotation");
 	/* The others still count. */
 	assert_int_equal(v.n_units, 8);
 	assert_int_equal(v.units[5].gpu, -1);
@@ -179,9 +178,9 @@ static void test_dra__disagreements_are_errors(void **state)
 	s.devices[1].pcie_root = strdup("pci0000:80");
 	ft_dra_view_build(&v, "dra-a100-0", t, list, 1, FT_DRA_DRIVER_NVIDIA,
 			  0);
-	assert_string_equal(v.error, "devices gpu-0 and gpu-1: one PCIe switch "
-				     "in the topology annotation, PCIe roots "
-				     "pci0000:00 and pci0000:80");
+	assert_string_equal(
+	    v.error,
+	    "devices gpu-0 and gpu-1: one PCIe switch in the topology annotation, PCIe roots pci0000:00 and pci0000:80");
 	/* A bus id the annotation knows must agree. */
 	free(s.devices[1].pcie_root);
 	s.devices[1].pcie_root = strdup("pci0000:00");
@@ -189,10 +188,9 @@ static void test_dra__disagreements_are_errors(void **state)
 			 0);
 	ft_dra_view_build(&v, "dra-a100-0", t, list, 1, FT_DRA_DRIVER_NVIDIA,
 			  0);
-	assert_string_equal(v.error, "device gpu-0: "
-				     "resource.kubernetes.io/pciBusID "
-				     "0000:07:00.0, the topology annotation "
-				     "says 0000:99:00.0");
+	assert_string_equal(
+	    v.error,
+	    "device gpu-0: resource.kubernetes.io/pciBusID 0000:07:00.0, the topology annotation says 0000:99:00.0");
 	ft_dra_slice_dispose(&s);
 	ft_topology_unref(t);
 }
@@ -354,33 +352,27 @@ static void test_dra__consumable_shares_are_replicas(void **state)
 static void test_dra__bad_objects_name_the_field(void **state)
 {
 	cJSON *obj = ft_test_json(
-	    "{'metadata':{'name':'s1'},'spec':{'driver':'gpu.nvidia.com',"
-	    "'pool':{'name':'n','generation':1,'resourceSliceCount':1},"
-	    "'devices':[{'name':'gpu-0','attributes':{'uuid':{'int':3}}}]}}");
+	    "{'metadata':{'name':'s1'},'spec':{'driver':'gpu.nvidia.com','pool':{'name':'n','generation':1,'resourceSliceCount':1},'devices':[{'name':'gpu-0','attributes':{'uuid':{'int':3}}}]}}");
 	ft_dra_slice_t s;
 	ft_dra_claim_t c;
 
 	assert_int_equal(ft_codec_dra_slice_decode(&s, obj), FT_EINVAL);
 	assert_string_equal(
 	    ft_error_last(),
-	    "resourceslice s1: spec.devices[0].attributes.uuid: "
-	    "want a string");
+	    "resourceslice s1: spec.devices[0].attributes.uuid: want a string");
 	cJSON_Delete(obj);
 	obj = ft_test_json("{'metadata':{'name':'s2'},'spec':{'driver':'d'}}");
 	assert_int_equal(ft_codec_dra_slice_decode(&s, obj), FT_EINVAL);
 	assert_string_equal(
 	    ft_error_last(),
-	    "resourceslice s2: spec.pool: want name, generation "
-	    "and resourceSliceCount >= 1");
+	    "resourceslice s2: spec.pool: want name, generation and resourceSliceCount >= 1");
 	cJSON_Delete(obj);
-	obj = ft_test_json("{'metadata':{'name':'c','uid':'u'},'status':{"
-			   "'allocation':{'devices':{'results':[{'driver':'d',"
-			   "'pool':'p'}]}}}}");
+	obj = ft_test_json(
+	    "{'metadata':{'name':'c','uid':'u'},'status':{'allocation':{'devices':{'results':[{'driver':'d','pool':'p'}]}}}}");
 	assert_int_equal(ft_codec_dra_claim_decode(&c, obj), FT_EINVAL);
-	assert_string_equal(ft_error_last(),
-			    "resourceclaim c: "
-			    "status.allocation.devices.results: want driver, "
-			    "pool and device");
+	assert_string_equal(
+	    ft_error_last(),
+	    "resourceclaim c: status.allocation.devices.results: want driver, pool and device");
 	cJSON_Delete(obj);
 }
 

@@ -310,14 +310,10 @@ static char *pod_json(const char *name, const char *uid, unsigned gpus,
 		snprintf(ann, sizeof(ann),
 			 ",\"annotations\":{\"flextopo.io/affinity\":\"%s\"}",
 			 affinity);
-	if (asprintf(&out,
-		     "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"train\","
-		     "\"uid\":\"%s\"%s},\"spec\":{\"containers\":[{\"name\":"
-		     "\"main\",\"resources\":{\"requests\":{\"cpu\":\"1\","
-		     "\"memory\":\"2Gi\",\"nvidia.com/gpu\":\"%u\"},"
-		     "\"limits\":{\"nvidia.com/gpu\":\"%u\"}}}]},"
-		     "\"status\":{\"phase\":\"Pending\"}}",
-		     name, uid, ann, gpus, gpus) < 0)
+	if (asprintf(
+		&out,
+		"{\"metadata\":{\"name\":\"%s\",\"namespace\":\"train\",\"uid\":\"%s\"%s},\"spec\":{\"containers\":[{\"name\":\"main\",\"resources\":{\"requests\":{\"cpu\":\"1\",\"memory\":\"2Gi\",\"nvidia.com/gpu\":\"%u\"},\"limits\":{\"nvidia.com/gpu\":\"%u\"}}}]},\"status\":{\"phase\":\"Pending\"}}",
+		name, uid, ann, gpus, gpus) < 0)
 		fail_msg("out of memory");
 	return out;
 }
@@ -345,9 +341,8 @@ static bool passed(const cJSON *reply, const char *node)
 {
 	const cJSON *name;
 
-	cJSON_ArrayForEach(name,
-			   cJSON_GetObjectItemCaseSensitive(reply, "NodeNames"))
-	{
+	cJSON_ArrayForEach (
+	    name, cJSON_GetObjectItemCaseSensitive(reply, "NodeNames")) {
 		if (cJSON_IsString(name) &&
 		    strcmp(name->valuestring, node) == 0)
 			return true;
@@ -373,10 +368,10 @@ static char *bind_call(ft_app_t *app, const char *name, const char *uid,
 	const cJSON *e;
 	cJSON *reply;
 
-	if (asprintf(&body,
-		     "{\"PodName\":\"%s\",\"PodNamespace\":\"train\","
-		     "\"PodUID\":\"%s\",\"Node\":\"%s\"}",
-		     name, uid, node) < 0)
+	if (asprintf(
+		&body,
+		"{\"PodName\":\"%s\",\"PodNamespace\":\"train\",\"PodUID\":\"%s\",\"Node\":\"%s\"}",
+		name, uid, node) < 0)
 		fail_msg("out of memory");
 	post(&res, app, ft_app_bind, "/bind", body, strlen(body));
 	assert_int_equal(res.status, 200);
@@ -674,10 +669,10 @@ static void *bind_job(void *payload)
 	char body[256];
 	ft_http_response_t res;
 
-	snprintf(body, sizeof(body),
-		 "{\"PodName\":\"%s\",\"PodNamespace\":\"train\","
-		 "\"PodUID\":\"%s\",\"Node\":\"a100-0\"}",
-		 job->name, job->uid);
+	snprintf(
+	    body, sizeof(body),
+	    "{\"PodName\":\"%s\",\"PodNamespace\":\"train\",\"PodUID\":\"%s\",\"Node\":\"a100-0\"}",
+	    job->name, job->uid);
 	post(&res, job->app, ft_app_bind, "/bind", body, strlen(body));
 	job->error = res.body; /* checked by the main thread */
 	return NULL;
@@ -882,22 +877,11 @@ static void test_extender__verbs_refuse_until_synced(void **state)
 static void test_extender__preempt_avoids_pdb(void **state)
 {
 	static const char pdb_b2[] =
-	    "{\"metadata\":{\"name\":\"keep-b2\",\"namespace\":"
-	    "\"train\"},\"spec\":{\"selector\":{\"matchLabels\":{"
-	    "\"app\":\"b2\"}}},\"status\":{\"disruptionsAllowed\":0}}";
+	    "{\"metadata\":{\"name\":\"keep-b2\",\"namespace\":\"train\"},\"spec\":{\"selector\":{\"matchLabels\":{\"app\":\"b2\"}}},\"status\":{\"disruptionsAllowed\":0}}";
 	static const char pdb_all[] =
-	    "{\"metadata\":{\"name\":\"keep-batch\",\"namespace\":"
-	    "\"train\"},\"spec\":{\"selector\":{\"matchExpressions\":"
-	    "[{\"key\":\"tier\",\"operator\":\"In\",\"values\":["
-	    "\"batch\"]}]}},\"status\":{\"disruptionsAllowed\":0}}";
+	    "{\"metadata\":{\"name\":\"keep-batch\",\"namespace\":\"train\"},\"spec\":{\"selector\":{\"matchExpressions\":[{\"key\":\"tier\",\"operator\":\"In\",\"values\":[\"batch\"]}]}},\"status\":{\"disruptionsAllowed\":0}}";
 	static const char request[] =
-	    "{\"Pod\":{\"metadata\":{\"name\":\"chat\",\"namespace\":"
-	    "\"online\",\"uid\":\"p-1\",\"annotations\":{"
-	    "\"flextopo.io/affinity\":\"nvlink\"}},\"spec\":{"
-	    "\"priority\":1000,\"containers\":[{\"name\":\"m\","
-	    "\"resources\":{\"requests\":{\"nvidia.com/gpu\":\"2\"}}}]}},"
-	    "\"NodeNameToMetaVictims\":{\"pairs-busy\":{\"Pods\":[],"
-	    "\"NumPDBViolations\":0}}}";
+	    "{\"Pod\":{\"metadata\":{\"name\":\"chat\",\"namespace\":\"online\",\"uid\":\"p-1\",\"annotations\":{\"flextopo.io/affinity\":\"nvlink\"}},\"spec\":{\"priority\":1000,\"containers\":[{\"name\":\"m\",\"resources\":{\"requests\":{\"nvidia.com/gpu\":\"2\"}}}]}},\"NodeNameToMetaVictims\":{\"pairs-busy\":{\"Pods\":[],\"NumPDBViolations\":0}}}";
 	ft_app_t *app = app_new();
 	ft_http_response_t out;
 	cJSON *obj;
@@ -957,14 +941,10 @@ static void test_extender__shared_ranks_and_leftover(void **state)
 #define BINDING_NVL_A "POST /api/v1/namespaces/train/pods/nvl-a/binding "
 #define GET_NVL_A     "GET /api/v1/namespaces/train/pods/nvl-a "
 static const char *const nvl_a_pending[] = {
-    "{\"metadata\":{\"name\":\"nvl-a\",\"namespace\":\"train\",\"uid\":"
-    "\"uid-nvl-a\"},\"spec\":{\"containers\":[{\"name\":\"main\"}]},"
-    "\"status\":{\"phase\":\"Pending\"}}",
+    "{\"metadata\":{\"name\":\"nvl-a\",\"namespace\":\"train\",\"uid\":\"uid-nvl-a\"},\"spec\":{\"containers\":[{\"name\":\"main\"}]},\"status\":{\"phase\":\"Pending\"}}",
     NULL};
 static const char *const nvl_a_bound[] = {
-    "{\"metadata\":{\"name\":\"nvl-a\",\"namespace\":\"train\",\"uid\":"
-    "\"uid-nvl-a\"},\"spec\":{\"nodeName\":\"pairs-free\",\"containers\":"
-    "[{\"name\":\"main\"}]},\"status\":{\"phase\":\"Pending\"}}",
+    "{\"metadata\":{\"name\":\"nvl-a\",\"namespace\":\"train\",\"uid\":\"uid-nvl-a\"},\"spec\":{\"nodeName\":\"pairs-free\",\"containers\":[{\"name\":\"main\"}]},\"status\":{\"phase\":\"Pending\"}}",
     NULL};
 
 /* The app of app_new() with its API client on `api` (requests cut at
@@ -1028,11 +1008,10 @@ static void *post_bind(void *arg)
 {
 	bind_call_t *c = arg;
 
-	c->status = http_post(&c->reply, c->url,
-			      "{\"PodName\":\"nvl-a\",\"PodNamespace\":"
-			      "\"train\",\"PodUID\":\"uid-nvl-a\",\"Node\":"
-			      "\"pairs-free\"}",
-			      20000);
+	c->status = http_post(
+	    &c->reply, c->url,
+	    "{\"PodName\":\"nvl-a\",\"PodNamespace\":\"train\",\"PodUID\":\"uid-nvl-a\",\"Node\":\"pairs-free\"}",
+	    20000);
 	return NULL;
 }
 

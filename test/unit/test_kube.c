@@ -199,10 +199,10 @@ static void test_kube__kubeconfig_missing_context(void **state)
 
 	assert_int_equal(ft_kube_credentials_from_kubeconfig(&creds, path),
 			 FT_EINVAL);
-	assert_string_equal(ft_error_last(),
-			    "kubeconfig " KUBE_FIXTURES
-			    "/kubeconfig-missing-context.yaml: context \"foo\" "
-			    "not found");
+	assert_string_equal(
+	    ft_error_last(),
+	    "kubeconfig " KUBE_FIXTURES
+	    "/kubeconfig-missing-context.yaml: context \"foo\" not found");
 	assert_null(creds.server);
 }
 
@@ -262,18 +262,15 @@ static void test_kube__kubeconfig_errors(void **state)
 	    "kubeconfig k.yaml: cluster \"c\": server is not set");
 	assert_interpret_error(
 	    CONTEXT_C_U "clusters: [{name: c, cluster: {server: h:1}}]\n",
-	    "kubeconfig k.yaml: cluster \"c\": server is not an http(s) "
-	    "URL");
+	    "kubeconfig k.yaml: cluster \"c\": server is not an http(s) URL");
 	assert_interpret_error(
-	    CONTEXT_C_U "clusters: [{name: c, cluster: {server: "
-			"'https://h', certificate-authority-data: '!!'}}]\n",
-	    "kubeconfig k.yaml: cluster \"c\": certificate-authority-data "
-	    "is not valid base64");
+	    CONTEXT_C_U
+	    "clusters: [{name: c, cluster: {server: 'https://h', certificate-authority-data: '!!'}}]\n",
+	    "kubeconfig k.yaml: cluster \"c\": certificate-authority-data is not valid base64");
 	assert_interpret_error(
-	    CONTEXT_C_U "clusters: [{name: c, cluster: {server: "
-			"'https://h', insecure-skip-tls-verify: 3}}]\n",
-	    "kubeconfig k.yaml: cluster \"c\": insecure-skip-tls-verify "
-	    "must be true or false");
+	    CONTEXT_C_U
+	    "clusters: [{name: c, cluster: {server: 'https://h', insecure-skip-tls-verify: 3}}]\n",
+	    "kubeconfig k.yaml: cluster \"c\": insecure-skip-tls-verify must be true or false");
 	assert_interpret_error(CONTEXT_C_U CLUSTER_C,
 			       "kubeconfig k.yaml: user \"u\" not found");
 	assert_interpret_error(
@@ -282,13 +279,11 @@ static void test_kube__kubeconfig_errors(void **state)
 	assert_interpret_error(
 	    CONTEXT_C_U CLUSTER_C
 	    "users: [{name: u, user: {client-certificate: c.crt}}]\n",
-	    "kubeconfig k.yaml: user \"u\": client-certificate is set "
-	    "without client-key");
+	    "kubeconfig k.yaml: user \"u\": client-certificate is set without client-key");
 	assert_interpret_error(
 	    CONTEXT_C_U CLUSTER_C
 	    "users: [{name: u, user: {exec: {command: aws}}}]\n",
-	    "kubeconfig k.yaml: user \"u\": exec (credential plugins) is "
-	    "not supported; use a token or a client certificate");
+	    "kubeconfig k.yaml: user \"u\": exec (credential plugins) is not supported; use a token or a client certificate");
 }
 
 static void test_kube__kubeconfig_interpret_paths(void **state)
@@ -296,13 +291,10 @@ static void test_kube__kubeconfig_interpret_paths(void **state)
 	ft_kube_credentials_t creds = {0};
 
 	assert_int_equal(
-	    interpret(&creds, CONTEXT_C_U
-		      "clusters: [{name: c, cluster: {server: 'http://h/p/', "
-		      "certificate-authority: /etc/ca.pem, "
-		      "insecure-skip-tls-verify: 'false'}}]\n"
-		      "users: [{name: u, user: {token: '', tokenFile: t, "
-		      "client-certificate: /abs/c.crt, client-key: k.key, "
-		      "exec: null}}]\n"),
+	    interpret(
+		&creds, CONTEXT_C_U
+		"clusters: [{name: c, cluster: {server: 'http://h/p/', certificate-authority: /etc/ca.pem, insecure-skip-tls-verify: 'false'}}]\n"
+		"users: [{name: u, user: {token: '', tokenFile: t, client-certificate: /abs/c.crt, client-key: k.key, exec: null}}]\n"),
 	    0);
 	assert_string_equal(creds.server, "http://h/p");
 	assert_string_equal(creds.ca_file, "/etc/ca.pem");
@@ -315,8 +307,9 @@ static void test_kube__kubeconfig_interpret_paths(void **state)
 
 	/* A context without a user talks to the server anonymously. */
 	assert_int_equal(
-	    interpret(&creds, "current-context: x\ncontexts: "
-			      "[{name: x, context: {cluster: c}}]\n" CLUSTER_C),
+	    interpret(
+		&creds,
+		"current-context: x\ncontexts: [{name: x, context: {cluster: c}}]\n" CLUSTER_C),
 	    0);
 	assert_string_equal(creds.server, "https://h");
 	assert_null(creds.token);
@@ -391,18 +384,12 @@ static int record_event(const ft_watch_decoded_t *event, void *payload)
 }
 
 static const char stream_text[] =
-    "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\","
-    "\"resourceVersion\":\"11\"},\"spec\":{\"x\":\"line\\nbreak\"}}}\n"
+    "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"11\"},\"spec\":{\"x\":\"line\\nbreak\"}}}\n"
     "\n"
-    "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":"
-    "\"\xc3\xa9t\xc3\xa9\",\"resourceVersion\":\"12\"}}}\r\n"
-    "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"Pod\",\"metadata\":"
-    "{\"resourceVersion\":\"15\"}}}\n"
-    "{\"type\":\"DELETED\",\"object\":{\"metadata\":{\"name\":\"a\","
-    "\"resourceVersion\":\"16\"}}}\n"
-    "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":"
-    "\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"too old "
-    "resource version: 15 (20)\",\"reason\":\"Expired\",\"code\":410}}";
+    "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"\xc3\xa9t\xc3\xa9\",\"resourceVersion\":\"12\"}}}\r\n"
+    "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"Pod\",\"metadata\":{\"resourceVersion\":\"15\"}}}\n"
+    "{\"type\":\"DELETED\",\"object\":{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"16\"}}}\n"
+    "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"too old resource version: 15 (20)\",\"reason\":\"Expired\",\"code\":410}}";
 
 static const char *const stream_events[] = {
     "ADDED a rv=11 code=0",    "MODIFIED \xc3\xa9t\xc3\xa9 rv=12 code=0",
@@ -465,12 +452,9 @@ static void test_kube__watch_stream_chunks(void **state)
 static void test_kube__watch_event_decode(void **state)
 {
 	static const char gone[] =
-	    "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":"
-	    "410,\"message\":\"too old resource version\"}}";
+	    "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":410,\"message\":\"too old resource version\"}}";
 	static const char bookmark[] =
-	    "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"Node\","
-	    "\"metadata\":{\"resourceVersion\":\"12345\",\"annotations\":"
-	    "{\"k8s.io/initial-events-end\":\"true\"}}}}";
+	    "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"Node\",\"metadata\":{\"resourceVersion\":\"12345\",\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}}}}";
 	ft_watch_decoded_t event = {.root = NULL};
 
 	assert_int_equal(ft_watch_event_decode(&event, gone, strlen(gone)), 0);
@@ -539,8 +523,7 @@ static void write_file(const char *path, const char *text)
 /* ---- plain requests --------------------------------------------------- */
 
 static const char *const pod_x[] = {
-    "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"x\",\"namespace\":"
-    "\"default\"}}",
+    "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"x\",\"namespace\":\"default\"}}",
     NULL};
 
 static void test_kube__request_token_rotates(void **state)
@@ -654,18 +637,14 @@ static void test_kube__client_tls_options(void **state)
 }
 
 static const char *const status_conflict[] = {
-    "{\"kind\":\"Status\",\"status\":\"Failure\",\"message\":\"pod p1 is "
-    "already assigned to node \\\"n2\\\"\",\"reason\":\"Conflict\","
-    "\"code\":409}",
+    "{\"kind\":\"Status\",\"status\":\"Failure\",\"message\":\"pod p1 is already assigned to node \\\"n2\\\"\",\"reason\":\"Conflict\",\"code\":409}",
     NULL};
 static const char *const status_missing[] = {
-    "{\"kind\":\"Status\",\"message\":\"pods \\\"p1\\\" not found\","
-    "\"code\":404}",
+    "{\"kind\":\"Status\",\"message\":\"pods \\\"p1\\\" not found\",\"code\":404}",
     NULL};
 static const char *const binding_created[] = {"{\"kind\":\"Status\"}", NULL};
 static const char *const status_500[] = {
-    "{\"kind\":\"Status\",\"message\":\"etcdserver: leader changed\","
-    "\"code\":500}",
+    "{\"kind\":\"Status\",\"message\":\"etcdserver: leader changed\",\"code\":500}",
     NULL};
 
 static void assert_json_body(const char *request, const char *expected)
@@ -725,17 +704,12 @@ static void test_kube__bind_pod(void **state)
 			       "\r\nContent-Type: application/json\r\n"));
 	assert_non_null(strstr(server.requests[0],
 			       "\r\nAuthorization: Bearer static-token\r\n"));
-	assert_json_body(server.requests[0],
-			 "{\"apiVersion\":\"v1\",\"kind\":\"Binding\","
-			 "\"metadata\":{\"name\":\"p1\",\"namespace\":"
-			 "\"team-a\",\"uid\":\"uid-1\"},\"target\":{"
-			 "\"apiVersion\":\"v1\",\"kind\":\"Node\",\"name\":"
-			 "\"gpu-node-3\"}}");
-	assert_json_body(server.requests[2],
-			 "{\"apiVersion\":\"v1\",\"kind\":\"Binding\","
-			 "\"metadata\":{\"name\":\"p1\",\"namespace\":"
-			 "\"team-a\"},\"target\":{\"apiVersion\":\"v1\","
-			 "\"kind\":\"Node\",\"name\":\"gpu-node-3\"}}");
+	assert_json_body(
+	    server.requests[0],
+	    "{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{\"name\":\"p1\",\"namespace\":\"team-a\",\"uid\":\"uid-1\"},\"target\":{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"name\":\"gpu-node-3\"}}");
+	assert_json_body(
+	    server.requests[2],
+	    "{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{\"name\":\"p1\",\"namespace\":\"team-a\"},\"target\":{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"name\":\"gpu-node-3\"}}");
 	ft_fake_api_dispose(&server);
 }
 
@@ -780,9 +754,7 @@ static void test_kube__bind_pod_outcomes(void **state)
 	    "{\"kind\":\"Status\",\"message\":\"forbidden\",\"code\":403}",
 	    NULL};
 	static const char *const status_timeout[] = {
-	    "{\"kind\":\"Status\",\"message\":\"the server was unable to "
-	    "return a response in the time allotted, but may still be "
-	    "processing the request\",\"code\":504}",
+	    "{\"kind\":\"Status\",\"message\":\"the server was unable to return a response in the time allotted, but may still be processing the request\",\"code\":504}",
 	    NULL};
 	static const ft_fake_step_t steps[] = {
 	    {BINDING, "403 Forbidden", status_forbidden, FT_FAKE_END},
@@ -967,12 +939,11 @@ static const char *const list_10[] = {
 static const char *const watch_10[] = {
     EVENT("ADDED", "c", "11") "{\"type\":\"MODI",
     "FIED\",\"object\":" POD("a", "12") "}",
-    "\n{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"Pod\",\"metadata\":"
-    "{\"resourceVersion\":\"15\"}}}\n",
+    "\n{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"Pod\",\"metadata\":{\"resourceVersion\":\"15\"}}}\n",
     NULL};
 static const char *const list_20[] = {
-    "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"20\"},"
-    "\"items\":[" POD("a", "12") "," POD("c", "11") "]}",
+    "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"20\"},\"items\":[" POD(
+	"a", "12") "," POD("c", "11") "]}",
     NULL};
 #define GONE_EVENT                                                             \
 	"{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":"  \
@@ -981,16 +952,15 @@ static const char *const list_20[] = {
 static const char *const watch_20[] = {EVENT("DELETED", "c", "21"), GONE_EVENT,
 				       NULL};
 static const char *const list_30[] = {
-    "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"30\"},"
-    "\"items\":[" POD("a", "12") "]}",
+    "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"30\"},\"items\":[" POD(
+	"a", "12") "]}",
     NULL};
 static const char *const status_410[] = {
-    "{\"kind\":\"Status\",\"message\":\"too old resource version\","
-    "\"reason\":\"Expired\",\"code\":410}",
+    "{\"kind\":\"Status\",\"message\":\"too old resource version\",\"reason\":\"Expired\",\"code\":410}",
     NULL};
 static const char *const list_40[] = {
-    "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"40\"},"
-    "\"items\":[" POD("a", "12") "]}",
+    "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"40\"},\"items\":[" POD(
+	"a", "12") "]}",
     NULL};
 static const char *const watch_40[] = {EVENT("ADDED", "d", "41"), NULL};
 
@@ -1136,8 +1106,7 @@ static void test_kube__informer_unsynced_after_failure(void **state)
 {
 	static const char *const watch_fails[] = {
 	    EVENT("ADDED", "c", "11"),
-	    "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\","
-	    "\"message\":\"etcdserver: request timed out\",\"code\":500}}\n",
+	    "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"message\":\"etcdserver: request timed out\",\"code\":500}}\n",
 	    NULL};
 	static const ft_fake_step_t steps[] = {
 	    {LIST, "200 OK", list_10, false},

@@ -232,8 +232,9 @@ static void test_metrics__format_of_an_idle_process(void **state)
 	    strstr(text, "# TYPE flextopo_cache_age_seconds gauge\n"));
 	assert_true(sample(text, "flextopo_nodes_bad_topology") == 2);
 	assert_true(sample(text, "flextopo_cache_age_seconds") == 1.5);
-	assert_true(sample(text, "flextopo_informer_restarts_total{resource="
-				 "\"pods\"}") == 4);
+	assert_true(
+	    sample(text,
+		   "flextopo_informer_restarts_total{resource=\"pods\"}") == 4);
 	assert_true(sample(text, "flextopo_decision_log_bytes") == 6054016);
 	assert_true(sample(text, "flextopo_gpu_capacity_free") == 12.375);
 	assert_true(sample(text, "flextopo_gpu_fragmentation") == 2.5);
@@ -249,8 +250,9 @@ static void test_metrics__labels_are_escaped(void **state)
 {
 	char *text = render(NULL);
 
-	assert_non_null(strstr(text, "flextopo_build_info{version=\"0.1.0\","
-				     "commit=\"abc\\\"d\\\\e\\nf\"} 1\n"));
+	assert_non_null(strstr(
+	    text,
+	    "flextopo_build_info{version=\"0.1.0\",commit=\"abc\\\"d\\\\e\\nf\"} 1\n"));
 	free(text);
 }
 
@@ -269,25 +271,44 @@ static void test_metrics__histogram_buckets_are_cumulative(void **state)
 	text = render(m);
 	check_format(text);
 	/* A bound is inclusive: 100000 ns is in le="0.0001". */
-	assert_true(sample(text, "flextopo_request_duration_seconds_bucket{"
-				 "verb=\"filter\",le=\"0.0001\"}") == 3);
-	assert_true(sample(text, "flextopo_request_duration_seconds_bucket{"
-				 "verb=\"filter\",le=\"0.0025\"}") == 6);
-	assert_true(sample(text, "flextopo_request_duration_seconds_bucket{"
-				 "verb=\"filter\",le=\"0.1\"}") == 7);
-	assert_true(sample(text, "flextopo_request_duration_seconds_bucket{"
-				 "verb=\"filter\",le=\"5\"}") == 8);
-	assert_true(sample(text, "flextopo_request_duration_seconds_bucket{"
-				 "verb=\"filter\",le=\"+Inf\"}") == 9);
-	assert_true(sample(text, "flextopo_request_duration_seconds_count{"
-				 "verb=\"filter\"}") == 9);
+	assert_true(
+	    sample(
+		text,
+		"flextopo_request_duration_seconds_bucket{verb=\"filter\",le=\"0.0001\"}") ==
+	    3);
+	assert_true(
+	    sample(
+		text,
+		"flextopo_request_duration_seconds_bucket{verb=\"filter\",le=\"0.0025\"}") ==
+	    6);
+	assert_true(
+	    sample(
+		text,
+		"flextopo_request_duration_seconds_bucket{verb=\"filter\",le=\"0.1\"}") ==
+	    7);
+	assert_true(
+	    sample(
+		text,
+		"flextopo_request_duration_seconds_bucket{verb=\"filter\",le=\"5\"}") ==
+	    8);
+	assert_true(
+	    sample(
+		text,
+		"flextopo_request_duration_seconds_bucket{verb=\"filter\",le=\"+Inf\"}") ==
+	    9);
+	assert_true(
+	    sample(
+		text,
+		"flextopo_request_duration_seconds_count{verb=\"filter\"}") ==
+	    9);
 	assert_true(sample(text, "flextopo_requests_total{verb=\"filter\"}") ==
 		    9);
 	assert_true(sample(text, "flextopo_requests_total{verb=\"bind\"}") ==
 		    1);
 	assert_in_range(
-	    (uint64_t)(sample(text, "flextopo_request_duration_seconds_"
-				    "sum{verb=\"filter\"}") *
+	    (uint64_t)(sample(
+			   text,
+			   "flextopo_request_duration_seconds_sum{verb=\"filter\"}") *
 		       1e6),
 	    13074000, 13076000);
 	free(text);
@@ -311,22 +332,32 @@ static void test_metrics__preemption_and_binds(void **state)
 	ft_metrics_bind(NULL, FT_BIND_BOUND, FT_LEVEL_NUMA);
 	text = render(m);
 	check_format(text);
-	assert_true(sample(text, "flextopo_preemption_nodes_total{mode=\"best-"
-				 "effort\",outcome=\"dropped\"}") == 3);
-	assert_true(sample(text, "flextopo_preemption_victims_total{mode="
-				 "\"best-effort\"}") == 5);
-	assert_true(sample(text, "flextopo_preemption_victims_total{mode="
-				 "\"guaranteed\"}") == 1);
+	assert_true(
+	    sample(
+		text,
+		"flextopo_preemption_nodes_total{mode=\"best-effort\",outcome=\"dropped\"}") ==
+	    3);
+	assert_true(
+	    sample(text,
+		   "flextopo_preemption_victims_total{mode=\"best-effort\"}") ==
+	    5);
+	assert_true(
+	    sample(text,
+		   "flextopo_preemption_victims_total{mode=\"guaranteed\"}") ==
+	    1);
 	assert_true(sample(text, "flextopo_binds_total{result=\"bound\"}") ==
 		    2);
 	assert_true(sample(text, "flextopo_binds_total{result=\"failed\"}") ==
 		    1);
 	assert_true(sample(text, "flextopo_binds_total{result=\"unknown\"}") ==
 		    2);
-	assert_true(sample(text, "flextopo_bind_affinity_level_total{level="
-				 "\"nvlink\"}") == 1);
-	assert_true(sample(text, "flextopo_bind_affinity_level_total{level="
-				 "\"numa\"}") == 0);
+	assert_true(
+	    sample(text,
+		   "flextopo_bind_affinity_level_total{level=\"nvlink\"}") ==
+	    1);
+	assert_true(
+	    sample(text,
+		   "flextopo_bind_affinity_level_total{level=\"numa\"}") == 0);
 	free(text);
 	ft_metrics_free(m);
 }

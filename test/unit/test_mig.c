@@ -106,15 +106,15 @@ static void test_mig__layouts_that_break_the_catalog(void **state)
 	const unsigned me_starts[] = {0, 1}, me_sizes[] = {1, 1};
 
 	assert_int_equal(check_layout(three, at2, size4, 1), FT_EINVAL);
-	assert_string_equal(ft_error_last(),
-			    "GPU 0 (NVIDIA H100 80GB HBM3): MIG 3g.40gb at "
-			    "start 2: not a valid start slot for that profile");
+	assert_string_equal(
+	    ft_error_last(),
+	    "GPU 0 (NVIDIA H100 80GB HBM3): MIG 3g.40gb at start 2: not a valid start slot for that profile");
 	assert_int_equal(check_layout(three, at0, size2, 1), FT_EINVAL);
-	assert_non_null(strstr(ft_error_last(), "has size 2, the profile has "
-						"4 memory slices"));
+	assert_non_null(strstr(ft_error_last(),
+			       "has size 2, the profile has 4 memory slices"));
 	assert_int_equal(check_layout(unknown, at0, size4, 1), FT_EINVAL);
-	assert_non_null(strstr(ft_error_last(), "5g.50gb is not one of "
-						"H100-80GB's"));
+	assert_non_null(
+	    strstr(ft_error_last(), "5g.50gb is not one of H100-80GB's"));
 	assert_int_equal(check_layout(me, me_starts, me_sizes, 2), FT_EINVAL);
 	assert_non_null(strstr(ft_error_last(), "more than 1 MIG 1g.10gb+me"));
 }

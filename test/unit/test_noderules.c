@@ -36,10 +36,10 @@ static ft_node_labels_t *node_of(const char *labels, const char *taints)
 	ft_node_labels_t *l = NULL;
 	cJSON *node;
 
-	snprintf(text, sizeof(text),
-		 "{'metadata':{'name':'n','labels':{%s}},'spec':{'taints':[%s]"
-		 "}}",
-		 labels, taints);
+	snprintf(
+	    text, sizeof(text),
+	    "{'metadata':{'name':'n','labels':{%s}},'spec':{'taints':[%s]}}",
+	    labels, taints);
 	node = ft_test_json(text);
 	if (ft_codec_node_labels_decode(&l, node) < 0)
 		fail_msg("labels: %s", ft_error_last());
@@ -76,9 +76,9 @@ static void test_noderules__no_rules_admit_untainted_nodes(void **state)
 	assert_true(
 	    admits("{}", "", "{'key':'spot','effect':'PreferNoSchedule'}"));
 	assert_false(admits("{}", "", "{'key':'spot','effect':'NoSchedule'}"));
-	assert_false(admits("{}", "",
-			    "{'key':'dedicated','value':'llm','effect':"
-			    "'NoExecute'}"));
+	assert_false(
+	    admits("{}", "",
+		   "{'key':'dedicated','value':'llm','effect':'NoExecute'}"));
 	/* Labels unknown: every rule holds. */
 	assert_true(ft_node_rules_admit(&r, NULL));
 }
@@ -100,8 +100,8 @@ static void test_noderules__node_selector(void **state)
 static void test_noderules__terms_ored_requirements_anded(void **state)
 {
 	const char *spec = "{" TERMS(EXPR(REQ("zone", "In", "'a','b'") "," REQ(
-	    "gpu", "NotIn", "'T4'")) "," EXPR("{'key':'pool','operator':"
-					      "'Exists'}")) "}";
+	    "gpu", "NotIn",
+	    "'T4'")) "," EXPR("{'key':'pool','operator':'Exists'}")) "}";
 
 	(void)state;
 	assert_true(admits(spec, "'zone':'a','gpu':'A100'", ""));
@@ -136,10 +136,10 @@ static void test_noderules__gpu_model_label_matched_exactly(void **state)
 {
 	const char *codes = "{" TERMS(EXPR(
 	    REQ("nvidia.com/gpu.product", "In", "'V100M16','V100M32'"))) "}";
-	const char *gfd = "{'nodeSelector':{'nvidia.com/"
-			  "gpu.product':'Tesla-V100-SXM2-16GB'}}";
-	const char *nvml = "{'nodeSelector':{'nvidia.com/gpu.product':'Tesla "
-			   "V100-SXM2-16GB'}}";
+	const char *gfd =
+	    "{'nodeSelector':{'nvidia.com/gpu.product':'Tesla-V100-SXM2-16GB'}}";
+	const char *nvml =
+	    "{'nodeSelector':{'nvidia.com/gpu.product':'Tesla V100-SXM2-16GB'}}";
 	const char *mig =
 	    "{" TERMS(EXPR(REQ("nvidia.com/gpu.product", "In",
 			       "'NVIDIA-A100-SXM4-40GB-MIG-1g.5gb'"))) "}";
@@ -171,64 +171,57 @@ static void test_noderules__widened_never_narrowed(void **state)
 	(void)state;
 	/* Gt and matchFields are not read: a term of them holds every node,
 	 * so the affinity does. */
-	r = rules_of("{" TERMS(EXPR(
-	    REQ("zone", "In", "'a'")) ",{'match"
-				      "Expressions':[{'key':'cores','"
-				      "operator':'Gt','values':['8']}]}") "}");
+	r = rules_of("{" TERMS(EXPR(REQ(
+	    "zone", "In",
+	    "'a'")) ",{'matchExpressions':[{'key':'cores','operator':'Gt','values':['8']}]}") "}");
 	assert_int_equal(r.n_terms, 0);
 	assert_int_equal(r.n_reqs, 0);
-	r = rules_of("{" TERMS("{'matchFields':[{'key':'metadata.name',"
-			       "'operator':'In','values':['n1']}]}") "}");
+	r = rules_of("{" TERMS(
+	    "{'matchFields':[{'key':'metadata.name','operator':'In','values':['n1']}]}") "}");
 	assert_int_equal(r.n_reqs, 0);
 	/* Inside a term, the requirement alone is left out. */
-	assert_true(admits("{" TERMS(EXPR(REQ("zone", "In", "'a'") ",{'key':"
-								   "'cores',"
-								   "'operator':"
-								   "'Lt','"
-								   "values':['"
-								   "8']}")) "}",
-			   "'zone':'a'", ""));
+	assert_true(admits(
+	    "{" TERMS(EXPR(REQ(
+		"zone", "In",
+		"'a'") ",{'key':'cores','operator':'Lt','values':['8']}")) "}",
+	    "'zone':'a'", ""));
 	/* An empty term matches no node: it is skipped, the others hold. */
 	r = rules_of("{" TERMS("{}," EXPR(REQ("zone", "In", "'a'"))) "}");
 	assert_int_equal(r.n_terms, 1);
 	assert_false(admits("{" TERMS("{}," EXPR(REQ("zone", "In", "'a'"))) "}",
 			    "'zone':'b'", ""));
 	/* Nine selector entries: the ninth does not fit and is left out. */
-	assert_true(
-	    admits("{'nodeSelector':{'a':'1','b':'1','c':'1','d':'1',"
-		   "'e':'1','f':'1','g':'1','h':'1','i':'1'}}",
-		   "'a':'1','b':'1','c':'1','d':'1','e':'1','f':'1','g':"
-		   "'1','h':'1'",
-		   ""));
+	assert_true(admits(
+	    "{'nodeSelector':{'a':'1','b':'1','c':'1','d':'1','e':'1','f':'1','g':'1','h':'1','i':'1'}}",
+	    "'a':'1','b':'1','c':'1','d':'1','e':'1','f':'1','g':'1','h':'1'",
+	    ""));
 	/* More values than the rules hold: the requirement is left out. */
-	r = rules_of("{" TERMS(EXPR(
-	    REQ("zone", "In",
-		"'1','2','3','4','5','6','7','8','9','10','11','12','13','14',"
-		"'15','16','17'"))) "}");
+	r = rules_of("{" TERMS(EXPR(REQ(
+	    "zone", "In",
+	    "'1','2','3','4','5','6','7','8','9','10','11','12','13','14','15','16','17'"))) "}");
 	assert_int_equal(r.n_reqs, 0);
 	/* Values that are not strings: left out. */
 	r = rules_of("{" TERMS(EXPR(REQ("zone", "In", "1"))) "}");
 	assert_int_equal(r.n_reqs, 0);
 	/* Shapes the API server rejects read as no rules. */
-	r = rules_of("{'nodeSelector':[1],'affinity':{'nodeAffinity':{"
-		     "'requiredDuringSchedulingIgnoredDuringExecution':{"
-		     "'nodeSelectorTerms':{'x':1}}}},'tolerations':7}");
+	r = rules_of(
+	    "{'nodeSelector':[1],'affinity':{'nodeAffinity':{'requiredDuringSchedulingIgnoredDuringExecution':{'nodeSelectorTerms':{'x':1}}}},'tolerations':7}");
 	assert_int_equal(r.n_reqs + r.n_terms + r.n_tolerations, 0);
 }
 
 static void test_noderules__tolerations(void **state)
 {
-	const char *equal = "{'tolerations':[{'key':'dedicated','operator':"
-			    "'Equal','value':'llm','effect':'NoSchedule'}]}";
+	const char *equal =
+	    "{'tolerations':[{'key':'dedicated','operator':'Equal','value':'llm','effect':'NoSchedule'}]}";
 	const char *exists =
 	    "{'tolerations':[{'key':'dedicated','operator':'Exists'}]}";
 	const char *all = "{'tolerations':[{'operator':'Exists'}]}";
 	const char *execute_only =
 	    "{'tolerations':[{'operator':'Exists','effect':'NoExecute'}]}";
-	const char *llm = "{'key':'dedicated','value':'llm','effect':"
-			  "'NoSchedule'}";
-	const char *batch = "{'key':'dedicated','value':'batch','effect':"
-			    "'NoExecute'}";
+	const char *llm =
+	    "{'key':'dedicated','value':'llm','effect':'NoSchedule'}";
+	const char *batch =
+	    "{'key':'dedicated','value':'batch','effect':'NoExecute'}";
 
 	(void)state;
 	assert_true(admits(equal, "", llm));
@@ -242,34 +235,27 @@ static void test_noderules__tolerations(void **state)
 	assert_true(admits(execute_only, "", batch));
 	assert_false(admits(execute_only, "", llm));
 	/* Every taint needs a toleration. */
-	assert_false(admits(equal, "",
-			    "{'key':'dedicated','value':'llm','effect':"
-			    "'NoSchedule'},{'key':'spot','effect':"
-			    "'NoSchedule'}"));
+	assert_false(admits(
+	    equal, "",
+	    "{'key':'dedicated','value':'llm','effect':'NoSchedule'},{'key':'spot','effect':'NoSchedule'}"));
 	/* A PreferNoSchedule toleration tolerates no filtering taint. */
 	assert_int_equal(
-	    rules_of("{'tolerations':[{'key':'x','operator':'Exists','effect':"
-		     "'PreferNoSchedule'}]}")
+	    rules_of(
+		"{'tolerations':[{'key':'x','operator':'Exists','effect':'PreferNoSchedule'}]}")
 		.n_tolerations,
 	    0);
 	/* More tolerations than the rules hold tolerate everything. */
 	assert_true(
-	    rules_of("{'tolerations':[{'key':'a','operator':'Exists'},{'key':"
-		     "'b','operator':'Exists'},{'key':'c','operator':'Exists'},"
-		     "{'key':'d','operator':'Exists'},{'key':'e','operator':"
-		     "'Exists'},{'key':'f','operator':'Exists'},{'key':'g',"
-		     "'operator':'Exists'}]}")
+	    rules_of(
+		"{'tolerations':[{'key':'a','operator':'Exists'},{'key':'b','operator':'Exists'},{'key':'c','operator':'Exists'},{'key':'d','operator':'Exists'},{'key':'e','operator':'Exists'},{'key':'f','operator':'Exists'},{'key':'g','operator':'Exists'}]}")
 		.tolerates_all);
 }
 
 static void test_noderules__node_labels_decode(void **state)
 {
 	ft_node_labels_t *l;
-	cJSON *node =
-	    ft_test_json("{'metadata':{'labels':{'a':'1','b':2}},'spec':{"
-			 "'taints':[{'value':'no-key','effect':'NoSchedule'"
-			 "},{'key':'k','effect':'PreferNoSchedule'},{'key':"
-			 "'k','effect':'NoExecute'}]}}");
+	cJSON *node = ft_test_json(
+	    "{'metadata':{'labels':{'a':'1','b':2}},'spec':{'taints':[{'value':'no-key','effect':'NoSchedule'},{'key':'k','effect':'PreferNoSchedule'},{'key':'k','effect':'NoExecute'}]}}");
 
 	(void)state;
 	assert_int_equal(ft_codec_node_labels_decode(&l, node), 0);
@@ -289,12 +275,12 @@ static void test_noderules__node_labels_decode(void **state)
 
 static void test_noderules__equal(void **state)
 {
-	ft_node_rules_t a = rules_of("{'nodeSelector':{'pool':'a'}}"),
-			b = rules_of("{'nodeSelector':{'pool':'a'}}"),
-			c = rules_of("{'nodeSelector':{'pool':'b'}}"),
-			d = rules_of(
-			    "{'nodeSelector':{'pool':'a'},'tolerations':["
-			    "{'key':'x','operator':'Exists'}]}");
+	ft_node_rules_t
+	    a = rules_of("{'nodeSelector':{'pool':'a'}}"),
+	    b = rules_of("{'nodeSelector':{'pool':'a'}}"),
+	    c = rules_of("{'nodeSelector':{'pool':'b'}}"),
+	    d = rules_of(
+		"{'nodeSelector':{'pool':'a'},'tolerations':[{'key':'x','operator':'Exists'}]}");
 
 	(void)state;
 	assert_true(ft_node_rules_equal(&a, &b));

@@ -255,10 +255,9 @@ static void test_observed__pod_copy(void **state)
 {
 	ft_pod_t pod, copy;
 
-	decode_pod(&pod, "n1", NULL,
-		   "{\"version\":1,\"node\":\"n1\",\"source\":\"nri\","
-		   "\"gpus\":[\"GPU-a\"],\"mig\":[\"MIG-b\"],\"replicas\":"
-		   "[{\"gpu\":\"GPU-c\",\"count\":2}],\"cpuset\":\"1-2\"}");
+	decode_pod(
+	    &pod, "n1", NULL,
+	    "{\"version\":1,\"node\":\"n1\",\"source\":\"nri\",\"gpus\":[\"GPU-a\"],\"mig\":[\"MIG-b\"],\"replicas\":[{\"gpu\":\"GPU-c\",\"count\":2}],\"cpuset\":\"1-2\"}");
 	assert_non_null(pod.observed);
 	assert_int_equal(ft_pod_copy(&copy, &pod), 0);
 	assert_non_null(copy.observed);
@@ -516,13 +515,10 @@ static void test_observed__malformed_falls_back(void **state)
 	ft_pod_t *pods[] = {&pod, NULL};
 	ft_node_t *node;
 
-	decode_pod(&pod, "n",
-		   "{\"version\":1,\"node\":\"n\",\"level\":\"nvlink\","
-		   "\"mode\":\"guaranteed\",\"gpus\":[\"G-0\",\"G-1\"],"
-		   "\"gpuIndexes\":[0,1],\"mig\":[],\"cpuset\":\"0-1\","
-		   "\"numaNodes\":[0],\"memoryMiB\":0}",
-		   "{\"version\":1,\"node\":\"n\",\"source\":\"nri\","
-		   "\"gpus\":[\"G-2\",\"G-2\"],\"mig\":[],\"cpuset\":\"\"}");
+	decode_pod(
+	    &pod, "n",
+	    "{\"version\":1,\"node\":\"n\",\"level\":\"nvlink\",\"mode\":\"guaranteed\",\"gpus\":[\"G-0\",\"G-1\"],\"gpuIndexes\":[0,1],\"mig\":[],\"cpuset\":\"0-1\",\"numaNodes\":[0],\"memoryMiB\":0}",
+	    "{\"version\":1,\"node\":\"n\",\"source\":\"nri\",\"gpus\":[\"G-2\",\"G-2\"],\"mig\":[],\"cpuset\":\"\"}");
 	assert_true(pod.has_allocation);
 	assert_null(pod.allocation_error);
 	assert_null(pod.observed);
@@ -559,15 +555,10 @@ static void test_observed__units_text(void **state)
 /* ---- state: log lines and the drift count ----------------------------- */
 
 static const char topology[] =
-    "{\"version\":1,\"sockets\":[{\"id\":0,\"numaNodes\":[{\"id\":0,"
-    "\"cpus\":\"0-7\",\"memoryMiB\":65536,\"pcieSwitches\":[{\"id\":0,"
-    "\"gpus\":[{\"index\":0,\"uuid\":\"G-0\"},{\"index\":1,"
-    "\"uuid\":\"G-1\"},{\"index\":2,\"uuid\":\"G-2\"}]}]}]}]}";
+    "{\"version\":1,\"sockets\":[{\"id\":0,\"numaNodes\":[{\"id\":0,\"cpus\":\"0-7\",\"memoryMiB\":65536,\"pcieSwitches\":[{\"id\":0,\"gpus\":[{\"index\":0,\"uuid\":\"G-0\"},{\"index\":1,\"uuid\":\"G-1\"},{\"index\":2,\"uuid\":\"G-2\"}]}]}]}]}";
 
 static const char allocation01[] =
-    "{\"version\":1,\"node\":\"n\",\"level\":\"numa\",\"mode\":"
-    "\"guaranteed\",\"gpus\":[\"G-0\",\"G-1\"],\"gpuIndexes\":[0,1],"
-    "\"mig\":[],\"cpuset\":\"0-1\",\"numaNodes\":[0],\"memoryMiB\":0}";
+    "{\"version\":1,\"node\":\"n\",\"level\":\"numa\",\"mode\":\"guaranteed\",\"gpus\":[\"G-0\",\"G-1\"],\"gpuIndexes\":[0,1],\"mig\":[],\"cpuset\":\"0-1\",\"numaNodes\":[0],\"memoryMiB\":0}";
 
 static void apply_pod(ft_state_t *s, const char *allocation,
 		      const char *observed)
@@ -644,14 +635,11 @@ static void test_observed__state_logs_once_per_change(void **state)
 {
 	static const char drift[] = "differ from allocation";
 	static const char obs2[] =
-	    "{\"version\":1,\"node\":\"n\",\"source\":\"nri\",\"gpus\":"
-	    "[\"G-1\",\"G-2\"],\"mig\":[],\"cpuset\":\"0-1\"}";
+	    "{\"version\":1,\"node\":\"n\",\"source\":\"nri\",\"gpus\":[\"G-1\",\"G-2\"],\"mig\":[],\"cpuset\":\"0-1\"}";
 	static const char obs1[] =
-	    "{\"version\":1,\"node\":\"n\",\"source\":\"nri\",\"gpus\":"
-	    "[\"G-2\"],\"mig\":[],\"cpuset\":\"0-1\"}";
+	    "{\"version\":1,\"node\":\"n\",\"source\":\"nri\",\"gpus\":[\"G-2\"],\"mig\":[],\"cpuset\":\"0-1\"}";
 	static const char same[] =
-	    "{\"version\":1,\"node\":\"n\",\"source\":\"nri\",\"gpus\":"
-	    "[\"G-1\",\"G-0\"],\"mig\":[],\"cpuset\":\"1,0\"}";
+	    "{\"version\":1,\"node\":\"n\",\"source\":\"nri\",\"gpus\":[\"G-1\",\"G-0\"],\"mig\":[],\"cpuset\":\"1,0\"}";
 	ft_state_t *s = state_with_node();
 	capture_t c;
 
@@ -659,11 +647,9 @@ static void test_observed__state_logs_once_per_change(void **state)
 	apply_pod(s, allocation01, obs2);
 	assert_int_equal(capture_count(&c, drift), 1);
 	assert_int_equal(
-	    capture_count(&c,
-			  "pod ns/p on node n: observed gpus [G-1,G-2] "
-			  "cpuset \\\"0-1\\\" differ from allocation gpus "
-			  "[G-0,G-1] cpuset \\\"0-1\\\"; holding the observed "
-			  "units (source nri)"),
+	    capture_count(
+		&c,
+		"pod ns/p on node n: observed gpus [G-1,G-2] cpuset \\\"0-1\\\" differ from allocation gpus [G-0,G-1] cpuset \\\"0-1\\\"; holding the observed units (source nri)"),
 	    1);
 	assert_int_equal(drifted_in(s), 1);
 	/* The agent rewrites it, a relist brings it again: no new line. */
@@ -698,9 +684,9 @@ static void test_observed__state_links_observed_only(void **state)
 	ft_snapshot_t *snap;
 	const ft_node_t *node;
 
-	apply_pod(s, NULL,
-		  "{\"version\":1,\"node\":\"n\",\"source\":\"podresources\","
-		  "\"gpus\":[\"G-2\"],\"mig\":[],\"cpuset\":\"\"}");
+	apply_pod(
+	    s, NULL,
+	    "{\"version\":1,\"node\":\"n\",\"source\":\"podresources\",\"gpus\":[\"G-2\"],\"mig\":[],\"cpuset\":\"\"}");
 	snap = ft_state_snapshot(s);
 	node = ft_snapshot_find(snap, "n");
 	assert_non_null(node);

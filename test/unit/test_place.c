@@ -141,9 +141,9 @@ static void test_place__nvlink_broken_pairs_unfit(void **state)
 
 	ft_place_filter(&v, node, &d);
 	assert_int_equal(v.fit, FT_UNFIT);
-	assert_string_equal(v.reason,
-			    "nvlink: at most 1 free GPUs with 8 free CPUs in "
-			    "one NVLink group, need 2 GPUs with 0 CPUs");
+	assert_string_equal(
+	    v.reason,
+	    "nvlink: at most 1 free GPUs with 8 free CPUs in one NVLink group, need 2 GPUs with 0 CPUs");
 	assert_int_equal(ft_place_choose(&p, node, &d, FT_POLICY_PACKED),
 			 FT_ENOTFOUND);
 	/* Best-effort still takes the two unlinked GPUs. */
@@ -206,9 +206,9 @@ static void test_place__numa_unresolvable_on_one_gpu_per_numa(void **state)
 
 	ft_place_filter(&v, node, &d);
 	assert_int_equal(v.fit, FT_UNFIT_UNRESOLVABLE);
-	assert_string_equal(v.reason,
-			    "numa: at most 1 GPUs with 8 CPUs in one NUMA "
-			    "node even when empty, need 2 GPUs with 8 CPUs");
+	assert_string_equal(
+	    v.reason,
+	    "numa: at most 1 GPUs with 8 CPUs in one NUMA node even when empty, need 2 GPUs with 8 CPUs");
 	ft_node_unref(node);
 	ft_topology_unref(t);
 }
@@ -718,10 +718,9 @@ static void test_place__single_strategy_gpus_are_instances(void **state)
 	d.gpus = 15;
 	ft_place_filter(&v, node, &d);
 	assert_int_equal(v.fit, FT_UNFIT_UNRESOLVABLE);
-	assert_string_equal(v.reason,
-			    "node: at most 14 GPUs (MIG) with 16 CPUs in one "
-			    "node even when empty, need 0 GPUs and 15 1g.10gb "
-			    "MIG instances with 0 CPUs");
+	assert_string_equal(
+	    v.reason,
+	    "node: at most 14 GPUs (MIG) with 16 CPUs in one node even when empty, need 0 GPUs and 15 1g.10gb MIG instances with 0 CPUs");
 	ft_node_unref(node);
 	ft_topology_unref(t);
 }
@@ -820,19 +819,18 @@ static void test_place__requires_memory_and_precision(void **state)
 	ft_mig_catalog_apply(&catalog, a100);
 	node = ft_test_node("n", t, NULL);
 	node_a = ft_test_node("a", a100, NULL);
-	expect_refused(node, &d,
-		       "requires: 0 of 8 GPUs match (memoryPerGpu 40Gi: "
-		       "24564 MiB; precision fp8: not supported by NVIDIA "
-		       "GeForce RTX 4090 (not in the MIG catalog))");
-	expect_refused(node_a, &d,
-		       "requires: 0 of 8 GPUs match (precision fp8: not "
-		       "supported by NVIDIA A100-SXM4-80GB)");
+	expect_refused(
+	    node, &d,
+	    "requires: 0 of 8 GPUs match (memoryPerGpu 40Gi: 24564 MiB; precision fp8: not supported by NVIDIA GeForce RTX 4090 (not in the MIG catalog))");
+	expect_refused(
+	    node_a, &d,
+	    "requires: 0 of 8 GPUs match (precision fp8: not supported by NVIDIA A100-SXM4-80GB)");
 	d.caps.precisions = FT_PRECISION_BF16 | FT_PRECISION_FP16;
 	expect_fit(node_a, &d);
 	d.caps.memory_mib = 81921;
-	expect_refused(node_a, &d,
-		       "requires: 0 of 8 GPUs match (memoryPerGpu 81921Mi: "
-		       "81920 MiB)");
+	expect_refused(
+	    node_a, &d,
+	    "requires: 0 of 8 GPUs match (memoryPerGpu 81921Mi: 81920 MiB)");
 	ft_node_unref(node);
 	ft_node_unref(node_a);
 	ft_topology_unref(t);
@@ -850,17 +848,17 @@ static void test_place__requires_interconnect_and_domain(void **state)
 	ft_demand_t d = with_caps(demand(2, 0, -1, FT_MODE_GUARANTEED),
 				  caps(0, 0, FT_INTERCONNECT_NVLINK, 0));
 
-	expect_refused(nr, &d,
-		       "requires: 0 of 8 GPUs match (interconnect nvlink: no "
-		       "NVLink peers)");
+	expect_refused(
+	    nr, &d,
+	    "requires: 0 of 8 GPUs match (interconnect nvlink: no NVLink peers)");
 	expect_fit(na, &d);
 	expect_fit(np, &d);
 	d.caps.interconnect = FT_INTERCONNECT_PCIE;
 	expect_fit(nr, &d);
 	d.caps.nvlink_domain = 4;
-	expect_refused(np, &d,
-		       "requires: 0 of 4 GPUs match (nvlinkDomainSize 4: "
-		       "NVLink domain of 2 GPUs)");
+	expect_refused(
+	    np, &d,
+	    "requires: 0 of 4 GPUs match (nvlinkDomainSize 4: NVLink domain of 2 GPUs)");
 	expect_fit(na, &d);
 	d.caps.nvlink_domain = 1;
 	expect_fit(nr, &d);
@@ -886,9 +884,9 @@ static void test_place__requires_mig_slice_or_whole_gpu(void **state)
 	ft_demand_t d = with_caps(mig_demand("1g.10gb", 1), c);
 	ft_placement_t p;
 
-	expect_refused(node, &d,
-		       "requires: 0 of 7 MIG 1g.10gb instances match "
-		       "(memoryPerGpu 40Gi: 10240 MiB)");
+	expect_refused(
+	    node, &d,
+	    "requires: 0 of 7 MIG 1g.10gb instances match (memoryPerGpu 40Gi: 10240 MiB)");
 	d = with_caps(mig_demand("3g.40gb", 1), c);
 	expect_fit(node, &d);
 	assert_int_equal(ft_place_choose(&p, node, &d, FT_POLICY_PACKED), 0);
@@ -900,20 +898,19 @@ static void test_place__requires_mig_slice_or_whole_gpu(void **state)
 	/* Slices share no NVLink; the two whole GPUs form a domain of 2. */
 	d = with_caps(mig_demand("3g.40gb", 1),
 		      caps(0, 0, FT_INTERCONNECT_NVLINK, 0));
-	expect_refused(node, &d,
-		       "requires: 0 of 2 MIG 3g.40gb instances match "
-		       "(interconnect nvlink: MIG instances share no NVLink)");
+	expect_refused(
+	    node, &d,
+	    "requires: 0 of 2 MIG 3g.40gb instances match (interconnect nvlink: MIG instances share no NVLink)");
 	d = with_caps(mig_demand("3g.40gb", 1), caps(0, 0, 0, 2));
-	expect_refused(node, &d,
-		       "requires: 0 of 2 MIG 3g.40gb instances match "
-		       "(nvlinkDomainSize 2: NVLink domain of 1 (a MIG "
-		       "instance))");
+	expect_refused(
+	    node, &d,
+	    "requires: 0 of 2 MIG 3g.40gb instances match (nvlinkDomainSize 2: NVLink domain of 1 (a MIG instance))");
 	d = with_caps(demand(2, 0, -1, FT_MODE_GUARANTEED), caps(0, 0, 0, 2));
 	expect_fit(node, &d);
 	d.caps.nvlink_domain = 3;
-	expect_refused(node, &d,
-		       "requires: 0 of 2 GPUs match (nvlinkDomainSize 3: "
-		       "NVLink domain of 2 GPUs)");
+	expect_refused(
+	    node, &d,
+	    "requires: 0 of 2 GPUs match (nvlinkDomainSize 3: NVLink domain of 2 GPUs)");
 	ft_node_unref(node);
 	ft_topology_unref(t);
 }
@@ -932,9 +929,9 @@ static void test_place__requires_single_strategy(void **state)
 				  caps(40960, FT_PRECISION_FP8, 0, 0));
 	ft_placement_t p;
 
-	expect_refused(n1, &d,
-		       "requires: 0 of 14 MIG 1g.10gb instances match "
-		       "(memoryPerGpu 40Gi: 10240 MiB)");
+	expect_refused(
+	    n1, &d,
+	    "requires: 0 of 14 MIG 1g.10gb instances match (memoryPerGpu 40Gi: 10240 MiB)");
 	expect_fit(n3, &d);
 	assert_int_equal(ft_place_choose(&p, n3, &d, FT_POLICY_PACKED), 0);
 	assert_int_equal(p.gpus, 0);
@@ -1000,9 +997,9 @@ static void test_place__requires_choose_and_score_count_matching(void **state)
 	d.gpus = 2;
 	ft_place_filter(&v, node, &d);
 	assert_int_equal(v.fit, FT_UNFIT);
-	assert_string_equal(v.reason, "node: at most 1 free GPUs with 16 free "
-				      "CPUs in one node, need 2 GPUs with 0 "
-				      "CPUs");
+	assert_string_equal(
+	    v.reason,
+	    "node: at most 1 free GPUs with 16 free CPUs in one node, need 2 GPUs with 0 CPUs");
 	d.gpus = 1;
 	assert_int_equal(ft_place_choose(&p, node, &d, FT_POLICY_PACKED), 0);
 	assert_int_equal(p.gpus, 0x2);
@@ -1428,14 +1425,9 @@ static void test_place__check_units_on_mixed_node(void **state)
 		     "nvlinkDomainSize 4: NVLink domain of 2 GPUs");
 	d = with_caps(mig_demand("1g.10gb", 1),
 		      caps(20480, 0, FT_INTERCONNECT_NVLINK, 0));
-	expect_units(node, &d,
-		     "mig2:held:memoryPerGpu+interconnect "
-		     "mig3:free:memoryPerGpu+interconnect "
-		     "mig4:free:memoryPerGpu+interconnect "
-		     "mig5:free:memoryPerGpu+interconnect "
-		     "mig6:free:memoryPerGpu+interconnect "
-		     "mig7:free:memoryPerGpu+interconnect "
-		     "mig8:free:memoryPerGpu+interconnect");
+	expect_units(
+	    node, &d,
+	    "mig2:held:memoryPerGpu+interconnect mig3:free:memoryPerGpu+interconnect mig4:free:memoryPerGpu+interconnect mig5:free:memoryPerGpu+interconnect mig6:free:memoryPerGpu+interconnect mig7:free:memoryPerGpu+interconnect mig8:free:memoryPerGpu+interconnect");
 	assert_int_equal(ft_place_check_units(u, node, &d), 7);
 	expect_fault(t, &d.caps, &u[0], FT_CAP_MEMORY, 20480, 10240,
 		     "memoryPerGpu 20Gi: 10240 MiB");
@@ -1472,9 +1464,9 @@ static void test_place__check_units_precision(void **state)
 
 	ft_mig_catalog_apply(&catalog, r);
 	rnode = ft_test_node("r", r, NULL);
-	expect_units(node, &d,
-		     "gpu0:free:ok gpu1:free:ok gpu2:free:precision "
-		     "gpu3:free:precision");
+	expect_units(
+	    node, &d,
+	    "gpu0:free:ok gpu1:free:ok gpu2:free:precision gpu3:free:precision");
 	assert_int_equal(ft_place_check_units(u, node, &d), 4);
 	assert_true(t->gpus[2].precisions != 0);
 	expect_fault(t, &d.caps, &u[2], FT_CAP_PRECISION, FT_PRECISION_FP8,
@@ -1485,9 +1477,9 @@ static void test_place__check_units_precision(void **state)
 			 (1u << FT_CAP_MEMORY) | (1u << FT_CAP_PRECISION));
 	expect_fault(r, &d.caps, &u[7], FT_CAP_MEMORY, 40960, 24564,
 		     "memoryPerGpu 40Gi: 24564 MiB");
-	expect_fault(r, &d.caps, &u[7], FT_CAP_PRECISION, FT_PRECISION_FP8, 0,
-		     "precision fp8: not supported by NVIDIA GeForce RTX 4090 "
-		     "(not in the MIG catalog)");
+	expect_fault(
+	    r, &d.caps, &u[7], FT_CAP_PRECISION, FT_PRECISION_FP8, 0,
+	    "precision fp8: not supported by NVIDIA GeForce RTX 4090 (not in the MIG catalog)");
 	ft_node_unref(node);
 	ft_node_unref(rnode);
 	ft_topology_unref(t);
@@ -1515,20 +1507,18 @@ static void test_place__check_units_shared(void **state)
 	}
 	pods[1].allocation.n_replicas = 2;
 	node = ft_test_node("n", t, list);
-	expect_units(node, &d,
-		     "shared0/0:held:ok shared1/10:free:ok shared2/2:held:ok "
-		     "shared3/2:held:ok");
+	expect_units(
+	    node, &d,
+	    "shared0/0:held:ok shared1/10:free:ok shared2/2:held:ok shared3/2:held:ok");
 	d = shared_demand(1, 200, -1);
-	expect_units(node, &d,
-		     "shared0/0:held:ok shared1/10:free:ok shared2/2:free:ok "
-		     "shared3/2:free:ok");
+	expect_units(
+	    node, &d,
+	    "shared0/0:held:ok shared1/10:free:ok shared2/2:free:ok shared3/2:free:ok");
 	d = with_caps(shared_demand(1, 0, -1),
 		      caps(0, 0, FT_INTERCONNECT_NVLINK, 4));
-	expect_units(node, &d,
-		     "shared0/0:held:nvlinkDomainSize "
-		     "shared1/10:free:nvlinkDomainSize "
-		     "shared2/2:free:nvlinkDomainSize "
-		     "shared3/2:free:nvlinkDomainSize");
+	expect_units(
+	    node, &d,
+	    "shared0/0:held:nvlinkDomainSize shared1/10:free:nvlinkDomainSize shared2/2:free:nvlinkDomainSize shared3/2:free:nvlinkDomainSize");
 	for (unsigned i = 0; i < 2; i++)
 		ft_pod_dispose(&pods[i]);
 	ft_node_unref(node);
@@ -1551,9 +1541,9 @@ static void test_place__shared_requires_refused_for_caps(void **state)
 	d.caps.memory_mib = 81920;
 	ft_place_filter(&v, node, &d);
 	assert_int_equal(v.fit, FT_UNFIT_UNRESOLVABLE);
-	assert_string_equal(v.reason,
-			    "requires: 0 of 4 shared GPUs match (memoryPerGpu "
-			    "80Gi: 46068 MiB)");
+	assert_string_equal(
+	    v.reason,
+	    "requires: 0 of 4 shared GPUs match (memoryPerGpu 80Gi: 46068 MiB)");
 	ft_node_unref(node);
 	ft_topology_unref(t);
 }
@@ -1607,11 +1597,7 @@ static void test_place__graph_without_memory_accepts_memory(void **state)
 
 /* Our schema with small NUMA nodes: a refusal for memory says MiB. */
 static const char small_numa[] =
-    "{\"version\":1,\"sockets\":[{\"id\":0,\"numaNodes\":["
-    "{\"id\":0,\"cpus\":\"0-7\",\"memoryMiB\":4096,"
-    "\"gpus\":[{\"index\":0,\"uuid\":\"S-0\"}]},"
-    "{\"id\":1,\"cpus\":\"8-15\",\"memoryMiB\":3072,"
-    "\"gpus\":[{\"index\":1,\"uuid\":\"S-1\"}]}]}]}";
+    "{\"version\":1,\"sockets\":[{\"id\":0,\"numaNodes\":[{\"id\":0,\"cpus\":\"0-7\",\"memoryMiB\":4096,\"gpus\":[{\"index\":0,\"uuid\":\"S-0\"}]},{\"id\":1,\"cpus\":\"8-15\",\"memoryMiB\":3072,\"gpus\":[{\"index\":1,\"uuid\":\"S-1\"}]}]}]}";
 
 static void test_place__numa_memory_short_is_named(void **state)
 {
@@ -1624,15 +1610,14 @@ static void test_place__numa_memory_short_is_named(void **state)
 	    ft_codec_topology_parse(&t, small_numa, strlen(small_numa)), 0);
 	node = ft_test_node("n", t, NULL);
 	d.memory_mib = 6144;
-	expect_verdict(node, &d, FT_UNFIT_UNRESOLVABLE,
-		       "numa: at most 1 GPUs with 8 CPUs and 4096 MiB in one "
-		       "NUMA node even when empty, need 1 GPUs with 8 CPUs and "
-		       "6144 MiB");
+	expect_verdict(
+	    node, &d, FT_UNFIT_UNRESOLVABLE,
+	    "numa: at most 1 GPUs with 8 CPUs and 4096 MiB in one NUMA node even when empty, need 1 GPUs with 8 CPUs and 6144 MiB");
 	/* GPUs short too: the GPUs are named, as before. */
 	d.gpus = 2;
-	expect_verdict(node, &d, FT_UNFIT_UNRESOLVABLE,
-		       "numa: at most 1 GPUs with 8 CPUs in one NUMA node even "
-		       "when empty, need 2 GPUs with 8 CPUs");
+	expect_verdict(
+	    node, &d, FT_UNFIT_UNRESOLVABLE,
+	    "numa: at most 1 GPUs with 8 CPUs in one NUMA node even when empty, need 2 GPUs with 8 CPUs");
 	ft_node_unref(node);
 
 	/* Pods pin 2 CPUs and 2560 MiB on each NUMA node. */
@@ -1642,10 +1627,9 @@ static void test_place__numa_memory_short_is_named(void **state)
 	node = ft_test_node("n", t, list);
 	d = demand(0, 4, FT_LEVEL_NUMA, FT_MODE_GUARANTEED);
 	d.memory_mib = 2048;
-	expect_verdict(node, &d, FT_UNFIT,
-		       "numa: at most 1 free GPUs with 6 free CPUs and 1536 "
-		       "MiB free in one NUMA node, need 0 GPUs with 4 CPUs and "
-		       "2048 MiB");
+	expect_verdict(
+	    node, &d, FT_UNFIT,
+	    "numa: at most 1 free GPUs with 6 free CPUs and 1536 MiB free in one NUMA node, need 0 GPUs with 4 CPUs and 2048 MiB");
 	d.memory_mib = 1536;
 	expect_verdict(node, &d, FT_FIT, "");
 	ft_pod_dispose(&pods[0]);
@@ -1669,24 +1653,15 @@ static void test_place__graph_edgeless_gpus_reach_node_only(void **state)
 
 	expect_verdict(
 	    node, &d, FT_UNFIT_UNRESOLVABLE,
-	    "numa: at most 0 GPUs with 8 CPUs in one NUMA node even "
-	    "when empty, need 2 GPUs with 4 CPUs; GPU locality "
-	    "unknown for 4 GPUs (graph GPUs without a NUMA or socket "
-	    "edge)");
+	    "numa: at most 0 GPUs with 8 CPUs in one NUMA node even when empty, need 2 GPUs with 4 CPUs; GPU locality unknown for 4 GPUs (graph GPUs without a NUMA or socket edge)");
 	d.level = FT_LEVEL_SOCKET;
 	expect_verdict(
 	    node, &d, FT_UNFIT_UNRESOLVABLE,
-	    "socket: at most 0 GPUs with 8 CPUs in one socket even "
-	    "when empty, need 2 GPUs with 4 CPUs; GPU locality "
-	    "unknown for 4 GPUs (graph GPUs without a NUMA or socket "
-	    "edge)");
+	    "socket: at most 0 GPUs with 8 CPUs in one socket even when empty, need 2 GPUs with 4 CPUs; GPU locality unknown for 4 GPUs (graph GPUs without a NUMA or socket edge)");
 	d = demand(1, 0, FT_LEVEL_NVLINK, FT_MODE_GUARANTEED);
 	expect_verdict(
 	    node, &d, FT_UNFIT_UNRESOLVABLE,
-	    "nvlink: at most 0 GPUs with 0 CPUs in one NVLink group "
-	    "even when empty, need 1 GPUs with 0 CPUs; GPU locality "
-	    "unknown for 4 GPUs (graph GPUs without a NUMA or socket "
-	    "edge)");
+	    "nvlink: at most 0 GPUs with 0 CPUs in one NVLink group even when empty, need 1 GPUs with 0 CPUs; GPU locality unknown for 4 GPUs (graph GPUs without a NUMA or socket edge)");
 	assert_int_equal(ft_place_choose(&p, node, &d, FT_POLICY_PACKED),
 			 FT_ENOTFOUND);
 	/* Level node, and best effort, take them; the placement says node. */
@@ -1718,10 +1693,9 @@ static void test_place__graph_socket_gpus_reach_socket(void **state)
 	ft_demand_t d = demand(2, 4, FT_LEVEL_NUMA, FT_MODE_GUARANTEED);
 	ft_placement_t p;
 
-	expect_verdict(node, &d, FT_UNFIT_UNRESOLVABLE,
-		       "numa: at most 1 GPUs with 8 CPUs in one NUMA node even "
-		       "when empty, need 2 GPUs with 4 CPUs; NUMA node unknown "
-		       "for 3 GPUs (graph GPUs without a NUMA edge)");
+	expect_verdict(
+	    node, &d, FT_UNFIT_UNRESOLVABLE,
+	    "numa: at most 1 GPUs with 8 CPUs in one NUMA node even when empty, need 2 GPUs with 4 CPUs; NUMA node unknown for 3 GPUs (graph GPUs without a NUMA edge)");
 	d.level = FT_LEVEL_SOCKET;
 	expect_verdict(node, &d, FT_FIT, "");
 	assert_int_equal(ft_place_choose(&p, node, &d, FT_POLICY_PACKED), 0);
@@ -1735,10 +1709,7 @@ static void test_place__graph_socket_gpus_reach_socket(void **state)
 	d = demand(3, 0, FT_LEVEL_SOCKET, FT_MODE_GUARANTEED);
 	expect_verdict(
 	    node, &d, FT_UNFIT_UNRESOLVABLE,
-	    "socket: at most 2 GPUs with 8 CPUs in one socket even "
-	    "when empty, need 3 GPUs with 0 CPUs; GPU locality "
-	    "unknown for 1 GPUs (graph GPUs without a NUMA or socket "
-	    "edge)");
+	    "socket: at most 2 GPUs with 8 CPUs in one socket even when empty, need 3 GPUs with 0 CPUs; GPU locality unknown for 1 GPUs (graph GPUs without a NUMA or socket edge)");
 	/* GPU 2 has its NUMANode: numa and tighter, with its CPUs. */
 	d = demand(1, 4, FT_LEVEL_NVLINK, FT_MODE_GUARANTEED);
 	assert_int_equal(ft_place_choose(&p, node, &d, FT_POLICY_PACKED), 0);
@@ -1768,9 +1739,9 @@ static void test_place__graph_gpu_numa_edges_honoured(void **state)
 	assert_int_equal(p.numa_nodes, 0x2);
 	assert_int_equal(p.level, FT_LEVEL_NUMA);
 	d.gpus = 3;
-	expect_verdict(node, &d, FT_UNFIT_UNRESOLVABLE,
-		       "numa: at most 2 GPUs with 8 CPUs in one NUMA node even "
-		       "when empty, need 3 GPUs with 8 CPUs");
+	expect_verdict(
+	    node, &d, FT_UNFIT_UNRESOLVABLE,
+	    "numa: at most 2 GPUs with 8 CPUs in one NUMA node even when empty, need 3 GPUs with 8 CPUs");
 	ft_pod_dispose(&pod);
 	ft_node_unref(node);
 	ft_topology_unref(t);

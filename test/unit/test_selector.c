@@ -27,13 +27,7 @@ static void test_selector__match_labels_and_expressions(void **state)
 	char *web[] = {"app=web", "tier=front"};
 	char *db[] = {"app=db"};
 	ft_pdb_t pdb = decode(
-	    "{\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\"},"
-	    "\"spec\":{\"selector\":{\"matchLabels\":{\"app\":\"web\"},"
-	    "\"matchExpressions\":[{\"key\":\"tier\",\"operator\":\"In\","
-	    "\"values\":[\"front\",\"edge\"]},{\"key\":\"legacy\","
-	    "\"operator\":\"DoesNotExist\"}]}},"
-	    "\"status\":{\"disruptionsAllowed\":2,\"disruptedPods\":"
-	    "{\"web-0\":\"2026-11-21T00:00:00Z\"}}}",
+	    "{\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\"},\"spec\":{\"selector\":{\"matchLabels\":{\"app\":\"web\"},\"matchExpressions\":[{\"key\":\"tier\",\"operator\":\"In\",\"values\":[\"front\",\"edge\"]},{\"key\":\"legacy\",\"operator\":\"DoesNotExist\"}]}},\"status\":{\"disruptionsAllowed\":2,\"disruptedPods\":{\"web-0\":\"2026-11-21T00:00:00Z\"}}}",
 	    0);
 
 	assert_string_equal(pdb.ns, "ns");
@@ -66,10 +60,7 @@ static void test_selector__not_in_and_exists(void **state)
 {
 	char *a[] = {"zone=a"}, *b[] = {"zone=b"};
 	ft_pdb_t pdb = decode(
-	    "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"selector\":{"
-	    "\"matchExpressions\":[{\"key\":\"zone\",\"operator\":"
-	    "\"NotIn\",\"values\":[\"a\"]},{\"key\":\"zone\",\"operator\":"
-	    "\"Exists\"}]}}}",
+	    "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"selector\":{\"matchExpressions\":[{\"key\":\"zone\",\"operator\":\"NotIn\",\"values\":[\"a\"]},{\"key\":\"zone\",\"operator\":\"Exists\"}]}}}",
 	    0);
 
 	assert_false(ft_selector_matches(&pdb.selector, a, 1));
@@ -82,10 +73,9 @@ static void test_selector__bad_input(void **state)
 {
 	ft_pdb_t pdb;
 
-	pdb = decode("{\"metadata\":{\"name\":\"p\"},\"spec\":{\"selector\":{"
-		     "\"matchExpressions\":[{\"key\":\"k\",\"operator\":"
-		     "\"Near\"}]}}}",
-		     FT_EINVAL);
+	pdb = decode(
+	    "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"selector\":{\"matchExpressions\":[{\"key\":\"k\",\"operator\":\"Near\"}]}}}",
+	    FT_EINVAL);
 	assert_non_null(strstr(ft_error_last(), "operator \"Near\""));
 	pdb = decode("{\"spec\":{}}", FT_EINVAL);
 	assert_non_null(strstr(ft_error_last(), "metadata.name"));

@@ -613,8 +613,8 @@ static void test_server__too_large_endless(void **state)
 static void test_server__body_intact(void **state)
 {
 	fixture_t *fx = *state;
-	const char *body = "{\"Pod\":{\"metadata\":{\"name\":\"a\\u003cb\\u0026"
-			   "c\"}},\"NodeNames\":[\"n\\\"1\",\"\xc3\xa9\"]}";
+	const char *body =
+	    "{\"Pod\":{\"metadata\":{\"name\":\"a\\u003cb\\u0026c\"}},\"NodeNames\":[\"n\\\"1\",\"\xc3\xa9\"]}";
 	char big[BODY_CAP];
 	reply_t r;
 
@@ -654,9 +654,9 @@ static void test_server__body_intact(void **state)
 static void test_server__query(void **state)
 {
 	fixture_t *fx = *state;
-	reply_t r = request(fx, &(call_t){.method = "GET",
-					  .path = "/debug/nodes/x?node=gpu%2D7"
-						  "&other=1"});
+	reply_t r = request(
+	    fx, &(call_t){.method = "GET",
+			  .path = "/debug/nodes/x?node=gpu%2D7&other=1"});
 
 	assert_int_equal(r.status, 200);
 	assert_string_equal(r.body, "prefix /debug/nodes/x node=gpu-7");
@@ -1174,8 +1174,8 @@ static void test_server__reply_error_escapes(void **state)
 	json = cJSON_Parse(out.body);
 	assert_non_null(json);
 	msg = cJSON_GetObjectItemCaseSensitive(json, "error")->valuestring;
-	assert_string_equal(msg, "bad_json: at 7: \"q<>\"\n\t\\ "
-				 "\xef\xbf\xbd\xc3\xa9\x01");
+	assert_string_equal(
+	    msg, "bad_json: at 7: \"q<>\"\n\t\\ \xef\xbf\xbd\xc3\xa9\x01");
 	cJSON_Delete(json);
 
 	/* A second reply replaces the first body without leaking it. */
@@ -1321,16 +1321,10 @@ static const char *const tls_names[TLS_FILES] = {
 static const char make_certs_script[] =
     "set -e; cd \"$1\"\n"
     "printf '[srv]\\nsubjectAltName=IP:127.0.0.1,DNS:localhost\\n"
-    "extendedKeyUsage=serverAuth\\n[cli]\\nextendedKeyUsage=clientAuth\\n' "
-    "> ext.cnf\n"
-    "key() { openssl genpkey -algorithm EC -pkeyopt "
-    "ec_paramgen_curve:P-256 -out \"$1\"; }\n"
-    "ca() { key \"$1.key\"; openssl req -x509 -new -key \"$1.key\" "
-    "-out \"$1.crt\" -subj \"/CN=$1\" -days 2; }\n"
-    "leaf() { key \"$1.key\"; openssl req -new -key \"$1.key\" "
-    "-subj \"/CN=$1\" -out \"$1.csr\"; openssl x509 -req -in \"$1.csr\" "
-    "-CA \"$2.crt\" -CAkey \"$2.key\" -set_serial \"$4\" -days 2 "
-    "-extfile ext.cnf -extensions \"$3\" -out \"$1.crt\"; }\n"
+    "extendedKeyUsage=serverAuth\\n[cli]\\nextendedKeyUsage=clientAuth\\n' > ext.cnf\n"
+    "key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out \"$1\"; }\n"
+    "ca() { key \"$1.key\"; openssl req -x509 -new -key \"$1.key\" -out \"$1.crt\" -subj \"/CN=$1\" -days 2; }\n"
+    "leaf() { key \"$1.key\"; openssl req -new -key \"$1.key\" -subj \"/CN=$1\" -out \"$1.csr\"; openssl x509 -req -in \"$1.csr\" -CA \"$2.crt\" -CAkey \"$2.key\" -set_serial \"$4\" -days 2 -extfile ext.cnf -extensions \"$3\" -out \"$1.crt\"; }\n"
     "ca ca; ca other-ca\n"
     "leaf srv ca srv 2; leaf cli ca cli 3; leaf other-cli other-ca cli 4\n"
     "echo 'not a certificate' > garbage.pem; : > empty.pem\n";

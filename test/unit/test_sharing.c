@@ -180,8 +180,9 @@ static void test_sharing__nothing_shared(void **state)
 		assert_string_equal(ft_sharing_kind_name(s.kind), "");
 		ft_sharing_dispose(&s);
 	}
-	decode(&s, "{\"sharing\": {\"mps\": {\"resources\": [{\"name\": "
-		   "\"nvidia.com/gpu\", \"replicas\": 5}]}}}");
+	decode(
+	    &s,
+	    "{\"sharing\": {\"mps\": {\"resources\": [{\"name\": \"nvidia.com/gpu\", \"replicas\": 5}]}}}");
 	assert_int_equal(s.kind, FT_SHARING_MPS);
 	assert_int_equal(s.resources[0].replicas, 5);
 	ft_sharing_dispose(&s);
@@ -226,10 +227,10 @@ static void test_sharing__devices_errors(void **state)
 		snprintf(yaml, sizeof(yaml),
 			 RESOURCE_HEAD "      replicas: 2\n      devices: %s\n",
 			 bad[i]);
-		assert_fails(yaml,
-			     "s.yaml:6: " AT_RESOURCE
-			     ".devices: must be \"all\", a count of GPUs (1 or "
-			     "more) or a list of devices");
+		assert_fails(
+		    yaml,
+		    "s.yaml:6: " AT_RESOURCE
+		    ".devices: must be \"all\", a count of GPUs (1 or more) or a list of devices");
 	}
 	assert_fails(RESOURCE_HEAD "      replicas: 2\n      devices: []\n",
 		     "s.yaml:6: " AT_RESOURCE
@@ -241,10 +242,10 @@ static void test_sharing__devices_errors(void **state)
 				       "      - 0\n"
 				       "      - %s\n",
 			 bad_entry[i]);
-		assert_fails(yaml, "s.yaml:8: " AT_RESOURCE
-				   ".devices[1]: must be a GPU index, a GPU "
-				   "UUID (GPU-...), a MIG index (GPU:MIG) or "
-				   "a MIG UUID (MIG-...)");
+		assert_fails(
+		    yaml,
+		    "s.yaml:8: " AT_RESOURCE
+		    ".devices[1]: must be a GPU index, a GPU UUID (GPU-...), a MIG index (GPU:MIG) or a MIG UUID (MIG-...)");
 	}
 }
 
@@ -252,26 +253,25 @@ static void test_sharing__resource_errors(void **state)
 {
 	assert_fails("sharing:\n  timeSlicing:\n    renameByDefault: true\n",
 		     "s.yaml:3: sharing.timeSlicing.resources: missing");
-	assert_fails("sharing:\n  mps:\n    resources: []\n",
-		     "s.yaml:3: sharing.mps.resources: must be a list of one "
-		     "resource or more");
-	assert_fails("sharing:\n  mps:\n    resources: {name: x}\n",
-		     "s.yaml:3: sharing.mps.resources: must be a list of one "
-		     "resource or more");
+	assert_fails(
+	    "sharing:\n  mps:\n    resources: []\n",
+	    "s.yaml:3: sharing.mps.resources: must be a list of one resource or more");
+	assert_fails(
+	    "sharing:\n  mps:\n    resources: {name: x}\n",
+	    "s.yaml:3: sharing.mps.resources: must be a list of one resource or more");
 	assert_fails("sharing:\n  mps:\n    resources:\n    - nvidia.com/gpu\n",
 		     "s.yaml:4: sharing.mps.resources[0]: must be a mapping");
 	assert_fails("sharing:\n  mps:\n    resources:\n    - replicas: 2\n",
 		     "s.yaml:4: sharing.mps.resources[0].name: missing");
-	assert_fails("sharing:\n  mps:\n    resources:\n    - replicas: 2\n"
-		     "      name: \"\"\n",
-		     "s.yaml:5: sharing.mps.resources[0].name: must be a "
-		     "non-empty string");
-	assert_fails(RESOURCE_HEAD "      replicas: 2\n"
-				   "    - name: example.com/gpu\n"
-				   "      replicas: 2\n",
-		     "s.yaml:6: sharing.timeSlicing.resources[1].name: "
-		     "\"example.com/gpu\": the device plugin shares "
-		     "nvidia.com/gpu and nvidia.com/mig-<profile> only");
+	assert_fails(
+	    "sharing:\n  mps:\n    resources:\n    - replicas: 2\n"
+	    "      name: \"\"\n",
+	    "s.yaml:5: sharing.mps.resources[0].name: must be a non-empty string");
+	assert_fails(
+	    RESOURCE_HEAD "      replicas: 2\n"
+			  "    - name: example.com/gpu\n"
+			  "      replicas: 2\n",
+	    "s.yaml:6: sharing.timeSlicing.resources[1].name: \"example.com/gpu\": the device plugin shares nvidia.com/gpu and nvidia.com/mig-<profile> only");
 	assert_fails(RESOURCE_HEAD "      replicas: 2\n      rename: 7\n",
 		     "s.yaml:6: " AT_RESOURCE
 		     ".rename: must be a non-empty string");
@@ -279,32 +279,33 @@ static void test_sharing__resource_errors(void **state)
 
 static void test_sharing__section_errors(void **state)
 {
-	assert_fails("sharing:\n"
-		     "  timeSlicing:\n"
-		     "    resources: [{name: nvidia.com/gpu, replicas: 2}]\n"
-		     "  mps:\n"
-		     "    resources: [{name: nvidia.com/gpu, replicas: 2}]\n",
-		     "s.yaml:2: sharing: timeSlicing and mps exclude each "
-		     "other; give one");
+	assert_fails(
+	    "sharing:\n"
+	    "  timeSlicing:\n"
+	    "    resources: [{name: nvidia.com/gpu, replicas: 2}]\n"
+	    "  mps:\n"
+	    "    resources: [{name: nvidia.com/gpu, replicas: 2}]\n",
+	    "s.yaml:2: sharing: timeSlicing and mps exclude each other; give one");
 	assert_fails("sharing: [timeSlicing]\n",
 		     "s.yaml:1: sharing: must be a mapping");
 	assert_fails("sharing:\n  mps: 4\n",
 		     "s.yaml:2: sharing.mps: must be a mapping");
-	assert_fails("sharing:\n  timeSlicing:\n    renameByDefault: yes\n",
-		     "s.yaml:3: sharing.timeSlicing.renameByDefault: must be "
-		     "true or false");
-	assert_fails("sharing:\n  mps:\n    failRequestsGreaterThanOne: 1\n",
-		     "s.yaml:3: sharing.mps.failRequestsGreaterThanOne: must "
-		     "be true or false");
+	assert_fails(
+	    "sharing:\n  timeSlicing:\n    renameByDefault: yes\n",
+	    "s.yaml:3: sharing.timeSlicing.renameByDefault: must be true or false");
+	assert_fails(
+	    "sharing:\n  mps:\n    failRequestsGreaterThanOne: 1\n",
+	    "s.yaml:3: sharing.mps.failRequestsGreaterThanOne: must be true or false");
 	assert_fails("version: v2\n", "s.yaml:1: version: must be v1");
-	assert_fails("- sharing\n", "s.yaml: expected the device plugin's "
-				    "configuration (a mapping with version: "
-				    "v1)");
-	assert_fails("", "s.yaml: expected the device plugin's configuration "
-			 "(a mapping with version: v1)");
-	assert_fails("sharing:\n  mps: {resources: [\n",
-		     "s.yaml:3:1: did not find expected node content (while "
-		     "parsing a flow node at line 3)");
+	assert_fails(
+	    "- sharing\n",
+	    "s.yaml: expected the device plugin's configuration (a mapping with version: v1)");
+	assert_fails(
+	    "",
+	    "s.yaml: expected the device plugin's configuration (a mapping with version: v1)");
+	assert_fails(
+	    "sharing:\n  mps: {resources: [\n",
+	    "s.yaml:3:1: did not find expected node content (while parsing a flow node at line 3)");
 }
 
 static void test_sharing__load(void **state)

@@ -34,17 +34,7 @@ static char *pairs_topology(const char *prefix)
 
 	if (asprintf(
 		&out,
-		"{\"version\":1,\"sockets\":[{\"id\":0,\"numaNodes\":["
-		"{\"id\":0,\"cpus\":\"0-7\",\"memoryMiB\":65536,"
-		"\"pcieSwitches\":[{\"id\":0,\"gpus\":["
-		"{\"index\":0,\"uuid\":\"%s-0\",\"nvlinks\":[{\"peer\":1,"
-		"\"links\":4}]},{\"index\":1,\"uuid\":\"%s-1\",\"nvlinks\":"
-		"[{\"peer\":0,\"links\":4}]}]}]},"
-		"{\"id\":1,\"cpus\":\"8-15\",\"memoryMiB\":65536,"
-		"\"pcieSwitches\":[{\"id\":1,\"gpus\":["
-		"{\"index\":2,\"uuid\":\"%s-2\",\"nvlinks\":[{\"peer\":3,"
-		"\"links\":4}]},{\"index\":3,\"uuid\":\"%s-3\",\"nvlinks\":"
-		"[{\"peer\":2,\"links\":4}]}]}]}]}]}",
+		"{\"version\":1,\"sockets\":[{\"id\":0,\"numaNodes\":[{\"id\":0,\"cpus\":\"0-7\",\"memoryMiB\":65536,\"pcieSwitches\":[{\"id\":0,\"gpus\":[{\"index\":0,\"uuid\":\"%s-0\",\"nvlinks\":[{\"peer\":1,\"links\":4}]},{\"index\":1,\"uuid\":\"%s-1\",\"nvlinks\":[{\"peer\":0,\"links\":4}]}]}]},{\"id\":1,\"cpus\":\"8-15\",\"memoryMiB\":65536,\"pcieSwitches\":[{\"id\":1,\"gpus\":[{\"index\":2,\"uuid\":\"%s-2\",\"nvlinks\":[{\"peer\":3,\"links\":4}]},{\"index\":3,\"uuid\":\"%s-3\",\"nvlinks\":[{\"peer\":2,\"links\":4}]}]}]}]}]}",
 		prefix, prefix, prefix, prefix) < 0)
 		fail_msg("out of memory");
 	return out;
@@ -158,11 +148,10 @@ static char *allocation(const char *node, uint16_t gpus)
 			n += (size_t)snprintf(list + n, sizeof(list) - n,
 					      "%s\"%s-%u\"", n ? "," : "", node,
 					      g);
-	if (asprintf(&out,
-		     "{\"version\":1,\"node\":\"%s\",\"level\":\"nvlink\","
-		     "\"mode\":\"guaranteed\",\"gpus\":[%s],\"cpuset\":\"\","
-		     "\"memoryMiB\":0}",
-		     node, list) < 0)
+	if (asprintf(
+		&out,
+		"{\"version\":1,\"node\":\"%s\",\"level\":\"nvlink\",\"mode\":\"guaranteed\",\"gpus\":[%s],\"cpuset\":\"\",\"memoryMiB\":0}",
+		node, list) < 0)
 		fail_msg("out of memory");
 	return out;
 }

@@ -289,10 +289,7 @@ static void test_topology__nvlink_bridges(void **state)
 static void test_topology__one_sided_nvlink(void **state)
 {
 	ft_topology_t *t = parse_ok(
-	    "{'version':1,'sockets':[{'id':0,'numaNodes':[{'id':0,"
-	    "'cpus':'0-3','memoryMiB':0,'gpus':["
-	    "{'index':0,'uuid':'GPU-0','nvlinks':[{'peer':1,'links':2}]},"
-	    "{'index':1,'uuid':'GPU-1'}]}]}]}");
+	    "{'version':1,'sockets':[{'id':0,'numaNodes':[{'id':0,'cpus':'0-3','memoryMiB':0,'gpus':[{'index':0,'uuid':'GPU-0','nvlinks':[{'peer':1,'links':2}]},{'index':1,'uuid':'GPU-1'}]}]}]}");
 
 	assert_int_equal(t->gpus[1].nvlink_peers, 0x1);
 	assert_int_equal(t->gpus[1].nvlink_links[0], 2);
@@ -343,28 +340,7 @@ static void test_topology__graph_example(void **state)
 
 /* Two sockets listed out of order; GPUs under a Socket and under nothing. */
 static const char graph_two_sockets[] =
-    "{'nodes':["
-    "{'id':'socket-1','type':'Socket'},"
-    "{'id':'socket-0','type':'Socket','attributes':{}},"
-    "{'id':'numa-3','type':'NUMANode','attributes':{'memory':'64Gi'}},"
-    "{'id':'numa-2','type':'NUMANode','attributes':{'memoryMiB':'1024'}},"
-    "{'id':'numa-1','type':'NUMANode','attributes':{'memory':2048}},"
-    "{'id':'core-5','type':'CPUCore','attributes':{'status':'used'}},"
-    "{'id':'core-2','type':'CPUCore'},"
-    "{'id':'core-9','type':'CPUCore','attributes':{'status':'free'}},"
-    "{'id':'dimm-0','type':'Memory'},"
-    "{'id':'gpu-7','type':'GPU','attributes':{'status':'used'}},"
-    "{'id':'gpu-3','type':'GPU','attributes':{'uuid':'GPU-x3'}}],"
-    "'edges':["
-    "{'source':'socket-1','target':'numa-3','type':'contains'},"
-    "{'source':'socket-0','target':'numa-2'},"
-    "{'source':'socket-1','target':'numa-1','type':'contains'},"
-    "{'source':'numa-3','target':'core-5','type':'contains'},"
-    "{'source':'numa-1','target':'core-9','type':'contains'},"
-    "{'source':'numa-2','target':'core-2','type':'contains'},"
-    "{'source':'numa-2','target':'dimm-0','type':'contains'},"
-    "{'source':'numa-1','target':'gpu-3','type':'attached'},"
-    "{'source':'socket-1','target':'gpu-7','type':'contains'}]}";
+    "{'nodes':[{'id':'socket-1','type':'Socket'},{'id':'socket-0','type':'Socket','attributes':{}},{'id':'numa-3','type':'NUMANode','attributes':{'memory':'64Gi'}},{'id':'numa-2','type':'NUMANode','attributes':{'memoryMiB':'1024'}},{'id':'numa-1','type':'NUMANode','attributes':{'memory':2048}},{'id':'core-5','type':'CPUCore','attributes':{'status':'used'}},{'id':'core-2','type':'CPUCore'},{'id':'core-9','type':'CPUCore','attributes':{'status':'free'}},{'id':'dimm-0','type':'Memory'},{'id':'gpu-7','type':'GPU','attributes':{'status':'used'}},{'id':'gpu-3','type':'GPU','attributes':{'uuid':'GPU-x3'}}],'edges':[{'source':'socket-1','target':'numa-3','type':'contains'},{'source':'socket-0','target':'numa-2'},{'source':'socket-1','target':'numa-1','type':'contains'},{'source':'numa-3','target':'core-5','type':'contains'},{'source':'numa-1','target':'core-9','type':'contains'},{'source':'numa-2','target':'core-2','type':'contains'},{'source':'numa-2','target':'dimm-0','type':'contains'},{'source':'numa-1','target':'gpu-3','type':'attached'},{'source':'socket-1','target':'gpu-7','type':'contains'}]}";
 
 static void test_topology__graph_placement(void **state)
 {
@@ -411,15 +387,7 @@ static void test_topology__graph_placement(void **state)
 static void test_topology__graph_memory_unknown(void **state)
 {
 	ft_topology_t *t = parse_ok(
-	    "{'nodes':[{'id':'socket-0','type':'Socket'},"
-	    "{'id':'numa-0','type':'NUMANode'},"
-	    "{'id':'numa-1','type':'NUMANode','attributes':{'status':'free'}},"
-	    "{'id':'numa-2','type':'NUMANode','attributes':{'memoryMiB':0}},"
-	    "{'id':'numa-3','type':'NUMANode','attributes':{'memory':'1Gi'}}],"
-	    "'edges':[{'source':'socket-0','target':'numa-0'},"
-	    "{'source':'socket-0','target':'numa-1'},"
-	    "{'source':'socket-0','target':'numa-2'},"
-	    "{'source':'socket-0','target':'numa-3'}]}");
+	    "{'nodes':[{'id':'socket-0','type':'Socket'},{'id':'numa-0','type':'NUMANode'},{'id':'numa-1','type':'NUMANode','attributes':{'status':'free'}},{'id':'numa-2','type':'NUMANode','attributes':{'memoryMiB':0}},{'id':'numa-3','type':'NUMANode','attributes':{'memory':'1Gi'}}],'edges':[{'source':'socket-0','target':'numa-0'},{'source':'socket-0','target':'numa-1'},{'source':'socket-0','target':'numa-2'},{'source':'socket-0','target':'numa-3'}]}");
 
 	assert_int_equal(t->numa_memory_unknown, 0x3);
 	assert_int_equal(t->numa[0].memory_mib, 0);
@@ -486,49 +454,37 @@ static void test_topology__unplaced_gpu_builder(void **state)
 
 static void test_topology__graph_errors(void **state)
 {
-	expect_error("{'spec':{'nodes':[{'id':'socket-0','type':'Socket'}],"
-		     "'edges':[{'source':'socket-0','target':'core-99'}]}}",
-		     "spec.edges[0].target: unknown node \"core-99\"");
-	expect_error("{'nodes':[{'id':'socket-0','type':'Socket'},"
-		     "{'id':'numa-0','type':'NUMANode'}],'edges':[]}",
-		     "nodes[1]: NUMANode \"numa-0\" is not contained by a "
-		     "Socket");
-	expect_error("{'nodes':[{'id':'socket-0','type':'Socket'},"
-		     "{'id':'numa-0','type':'NUMANode'}],'edges':["
-		     "{'source':'socket-0','target':'numa-0'},"
-		     "{'source':'numa-0','target':'socket-0'}]}",
-		     "edges: containment cycle through \"socket-0\"");
-	expect_error("{'nodes':[{'id':'coregroup-0-0','type':'CoreGroup'}],"
-		     "'edges':[{'source':'coregroup-0-0','target':"
-		     "'coregroup-0-0'}]}",
-		     "edges: containment cycle through \"coregroup-0-0\"");
-	expect_error("{'nodes':[{'id':'core-0','type':'CPUCore'},"
-		     "{'id':'gpu-0','type':'GPU'}],'edges':["
-		     "{'source':'core-0','target':'gpu-0'}]}",
-		     "edges[0]: a CPUCore (\"core-0\") cannot contain a GPU "
-		     "(\"gpu-0\")");
-	expect_error("{'nodes':[{'id':'numa-0','type':'NUMANode'},"
-		     "{'id':'numa-1','type':'NUMANode'},"
-		     "{'id':'core-0','type':'CPUCore'}],'edges':["
-		     "{'source':'numa-0','target':'core-0'},"
-		     "{'source':'numa-0','target':'core-0'},"
-		     "{'source':'numa-1','target':'core-0'}]}",
-		     "edges[2]: \"core-0\" is contained by both \"numa-0\" and "
-		     "\"numa-1\"");
-	expect_error("{'nodes':[{'id':'core-0','type':'CPUCore'},"
-		     "{'id':'core-0','type':'CPUCore'}],'edges':[]}",
-		     "nodes[1].id: duplicate id \"core-0\"");
-	expect_error("{'nodes':[{'id':'core-x','type':'CPUCore'}],'edges':[]}",
-		     "nodes[0].id: \"core-x\": expected a number after the "
-		     "last '-'");
-	expect_error("{'nodes':[{'id':'core-600','type':'CPUCore'}],"
-		     "'edges':[]}",
-		     "nodes[0].id: CPU 600 is above the highest CPU id 511");
+	expect_error(
+	    "{'spec':{'nodes':[{'id':'socket-0','type':'Socket'}],'edges':[{'source':'socket-0','target':'core-99'}]}}",
+	    "spec.edges[0].target: unknown node \"core-99\"");
+	expect_error(
+	    "{'nodes':[{'id':'socket-0','type':'Socket'},{'id':'numa-0','type':'NUMANode'}],'edges':[]}",
+	    "nodes[1]: NUMANode \"numa-0\" is not contained by a Socket");
+	expect_error(
+	    "{'nodes':[{'id':'socket-0','type':'Socket'},{'id':'numa-0','type':'NUMANode'}],'edges':[{'source':'socket-0','target':'numa-0'},{'source':'numa-0','target':'socket-0'}]}",
+	    "edges: containment cycle through \"socket-0\"");
+	expect_error(
+	    "{'nodes':[{'id':'coregroup-0-0','type':'CoreGroup'}],'edges':[{'source':'coregroup-0-0','target':'coregroup-0-0'}]}",
+	    "edges: containment cycle through \"coregroup-0-0\"");
+	expect_error(
+	    "{'nodes':[{'id':'core-0','type':'CPUCore'},{'id':'gpu-0','type':'GPU'}],'edges':[{'source':'core-0','target':'gpu-0'}]}",
+	    "edges[0]: a CPUCore (\"core-0\") cannot contain a GPU (\"gpu-0\")");
+	expect_error(
+	    "{'nodes':[{'id':'numa-0','type':'NUMANode'},{'id':'numa-1','type':'NUMANode'},{'id':'core-0','type':'CPUCore'}],'edges':[{'source':'numa-0','target':'core-0'},{'source':'numa-0','target':'core-0'},{'source':'numa-1','target':'core-0'}]}",
+	    "edges[2]: \"core-0\" is contained by both \"numa-0\" and \"numa-1\"");
+	expect_error(
+	    "{'nodes':[{'id':'core-0','type':'CPUCore'},{'id':'core-0','type':'CPUCore'}],'edges':[]}",
+	    "nodes[1].id: duplicate id \"core-0\"");
+	expect_error(
+	    "{'nodes':[{'id':'core-x','type':'CPUCore'}],'edges':[]}",
+	    "nodes[0].id: \"core-x\": expected a number after the last '-'");
+	expect_error(
+	    "{'nodes':[{'id':'core-600','type':'CPUCore'}],'edges':[]}",
+	    "nodes[0].id: CPU 600 is above the highest CPU id 511");
 }
 
 static const char graph_one_numa_head[] =
-    "{'nodes':[{'id':'socket-0','type':'Socket'},"
-    "{'id':'numa-0','type':'NUMANode'},";
+    "{'nodes':[{'id':'socket-0','type':'Socket'},{'id':'numa-0','type':'NUMANode'},";
 static const char graph_one_numa_tail[] =
     "],'edges':[{'source':'socket-0','target':'numa-0'}]}";
 
@@ -543,27 +499,24 @@ static void expect_graph_error(const char *more_nodes, const char *message)
 
 static void test_topology__graph_attribute_errors(void **state)
 {
-	expect_graph_error("{'id':'core-0','type':'CPUCore'}",
-			   "nodes[2]: CPUCore \"core-0\" is not inside a "
-			   "NUMANode");
-	expect_graph_error("{'id':'gpu-0','type':'GPU','attributes':"
-			   "{'status':'busy'}}",
-			   "nodes[2].attributes.status: expected \"free\" or "
-			   "\"used\"");
-	expect_graph_error("{'id':'gpu-0','type':'GPU','attributes':"
-			   "{'memoryMiB':-1}}",
-			   "nodes[2].attributes.memoryMiB: expected a "
-			   "non-negative integer");
+	expect_graph_error(
+	    "{'id':'core-0','type':'CPUCore'}",
+	    "nodes[2]: CPUCore \"core-0\" is not inside a NUMANode");
+	expect_graph_error(
+	    "{'id':'gpu-0','type':'GPU','attributes':{'status':'busy'}}",
+	    "nodes[2].attributes.status: expected \"free\" or \"used\"");
+	expect_graph_error(
+	    "{'id':'gpu-0','type':'GPU','attributes':{'memoryMiB':-1}}",
+	    "nodes[2].attributes.memoryMiB: expected a non-negative integer");
 	expect_graph_error("{'id':'gpu-0','type':'GPU','attributes':[]}",
 			   "nodes[2].attributes: expected an object");
 	expect_graph_error("{'id':'gpu-0'}", "nodes[2].type: missing");
-	expect_graph_error("{'id':'gpu-0','type':'GPU'},"
-			   "{'id':'gpu-00','type':'GPU'}",
-			   "nodes[3]: GPU 0: duplicate index");
-	expect_graph_error("{'id':'gpu-0','type':'GPU'},"
-			   "{'id':'gpu-1','type':'GPU','attributes':"
-			   "{'uuid':'gpu-0'}}",
-			   "GPUs 0 and 1 share uuid gpu-0");
+	expect_graph_error(
+	    "{'id':'gpu-0','type':'GPU'},{'id':'gpu-00','type':'GPU'}",
+	    "nodes[3]: GPU 0: duplicate index");
+	expect_graph_error(
+	    "{'id':'gpu-0','type':'GPU'},{'id':'gpu-1','type':'GPU','attributes':{'uuid':'gpu-0'}}",
+	    "GPUs 0 and 1 share uuid gpu-0");
 }
 
 /* Our schema: errors */
@@ -573,13 +526,15 @@ static void test_topology__json_errors(void **state)
 	expect_error("{'version':1,'a':tru}", "not JSON at offset 17");
 	expect_error("{'version':1} x", "not JSON at offset 14");
 	expect_error("", "not JSON at offset 0");
-	expect_error("{'version':1}", "unknown format: expected \"sockets\" or "
-				      "\"nodes\"/\"edges\"");
-	expect_error("[]", "unknown format: expected \"sockets\" or "
-			   "\"nodes\"/\"edges\"");
-	expect_error("{'spec':{'nodes':[]}}",
-		     "unknown format: expected \"sockets\" or "
-		     "\"nodes\"/\"edges\"");
+	expect_error(
+	    "{'version':1}",
+	    "unknown format: expected \"sockets\" or \"nodes\"/\"edges\"");
+	expect_error(
+	    "[]",
+	    "unknown format: expected \"sockets\" or \"nodes\"/\"edges\"");
+	expect_error(
+	    "{'spec':{'nodes':[]}}",
+	    "unknown format: expected \"sockets\" or \"nodes\"/\"edges\"");
 }
 
 static void test_topology__size_cap(void **state)
@@ -593,8 +548,9 @@ static void test_topology__size_cap(void **state)
 	memcpy(big, "{\"version\":1,\"sockets\":[]}", 26);
 	assert_int_equal(ft_codec_topology_parse(&t, big, len), FT_EINVAL);
 	assert_null(t);
-	assert_string_equal(ft_error_last(), "topology of 1048577 bytes is "
-					     "above the cap of 1048576 bytes");
+	assert_string_equal(
+	    ft_error_last(),
+	    "topology of 1048577 bytes is above the cap of 1048576 bytes");
 	/* Exactly at the cap it is read (and fails for want of NUMA nodes). */
 	assert_int_equal(ft_codec_topology_parse(&t, big, len - 1), FT_EINVAL);
 	assert_string_equal(ft_error_last(), "topology has no NUMA nodes");
@@ -629,38 +585,39 @@ static void test_topology__field_errors(void **state)
 		     "sockets[0].numaNodes[0].memoryMiB: missing");
 	expect_error(SOCKET0("{'id':0,'cpus':7,'memoryMiB':0}"),
 		     "sockets[0].numaNodes[0].cpus: expected a string");
-	expect_error(SOCKET0("{'id':0,'cpus':'0-7','memoryMiB':0},"
-			     "{'id':1,'cpus':'0-x','memoryMiB':0}"),
-		     "sockets[0].numaNodes[1].cpus: cpulist \"0-x\": bad range "
-		     "at offset 2 (CPU ids 0-511, ranges low-high)");
+	expect_error(
+	    SOCKET0(
+		"{'id':0,'cpus':'0-7','memoryMiB':0},{'id':1,'cpus':'0-x','memoryMiB':0}"),
+	    "sockets[0].numaNodes[1].cpus: cpulist \"0-x\": bad range at offset 2 (CPU ids 0-511, ranges low-high)");
 	expect_error(NUMA0("{'index':0}"),
 		     "sockets[0].numaNodes[0].gpus[0].uuid: missing");
-	expect_error(NUMA0("{'index':0,'uuid':''}"),
-		     "sockets[0].numaNodes[0].gpus[0].uuid: expected a "
-		     "non-empty string");
-	expect_error(NUMA0("{'index':0,'uuid':'a','memoryMiB':1e300}"),
-		     "sockets[0].numaNodes[0].gpus[0].memoryMiB: expected a "
-		     "non-negative integer");
-	expect_error(NUMA0("{'index':0,'uuid':'a','nvlinks':{}}"),
-		     "sockets[0].numaNodes[0].gpus[0].nvlinks: expected an "
-		     "array");
+	expect_error(
+	    NUMA0("{'index':0,'uuid':''}"),
+	    "sockets[0].numaNodes[0].gpus[0].uuid: expected a non-empty string");
+	expect_error(
+	    NUMA0("{'index':0,'uuid':'a','memoryMiB':1e300}"),
+	    "sockets[0].numaNodes[0].gpus[0].memoryMiB: expected a non-negative integer");
+	expect_error(
+	    NUMA0("{'index':0,'uuid':'a','nvlinks':{}}"),
+	    "sockets[0].numaNodes[0].gpus[0].nvlinks: expected an array");
 }
 
 static void test_topology__builder_errors(void **state)
 {
-	expect_error("{'version':1,'sockets':[{'id':0,'numaNodes':[]},"
-		     "{'id':0,'numaNodes':[]}]}",
-		     "sockets[1]: socket 0: duplicate id");
+	expect_error(
+	    "{'version':1,'sockets':[{'id':0,'numaNodes':[]},{'id':0,'numaNodes':[]}]}",
+	    "sockets[1]: socket 0: duplicate id");
 	expect_error(NUMA0("{'index':0,'uuid':'a'},{'index':0,'uuid':'b'}"),
 		     "sockets[0].numaNodes[0].gpus[1]: GPU 0: duplicate index");
-	expect_error(SOCKET0("{'id':0,'cpus':'0-7','memoryMiB':0,"
-			     "'pcieSwitches':[{'id':1},{'id':1}]}"),
-		     "sockets[0].numaNodes[0].pcieSwitches[1]: PCIe switch 1: "
-		     "duplicate id");
+	expect_error(
+	    SOCKET0(
+		"{'id':0,'cpus':'0-7','memoryMiB':0,'pcieSwitches':[{'id':1},{'id':1}]}"),
+	    "sockets[0].numaNodes[0].pcieSwitches[1]: PCIe switch 1: duplicate id");
 	/* Checks of ft_topology_finish() carry no path. */
-	expect_error(SOCKET0("{'id':0,'cpus':'0-7','memoryMiB':0},"
-			     "{'id':1,'cpus':'7-9','memoryMiB':0}"),
-		     "NUMA nodes 0 and 1 share CPUs");
+	expect_error(
+	    SOCKET0(
+		"{'id':0,'cpus':'0-7','memoryMiB':0},{'id':1,'cpus':'7-9','memoryMiB':0}"),
+	    "NUMA nodes 0 and 1 share CPUs");
 	expect_error(NUMA0("{'index':0,'uuid':'a'},{'index':1,'uuid':'a'}"),
 		     "GPUs 0 and 1 share uuid a");
 	expect_error("{'version':1,'sockets':[]}",
@@ -669,40 +626,33 @@ static void test_topology__builder_errors(void **state)
 
 static void test_topology__nvlink_errors(void **state)
 {
-	expect_file_error("topology/bad-nvlink-peer.json",
-			  "sockets[1].numaNodes[0].pcieSwitches[0].gpus[2]."
-			  "nvlinks[0].peer: no GPU with index 9");
-	expect_error(NUMA0("{'index':0,'uuid':'a','nvlinks':[{'peer':1,"
-			   "'links':4}]},{'index':1,'uuid':'b','nvlinks':[{"
-			   "'peer':0,'links':2}]}"),
-		     "sockets[0].numaNodes[0].gpus[1].nvlinks[0].links: 2 "
-		     "links between GPUs 1 and 0 disagree with the 4 listed "
-		     "before");
-	expect_error(NUMA0("{'index':0,'uuid':'a','nvlinks':[{'peer':1,"
-			   "'links':4},{'peer':1,'links':3}]},"
-			   "{'index':1,'uuid':'b'}"),
-		     "sockets[0].numaNodes[0].gpus[0].nvlinks[1].links: 3 "
-		     "links between GPUs 0 and 1 disagree with the 4 listed "
-		     "before");
-	expect_error(NUMA0("{'index':0,'uuid':'a','nvlinks':[{'peer':0,"
-			   "'links':4}]}"),
-		     "sockets[0].numaNodes[0].gpus[0].nvlinks[0].peer: GPU 0 "
-		     "cannot link to itself");
-	expect_error(NUMA0("{'index':0,'uuid':'a','nvlinks':[{'peer':1,"
-			   "'links':0}]},{'index':1,'uuid':'b'}"),
-		     "sockets[0].numaNodes[0].gpus[0].nvlinks[0].links: "
-		     "expected an integer 1-255");
-	expect_error(NUMA0("{'index':0,'uuid':'a','nvlinks':[{'peer':1}]}"),
-		     "sockets[0].numaNodes[0].gpus[0].nvlinks[0].links: "
-		     "missing");
+	expect_file_error(
+	    "topology/bad-nvlink-peer.json",
+	    "sockets[1].numaNodes[0].pcieSwitches[0].gpus[2].nvlinks[0].peer: no GPU with index 9");
+	expect_error(
+	    NUMA0(
+		"{'index':0,'uuid':'a','nvlinks':[{'peer':1,'links':4}]},{'index':1,'uuid':'b','nvlinks':[{'peer':0,'links':2}]}"),
+	    "sockets[0].numaNodes[0].gpus[1].nvlinks[0].links: 2 links between GPUs 1 and 0 disagree with the 4 listed before");
+	expect_error(
+	    NUMA0(
+		"{'index':0,'uuid':'a','nvlinks':[{'peer':1,'links':4},{'peer':1,'links':3}]},{'index':1,'uuid':'b'}"),
+	    "sockets[0].numaNodes[0].gpus[0].nvlinks[1].links: 3 links between GPUs 0 and 1 disagree with the 4 listed before");
+	expect_error(
+	    NUMA0("{'index':0,'uuid':'a','nvlinks':[{'peer':0,'links':4}]}"),
+	    "sockets[0].numaNodes[0].gpus[0].nvlinks[0].peer: GPU 0 cannot link to itself");
+	expect_error(
+	    NUMA0(
+		"{'index':0,'uuid':'a','nvlinks':[{'peer':1,'links':0}]},{'index':1,'uuid':'b'}"),
+	    "sockets[0].numaNodes[0].gpus[0].nvlinks[0].links: expected an integer 1-255");
+	expect_error(
+	    NUMA0("{'index':0,'uuid':'a','nvlinks':[{'peer':1}]}"),
+	    "sockets[0].numaNodes[0].gpus[0].nvlinks[0].links: missing");
 }
 
 static void test_topology__nvlink_both_ends_agree(void **state)
 {
-	ft_topology_t *t = parse_ok(
-	    NUMA0("{'index':0,'uuid':'a','nvlinks':[{'peer':1,'links':4},"
-		  "{'peer':1,'links':4}]},"
-		  "{'index':1,'uuid':'b','nvlinks':[{'peer':0,'links':4}]}"));
+	ft_topology_t *t = parse_ok(NUMA0(
+	    "{'index':0,'uuid':'a','nvlinks':[{'peer':1,'links':4},{'peer':1,'links':4}]},{'index':1,'uuid':'b','nvlinks':[{'peer':0,'links':4}]}"));
 
 	assert_int_equal(t->gpus[0].nvlink_links[1], 4);
 	assert_int_equal(n_level(t, FT_LEVEL_NVLINK), 1);
@@ -716,54 +666,48 @@ static void test_topology__nvlink_both_ends_agree(void **state)
 
 static void test_topology__mig_overlap(void **state)
 {
-	expect_error(MIG_GPU("{'enabled':true,'instances':["
-			     "{'profile':'3g.40gb','start':0,'size':4,'uuid':"
-			     "'MIG-1'},{'profile':'3g.40gb','start':2,'size':"
-			     "4,'uuid':'MIG-2'}]}"),
-		     "MIG 3g.40gb on GPU 0: placement 2:4 overlaps another "
-		     "instance");
+	expect_error(
+	    MIG_GPU(
+		"{'enabled':true,'instances':[{'profile':'3g.40gb','start':0,'size':4,'uuid':'MIG-1'},{'profile':'3g.40gb','start':2,'size':4,'uuid':'MIG-2'}]}"),
+	    "MIG 3g.40gb on GPU 0: placement 2:4 overlaps another instance");
 }
 
 static void test_topology__mig_bounds(void **state)
 {
 	expect_error(
-	    MIG_GPU("{'enabled':true,'instances':[{'profile':'1g.10gb',"
-		    "'start':8,'size':1,'uuid':'MIG-1'}]}"),
+	    MIG_GPU(
+		"{'enabled':true,'instances':[{'profile':'1g.10gb','start':8,'size':1,'uuid':'MIG-1'}]}"),
 	    MIG_PATH ".instances[0].start: expected an integer 0-7");
 	expect_error(
-	    MIG_GPU("{'enabled':true,'instances':[{'profile':'1g.10gb',"
-		    "'start':9,'size':1,'uuid':'MIG-1'}]}"),
+	    MIG_GPU(
+		"{'enabled':true,'instances':[{'profile':'1g.10gb','start':9,'size':1,'uuid':'MIG-1'}]}"),
 	    MIG_PATH ".instances[0].start: expected an integer 0-7");
 	expect_error(
-	    MIG_GPU("{'enabled':true,'instances':[{'profile':'4g.40gb',"
-		    "'start':6,'size':4,'uuid':'MIG-1'}]}"),
-	    MIG_PATH ".instances[0]: placement 6:4 ends past memory "
-		     "slice 7");
+	    MIG_GPU(
+		"{'enabled':true,'instances':[{'profile':'4g.40gb','start':6,'size':4,'uuid':'MIG-1'}]}"),
+	    MIG_PATH ".instances[0]: placement 6:4 ends past memory slice 7");
 	expect_error(
-	    MIG_GPU("{'enabled':true,'instances':[{'profile':'1g.10gb',"
-		    "'start':0,'size':0,'uuid':'MIG-1'}]}"),
+	    MIG_GPU(
+		"{'enabled':true,'instances':[{'profile':'1g.10gb','start':0,'size':0,'uuid':'MIG-1'}]}"),
 	    MIG_PATH ".instances[0].size: expected an integer 1-8");
 	expect_error(
-	    MIG_GPU("{'enabled':true,'instances':[{'profile':'1g.10gb',"
-		    "'start':0,'size':1}]}"),
+	    MIG_GPU(
+		"{'enabled':true,'instances':[{'profile':'1g.10gb','start':0,'size':1}]}"),
 	    MIG_PATH ".instances[0].uuid: missing");
 	expect_error(MIG_GPU("{'instances':[]}"), MIG_PATH ".enabled: missing");
 	expect_error(MIG_GPU("{'enabled':1}"),
 		     MIG_PATH ".enabled: expected true or false");
-	expect_error(MIG_GPU("{'enabled':false,'instances':[{'profile':"
-			     "'1g.10gb','start':0,'size':1,'uuid':'MIG-1'}]}"),
-		     MIG_PATH ".instances: instances listed while MIG is "
-			      "disabled");
+	expect_error(
+	    MIG_GPU(
+		"{'enabled':false,'instances':[{'profile':'1g.10gb','start':0,'size':1,'uuid':'MIG-1'}]}"),
+	    MIG_PATH ".instances: instances listed while MIG is disabled");
 	expect_error(MIG_GPU("true"), MIG_PATH ": expected an object");
 }
 
 static void test_topology__mig_enabled_empty(void **state)
 {
 	ft_topology_t *t = parse_ok(NUMA0(
-	    "{'index':0,'uuid':'a','mig':{'enabled':true},"
-	    "'nvlinks':[{'peer':1,'links':4}]},"
-	    "{'index':1,'uuid':'b','mig':{'enabled':false,'instances':[]}},"
-	    "{'index':2,'uuid':'c','nvlinks':[{'peer':1,'links':4}]}"));
+	    "{'index':0,'uuid':'a','mig':{'enabled':true},'nvlinks':[{'peer':1,'links':4}]},{'index':1,'uuid':'b','mig':{'enabled':false,'instances':[]}},{'index':2,'uuid':'c','nvlinks':[{'peer':1,'links':4}]}"));
 
 	assert_true(t->gpus[0].mig_enabled);
 	assert_false(t->gpus[1].mig_enabled);
@@ -811,9 +755,11 @@ static void test_topology__mig_strategy_inferred(void **state)
 	expect_strategy(STRATEGY("", MIG_1G(0) "," MIG_1G(1)),
 			FT_MIG_STRATEGY_SINGLE, false);
 	/* An enabled GPU without instances does not count against it. */
-	expect_strategy(STRATEGY("", MIG_1G(0) ",{'index':1,'uuid':'g1','mig':{"
-					       "'enabled':true}}"),
-			FT_MIG_STRATEGY_SINGLE, false);
+	expect_strategy(
+	    STRATEGY(
+		"",
+		MIG_1G(0) ",{'index':1,'uuid':'g1','mig':{'enabled':true}}"),
+	    FT_MIG_STRATEGY_SINGLE, false);
 	expect_strategy(STRATEGY("", MIG_1G(0) "," MIG_3G(1)),
 			FT_MIG_STRATEGY_MIXED, false);
 	expect_strategy(STRATEGY("", MIG_1G(0) "," WHOLE(1)),
@@ -833,8 +779,7 @@ static void test_topology__mig_strategy_given(void **state)
 	    "migStrategy single: GPU 1 is not MIG-enabled");
 	expect_error(
 	    STRATEGY("'migStrategy':'single',", MIG_1G(0) "," MIG_3G(1)),
-	    "migStrategy single: MIG instances of profiles 1g.10gb "
-	    "and 3g.40gb (single needs one)");
+	    "migStrategy single: MIG instances of profiles 1g.10gb and 3g.40gb (single needs one)");
 	expect_error(STRATEGY("'migStrategy':'single',", WHOLE(0)),
 		     "migStrategy single: the node has no MIG instances");
 	expect_error(STRATEGY("'migStrategy':'auto',", MIG_1G(0)),
@@ -882,15 +827,17 @@ static void test_topology__shared_gpus(void **state)
 
 static void test_topology__shared_gpu_errors(void **state)
 {
-	expect_error(STRATEGY("", SHARED(0, 1)),
-		     "sockets[0].numaNodes[0].gpus[0].replicas: expected an "
-		     "integer 2-100");
-	expect_error(STRATEGY("", SHARED(0, 101)),
-		     "sockets[0].numaNodes[0].gpus[0].replicas: expected an "
-		     "integer 2-100");
-	expect_error(STRATEGY("", "{'index':0,'uuid':'g0','replicas':4,'mig':{"
-				  "'enabled':true}}"),
-		     "GPU 0: MIG-enabled GPU cannot be shared (replicas)");
+	expect_error(
+	    STRATEGY("", SHARED(0, 1)),
+	    "sockets[0].numaNodes[0].gpus[0].replicas: expected an integer 2-100");
+	expect_error(
+	    STRATEGY("", SHARED(0, 101)),
+	    "sockets[0].numaNodes[0].gpus[0].replicas: expected an integer 2-100");
+	expect_error(
+	    STRATEGY(
+		"",
+		"{'index':0,'uuid':'g0','replicas':4,'mig':{'enabled':true}}"),
+	    "GPU 0: MIG-enabled GPU cannot be shared (replicas)");
 	expect_error(STRATEGY("'sharedResource':'',", SHARED(0, 4)),
 		     "sharedResource: expected a non-empty string");
 }
@@ -911,9 +858,9 @@ static void test_topology__reserved(void **state)
 	ft_topology_unref(t);
 	expect_error(RESERVED("{'cpus':'7-9'}"),
 		     "reserved.cpus: CPU 8 is in no NUMA node");
-	expect_error(RESERVED("{'cpus':'x'}"),
-		     "reserved.cpus: cpulist \"x\": bad range at offset 0 (CPU "
-		     "ids 0-511, ranges low-high)");
+	expect_error(
+	    RESERVED("{'cpus':'x'}"),
+	    "reserved.cpus: cpulist \"x\": bad range at offset 0 (CPU ids 0-511, ranges low-high)");
 	expect_error(RESERVED("{'gpus':[0]}"),
 		     "reserved.gpus[0]: no GPU with index 0");
 	expect_error(RESERVED("{'gpus':[3,'5']}"),
@@ -924,11 +871,7 @@ static void test_topology__reserved(void **state)
 static void test_topology__unknown_keys(void **state)
 {
 	ft_topology_t *t = parse_ok(
-	    "{'version':1,'generator':{'name':'x'},'sockets':[{'id':0,"
-	    "'vendor':'AMD','numaNodes':[{'id':0,'cpus':'','memoryMiB':1e3,"
-	    "'distance':[10],'pcieSwitches':[{'id':0,'bus':'0000:1a'}],"
-	    "'gpus':[{'index':0,'uuid':'a','pci':'0000:1b:00.0',"
-	    "'mig':{'enabled':false,'mode':'x'}}]}]}]}");
+	    "{'version':1,'generator':{'name':'x'},'sockets':[{'id':0,'vendor':'AMD','numaNodes':[{'id':0,'cpus':'','memoryMiB':1e3,'distance':[10],'pcieSwitches':[{'id':0,'bus':'0000:1a'}],'gpus':[{'index':0,'uuid':'a','pci':'0000:1b:00.0','mig':{'enabled':false,'mode':'x'}}]}]}]}");
 
 	assert_int_equal(t->n_cpus, 0);
 	assert_int_equal(t->numa[0].memory_mib, 1000);
@@ -962,9 +905,9 @@ static void test_topology__no_leak_on_error(void **state)
 	parse_prefixes(EXAMPLES "h100-8x-mig.json");
 	parse_prefixes(EXAMPLES "flextopo-graph.json");
 	/* Errors found late: after the model holds GPUs, MIG and links. */
-	expect_file_error("topology/bad-nvlink-peer.json",
-			  "sockets[1].numaNodes[0].pcieSwitches[0].gpus[2]."
-			  "nvlinks[0].peer: no GPU with index 9");
+	expect_file_error(
+	    "topology/bad-nvlink-peer.json",
+	    "sockets[1].numaNodes[0].pcieSwitches[0].gpus[2].nvlinks[0].peer: no GPU with index 9");
 	expect_error(RESERVED("{'gpus':[9]}"),
 		     "reserved.gpus[0]: no GPU with index 9");
 	assert_int_equal(ft_codec_topology_parse(&t, NULL, 0), FT_EINVAL);

@@ -853,10 +853,9 @@ test_victims__mig_none_when_only_other_profiles_are_lower(void **state)
 	assert_int_equal(got.n, 0);
 	ft_place_filter(&v, m.node, &d);
 	assert_int_equal(v.fit, FT_UNFIT);
-	assert_string_equal(v.reason,
-			    "node: at most 0 free GPUs (MIG) with 16 free CPUs "
-			    "in one node, need 0 GPUs and 1 3g.40gb MIG "
-			    "instances with 0 CPUs");
+	assert_string_equal(
+	    v.reason,
+	    "node: at most 0 free GPUs (MIG) with 16 free CPUs in one node, need 0 GPUs and 1 3g.40gb MIG instances with 0 CPUs");
 	/* Above the holder's priority the same search evicts it alone. */
 	ft_victims_search(&got, m.node, &d, 3000, NULL);
 	assert_true(got.found);

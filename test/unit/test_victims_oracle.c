@@ -562,14 +562,13 @@ static bool case_agrees(case_t *c)
 		snprintf(c->why, sizeof(c->why), "found %d, reference %d",
 			 got.found, want != NULL);
 	else if (want && ft_victims_compare(&got.cost, &want->cost) != 0)
-		snprintf(c->why, sizeof(c->why),
-			 "cost (pdb %u, max %d, count %u, start %lld), "
-			 "reference (pdb %u, max %d, count %u, start %lld)",
-			 got.cost.pdb_violations, got.cost.max_priority,
-			 got.cost.count, (long long)got.cost.earliest_top_start,
-			 want->cost.pdb_violations, want->cost.max_priority,
-			 want->cost.count,
-			 (long long)want->cost.earliest_top_start);
+		snprintf(
+		    c->why, sizeof(c->why),
+		    "cost (pdb %u, max %d, count %u, start %lld), reference (pdb %u, max %d, count %u, start %lld)",
+		    got.cost.pdb_violations, got.cost.max_priority,
+		    got.cost.count, (long long)got.cost.earliest_top_start,
+		    want->cost.pdb_violations, want->cost.max_priority,
+		    want->cost.count, (long long)want->cost.earliest_top_start);
 	else if (want && !fits_without(&r, mask_of(&r, &got), level))
 		snprintf(c->why, sizeof(c->why),
 			 "the set found does not fit at %s",
@@ -631,14 +630,14 @@ static void print_case(const case_t *c, unsigned number)
 
 	printf("victim search disagrees with the reference, case %u (%s): %s\n",
 	       number, shape_names[c->shape], c->why);
-	printf("  preemptor: priority %d, %u GPUs, %u x %s, %u CPUs, %llu "
-	       "MiB, %s %s%s, memoryPerGpu %llu\n",
-	       c->priority, d->gpus, d->mig_count,
-	       d->mig_profile[0] ? d->mig_profile : "-", d->exclusive_cpus,
-	       (unsigned long long)d->memory_mib, ft_level_name(d->level),
-	       d->mode == FT_MODE_GUARANTEED ? "guaranteed" : "best-effort",
-	       d->has_affinity ? "" : " (no affinity)",
-	       (unsigned long long)d->caps.memory_mib);
+	printf(
+	    "  preemptor: priority %d, %u GPUs, %u x %s, %u CPUs, %llu MiB, %s %s%s, memoryPerGpu %llu\n",
+	    c->priority, d->gpus, d->mig_count,
+	    d->mig_profile[0] ? d->mig_profile : "-", d->exclusive_cpus,
+	    (unsigned long long)d->memory_mib, ft_level_name(d->level),
+	    d->mode == FT_MODE_GUARANTEED ? "guaranteed" : "best-effort",
+	    d->has_affinity ? "" : " (no affinity)",
+	    (unsigned long long)d->caps.memory_mib);
 	printf("  budgets%s: allowed %d %d %d\n",
 	       c->with_budgets ? "" : " (not passed)", c->allowed[0],
 	       c->allowed[1], c->allowed[2]);

@@ -231,10 +231,10 @@ static void test_yamljson__quoted_and_block_scalars(void **state)
 static void test_yamljson__nested_collections(void **state)
 {
 	(void)state;
-	assert_converts("a:\n  b:\n    - 1\n    - c: [x, {d: e}]\n  f: {}\n"
-			"g: []\n",
-			"{\"a\":{\"b\":[1,{\"c\":[\"x\",{\"d\":\"e\"}]}],"
-			"\"f\":{}},\"g\":[]}");
+	assert_converts(
+	    "a:\n  b:\n    - 1\n    - c: [x, {d: e}]\n  f: {}\n"
+	    "g: []\n",
+	    "{\"a\":{\"b\":[1,{\"c\":[\"x\",{\"d\":\"e\"}]}],\"f\":{}},\"g\":[]}");
 	assert_converts("- - - deep\n  - 2\n- {k: v}\n",
 			"[[[\"deep\"],2],{\"k\":\"v\"}]");
 	assert_converts("42\n", "42");
@@ -245,9 +245,9 @@ static void test_yamljson__keys_keep_their_text(void **state)
 {
 	(void)state;
 	/* Keys are strings whatever they look like. */
-	assert_converts("1: a\ntrue: b\nnull: c\n0x10: d\n'q': e\n",
-			"{\"1\":\"a\",\"true\":\"b\",\"null\":\"c\","
-			"\"0x10\":\"d\",\"q\":\"e\"}");
+	assert_converts(
+	    "1: a\ntrue: b\nnull: c\n0x10: d\n'q': e\n",
+	    "{\"1\":\"a\",\"true\":\"b\",\"null\":\"c\",\"0x10\":\"d\",\"q\":\"e\"}");
 }
 
 /* 100 keys, k0..k39 repeating: the last round (k0 = 80, ...) wins. */
@@ -310,25 +310,20 @@ static void test_yamljson__first_document_only(void **state)
 static void test_yamljson__json_input(void **state)
 {
 	const char *json_text =
-	    "{\"kind\": \"Pod\", \"n\": [1, -2.5, 3e2, true, false, null],"
-	    "\n \"s\": \"a\\\"b\", \"o\": {\"e\": {}, \"l\": []},"
-	    "\t\"big\": 12345678901234567890}";
+	    "{\"kind\": \"Pod\", \"n\": [1, -2.5, 3e2, true, false, null],\n \"s\": \"a\\\"b\", \"o\": {\"e\": {}, \"l\": []},\t\"big\": 12345678901234567890}";
 
 	(void)state;
-	assert_converts(json_text,
-			"{\"kind\":\"Pod\",\"n\":[1,-2.5,300,true,false,null],"
-			"\"s\":\"a\\\"b\",\"o\":{\"e\":{},\"l\":[]},"
-			"\"big\":\"12345678901234567890\"}");
+	assert_converts(
+	    json_text,
+	    "{\"kind\":\"Pod\",\"n\":[1,-2.5,300,true,false,null],\"s\":\"a\\\"b\",\"o\":{\"e\":{},\"l\":[]},\"big\":\"12345678901234567890\"}");
 }
 
 static void test_yamljson__anchors_and_aliases(void **state)
 {
 	(void)state;
-	assert_converts("base: &b {cpu: 1, mem: 2Gi}\nx: *b\ny: [*b, *b]\n",
-			"{\"base\":{\"cpu\":1,\"mem\":\"2Gi\"},"
-			"\"x\":{\"cpu\":1,\"mem\":\"2Gi\"},"
-			"\"y\":[{\"cpu\":1,\"mem\":\"2Gi\"},"
-			"{\"cpu\":1,\"mem\":\"2Gi\"}]}");
+	assert_converts(
+	    "base: &b {cpu: 1, mem: 2Gi}\nx: *b\ny: [*b, *b]\n",
+	    "{\"base\":{\"cpu\":1,\"mem\":\"2Gi\"},\"x\":{\"cpu\":1,\"mem\":\"2Gi\"},\"y\":[{\"cpu\":1,\"mem\":\"2Gi\"},{\"cpu\":1,\"mem\":\"2Gi\"}]}");
 	assert_converts("- &s hello\n- *s\n- &n 12\n- *n\n",
 			"[\"hello\",\"hello\",12,12]");
 	/* A redefined anchor hides the earlier one. */
@@ -348,9 +343,9 @@ static void test_yamljson__alias_errors(void **state)
 	/* An alias inside its own anchored node cannot recurse. */
 	assert_fails("a: &x [1, *x]\n", 14, FT_EINVAL,
 		     "t.yaml:1:11: undefined alias \"x\"");
-	assert_fails("- &m {a: 1}\n- {*m : 2}\n", 23, FT_EINVAL,
-		     "t.yaml:2:4: alias \"m\" of a collection used as a "
-		     "mapping key");
+	assert_fails(
+	    "- &m {a: 1}\n- {*m : 2}\n", 23, FT_EINVAL,
+	    "t.yaml:2:4: alias \"m\" of a collection used as a mapping key");
 }
 
 static void test_yamljson__alias_bomb(void **state)
@@ -413,18 +408,18 @@ static void test_yamljson__non_scalar_keys(void **state)
 static void test_yamljson__syntax_errors(void **state)
 {
 	(void)state;
-	assert_fails("a: 1\nb: [1, 2\nc: 3\n", 18, FT_EINVAL,
-		     "t.yaml:3:2: did not find expected ',' or ']' (while "
-		     "parsing a flow sequence at line 2)");
-	assert_fails("a: 1\nb\nc: 2\n", 11, FT_EINVAL,
-		     "t.yaml:3:1: could not find expected ':' (while "
-		     "scanning a simple key at line 2)");
-	assert_fails("a: 1\n  b: 2\n", 12, FT_EINVAL,
-		     "t.yaml:2:4: mapping values are not allowed in this "
-		     "context");
-	assert_fails("a: \"open\n", 9, FT_EINVAL,
-		     "t.yaml:2:1: found unexpected end of stream (while "
-		     "scanning a quoted scalar at line 1)");
+	assert_fails(
+	    "a: 1\nb: [1, 2\nc: 3\n", 18, FT_EINVAL,
+	    "t.yaml:3:2: did not find expected ',' or ']' (while parsing a flow sequence at line 2)");
+	assert_fails(
+	    "a: 1\nb\nc: 2\n", 11, FT_EINVAL,
+	    "t.yaml:3:1: could not find expected ':' (while scanning a simple key at line 2)");
+	assert_fails(
+	    "a: 1\n  b: 2\n", 12, FT_EINVAL,
+	    "t.yaml:2:4: mapping values are not allowed in this context");
+	assert_fails(
+	    "a: \"open\n", 9, FT_EINVAL,
+	    "t.yaml:2:1: found unexpected end of stream (while scanning a quoted scalar at line 1)");
 	/* Reader errors come as offsets; they get a line and column too. */
 	assert_fails("a: 1\nb: \xff\n", 10, FT_EINVAL,
 		     "t.yaml:2:4: invalid leading UTF-8 octet");
@@ -564,8 +559,8 @@ static void test_yamljson__file_errors(void **state)
 		 FT_FIXTURES_DIR);
 	assert_int_equal(ft_yaml_file_to_json(&json, path), FT_EIO);
 	assert_null(json);
-	assert_non_null(strstr(ft_error_last(), "does-not-exist.yaml: No "
-						"such file or directory"));
+	assert_non_null(strstr(
+	    ft_error_last(), "does-not-exist.yaml: No such file or directory"));
 	snprintf(path, sizeof(path), "%s/yaml", FT_FIXTURES_DIR);
 	assert_int_equal(ft_yaml_file_to_json(&json, path), FT_EIO);
 	assert_null(json);
@@ -573,10 +568,9 @@ static void test_yamljson__file_errors(void **state)
 	/* Errors in a file are named by its path. */
 	snprintf(path, sizeof(path), "%s/yaml/broken.yaml", FT_FIXTURES_DIR);
 	assert_int_equal(ft_yaml_file_to_json(&json, path), FT_EINVAL);
-	assert_non_null(strstr(ft_error_last(),
-			       "/yaml/broken.yaml:5:1: did not find expected "
-			       "',' or '}' (while parsing a flow mapping at "
-			       "line 4)"));
+	assert_non_null(strstr(
+	    ft_error_last(),
+	    "/yaml/broken.yaml:5:1: did not find expected ',' or '}' (while parsing a flow mapping at line 4)"));
 }
 
 /* The line table: where each node starts; alias copies have none. */
