@@ -127,6 +127,12 @@ typedef struct ft_allocation {
 	uint8_t replica_counts[FT_GPU_MAX]; /* replicas held on each */
 	ft_cpuset_t cpus;
 	uint64_t memory_mib;
+	/*
+	 * The allocation's "dra" key: DRA chose its GPUs and MIG instances
+	 * (dra.h). The pod's ResourceClaims hold them, so the pod holds only
+	 * its CPUs and memory.
+	 */
+	bool dra;
 } ft_allocation_t;
 
 void ft_allocation_dispose(ft_allocation_t *a);
@@ -219,6 +225,21 @@ typedef struct ft_pod {
 	 */
 	ft_observed_t *observed;
 	char *observed_error;
+	/*
+	 * The ResourceClaims the pod uses, by name in its namespace:
+	 * spec.resourceClaims[].resourceClaimName, the claims made from its
+	 * templates (status.resourceClaimStatuses) and the one kube-scheduler
+	 * made for its extended resources
+	 * (status.extendedResourceClaimStatus). Owned.
+	 */
+	unsigned n_claims;
+	char **claims;
+	/*
+	 * Not a pod: a ResourceClaim's allocation, built by the state so that
+	 * the node charges what the claim holds (uid, ns and name are the
+	 * claim's; priority INT32_MAX, so that it is never a victim).
+	 */
+	bool claim_holder;
 } ft_pod_t;
 
 void ft_pod_dispose(ft_pod_t *pod);
@@ -300,6 +321,8 @@ typedef struct ft_holding {
 	 * drifted; owned by the node.
 	 */
 	ft_expected_units_t *expected;
+	/* The units of a ResourceClaim (ft_pod_t.claim_holder), not a pod. */
+	bool claim;
 } ft_holding_t;
 
 #define FT_FRAG_CACHE 16 /* FT_MIX_CLASSES (frag.h) */
@@ -398,6 +421,17 @@ typedef struct ft_node {
 	unsigned n_conflict_pairs;
 	unsigned conflict_pods; /* holdings with in_conflict */
 	/*
+	 * Dynamic Resource Allocation (dra.h): the node's GPUs are published
+	 * in ResourceSlices, so the DRA allocator alone picks them and
+	 * ResourceClaims hold them (holdings with `claim`). double_published:
+	 * the device plugin advertises GPUs on the node too. dra_error: a
+	 * slice disagrees with the topology annotation (owned; NULL when
+	 * none). Set by ft_node_set_dra() before the node is shared.
+	 */
+	bool dra;
+	bool dra_double_published;
+	char *dra_error;
+	/*
 	 * Not part of the node's value: a cache for fragmentation (frag.h),
 	 * allocated with the node and filled as requests weigh it. NULL in
 	 * value copies (ft_node_copy_value), which then work without it.
@@ -448,6 +482,11 @@ int ft_node_build(ft_node_t **out, const char *name, ft_topology_t *topology,
 		  const char *topology_error, ft_node_labels_t *labels,
 		  const ft_pod_t *const *pods, const bool *assumed,
 		  unsigned n_pods);
+/*
+ * Mark a node just built (not yet shared) as a DRA node, with its flags and
+ * error (copied; NULL: none). FT_ENOMEM.
+ */
+int ft_node_set_dra(ft_node_t *node, bool double_published, const char *error);
 ft_node_t *ft_node_ref(ft_node_t *node);
 void ft_node_unref(ft_node_t *node);
 

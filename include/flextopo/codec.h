@@ -153,6 +153,8 @@ typedef struct ft_node_source {
 	ft_topology_t *topology;  /* NULL when missing or invalid */
 	char *topology_error;	  /* set when topology is NULL */
 	ft_node_labels_t *labels; /* a reference; never NULL once decoded */
+	uint64_t gpu_allocatable; /* status.allocatable of the GPU resource
+				     (the device plugin's); 0 when absent */
 } ft_node_source_t;
 
 /*
@@ -181,6 +183,15 @@ int ft_codec_node_labels_decode(ft_node_labels_t **out, const cJSON *node);
 /* The allocation annotation of a placement (api/allocation.schema.json). */
 int ft_codec_allocation_encode(char **out, const ft_placement_t *p,
 			       const ft_node_t *node, ft_affinity_mode_t mode);
+
+/*
+ * The same with the "dra" key naming the `n` devices DRA allocated
+ * (`refs`; NULL: no key): their GPUs and MIG devices must be those of `p`.
+ */
+int ft_codec_allocation_encode_dra(char **out, const ft_placement_t *p,
+				   const ft_node_t *node,
+				   ft_affinity_mode_t mode,
+				   const ft_dra_device_ref_t *refs, unsigned n);
 int ft_codec_allocation_decode(ft_allocation_t *out, const char *json);
 /* The decoded allocation equivalent of a placement (for assumed pods). */
 int ft_codec_allocation_from_placement(ft_allocation_t *out,

@@ -202,4 +202,27 @@ const ft_dra_unit_t *ft_dra_view_find(const ft_dra_view_t *view,
 int ft_dra_claim_units(ft_allocation_t *out, unsigned *unmatched,
 		       const ft_dra_claim_t *c, const ft_dra_view_t *view);
 
+/*
+ * One device DRA allocated to a pod, as the allocation annotation's "dra"
+ * key names it (api/allocation.schema.json). Borrowed strings.
+ */
+typedef struct ft_dra_device_ref {
+	const char *claim_ns, *claim_name, *claim_uid;
+	const char *request, *driver, *pool, *device;
+	const char *uuid; /* the GPU's or MIG device's */
+} ft_dra_device_ref_t;
+
+/*
+ * The devices claims `claims` (n of them, read fresh at bind) hold on the
+ * node of `view`: their refs in `out` (room for `cap`; returns how many)
+ * and the GPU and MIG positions in *gpus and mig[2]. `unmatched` counts the
+ * results the view does not place (another node, a device the topology
+ * lacks).
+ */
+unsigned ft_dra_pod_devices(ft_dra_device_ref_t *out, unsigned cap,
+			    uint16_t *gpus, uint64_t mig[2],
+			    unsigned *unmatched,
+			    const ft_dra_claim_t *const *claims, unsigned n,
+			    const ft_dra_view_t *view);
+
 #endif

@@ -326,6 +326,18 @@ int ft_place_choose(ft_placement_t *out, const ft_node_t *node,
 		    const ft_demand_t *d, ft_policy_t policy);
 
 /*
+ * A placement whose GPUs and MIG instances are given (the DRA allocator
+ * chose them: dra.h): the pod's pinned CPUs and memory near them, in the
+ * tightest domain of its levels (its own only, in guaranteed mode) that
+ * holds all the given units, CPUs of their NUMA nodes first. FT_ENOTFOUND
+ * with a message naming the level when no domain has room; FT_EINVAL
+ * without a topology.
+ */
+int ft_place_choose_near(ft_placement_t *out, const ft_node_t *node,
+			 const ft_demand_t *d, uint16_t gpus,
+			 const uint64_t mig[2], ft_policy_t policy);
+
+/*
  * The levels (bit L for level L) at which one domain holds all of `gpus` and
  * `numa_nodes`. Levels are not nested: an NVLink group may span NUMA nodes.
  */

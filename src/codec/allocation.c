@@ -108,8 +108,46 @@ static bool add_levels(cJSON *root, uint8_t levels)
 	return list != NULL;
 }
 
+/* "dra":{"devices":[...]}: what DRA allocated, named as the claims do. */
+static bool add_dra(cJSON *root, const ft_dra_device_ref_t *refs, unsigned n)
+{
+	cJSON *list;
+	char claim[512];
+
+	if (!refs)
+		return true;
+	if (!(list = cJSON_AddArrayToObject(
+		  cJSON_AddObjectToObject(root, "dra"), "devices")))
+		return false;
+	for (unsigned i = 0; i < n; i++) {
+		const ft_dra_device_ref_t *r = &refs[i];
+		cJSON *o = cJSON_CreateObject();
+		snprintf(claim, sizeof(claim), "%s/%s", r->claim_ns,
+			 r->claim_name);
+		if (!o || !cJSON_AddItemToArray(list, o) ||
+		    !cJSON_AddStringToObject(o, "claim", claim) ||
+		    !cJSON_AddStringToObject(o, "claimUID", r->claim_uid) ||
+		    (r->request &&
+		     !cJSON_AddStringToObject(o, "request", r->request)) ||
+		    !cJSON_AddStringToObject(o, "driver", r->driver) ||
+		    !cJSON_AddStringToObject(o, "pool", r->pool) ||
+		    !cJSON_AddStringToObject(o, "device", r->device) ||
+		    !cJSON_AddStringToObject(o, "uuid", r->uuid))
+			return false;
+	}
+	return true;
+}
+
 int ft_codec_allocation_encode(char **out, const ft_placement_t *p,
 			       const ft_node_t *node, ft_affinity_mode_t mode)
+{
+	return ft_codec_allocation_encode_dra(out, p, node, mode, NULL, 0);
+}
+
+int ft_codec_allocation_encode_dra(char **out, const ft_placement_t *p,
+				   const ft_node_t *node,
+				   ft_affinity_mode_t mode,
+				   const ft_dra_device_ref_t *refs, unsigned n)
 {
 	cJSON *root = cJSON_CreateObject();
 	char cpus[2048];
@@ -130,7 +168,7 @@ int ft_codec_allocation_encode(char **out, const ft_placement_t *p,
 	    !cJSON_AddStringToObject(root, "cpuset", cpus) ||
 	    !cJSON_AddNumberToObject(root, "memoryMiB",
 				     (double)p->memory_mib) ||
-	    !(*out = cJSON_PrintUnformatted(root)))
+	    !add_dra(root, refs, n) || !(*out = cJSON_PrintUnformatted(root)))
 		rc = ft_error_set(FT_ENOMEM, "allocation: out of memory");
 	cJSON_Delete(root);
 	return rc;
@@ -312,6 +350,57 @@ static int decode_units(ft_allocation_t *out, const cJSON *obj,
 	    &out->cpus, cJSON_GetObjectItemCaseSensitive(obj, "cpuset"), key);
 }
 
+static const char *const dra_fields[] = {"claim", "claimUID", "driver",
+					 "pool",  "device",   "uuid"};
+
+static int decode_dra_device(const ft_allocation_t *out, const cJSON *d,
+			     unsigned i)
+{
+	const cJSON *uuid = cJSON_GetObjectItemCaseSensitive(d, "uuid");
+
+	for (unsigned k = 0; k < sizeof(dra_fields) / sizeof(dra_fields[0]);
+	     k++) {
+		const cJSON *v =
+		    cJSON_GetObjectItemCaseSensitive(d, dra_fields[k]);
+		if (!cJSON_IsString(v) || !v->valuestring[0])
+			return ft_error_set(
+			    FT_EINVAL,
+			    "dra.devices[%u].%s: expected a non-empty string",
+			    i, dra_fields[k]);
+	}
+	if (!has_uuid(out->gpu_uuids, out->n_gpus, uuid->valuestring) &&
+	    !has_uuid(out->mig_uuids, out->n_mig, uuid->valuestring))
+		return ft_error_set(
+		    FT_EINVAL,
+		    "dra.devices[%u].uuid: %s is in neither gpus nor mig", i,
+		    uuid->valuestring);
+	return 0;
+}
+
+/*
+ * The "dra" key: DRA chose the devices (api/allocation.schema.json). Each
+ * device is named fully and listed in gpus or mig.
+ */
+static int decode_dra(ft_allocation_t *out, const cJSON *dra)
+{
+	const cJSON *devices = cJSON_GetObjectItemCaseSensitive(dra, "devices");
+	const cJSON *d;
+	unsigned i = 0;
+	int rc;
+
+	if (!dra)
+		return 0;
+	if (!cJSON_IsObject(dra) || !cJSON_IsArray(devices))
+		return ft_error_set(FT_EINVAL,
+				    "dra: expected an object with devices");
+	cJSON_ArrayForEach (d, devices) {
+		if ((rc = decode_dra_device(out, d, i++)) < 0)
+			return rc;
+	}
+	out->dra = true;
+	return 0;
+}
+
 static int decode_fields(ft_allocation_t *out, const cJSON *root)
 {
 	const cJSON *level = cJSON_GetObjectItemCaseSensitive(root, "level");
@@ -331,7 +420,9 @@ static int decode_fields(ft_allocation_t *out, const cJSON *root)
 		return ft_error_set(FT_EINVAL, "memoryMiB: out of range");
 	if (cJSON_IsNumber(mem) && mem->valuedouble >= 0)
 		out->memory_mib = (uint64_t)mem->valuedouble;
-	return decode_units(out, root, "", "uuid");
+	if ((rc = decode_units(out, root, "", "uuid")) < 0)
+		return rc;
+	return decode_dra(out, cJSON_GetObjectItemCaseSensitive(root, "dra"));
 }
 
 int ft_codec_allocation_decode(ft_allocation_t *out, const char *json)

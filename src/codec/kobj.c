@@ -608,6 +608,63 @@ static int decode_labels(ft_pod_t *out, const cJSON *meta)
 	return 0;
 }
 
+static bool listed(char *const *list, unsigned n, const char *s)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (strcmp(list[i], s) == 0)
+			return true;
+	return false;
+}
+
+static int add_claim(ft_pod_t *out, unsigned cap, const char *name)
+{
+	if (!name || !name[0] || out->n_claims == cap ||
+	    listed(out->claims, out->n_claims, name))
+		return 0;
+	if (!(out->claims[out->n_claims] = strdup(name)))
+		return ft_error_set(FT_ENOMEM, "out of memory");
+	out->n_claims++;
+	return 0;
+}
+
+/*
+ * The pod's ResourceClaims (cluster.h, ft_pod_t.claims): named in the spec,
+ * made from its templates (status.resourceClaimStatuses), and made by
+ * kube-scheduler for its extended resources
+ * (status.extendedResourceClaimStatus).
+ */
+static int decode_claims(ft_pod_t *out, const cJSON *pod)
+{
+	const cJSON *spec = cJSON_GetObjectItemCaseSensitive(pod, "spec");
+	const cJSON *status = cJSON_GetObjectItemCaseSensitive(pod, "status");
+	const cJSON *refs =
+	    cJSON_GetObjectItemCaseSensitive(spec, "resourceClaims");
+	const cJSON *made =
+	    cJSON_GetObjectItemCaseSensitive(status, "resourceClaimStatuses");
+	const cJSON *ext = cJSON_GetObjectItemCaseSensitive(
+	    status, "extendedResourceClaimStatus");
+	unsigned cap =
+	    (unsigned)(cJSON_GetArraySize(refs) + cJSON_GetArraySize(made) + 1);
+	const cJSON *item;
+	int rc = 0;
+
+	if (cap == 1 && !ext)
+		return 0;
+	if (!(out->claims = calloc(cap, sizeof(*out->claims))))
+		return ft_error_set(FT_ENOMEM, "out of memory");
+	cJSON_ArrayForEach (item, refs) {
+		if ((rc = add_claim(out, cap,
+				    str_at(item, "resourceClaimName"))) < 0)
+			return rc;
+	}
+	cJSON_ArrayForEach (item, made) {
+		if ((rc = add_claim(out, cap,
+				    str_at(item, "resourceClaimName"))) < 0)
+			return rc;
+	}
+	return add_claim(out, cap, str_at(ext, "resourceClaimName"));
+}
+
 int ft_codec_pod_decode(ft_pod_t *out, const cJSON *pod,
 			const ft_codec_options_t *opts)
 {
@@ -632,6 +689,7 @@ int ft_codec_pod_decode(ft_pod_t *out, const cJSON *pod,
 			  ctx.error[0] ? ctx.error : NULL)) < 0 ||
 	    (rc = decode_status(out, pod)) < 0 ||
 	    (rc = decode_labels(out, meta)) < 0 ||
+	    (rc = decode_claims(out, pod)) < 0 ||
 	    (rc = decode_allocation(out, pod, opts)) < 0 ||
 	    (rc = decode_observed(out, pod, opts)) < 0)
 		ft_pod_dispose(out);
@@ -680,6 +738,19 @@ static int parse_node_topology(ft_node_source_t *out,
 	return dup_str(&out->topology_error, msg);
 }
 
+/* The node's status.allocatable of `resource`, whole units; 0 if absent. */
+static uint64_t allocatable(const cJSON *node, const char *resource)
+{
+	const cJSON *status = cJSON_GetObjectItemCaseSensitive(node, "status");
+	const char *v = str_at(
+	    cJSON_GetObjectItemCaseSensitive(status, "allocatable"), resource);
+	int64_t milli;
+
+	if (!v || ft_quantity_milli(&milli, v) < 0 || milli < 1000)
+		return 0;
+	return (uint64_t)milli / 1000;
+}
+
 int ft_codec_node_decode(ft_node_source_t *out, const cJSON *node,
 			 const ft_codec_options_t *opts,
 			 const ft_node_source_t *previous)
@@ -691,6 +762,7 @@ int ft_codec_node_decode(ft_node_source_t *out, const cJSON *node,
 	if (!str_at(meta, "name"))
 		return ft_error_set(FT_EINVAL,
 				    "node: metadata.name is required");
+	out->gpu_allocatable = allocatable(node, opts->gpu_resource);
 	if ((rc = dup_str(&out->name, str_at(meta, "name"))) < 0 ||
 	    (rc = dup_str(
 		 &out->topology_text,

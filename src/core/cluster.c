@@ -279,6 +279,9 @@ void ft_pod_dispose(ft_pod_t *pod)
 	for (unsigned i = 0; i < pod->n_labels; i++)
 		free(pod->labels[i]);
 	free(pod->labels);
+	for (unsigned i = 0; i < pod->n_claims; i++)
+		free(pod->claims[i]);
+	free(pod->claims);
 	free(pod->demand_error);
 	free(pod->allocation_error);
 	ft_allocation_dispose(&pod->allocation);
@@ -296,18 +299,19 @@ static int dup_opt(char **dst, const char *src)
 	return 0;
 }
 
-static int copy_labels(ft_pod_t *out, const ft_pod_t *src)
+/* A heap copy of the list `src` of `n` strings in *out, its count in
+ * *count. */
+static int copy_string_list(char ***out, unsigned *count, char *const *src,
+			    unsigned n)
 {
-	if (!src->n_labels)
+	*out = NULL;
+	*count = 0;
+	if (!n)
 		return 0;
-	out->labels = calloc(src->n_labels, sizeof(*out->labels));
-	if (!out->labels)
+	if (!(*out = calloc(n, sizeof(**out))))
 		return ft_error_set(FT_ENOMEM, "out of memory");
-	for (; out->n_labels < src->n_labels; out->n_labels++)
-		if (!(out->labels[out->n_labels] =
-			  strdup(src->labels[out->n_labels])))
-			return ft_error_set(FT_ENOMEM, "out of memory");
-	return 0;
+	*count = n; /* unset entries are NULL: the dispose frees the rest */
+	return copy_strings(*out, src, n);
 }
 
 static int copy_observed(ft_pod_t *out, const ft_pod_t *src)
@@ -331,8 +335,8 @@ int ft_pod_copy(ft_pod_t *out, const ft_pod_t *src)
 
 	*out = *src;
 	out->uid = out->ns = out->name = out->node = NULL;
-	out->labels = NULL;
-	out->n_labels = 0;
+	out->labels = out->claims = NULL;
+	out->n_labels = out->n_claims = 0;
 	out->demand_error = out->allocation_error = out->observed_error = NULL;
 	memset(&out->allocation, 0, sizeof(out->allocation));
 	out->observed = NULL;
@@ -345,7 +349,10 @@ int ft_pod_copy(ft_pod_t *out, const ft_pod_t *src)
 	    (rc = dup_opt(&out->observed_error, src->observed_error)) < 0 ||
 	    (rc = ft_allocation_copy(&out->allocation, &src->allocation)) < 0 ||
 	    (rc = copy_observed(out, src)) < 0 ||
-	    (rc = copy_labels(out, src)) < 0)
+	    (rc = copy_string_list(&out->labels, &out->n_labels, src->labels,
+				   src->n_labels)) < 0 ||
+	    (rc = copy_string_list(&out->claims, &out->n_claims, src->claims,
+				   src->n_claims)) < 0)
 		ft_pod_dispose(out);
 	return rc;
 }
@@ -366,11 +373,24 @@ static void node_free(ft_node_t *node)
 	free(node->conflict_pairs);
 	free(node->name);
 	free(node->topology_error);
+	free(node->dra_error);
 	free(node->frag);
 	ft_filter_memo_free(node->filter_memo);
 	ft_topology_unref(node->topology);
 	ft_node_labels_unref(node->labels);
 	free(node);
+}
+
+int ft_node_set_dra(ft_node_t *node, bool double_published, const char *error)
+{
+	node->dra = true;
+	node->dra_double_published = double_published;
+	free(node->dra_error);
+	node->dra_error = NULL;
+	if (error && error[0] && !(node->dra_error = strdup(error)))
+		return ft_error_set(FT_ENOMEM, "node %s: out of memory",
+				    node->name);
+	return 0;
 }
 
 ft_node_t *ft_node_ref(ft_node_t *node)
@@ -583,6 +603,7 @@ static int holding_init(ft_holding_t *h, const ft_topology_t *t,
 	h->priority = pod->priority;
 	h->start_time = pod->start_time;
 	h->assumed = assumed;
+	h->claim = pod->claim_holder;
 	h->level = pod->has_allocation ? pod->allocation.level : FT_LEVEL_NODE;
 	h->requested_cpu_millis = ft_demand_cpu_millis(&pod->demand);
 	h->requested_memory_mib = pod->demand.memory_mib;
@@ -594,7 +615,9 @@ static int holding_init(ft_holding_t *h, const ft_topology_t *t,
 		hold_demand(h, t, &d);
 		return 0;
 	}
-	resolve_devices(h, t, units);
+	/* DRA chose its devices: its claims hold them, not the pod. */
+	if (!pod->has_allocation || !pod->allocation.dra)
+		resolve_devices(h, t, units);
 	if (h->unknown_mig)
 		memcpy(h->unknown_mig_profile, d.mig_profile, FT_PROFILE_MAX);
 	resolve_cpus(h, t, pod, units);

@@ -363,3 +363,54 @@ int ft_dra_claim_units(ft_allocation_t *out, unsigned *unmatched,
 		ft_allocation_dispose(out);
 	return rc;
 }
+
+/* The uuid of unit `u`: its MIG device's, or its GPU's. */
+static const char *unit_uuid(const ft_dra_view_t *view, const ft_dra_unit_t *u)
+{
+	return u->kind == FT_DRA_MIG ? view->topology->mig[u->mig].uuid
+				     : view->topology->gpus[u->gpu].uuid;
+}
+
+static void add_ref(ft_dra_device_ref_t *out, const ft_dra_claim_t *c,
+		    const ft_dra_result_t *r, const char *uuid)
+{
+	*out = (ft_dra_device_ref_t){c->ns,	c->name, c->uid,    r->request,
+				     r->driver, r->pool, r->device, uuid};
+}
+
+unsigned ft_dra_pod_devices(ft_dra_device_ref_t *out, unsigned cap,
+			    uint16_t *gpus, uint64_t mig[2],
+			    unsigned *unmatched,
+			    const ft_dra_claim_t *const *claims, unsigned n,
+			    const ft_dra_view_t *view)
+{
+	unsigned count = 0, missed = 0;
+
+	*gpus = 0;
+	mig[0] = mig[1] = 0;
+	for (unsigned k = 0; k < n; k++)
+		for (unsigned i = 0; i < claims[k]->n_results; i++) {
+			const ft_dra_result_t *r = &claims[k]->results[i];
+			const ft_dra_unit_t *u;
+			if (r->admin_access)
+				continue;
+			u = ft_dra_view_find(view, r->driver, r->pool,
+					     r->device);
+			if (!u || u->gpu < 0 ||
+			    (u->kind == FT_DRA_MIG && u->mig < 0)) {
+				missed++;
+				continue;
+			}
+			if (u->kind == FT_DRA_MIG)
+				mig[u->mig / 64] |= UINT64_C(1)
+						    << (u->mig % 64);
+			else
+				*gpus |= (uint16_t)(1u << u->gpu);
+			if (count < cap)
+				add_ref(&out[count++], claims[k], r,
+					unit_uuid(view, u));
+		}
+	if (unmatched)
+		*unmatched = missed;
+	return count;
+}

@@ -1271,6 +1271,23 @@ static ft_level_t first_level(const ask_t *a, ft_level_t from)
 	return spread && !d->gpus && !d->has_affinity ? FT_LEVEL_NODE : from;
 }
 
+/*
+ * The levels a placement of `d` may take, tightest first: from its own
+ * (or nvlink, without an affinity) to its own in guaranteed mode, else to
+ * the node; a demand without GPUs or MIG instances starts at numa.
+ */
+static void level_range(ft_level_t *from, ft_level_t *to, const ft_demand_t *d,
+			const ask_t *a)
+{
+	*from = d->has_affinity ? ft_place_effective_level(&a->u.demand)
+				: FT_LEVEL_NVLINK;
+	*to = d->has_affinity && d->mode == FT_MODE_GUARANTEED ? *from
+							       : FT_LEVEL_NODE;
+	if (!a->u.demand.gpus && !a->u.demand.ranks && !a->u.demand.mig_count &&
+	    *from < FT_LEVEL_NUMA)
+		*from = FT_LEVEL_NUMA;
+}
+
 int ft_place_choose(ft_placement_t *out, const ft_node_t *node,
 		    const ft_demand_t *d, ft_policy_t policy)
 {
@@ -1284,13 +1301,7 @@ int ft_place_choose(ft_placement_t *out, const ft_node_t *node,
 		    FT_EINVAL, "node %s: topology: %s", node->name,
 		    node->topology_error ? node->topology_error : "none");
 	ask_init(&a, node, d, policy);
-	from = d->has_affinity ? ft_place_effective_level(&a.u.demand)
-			       : FT_LEVEL_NVLINK;
-	to = d->has_affinity && d->mode == FT_MODE_GUARANTEED ? from
-							      : FT_LEVEL_NODE;
-	if (!a.u.demand.gpus && !a.u.demand.ranks && !a.u.demand.mig_count &&
-	    from < FT_LEVEL_NUMA)
-		from = FT_LEVEL_NUMA;
+	level_range(&from, &to, d, &a);
 	if (node_room_fits(&a))
 		for (unsigned l = first_level(&a, from); l <= to; l++)
 			if (choose_at_level(out, &a, (ft_level_t)l, from) == 0)
@@ -1298,6 +1309,89 @@ int ft_place_choose(ft_placement_t *out, const ft_node_t *node,
 	ft_place_filter(&v, node, d);
 	return ft_error_set(FT_ENOTFOUND, "node %s: %s", node->name,
 			    v.reason[0] ? v.reason : "no placement");
+}
+
+/* Free memory of the NUMA nodes `numa`, and whether one is unknown. */
+static bool memory_fits(const ft_node_t *node, uint16_t numa,
+			const ft_demand_t *d)
+{
+	const ft_topology_t *t = node->topology;
+	uint64_t mib = 0;
+
+	if (!d->exclusive_cpus || (numa & t->numa_memory_unknown))
+		return true;
+	for (unsigned m = numa; m; m &= m - 1)
+		mib += node->numa_free_memory_mib[__builtin_ctz(m)];
+	return mib >= d->memory_mib;
+}
+
+/* CPUs for units fixed in `out` inside domain `dom`, near them first. */
+static bool take_near(ft_placement_t *out, const ft_node_t *node,
+		      const ft_domain_t *dom, const ft_demand_t *d)
+{
+	uint16_t near = numa_of_units(node->topology, out->gpus, out->mig) &
+			dom->numa_nodes;
+	unsigned left = d->exclusive_cpus;
+
+	out->cpus = (ft_cpuset_t){0};
+	out->numa_nodes = 0;
+	take_cpus(out, node, near, &left);
+	take_cpus(out, node, dom->numa_nodes & (uint16_t)~near, &left);
+	if (left || !memory_fits(node, out->numa_nodes, d))
+		return false;
+	out->memory_mib = d->exclusive_cpus ? d->memory_mib : 0;
+	return true;
+}
+
+/* The first domain of `level` holding `units` where the CPUs fit. */
+static bool choose_near_at(ft_placement_t *out, const ft_node_t *node,
+			   const ft_demand_t *d, uint16_t units,
+			   ft_level_t level)
+{
+	const ft_topology_t *t = node->topology;
+
+	for (unsigned i = t->level_first[level]; i < t->level_first[level + 1];
+	     i++) {
+		const ft_domain_t *dom = &t->domains[i];
+		if ((dom->gpus & units) != units)
+			continue;
+		if (take_near(out, node, dom, d))
+			return true;
+	}
+	return false;
+}
+
+int ft_place_choose_near(ft_placement_t *out, const ft_node_t *node,
+			 const ft_demand_t *d, uint16_t gpus,
+			 const uint64_t mig[2], ft_policy_t policy)
+{
+	ft_level_t from, to;
+	uint16_t units;
+	ask_t a;
+
+	memset(out, 0, sizeof(*out));
+	if (!node->topology)
+		return ft_error_set(FT_EINVAL, "node %s: no topology",
+				    node->name);
+	ask_init(&a, node, d, policy);
+	level_range(&from, &to, d, &a);
+	out->gpus = gpus;
+	out->mig[0] = mig[0];
+	out->mig[1] = mig[1];
+	units = gpus | gpus_of_mig(node->topology, mig);
+	for (unsigned l = from; l <= to; l++) {
+		if (!choose_near_at(out, node, d, units, (ft_level_t)l))
+			continue;
+		out->levels =
+		    ft_place_levels_of(node->topology, units, out->numa_nodes);
+		out->level = ft_place_first_level(out->levels, from);
+		return 0;
+	}
+	return ft_error_set(
+	    FT_ENOTFOUND,
+	    "node %s: no %s domain holds the GPUs DRA allocated (positions 0x%x) with %u free CPUs%s",
+	    node->name, ft_level_name(to), units, d->exclusive_cpus,
+	    d->exclusive_cpus && d->memory_mib ? " and the memory asked" : "");
 }
 
 /* Shared GPUs of `gpus` where one rank fits now, with their free capacity. */
