@@ -79,6 +79,18 @@ func entryOf(c *api.Container, inv *enforce.Inventory, allocation string) Entry 
 	return e
 }
 
+// gpuNodes lists the /dev/nvidia* nodes the runtime put in the container
+// before the plugin's adjustment (device plugin specs, resolved CDI devices).
+func gpuNodes(c *api.Container) string {
+	var out []string
+	for _, d := range c.GetLinux().GetDevices() {
+		if strings.HasPrefix(d.Path, "/dev/nvidia") {
+			out = append(out, d.Path)
+		}
+	}
+	return strings.Join(out, ",")
+}
+
 // cdiDevices lists the CDI devices the runtime reports for the container
 // (NRI's Container.CDI_devices, api.proto field 20).
 func cdiDevices(c *api.Container) []string {
@@ -109,7 +121,7 @@ func (p *Plugin) CreateContainer(ctx context.Context, s *api.PodSandbox, c *api.
 	p.Record.Applied(podKey(s), c.Name, Entry{Holding: plan.Holding, CDIDevices: cdi})
 	p.Log.Info("adjusted container", "pod", s.Namespace+"/"+s.Name, "container", c.Name,
 		"cpus", plan.CPUs, "mems", plan.Mems, "gpus", strings.Join(plan.Holding.GPUs, ","),
-		"mig", strings.Join(plan.Holding.MIG, ","), "cdi", strings.Join(cdi, ","))
+		"mig", strings.Join(plan.Holding.MIG, ","), "cdi", strings.Join(cdi, ","), "devnodes", gpuNodes(c))
 	return Adjustment(plan), nil, nil
 }
 
