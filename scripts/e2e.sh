@@ -28,6 +28,12 @@
 # 2b. For the preemption study (test/e2e/study): builds kwok (sigs.k8s.io/kwok)
 #    from its Go module into <cache>/kwok-<version>-<go version>/ unless it is
 #    there, and passes it as KWOK.
+# 2c. For the real node with DRA (realnode_dra_test.go): builds the DRA kubelet
+#    plugin stand-in (test/e2e/draplugin, on k8s.io/dynamic-resource-allocation
+#    /kubeletplugin from test/e2e's go.mod) into <cache>/draplugin-<key>/
+#    unless it is there, and passes it as DRA_PLUGIN. The key hashes its
+#    sources, go.mod, go.sum and the Go version; it lives outside cmd/, so
+#    the k8s-testenv key above does not move with it.
 #
 # With CI=true a missing extender binary fails the run; otherwise the
 # placement scenarios are skipped and only the control plane is checked.
@@ -144,6 +150,32 @@ fi
 kwok_secs=$((SECONDS - kwok_start))
 echo "e2e.sh: kwok $kwok_version ready in ${kwok_secs}s"
 
+# The DRA kubelet plugin stand-in: a small binary, cached by its sources.
+draplugin_key=$(
+	cd "$e2e_dir"
+	{
+		echo "go=$(go env GOVERSION) $(go env GOOS)/$(go env GOARCH) cgo=$(go env CGO_ENABLED)"
+		for f in go.mod go.sum $(find draplugin -type f -name '*.go' ! -name '*_test.go' -print | LC_ALL=C sort); do
+			echo "== $f"
+			cat "$f"
+		done
+	} | sha256sum | cut -c1-20
+)
+draplugin=$cache_root/draplugin-$draplugin_key/draplugin
+if [[ ! -x $draplugin ]]; then
+	echo "e2e.sh: building the DRA kubelet plugin stand-in into $draplugin"
+	mkdir -p "$(dirname "$draplugin")"
+	tmp_dra=$(mktemp "$(dirname "$draplugin")/.draplugin.XXXXXX")
+	trap 'rm -f "$tmp_dra"' EXIT
+	(cd "$e2e_dir" && go build -buildvcs=false -trimpath -ldflags "-s -w" -o "$tmp_dra" ./draplugin)
+	chmod 0755 "$tmp_dra"
+	mv -f "$tmp_dra" "$draplugin"
+	trap - EXIT
+	find "$cache_root" -mindepth 2 -maxdepth 2 -path '*/draplugin-*/draplugin' -mtime +30 -print 2>/dev/null |
+		while IFS= read -r old; do rm -rf "$(dirname "$old")"; done
+fi
+touch "$draplugin"
+
 node_agent=$repo_root/build/e2e/flextopo-node
 (cd "$repo_root/node" && go build -buildvcs=false -o "$node_agent" ./cmd/flextopo-node)
 echo "e2e.sh: containerd $containerd_version ready in ${containerd_secs}s; flextopo-node built"
@@ -172,7 +204,7 @@ rc=0
 (
 	cd "$e2e_dir"
 	FLEXTOPO_EXTENDER=$extender K8S_TESTENV=$testenv FLEXTOPO_E2E_REPORT=$report \
-		CONTAINERD_DIR=$containerd_dir FLEXTOPO_NODE=$node_agent KWOK=$kwok_dir/kwok \
+		CONTAINERD_DIR=$containerd_dir FLEXTOPO_NODE=$node_agent KWOK=$kwok_dir/kwok DRA_PLUGIN=$draplugin \
 		go test -v -count=1 -timeout 30m -p 1 "${packages[@]}" "$@"
 ) || rc=$?
 test_secs=$((SECONDS - test_start))

@@ -63,6 +63,10 @@ const (
 	strategyEnvvar = "envvar"
 	strategyCDI    = "cdi-cri"
 	cdiKind        = "nvidia.com/gpu"
+	// strategyDRA runs no device plugin: the DRA kubelet plugin stand-in
+	// (DRA_PLUGIN, draplugin/) publishes the GPUs as NVIDIA's DRA driver does
+	// and writes a CDI spec per prepared claim, which containerd resolves.
+	strategyDRA = "dra"
 )
 
 // realNode is the running node of one test.
@@ -83,7 +87,7 @@ type realNode struct {
 }
 
 // realNodeTools finds what the scenario needs, or says what is missing.
-func realNodeTools() (tools map[string]string, missing []string) {
+func realNodeTools(strategy string) (tools map[string]string, missing []string) {
 	tools = map[string]string{}
 	need := func(key, path string) {
 		if harness.IsExecutable(path) {
@@ -98,6 +102,9 @@ func realNodeTools() (tools map[string]string, missing []string) {
 	need("ctr", filepath.Join(dir, "ctr"))
 	need("flextopo-node", os.Getenv("FLEXTOPO_NODE"))
 	need("kubelet (k8s-testenv)", os.Getenv("K8S_TESTENV"))
+	if strategy == strategyDRA {
+		need("draplugin", os.Getenv("DRA_PLUGIN"))
+	}
 	runc, err := exec.LookPath("runc")
 	if err != nil {
 		runc = "/usr/sbin/runc"
@@ -114,7 +121,7 @@ func realNodeTools() (tools map[string]string, missing []string) {
 // skips (fails under CI) when a tool is missing.
 func requireRealNode(t *testing.T, c *harness.Cluster, name, strategy string) *realNode {
 	t.Helper()
-	tools, missing := realNodeTools()
+	tools, missing := realNodeTools(strategy)
 	if len(missing) > 0 {
 		msg := "real node: missing " + strings.Join(missing, ", ") + " (scripts/install-deps.sh and scripts/e2e.sh provide them)"
 		if harness.IsCI() {
@@ -135,21 +142,29 @@ func requireRealNode(t *testing.T, c *harness.Cluster, name, strategy string) *r
 	n.standInGPUs(3)
 	n.startContainerd(tools)
 	n.startKubelet(tools["kubelet (k8s-testenv)"])
+	if strategy == strategyDRA {
+		n.startDRAPlugin(tools["draplugin"])
+	} else {
+		n.startDevicePlugin()
+	}
+	n.startAgent(tools["flextopo-node"])
+	n.waitReady()
+	return n
+}
+
+func (n *realNode) startDevicePlugin() {
 	// kubelet's device manager serves its registration socket at a fixed
 	// path, whatever --root-dir says (k8s.io/kubelet deviceplugin
 	// v1beta1.DevicePluginPath).
 	n.plugin = newStandInDevicePlugin(pluginapi.DevicePluginPath, flextopo.ResGPU, n.devices())
-	if strategy == strategyCDI {
+	if n.strategy == strategyCDI {
 		n.plugin.cdiKind = cdiKind
 	}
-	cx := harness.Ctx(t, 60*time.Second)
+	cx := harness.Ctx(n.t, 60*time.Second)
 	if err := n.plugin.start(cx); err != nil {
-		t.Fatal(err)
+		n.t.Fatal(err)
 	}
-	t.Cleanup(n.plugin.shutdown)
-	n.startAgent(tools["flextopo-node"])
-	n.waitReady()
-	return n
+	n.t.Cleanup(n.plugin.shutdown)
 }
 
 // standInGPUs makes /dev/nvidiaN stand-ins and the driver's procfs files the
@@ -207,23 +222,38 @@ func onlineCPUs(t *testing.T) (string, int) {
 	return list, last
 }
 
+// standInNUMA is the NUMA node of stand-in GPU i: GPU 2 on NUMA node 0,
+// with the machine's CPUs; GPUs 0 and 1 on NUMA node 1.
+func standInNUMA(i int) int {
+	if i == 2 {
+		return 0
+	}
+	return 1
+}
+
 // topology is what the agent's discovery command prints for this node:
 // NUMA node 0 = the machine's CPUs + GPU 2, NUMA node 1 = two CPUs past the
 // machine's (reserved, so nothing lands there) + GPUs 0 and 1.
 func (n *realNode) topology() []byte {
 	list, last := onlineCPUs(n.t)
 	extra := fmt.Sprintf("%d-%d", last+1, last+2)
-	gpu := func(i int) map[string]interface{} {
-		return map[string]interface{}{"index": i, "uuid": n.gpuUUIDs[i], "model": testGPUModel,
-			"memoryMiB": testGPUMemMiB, "nvlinks": []interface{}{}}
+	gpusOn := func(numa int) []interface{} {
+		var out []interface{}
+		for i, u := range n.gpuUUIDs {
+			if standInNUMA(i) == numa {
+				out = append(out, map[string]interface{}{"index": i, "uuid": u, "model": testGPUModel,
+					"memoryMiB": testGPUMemMiB, "nvlinks": []interface{}{}})
+			}
+		}
+		return out
 	}
 	topo := map[string]interface{}{
 		"version": 1,
 		"sockets": []interface{}{map[string]interface{}{"id": 0, "numaNodes": []interface{}{
 			map[string]interface{}{"id": 0, "cpus": list, "memoryMiB": 4096, "pcieSwitches": []interface{}{},
-				"gpus": []interface{}{gpu(2)}},
+				"gpus": gpusOn(0)},
 			map[string]interface{}{"id": 1, "cpus": extra, "memoryMiB": 4096, "pcieSwitches": []interface{}{},
-				"gpus": []interface{}{gpu(0), gpu(1)}},
+				"gpus": gpusOn(1)},
 		}}},
 		"reserved": map[string]interface{}{"cpus": extra},
 	}
@@ -289,7 +319,7 @@ state = %[2]q
 `, filepath.Join(d, "root"), filepath.Join(d, "state"), n.ctrdSock, n.ctrdSock+".ttrpc",
 		n.nriSocket(), filepath.Join(d, "nri/plugins"), filepath.Join(d, "nri/conf.d"), realNodeImage,
 		tools["runc"], filepath.Join(d, "runc"), filepath.Join(d, "cni/bin"), filepath.Join(d, "cni/net.d"),
-		n.strategy == strategyCDI, n.cdiDir())
+		n.strategy != strategyEnvvar, n.cdiDir())
 	cfgPath := filepath.Join(d, "config.toml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
@@ -488,8 +518,9 @@ func (n *realNode) startAgent(bin string) {
 	n.agentLog = p.LogPath
 }
 
-// waitReady waits for the Node (registered, 3 GPUs allocatable, the agent's
-// topology), the agent's /readyz and the extender's view of the node.
+// waitReady waits for the Node (registered, 3 GPUs allocatable or, with
+// DRA, published in its ResourceSlice; the agent's topology) and the agent's
+// /readyz.
 func (n *realNode) waitReady() {
 	t := n.t
 	deadline := time.Now().Add(90 * time.Second)
@@ -508,11 +539,15 @@ func (n *realNode) waitReady() {
 				}
 			}
 			_, topo := node.Annotations[flextopo.AnnTopology]
-			last = fmt.Sprintf("Ready=%s; allocatable %s=%s; topology annotation %v", cond, flextopo.ResGPU, gpus.String(), topo)
+			published, what := gpus.Value(), fmt.Sprintf("allocatable %s=%s", flextopo.ResGPU, gpus.String())
+			if n.strategy == strategyDRA {
+				published, what = n.publishedDRADevices()
+			}
+			last = fmt.Sprintf("Ready=%s; %s; topology annotation %v", cond, what, topo)
 			// Ready stays False (no CNI plugin: "network not ready"); kubelet
 			// still runs host-network pods, and nothing taints the node for
 			// it here (no node lifecycle controller runs).
-			ready = gpus.Value() == int64(len(n.gpuUUIDs)) && topo
+			ready = published == int64(len(n.gpuUUIDs)) && topo
 		} else {
 			last = err.Error()
 		}
@@ -529,7 +564,8 @@ func (n *realNode) waitReady() {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	t.Logf("node %s ready: kubelet, containerd with NRI, stand-in device plugin, flextopo-node", n.name)
+	t.Logf("node %s ready: kubelet, containerd with NRI, stand-in %s plugin, flextopo-node", n.name,
+		map[bool]string{true: "DRA kubelet", false: "device"}[n.strategy == strategyDRA])
 }
 
 func httpGet(url string) (int, string) {
@@ -543,8 +579,9 @@ func httpGet(url string) (int, string) {
 }
 
 // probeScript records, in /out/<name>, what the container really has: its
-// cgroup cpuset, the CPUs it may run on, NVIDIA_VISIBLE_DEVICES and, for
-// each /dev/nvidiaN, what opening it gives.
+// cgroup cpuset, the CPUs it may run on, NVIDIA_VISIBLE_DEVICES, the
+// GPU_DEVICE_<minor> variables of the DRA plugin stand-in's CDI devices,
+// every /dev/nvidia* and, for each /dev/nvidiaN, what opening it gives.
 const probeScript = `set -u
 o=/out/$1
 {
@@ -552,6 +589,8 @@ o=/out/$1
   echo "cpuset.mems=$(cat /sys/fs/cgroup/cpuset/cpuset.mems 2>/dev/null || cat /sys/fs/cgroup/cpuset.mems.effective)"
   echo "allowed=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)"
   echo "visible=${NVIDIA_VISIBLE_DEVICES:-}"
+  echo "gpuenv=$(env | grep '^GPU_DEVICE_' | sort | tr '\n' ' ')"
+  echo "nodes=$(ls /dev | grep '^nvidia' | tr '\n' ' ')"
   for d in /dev/nvidia[0-9]*; do
     [ -e "$d" ] || continue
     if head -c1 "$d" >/dev/null 2>/tmp/err; then r=readable; else r=$(cat /tmp/err); fi
@@ -590,6 +629,8 @@ func (n *realNode) create(s *scenario, p *corev1.Pod) {
 // probe waits for the container's record and parses it.
 type probeResult struct {
 	cpus, mems, allowed, visible string
+	gpuEnv                       []string          // GPU_DEVICE_<minor>=<uuid>, sorted
+	nodes                        []string          // the names of /dev/nvidia*
 	open                         map[string]string // /dev/nvidiaN -> "readable" or the error
 	raw                          string
 }
@@ -612,6 +653,10 @@ func (n *realNode) waitProbe(s *scenario, name string) *probeResult {
 					r.allowed = v
 				case k == "visible":
 					r.visible = v
+				case k == "gpuenv":
+					r.gpuEnv = strings.Fields(v)
+				case k == "nodes":
+					r.nodes = strings.Fields(v)
 				case strings.HasPrefix(line, "open "):
 					dev, what, _ := strings.Cut(strings.TrimPrefix(line, "open "), ": ")
 					r.open[dev] = what

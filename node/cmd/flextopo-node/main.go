@@ -4,10 +4,13 @@
 //     NRI enabled) that sets each container's cpuset.cpus, cpuset.mems, GPU
 //     device nodes and NVIDIA_VISIBLE_DEVICES from its pod's
 //     flextopo.io/allocation, and fails the creation of a container whose
-//     allocation is malformed or names a unit the node does not have;
+//     allocation is malformed or names a unit the node does not have; for a
+//     pod whose GPUs DRA chose (the allocation's dra key) it sets only the
+//     cpusets, and the DRA driver's CDI devices give the GPUs;
 //   - observe (always, and alone in observe mode): writes what the node
 //     really assigned on each pod (flextopo.io/observed), from what the
-//     plugin applied or from kubelet's PodResources API;
+//     plugin applied or from kubelet's PodResources API, with a DRA pod's
+//     CDI devices checked against its allocation;
 //   - publish: keeps the node's flextopo.io/topology equal to discovery.
 //
 // See README.md, "Node agent", for the node settings it needs.

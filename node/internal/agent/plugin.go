@@ -43,7 +43,8 @@ type Plugin struct {
 }
 
 // Synchronize records what the containers that already run hold, read from
-// their specs, so a restarted agent reports the truth at once.
+// their specs (and the CDI devices the runtime reports), so a restarted agent
+// reports the truth at once.
 func (p *Plugin) Synchronize(_ context.Context, pods []*api.PodSandbox, ctrs []*api.Container) ([]*api.ContainerUpdate, error) {
 	inv, err := p.Inventory()
 	if err != nil {
@@ -59,11 +60,45 @@ func (p *Plugin) Synchronize(_ context.Context, pods []*api.PodSandbox, ctrs []*
 		if s == nil || s.Annotations[alloc.AllocationAnnotation] == "" {
 			continue
 		}
-		h := HoldingOf(c, inv)
-		p.remember(c.Id, h.CPUSet)
-		p.Record.Applied(podKey(s), c.Name, h)
+		e := entryOf(c, inv, s.Annotations[alloc.AllocationAnnotation])
+		p.remember(c.Id, e.CPUSet)
+		p.Record.Applied(podKey(s), c.Name, e)
 	}
 	return nil, nil
+}
+
+// entryOf reads what a running container holds from its spec. For a pod
+// whose GPUs DRA chose, that is its cpuset: its GPU device nodes come from
+// the DRA driver's CDI devices, which the reporter maps through the
+// allocation.
+func entryOf(c *api.Container, inv *enforce.Inventory, allocation string) Entry {
+	e := Entry{Holding: HoldingOf(c, inv), CDIDevices: cdiDevices(c)}
+	if a, err := alloc.ParseAllocation(allocation); err == nil && a.DRA != nil {
+		e.Holding = alloc.Holding{CPUSet: e.CPUSet}
+	}
+	return e
+}
+
+// gpuNodes lists the /dev/nvidia* nodes the runtime put in the container
+// before the plugin's adjustment (device plugin specs, resolved CDI devices).
+func gpuNodes(c *api.Container) string {
+	var out []string
+	for _, d := range c.GetLinux().GetDevices() {
+		if strings.HasPrefix(d.Path, "/dev/nvidia") {
+			out = append(out, d.Path)
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+// cdiDevices lists the CDI devices the runtime reports for the container
+// (NRI's Container.CDI_devices, api.proto field 20).
+func cdiDevices(c *api.Container) []string {
+	var out []string
+	for _, d := range c.GetCDIDevices() {
+		out = append(out, d.GetName())
+	}
+	return out
 }
 
 // CreateContainer applies the allocation to the container, or refuses it
@@ -82,10 +117,11 @@ func (p *Plugin) CreateContainer(ctx context.Context, s *api.PodSandbox, c *api.
 	}
 	p.Metrics.adjusted.Inc()
 	p.remember(c.Id, plan.CPUs)
-	p.Record.Applied(podKey(s), c.Name, plan.Holding)
+	cdi := cdiDevices(c)
+	p.Record.Applied(podKey(s), c.Name, Entry{Holding: plan.Holding, CDIDevices: cdi})
 	p.Log.Info("adjusted container", "pod", s.Namespace+"/"+s.Name, "container", c.Name,
 		"cpus", plan.CPUs, "mems", plan.Mems, "gpus", strings.Join(plan.Holding.GPUs, ","),
-		"mig", strings.Join(plan.Holding.MIG, ","))
+		"mig", strings.Join(plan.Holding.MIG, ","), "cdi", strings.Join(cdi, ","), "devnodes", gpuNodes(c))
 	return Adjustment(plan), nil, nil
 }
 
@@ -158,12 +194,15 @@ func podKey(s *api.PodSandbox) PodKey {
 }
 
 // Requests lists the pod's containers, init containers first, with their
-// extended-resource limits (which kubelet requires to equal requests).
+// extended-resource limits (which kubelet requires to equal requests) and
+// the ResourceClaims they use.
 func Requests(pod *corev1.Pod) []enforce.ContainerRequest {
 	var out []enforce.ContainerRequest
+	names := claimNames(pod)
 	add := func(cs []corev1.Container, init bool) {
 		for _, c := range cs {
-			r := enforce.ContainerRequest{Name: c.Name, Init: init, Requests: map[string]int64{}}
+			r := enforce.ContainerRequest{Name: c.Name, Init: init, Requests: map[string]int64{},
+				Claims: containerClaims(pod, &c, names)}
 			for name, q := range c.Resources.Limits {
 				if strings.Contains(string(name), "/") {
 					r.Requests[string(name)] = q.Value()
@@ -174,6 +213,51 @@ func Requests(pod *corev1.Pod) []enforce.ContainerRequest {
 	}
 	add(pod.Spec.InitContainers, true)
 	add(pod.Spec.Containers, false)
+	return out
+}
+
+// claimNames maps the pod's claims (spec.resourceClaims) to the names of
+// their ResourceClaim objects, as kubelet resolves them
+// (k8s.io/dynamic-resource-allocation/resourceclaim.Name): the claim named
+// in the spec, or the one the resourceclaim controller generated from a
+// template and recorded in status.resourceClaimStatuses. A claim not
+// generated (yet) has no entry.
+func claimNames(pod *corev1.Pod) map[string]string {
+	out := map[string]string{}
+	for _, c := range pod.Spec.ResourceClaims {
+		if c.ResourceClaimName != nil {
+			out[c.Name] = *c.ResourceClaimName
+		}
+	}
+	for _, st := range pod.Status.ResourceClaimStatuses {
+		if _, named := out[st.Name]; !named && st.ResourceClaimName != nil {
+			out[st.Name] = *st.ResourceClaimName
+		}
+	}
+	return out
+}
+
+// containerClaims lists the claims whose devices kubelet gives the
+// container (pkg/kubelet/cm/dra/manager.go GetResources): its
+// resources.claims, and the requests of the pod's extended-resource claim
+// (KEP-5004) mapped to an extended resource the container asks for.
+func containerClaims(pod *corev1.Pod, c *corev1.Container, names map[string]string) []enforce.ClaimRef {
+	var out []enforce.ClaimRef
+	for _, rc := range c.Resources.Claims {
+		if name, ok := names[rc.Name]; ok {
+			out = append(out, enforce.ClaimRef{Claim: pod.Namespace + "/" + name, Request: rc.Request})
+		}
+	}
+	st := pod.Status.ExtendedResourceClaimStatus
+	if st == nil {
+		return out
+	}
+	for _, m := range st.RequestMappings {
+		q, asked := c.Resources.Requests[corev1.ResourceName(m.ResourceName)]
+		if m.ContainerName == c.Name && asked && !q.IsZero() {
+			out = append(out, enforce.ClaimRef{Claim: pod.Namespace + "/" + st.ResourceClaimName, Request: m.RequestName})
+		}
+	}
 	return out
 }
 

@@ -9,17 +9,27 @@ import (
 // PodKey names a pod.
 type PodKey struct{ Namespace, Name, UID string }
 
+// Entry is what the NRI plugin gave one container and what the runtime
+// reported it had.
+type Entry struct {
+	alloc.Holding
+	// CDIDevices are the CDI devices the runtime reported for the container
+	// (NRI's Container.CDIDevices), nil when it reported none: containerd
+	// fills them from 2.3 on, from the CRI config kubelet sent.
+	CDIDevices []string
+}
+
 // Record keeps what the NRI plugin gave each container, per pod, until the
 // reporter writes it. It signals changes on C.
 type Record struct {
 	mu   sync.Mutex
-	pods map[string]map[string]alloc.Holding // uid -> container -> holding
+	pods map[string]map[string]Entry // uid -> container -> entry
 	C    chan struct{}
 }
 
 // NewRecord returns an empty record.
 func NewRecord() *Record {
-	return &Record{pods: map[string]map[string]alloc.Holding{}, C: make(chan struct{}, 1)}
+	return &Record{pods: map[string]map[string]Entry{}, C: make(chan struct{}, 1)}
 }
 
 func (r *Record) kick() {
@@ -29,13 +39,13 @@ func (r *Record) kick() {
 	}
 }
 
-// Applied records the holding of one container.
-func (r *Record) Applied(k PodKey, container string, h alloc.Holding) {
+// Applied records one container.
+func (r *Record) Applied(k PodKey, container string, e Entry) {
 	r.mu.Lock()
 	if r.pods[k.UID] == nil {
-		r.pods[k.UID] = map[string]alloc.Holding{}
+		r.pods[k.UID] = map[string]Entry{}
 	}
-	r.pods[k.UID][container] = h
+	r.pods[k.UID][container] = e
 	r.mu.Unlock()
 	r.kick()
 }
@@ -54,16 +64,16 @@ func (r *Record) Forget(k PodKey) {
 	r.mu.Unlock()
 }
 
-// Containers returns the recorded holdings of a pod, nil when none.
-func (r *Record) Containers(uid string) map[string]alloc.Holding {
+// Containers returns the recorded entries of a pod, nil when none.
+func (r *Record) Containers(uid string) map[string]Entry {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.pods[uid]) == 0 {
 		return nil
 	}
-	out := make(map[string]alloc.Holding, len(r.pods[uid]))
-	for c, h := range r.pods[uid] {
-		out[c] = h
+	out := make(map[string]Entry, len(r.pods[uid]))
+	for c, e := range r.pods[uid] {
+		out[c] = e
 	}
 	return out
 }

@@ -70,14 +70,14 @@ func (r *Reporter) Reconcile(ctx context.Context) {
 		if pod.Spec.NodeName != r.Node || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		obs := r.Observe(pod, byPod[pod.Namespace+"/"+pod.Name])
+		obs, notes := r.observe(pod, byPod[pod.Namespace+"/"+pod.Name])
 		if obs == nil {
 			continue
 		}
 		if Drifted(pod, obs) {
 			drift++
 		}
-		r.write(ctx, pod, obs)
+		r.write(ctx, pod, obs, notes)
 	}
 	r.Metrics.drift.Set(float64(drift))
 }
@@ -103,26 +103,40 @@ func (r *Reporter) podResources(ctx context.Context) map[string]*podresourcesapi
 }
 
 // Observe builds a pod's observation: what the NRI plugin applied when it
-// adjusted the pod's containers, else what kubelet reports. Nil when there is
-// nothing to say: no allocation and nothing held.
+// adjusted the pod's containers, else what kubelet reports. For a pod whose
+// GPUs DRA chose, the GPUs are those of the CDI devices its containers got
+// (see draView). Nil when there is nothing to say: no allocation and nothing
+// held.
 func (r *Reporter) Observe(pod *corev1.Pod, pr *podresourcesapi.PodResources) *alloc.Observed {
-	_, hasAlloc := pod.Annotations[alloc.AllocationAnnotation]
+	obs, _ := r.observe(pod, pr)
+	return obs
+}
+
+// observe is Observe with the differences between a DRA pod's CDI devices
+// and its allocation, for the log.
+func (r *Reporter) observe(pod *corev1.Pod, pr *podresourcesapi.PodResources) (*alloc.Observed, []string) {
+	text, hasAlloc := pod.Annotations[alloc.AllocationAnnotation]
+	dra := newDRAView(pod, text, pr)
 	if applied := r.Record.Containers(string(pod.UID)); applied != nil {
-		return alloc.NewObserved(r.Node, alloc.SourceNRI, inSpecOrder(pod, applied))
+		held := make(map[string]alloc.Holding, len(applied))
+		for name, e := range applied {
+			held[name] = dra.holding(name, e.Holding, e.CDIDevices)
+		}
+		return alloc.NewObserved(r.Node, alloc.SourceNRI, inSpecOrder(pod, held)), dra.notes()
 	}
 	if r.Enforcing && hasAlloc && !anyContainerCreated(pod) {
-		return nil
+		return nil, nil
 	}
 	held := map[string]alloc.Holding{}
 	for _, c := range pr.GetContainers() {
-		if h := FromPodResources(c, r.Resources); !empty(h) {
+		if h := dra.holding(c.GetName(), FromPodResources(c, r.Resources), nil); !empty(h) {
 			held[c.Name] = h
 		}
 	}
 	if len(held) == 0 && (!hasAlloc || pr == nil) {
-		return nil
+		return nil, nil
 	}
-	return alloc.NewObserved(r.Node, alloc.SourcePodResources, inSpecOrder(pod, held))
+	return alloc.NewObserved(r.Node, alloc.SourcePodResources, inSpecOrder(pod, held)), dra.notes()
 }
 
 // anyContainerCreated: the runtime created a container of the pod (kubelet
@@ -210,7 +224,7 @@ func sameHolding(a, b alloc.Holding) bool {
 		slices.Equal(a.Replicas, b.Replicas) && a.CPUSet == b.CPUSet
 }
 
-func (r *Reporter) write(ctx context.Context, pod *corev1.Pod, obs *alloc.Observed) {
+func (r *Reporter) write(ctx context.Context, pod *corev1.Pod, obs *alloc.Observed, notes []string) {
 	value := obs.Encode()
 	if pod.Annotations[alloc.ObservedAnnotation] == value {
 		return
@@ -226,7 +240,7 @@ func (r *Reporter) write(ctx context.Context, pod *corev1.Pod, obs *alloc.Observ
 	r.Metrics.written.Inc()
 	if Drifted(pod, obs) {
 		r.Log.Warn("drift", "pod", pod.Namespace+"/"+pod.Name, "node", r.Node,
-			"allocation", pod.Annotations[alloc.AllocationAnnotation], "observed", value)
+			"allocation", pod.Annotations[alloc.AllocationAnnotation], "observed", value, "cdi", strings.Join(notes, "; "))
 	}
 	r.Log.Info("observed", "pod", pod.Namespace+"/"+pod.Name, "value", value)
 }

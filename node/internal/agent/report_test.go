@@ -58,8 +58,8 @@ func TestReconcileWritesObserved(t *testing.T) {
 	}
 	client := fake.NewSimpleClientset(objs...)
 	rec := NewRecord()
-	rec.Applied(PodKey{"ns", "enforced", "u1"}, "main", alloc.Holding{GPUs: []string{"GPU-1"}, CPUSet: "2-3"})
-	rec.Applied(PodKey{"ns", "current", "u5"}, "main", alloc.Holding{GPUs: []string{"GPU-1"}, CPUSet: "2-3"})
+	rec.Applied(PodKey{"ns", "enforced", "u1"}, "main", Entry{Holding: alloc.Holding{GPUs: []string{"GPU-1"}, CPUSet: "2-3"}})
+	rec.Applied(PodKey{"ns", "current", "u5"}, "main", Entry{Holding: alloc.Holding{GPUs: []string{"GPU-1"}, CPUSet: "2-3"}})
 	current.Annotations[alloc.ObservedAnnotation] = alloc.NewObserved("n1", alloc.SourceNRI,
 		[]alloc.ContainerHolding{{Name: "main", Holding: alloc.Holding{GPUs: []string{"GPU-1"}, CPUSet: "2-3"}}}).Encode()
 

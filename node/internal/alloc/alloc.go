@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // Annotation keys on the pod.
@@ -29,6 +30,7 @@ const (
 	maxListed   = 64  // entries per list of units
 	maxMIGStart = 7
 	maxMIGSize  = 8
+	maxDRA      = 144 // dra.devices
 )
 
 // MIG is one MIG instance of an allocation.
@@ -46,6 +48,25 @@ type Replica struct {
 	Count int    `json:"count"`
 }
 
+// DRADevice is one device the pod's ResourceClaims hold: a result of a
+// claim's status.allocation.devices (resource.k8s.io/v1), named as the claim
+// names it, with the uuid attribute of the device in its ResourceSlice.
+type DRADevice struct {
+	Claim    string `json:"claim"` // the ResourceClaim as namespace/name
+	ClaimUID string `json:"claimUID"`
+	Request  string `json:"request,omitempty"` // the claim's request; "" when not given
+	Driver   string `json:"driver"`            // e.g. gpu.nvidia.com
+	Pool     string `json:"pool"`              // NVIDIA's driver: the node name
+	Device   string `json:"device"`            // e.g. gpu-0, gpu-1-mig-1g10gb-19-0
+	UUID     string `json:"uuid"`              // also in gpus (GPU-...) or mig (MIG-...)
+}
+
+// DRA is the allocation's dra key: Dynamic Resource Allocation chose the
+// pod's GPUs and MIG devices, flextopo only the CPUs and memory near them.
+type DRA struct {
+	Devices []DRADevice `json:"devices"`
+}
+
 // Allocation is a decoded, validated flextopo.io/allocation.
 type Allocation struct {
 	Version    int       `json:"version"`
@@ -59,6 +80,9 @@ type Allocation struct {
 	CPUSet     string    `json:"cpuset"`
 	NUMANodes  []int     `json:"numaNodes"`
 	MemoryMiB  int64     `json:"memoryMiB"`
+	// DRA is set when DRA chose the GPUs: the node agent then applies only
+	// the cpuset and mems (the DRA driver's CDI devices give the GPUs).
+	DRA *DRA `json:"dra,omitempty"`
 
 	CPUs []int `json:"-"` // CPUSet parsed
 }
@@ -144,6 +168,9 @@ func (a *Allocation) validate() error {
 	if err = a.checkMIG(); err != nil {
 		return err
 	}
+	if err = a.checkDRA(); err != nil {
+		return err
+	}
 	if err = checkReplicas("replicas", a.Replicas); err != nil {
 		return err
 	}
@@ -179,6 +206,55 @@ func (a *Allocation) checkMIG() error {
 			return fmt.Errorf("mig[%d]: placement start %d size %d is outside the GPU's 8 memory slices", i, m.Start, m.Size)
 		}
 		seen[m.UUID] = true
+	}
+	return nil
+}
+
+// checkDRA checks the dra key: every device named in full, once per claim,
+// and one of the allocation's GPUs or MIG devices (the extender lists the
+// claims' devices there too, so that readers of gpus and mig need not know
+// DRA).
+func (a *Allocation) checkDRA() error {
+	if a.DRA == nil {
+		return nil
+	}
+	if a.DRA.Devices == nil {
+		return fmt.Errorf("dra.devices: required key missing")
+	}
+	if len(a.DRA.Devices) > maxDRA {
+		return fmt.Errorf("dra.devices: %d devices, at most %d", len(a.DRA.Devices), maxDRA)
+	}
+	units := map[string]bool{}
+	addAll(units, a.GPUs)
+	addAll(units, a.MIGUUIDs())
+	seen := map[[2]string]bool{}
+	for i, d := range a.DRA.Devices {
+		if err := d.check(); err != nil {
+			return fmt.Errorf("dra.devices[%d].%w", i, err)
+		}
+		if !units[d.UUID] {
+			return fmt.Errorf("dra.devices[%d].uuid: %s is in neither gpus nor mig", i, d.UUID)
+		}
+		key := [2]string{d.ClaimUID, d.Device}
+		if seen[key] {
+			return fmt.Errorf("dra.devices[%d]: device %s of claim %s (uid %s) listed twice", i, d.Device, d.Claim, d.ClaimUID)
+		}
+		seen[key] = true
+	}
+	return nil
+}
+
+func (d *DRADevice) check() error {
+	for _, f := range []struct{ name, value string }{
+		{"claim", d.Claim}, {"claimUID", d.ClaimUID}, {"driver", d.Driver},
+		{"pool", d.Pool}, {"device", d.Device}, {"uuid", d.UUID},
+	} {
+		if f.value == "" {
+			return fmt.Errorf("%s: empty", f.name)
+		}
+	}
+	if ns, name, ok := strings.Cut(d.Claim, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		return fmt.Errorf("claim: %q is not namespace/name", d.Claim)
 	}
 	return nil
 }

@@ -70,6 +70,42 @@ func TestAllocationFields(t *testing.T) {
 	}
 }
 
+func TestAllocationDRA(t *testing.T) {
+	a, err := ParseAllocation(read(t, "../../../test/fixtures/allocation/valid/dra-gpus.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := DRADevice{Claim: "ml/trainer-0-gpus-m4v8t", ClaimUID: "7a9b8c6d-5e4f-4a3b-9c2d-1e0f2a3b4c5d", Request: "gpus",
+		Driver: "gpu.nvidia.com", Pool: "dra-a100-0", Device: "gpu-1", UUID: "GPU-cedc8ef5-2012-4e98-be22-5cdcb615ef10"}
+	if a.DRA == nil || len(a.DRA.Devices) != 2 || a.DRA.Devices[1] != want {
+		t.Fatalf("dra %+v, want two devices, the second %+v", a.DRA, want)
+	}
+	plain, err := ParseAllocation(read(t, "../../../test/fixtures/allocation/valid/whole-gpus-pinned.json"))
+	if err != nil || plain.DRA != nil {
+		t.Errorf("allocation without dra: %+v, %v; want DRA nil", plain, err)
+	}
+	// A MIG device of a claim is named in mig; no request is allowed (the
+	// claim's results always have one, but the schema does not require it).
+	mig := `{"version":1,"node":"n","level":"node","mode":"best-effort","gpus":[],"gpuIndexes":[],` +
+		`"mig":[{"uuid":"MIG-1","profile":"1g.10gb","gpu":"GPU-1","start":0,"size":1}],"cpuset":"","numaNodes":[],"memoryMiB":0,` +
+		`"dra":{"devices":[{"claim":"ns/c","claimUID":"u","driver":"gpu.nvidia.com","pool":"n","device":"gpu-1-mig-1g10gb-19-0","uuid":"MIG-1"}]}}`
+	if m, err := ParseAllocation(mig); err != nil || m.DRA.Devices[0].Request != "" {
+		t.Errorf("MIG device of a claim: %+v, %v", m, err)
+	}
+	for in, wantErr := range map[string]string{
+		strings.Replace(mig, `"uuid":"MIG-1"}]}}`, `"uuid":"MIG-2"}]}}`, 1): "dra.devices[0].uuid: MIG-2 is in neither gpus nor mig",
+		strings.Replace(mig, `"claim":"ns/c"`, `"claim":"ns/c/d"`, 1):       `dra.devices[0].claim: "ns/c/d" is not namespace/name`,
+		strings.Replace(mig, `"claim":"ns/c"`, `"claim":"/c"`, 1):           `dra.devices[0].claim: "/c" is not namespace/name`,
+		strings.Replace(mig, `"driver":"gpu.nvidia.com"`, `"driver":""`, 1): "dra.devices[0].driver: empty",
+		strings.Replace(mig, `"device":"gpu-1-mig-1g10gb-19-0",`, ``, 1):    "dra.devices[0].device: empty",
+		`{"version":1,"node":"n","level":"node","mode":"best-effort","gpus":[],"gpuIndexes":[],"mig":[],"cpuset":"","numaNodes":[],"memoryMiB":0,"dra":{"devices":"gpu-0"}}`: "dra.devices: expected",
+	} {
+		if _, err := ParseAllocation(in); err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Errorf("%s: error %v, want %q", in, err, wantErr)
+		}
+	}
+}
+
 // The observed fixtures are written for the extender's decoder; the agent's
 // encoder must produce what it accepts and read them back the same.
 func TestObservedGolden(t *testing.T) {

@@ -25,6 +25,11 @@
 // replaces the volume-mount markers when the container carried them. The
 // control nodes (/dev/nvidiactl, /dev/nvidia-uvm*, /dev/nvidia-caps/*) are
 // not per GPU and are left as the runtime set them.
+//
+// A pod whose GPUs Dynamic Resource Allocation chose (the allocation's dra
+// key) gets only its cpuset and mems from the plan: the DRA driver's CDI
+// devices give it its GPUs, and the plan neither adds nor removes a device,
+// an environment variable or a mount (dra.go).
 package enforce
 
 import (
@@ -80,6 +85,17 @@ type ContainerRequest struct {
 	// Requests maps a resource name to the count asked (limits of extended
 	// resources equal requests).
 	Requests map[string]int64
+	// Claims are the ResourceClaims whose devices the container gets.
+	Claims []ClaimRef
+}
+
+// ClaimRef is a container's use of a ResourceClaim, as kubelet's DRA manager
+// resolves it (pkg/kubelet/cm/dra/manager.go GetResources): a
+// resources.claims entry with the pod's claim resolved to the claim object's
+// name, or a request mapping of the pod's extended-resource claim.
+type ClaimRef struct {
+	Claim   string // the ResourceClaim as namespace/name
+	Request string // one request of the claim; "" for all of them
 }
 
 // Device is a device node in the container.
@@ -131,7 +147,13 @@ func Build(in Input) (*Plan, error) {
 	if a.Node != in.NodeName {
 		return nil, fmt.Errorf("allocation is for node %q, this is node %q", a.Node, in.NodeName)
 	}
-	if err := checkNode(a, in.Inventory); err != nil {
+	if a.DRA != nil {
+		return buildDRA(in)
+	}
+	if err := checkDevices(a, in.Inventory); err != nil {
+		return nil, err
+	}
+	if err := checkCPUs(a, in.Inventory); err != nil {
 		return nil, err
 	}
 	share, err := containerShare(a, in.Pod, in.Container.Name, in.Resources)
@@ -140,15 +162,21 @@ func Build(in Input) (*Plan, error) {
 	}
 	p := &Plan{SetEnv: map[string]string{}}
 	p.Holding = share
-	if a.CPUSet != "" {
-		p.CPUs, p.Mems = a.CPUSet, alloc.FormatCPUList(a.NUMANodes)
-		p.Holding.CPUSet = a.CPUSet
-	}
+	planCPUs(p, a)
 	planDevices(p, a, &in)
 	return p, nil
 }
 
-func checkNode(a *alloc.Allocation, inv *Inventory) error {
+// planCPUs pins every container of the pod to the allocation's CPUs and the
+// memory of its NUMA nodes.
+func planCPUs(p *Plan, a *alloc.Allocation) {
+	if a.CPUSet != "" {
+		p.CPUs, p.Mems = a.CPUSet, alloc.FormatCPUList(a.NUMANodes)
+		p.Holding.CPUSet = a.CPUSet
+	}
+}
+
+func checkDevices(a *alloc.Allocation, inv *Inventory) error {
 	for _, g := range a.GPUs {
 		if _, ok := inv.GPUMinor[g]; !ok {
 			return fmt.Errorf("allocation names GPU %s, which this node does not have (GPUs here: %s)", g, gpuList(inv))
@@ -164,6 +192,10 @@ func checkNode(a *alloc.Allocation, inv *Inventory) error {
 			return err
 		}
 	}
+	return nil
+}
+
+func checkCPUs(a *alloc.Allocation, inv *Inventory) error {
 	for _, c := range a.CPUs {
 		if !inv.CPUs[c] {
 			return fmt.Errorf("allocation cpuset %s names CPU %d, which is not online here (online: %s)", a.CPUSet, c, alloc.FormatCPUList(keys(inv.CPUs)))
@@ -233,14 +265,9 @@ func newPool(a *alloc.Allocation) *pool {
 // (init containers run before the app containers and their devices are
 // reused, pkg/kubelet/cm/devicemanager/manager.go allocateContainerResources).
 func containerShare(a *alloc.Allocation, pod []ContainerRequest, name string, res Resources) (alloc.Holding, error) {
-	var target *ContainerRequest
-	for i := range pod {
-		if pod[i].Name == name {
-			target = &pod[i]
-		}
-	}
-	if target == nil {
-		return alloc.Holding{}, fmt.Errorf("container %q is not in the pod spec", name)
+	target, err := findContainer(pod, name)
+	if err != nil {
+		return alloc.Holding{}, err
 	}
 	if target.Init {
 		return take(newPool(a), *target, res)
@@ -256,6 +283,15 @@ func containerShare(a *alloc.Allocation, pod []ContainerRequest, name string, re
 		}
 	}
 	return alloc.Holding{}, nil
+}
+
+func findContainer(pod []ContainerRequest, name string) (*ContainerRequest, error) {
+	for i := range pod {
+		if pod[i].Name == name {
+			return &pod[i], nil
+		}
+	}
+	return nil, fmt.Errorf("container %q is not in the pod spec", name)
 }
 
 func take(p *pool, c ContainerRequest, res Resources) (alloc.Holding, error) {
