@@ -353,27 +353,66 @@ static int decode_units(ft_allocation_t *out, const cJSON *obj,
 static const char *const dra_fields[] = {"claim", "claimUID", "driver",
 					 "pool",  "device",   "uuid"};
 
-static int decode_dra_device(const ft_allocation_t *out, const cJSON *d,
-			     unsigned i)
+static const char *dra_field(const cJSON *d, const char *key)
 {
-	const cJSON *uuid = cJSON_GetObjectItemCaseSensitive(d, "uuid");
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(d, key);
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* Was device (claimUID, device) of `d` listed before position `i`? */
+static bool dra_listed(const cJSON *devices, const cJSON *d, unsigned i)
+{
+	const cJSON *e;
+	unsigned k = 0;
+
+	cJSON_ArrayForEach (e, devices) {
+		if (k++ == i)
+			break;
+		if (strcmp(dra_field(e, "claimUID"),
+			   dra_field(d, "claimUID")) == 0 &&
+		    strcmp(dra_field(e, "device"), dra_field(d, "device")) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * One device of the dra key, as the node agent's reader checks it too
+ * (node/internal/alloc, the same golden fixtures): every field set, the
+ * claim as namespace/name, listed once, its uuid in gpus or mig.
+ */
+static int decode_dra_device(const ft_allocation_t *out, const cJSON *devices,
+			     const cJSON *d, unsigned i)
+{
+	const char *claim, *uuid;
 
 	for (unsigned k = 0; k < sizeof(dra_fields) / sizeof(dra_fields[0]);
 	     k++) {
-		const cJSON *v =
-		    cJSON_GetObjectItemCaseSensitive(d, dra_fields[k]);
-		if (!cJSON_IsString(v) || !v->valuestring[0])
-			return ft_error_set(
-			    FT_EINVAL,
-			    "dra.devices[%u].%s: expected a non-empty string",
-			    i, dra_fields[k]);
+		const char *v = dra_field(d, dra_fields[k]);
+		if (!v || !v[0])
+			return ft_error_set(FT_EINVAL,
+					    "dra.devices[%u].%s: empty", i,
+					    dra_fields[k]);
 	}
-	if (!has_uuid(out->gpu_uuids, out->n_gpus, uuid->valuestring) &&
-	    !has_uuid(out->mig_uuids, out->n_mig, uuid->valuestring))
+	claim = dra_field(d, "claim");
+	uuid = dra_field(d, "uuid");
+	if (!strchr(claim, '/') || claim[0] == '/' || !strchr(claim, '/')[1])
+		return ft_error_set(
+		    FT_EINVAL,
+		    "dra.devices[%u].claim: \"%s\" is not namespace/name", i,
+		    claim);
+	if (dra_listed(devices, d, i))
+		return ft_error_set(
+		    FT_EINVAL,
+		    "dra.devices[%u]: device %s of claim %s (uid %s) listed twice",
+		    i, dra_field(d, "device"), claim, dra_field(d, "claimUID"));
+	if (!has_uuid(out->gpu_uuids, out->n_gpus, uuid) &&
+	    !has_uuid(out->mig_uuids, out->n_mig, uuid))
 		return ft_error_set(
 		    FT_EINVAL,
 		    "dra.devices[%u].uuid: %s is in neither gpus nor mig", i,
-		    uuid->valuestring);
+		    uuid);
 	return 0;
 }
 
@@ -392,9 +431,9 @@ static int decode_dra(ft_allocation_t *out, const cJSON *dra)
 		return 0;
 	if (!cJSON_IsObject(dra) || !cJSON_IsArray(devices))
 		return ft_error_set(FT_EINVAL,
-				    "dra: expected an object with devices");
+				    "dra.devices: required key missing");
 	cJSON_ArrayForEach (d, devices) {
-		if ((rc = decode_dra_device(out, d, i++)) < 0)
+		if ((rc = decode_dra_device(out, devices, d, i++)) < 0)
 			return rc;
 	}
 	out->dra = true;

@@ -28,8 +28,9 @@
 
 #include "support.h"
 
-#define OBSERVED_DIR FT_FIXTURES_DIR "/observed"
-#define PREFIX	     "annotation flextopo.io/observed: "
+#define OBSERVED_DIR   FT_FIXTURES_DIR "/observed"
+#define ALLOCATION_DIR FT_FIXTURES_DIR "/allocation"
+#define PREFIX	       "annotation flextopo.io/observed: "
 
 static const ft_codec_options_t opts = {.annotation_prefix = "flextopo.io",
 					.gpu_resource = "nvidia.com/gpu",
@@ -55,21 +56,26 @@ static char *read_trimmed(const char *path)
 
 typedef void (*fixture_fn)(const char *path, const char *text);
 
-/* Call `fn` on each *.json of test/fixtures/observed/<sub>; the count. */
-static unsigned each_fixture(const char *sub, fixture_fn fn)
+/*
+ * Call `fn` on each *.json of <base>/<sub> whose name starts with `prefix`;
+ * the count.
+ */
+static unsigned each_json(const char *base, const char *sub, const char *prefix,
+			  fixture_fn fn)
 {
 	char dir[512], path[1024];
 	struct dirent *e;
 	unsigned n = 0;
 	DIR *d;
 
-	snprintf(dir, sizeof(dir), "%s/%s", OBSERVED_DIR, sub);
+	snprintf(dir, sizeof(dir), "%s/%s", base, sub);
 	if (!(d = opendir(dir)))
 		fail_msg("no fixtures in %s", dir);
 	while ((e = readdir(d))) {
 		size_t len = strlen(e->d_name);
 		char *text;
-		if (len < 5 || strcmp(e->d_name + len - 5, ".json") != 0)
+		if (len < 5 || strcmp(e->d_name + len - 5, ".json") != 0 ||
+		    strncmp(e->d_name, prefix, strlen(prefix)) != 0)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
 		text = read_trimmed(path);
@@ -79,6 +85,12 @@ static unsigned each_fixture(const char *sub, fixture_fn fn)
 	}
 	closedir(d);
 	return n;
+}
+
+/* Each *.json of test/fixtures/observed/<sub>. */
+static unsigned each_fixture(const char *sub, fixture_fn fn)
+{
+	return each_json(OBSERVED_DIR, sub, "", fn);
 }
 
 /* A bound pod object with the given annotations (NULL: absent). */
@@ -207,6 +219,45 @@ static void rejects(const char *path, const char *text)
 static void test_observed__golden_invalid(void **state)
 {
 	assert_true(each_fixture("invalid", rejects) >= 10);
+}
+
+static void allocation_decodes(const char *path, const char *text)
+{
+	ft_allocation_t a;
+
+	if (ft_codec_allocation_decode(&a, text) != 0)
+		fail_msg("%s: %s", path, ft_error_last());
+	ft_allocation_dispose(&a);
+}
+
+static void allocation_rejects(const char *path, const char *text)
+{
+	char errpath[1024];
+	ft_allocation_t a;
+	char *want;
+
+	snprintf(errpath, sizeof(errpath), "%.*s.error",
+		 (int)(strlen(path) - 5), path);
+	want = read_trimmed(errpath);
+	assert_int_equal(ft_codec_allocation_decode(&a, text), FT_EINVAL);
+	if (!strstr(ft_error_last(), want))
+		fail_msg("%s: error \"%s\", want one containing \"%s\"", path,
+			 ft_error_last(), want);
+	free(want);
+}
+
+/*
+ * The allocation fixtures the node agent's reader is tested on
+ * (node/internal/alloc): every valid one decodes here too, and the dra key
+ * is held to the same rules with the same messages. (The extender reads
+ * the rest of the annotation more leniently: it wrote it.)
+ */
+static void test_observed__allocation_golden(void **state)
+{
+	assert_true(
+	    each_json(ALLOCATION_DIR, "valid", "", allocation_decodes) >= 6);
+	assert_true(each_json(ALLOCATION_DIR, "invalid", "dra-",
+			      allocation_rejects) >= 6);
 }
 
 static void test_observed__fields(void **state)
@@ -717,6 +768,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_observed__golden_valid),
 	    cmocka_unit_test(test_observed__golden_invalid),
+	    cmocka_unit_test(test_observed__allocation_golden),
 	    cmocka_unit_test(test_observed__fields),
 	    cmocka_unit_test(test_observed__pod_copy),
 	    cmocka_unit_test(test_observed__replaces_allocation),
