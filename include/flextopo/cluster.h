@@ -240,6 +240,12 @@ typedef struct ft_pod {
 	 * claim's; priority INT32_MAX, so that it is never a victim).
 	 */
 	bool claim_holder;
+	/*
+	 * The pod runs on a DRA node (set by the state): its ResourceClaims
+	 * hold its GPUs and MIG instances, so the pod holds only its CPUs and
+	 * memory, whatever its allocation, observed units or demand say.
+	 */
+	bool devices_by_claims;
 } ft_pod_t;
 
 void ft_pod_dispose(ft_pod_t *pod);

@@ -41,7 +41,8 @@ typedef struct ft_codec_options {
 	const char *mig_resource_prefix; /* "nvidia.com/mig-" */
 	ft_affinity_mode_t default_mode; /* when affinity-mode is absent */
 	const ft_mig_catalog_t
-	    *mig_catalog; /* MIG layouts checked; may be NULL */
+	    *mig_catalog;	/* MIG layouts checked; may be NULL */
+	const char *dra_driver; /* "gpu.nvidia.com" (dra.h) */
 } ft_codec_options_t;
 
 /* Options from a loaded configuration (borrows its strings). */

@@ -39,6 +39,14 @@ static const char *const ft_affinity_mode_names[] = {"guaranteed",
 						     "best-effort", NULL};
 static const char *const ft_policy_names[] = {"packed", "distributed", NULL};
 
+/* A key that is on or off. */
+typedef enum {
+	FT_OFF = 0,
+	FT_ON = 1,
+} ft_switch_t;
+
+static const char *const ft_switch_names[] = {"off", "on", NULL};
+
 typedef struct ft_config {
 	char *listen; /* "HOST:PORT" of the extender API; default "0.0.0.0:8888"
 		       */
@@ -74,6 +82,9 @@ typedef struct ft_config {
 	unsigned decision_log_size; /* decisions kept for debug; default 1024 */
 	unsigned fragmentation_window; /* pods in the workload mix (frag.h);
 					  0 = off; default 256 */
+	/* Watch ResourceSlices and ResourceClaims (dra.h); default on */
+	ft_switch_t dra;
+	char *dra_driver; /* the GPU DRA driver; default "gpu.nvidia.com" */
 } ft_config_t;
 
 /* Fill `out` with the defaults; strings are heap copies. FT_ENOMEM. */

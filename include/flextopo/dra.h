@@ -170,7 +170,8 @@ typedef struct ft_dra_unit {
  */
 typedef struct ft_dra_view {
 	const ft_topology_t *topology; /* borrowed */
-	bool dra; /* some GPU of the node is published in a ResourceSlice */
+	bool dra; /* a GPU or MIG device of the node is published in a
+		     ResourceSlice (matched to the topology or not) */
 	bool double_published;
 	unsigned n_units;
 	ft_dra_unit_t units[FT_DRA_UNITS_MAX];
@@ -195,12 +196,17 @@ const ft_dra_unit_t *ft_dra_view_find(const ft_dra_view_t *view,
 /*
  * The units claim `c` holds on the node of `view`, as an allocation the
  * model charges (cluster.h): uuids of whole GPUs and MIG instances, and on
- * a shared GPU its shares as replicas. Results of other nodes, drivers or
- * unmatched devices, and adminAccess results, are left out; `unmatched`
- * (may be NULL) counts the unmatched ones. FT_ENOMEM.
+ * a shared GPU its shares as replicas (the whole GPU when the topology does
+ * not share it). Only results of `driver` count, adminAccess ones never. A
+ * result of `driver` the view does not place (slice missing or
+ * incomplete, device unknown to the topology) is held as a GPU of unknown
+ * placement ("dra:<driver>/<pool>/<device>", a uuid no topology has), so
+ * that it is never handed out; `unmatched` (may be NULL) counts them.
+ * FT_ENOMEM.
  */
 int ft_dra_claim_units(ft_allocation_t *out, unsigned *unmatched,
-		       const ft_dra_claim_t *c, const ft_dra_view_t *view);
+		       const ft_dra_claim_t *c, const ft_dra_view_t *view,
+		       const char *driver);
 
 /*
  * One device DRA allocated to a pod, as the allocation annotation's "dra"

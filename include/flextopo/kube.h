@@ -169,6 +169,18 @@ int ft_informer_start(ft_informer_t **out, ft_kube_client_t *client,
 		      unsigned backoff_max_ms);
 
 /*
+ * The same for a collection the API server may not serve (an API group not
+ * enabled, such as resource.k8s.io/v1 on an older cluster): a list answered
+ * 404 is a complete empty list (its objects, if any, are removed), the
+ * informer stays synced and asks again every backoff_max_ms.
+ */
+int ft_informer_start_optional(ft_informer_t **out, ft_kube_client_t *client,
+			       const char *collection,
+			       const ft_informer_handler_t *h, void *payload,
+			       unsigned backoff_initial_ms,
+			       unsigned backoff_max_ms);
+
+/*
  * True while what the informer delivered is complete: from the end of a list
  * (replace_end returned) until its watch fails or answers 410, when it may
  * have missed events; it is true again once the relist that follows has been

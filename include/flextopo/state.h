@@ -50,10 +50,29 @@ void ft_state_apply_pdb(ft_state_t *state, const cJSON *pdb);
 void ft_state_delete_pdb(ft_state_t *state, const cJSON *pdb);
 
 /*
+ * Apply or delete a resource.k8s.io/v1 ResourceSlice or ResourceClaim
+ * (dra.h). A node whose GPUs appear in slices is a DRA node: each claim
+ * allocated on it holds its devices (a holding of its own, never a
+ * victim), and the node's pods hold only their CPUs and memory. Bad
+ * objects are logged and skipped.
+ */
+void ft_state_apply_slice(ft_state_t *state, const cJSON *slice);
+void ft_state_delete_slice(ft_state_t *state, const cJSON *slice);
+void ft_state_apply_claim(ft_state_t *state, const cJSON *claim);
+void ft_state_delete_claim(ft_state_t *state, const cJSON *claim);
+
+/*
  * A relist of one kind: objects of that kind not applied between begin and
  * end are removed; one snapshot is published at the end.
  */
-typedef enum { FT_KIND_NODE = 0, FT_KIND_POD = 1, FT_KIND_PDB = 2 } ft_kind_t;
+typedef enum {
+	FT_KIND_NODE = 0,
+	FT_KIND_POD = 1,
+	FT_KIND_PDB = 2,
+	FT_KIND_SLICE = 3, /* resource.k8s.io/v1 ResourceSlice */
+	FT_KIND_CLAIM = 4, /* resource.k8s.io/v1 ResourceClaim */
+	FT_KIND_COUNT = 5,
+} ft_kind_t;
 void ft_state_replace_begin(ft_state_t *state, ft_kind_t kind);
 void ft_state_replace_end(ft_state_t *state, ft_kind_t kind);
 

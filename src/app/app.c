@@ -51,6 +51,8 @@ void ft_app_dispose(ft_app_t *app)
 	ft_informer_free(app->node_informer);
 	ft_informer_free(app->pod_informer);
 	ft_informer_free(app->pdb_informer);
+	ft_informer_free(app->slice_informer);
+	ft_informer_free(app->claim_informer);
 	ft_upkeep_free(app->upkeep);
 	ft_kube_client_free(app->kube);
 	ft_state_free(app->state);
@@ -77,8 +79,8 @@ static bool kind_synced(char *kinds, size_t size, const ft_informer_t *informer,
 
 bool ft_app_in_sync(const ft_app_t *app, char *why, size_t size)
 {
-	char kinds[64] = "";
-	bool nodes, pods, pdbs;
+	char kinds[128] = "";
+	bool nodes, pods, pdbs, slices, claims;
 
 	if (why && size)
 		why[0] = '\0';
@@ -88,7 +90,13 @@ bool ft_app_in_sync(const ft_app_t *app, char *why, size_t size)
 	pods = kind_synced(kinds, sizeof(kinds), app->pod_informer, "pods");
 	pdbs = kind_synced(kinds, sizeof(kinds), app->pdb_informer,
 			   "poddisruptionbudgets");
-	if (nodes && pods && pdbs)
+	slices = !app->slice_informer ||
+		 kind_synced(kinds, sizeof(kinds), app->slice_informer,
+			     "resourceslices");
+	claims = !app->claim_informer ||
+		 kind_synced(kinds, sizeof(kinds), app->claim_informer,
+			     "resourceclaims");
+	if (nodes && pods && pdbs && slices && claims)
 		return true;
 	if (why && size)
 		snprintf(
@@ -123,9 +131,13 @@ static int load_items(ft_app_t *app, const cJSON *items, const char *path)
 			ft_state_apply_pod(app->state, item);
 		else if (strcmp(kind, "PodDisruptionBudget") == 0)
 			ft_state_apply_pdb(app->state, item);
+		else if (strcmp(kind, "ResourceSlice") == 0)
+			ft_state_apply_slice(app->state, item);
+		else if (strcmp(kind, "ResourceClaim") == 0)
+			ft_state_apply_claim(app->state, item);
 		else
 			FT_LOG_WARN_MSG(
-			    "%s: items[%u]: kind \"%s\" ignored (Node and Pod are read)",
+			    "%s: items[%u]: kind \"%s\" ignored (Node, Pod, PodDisruptionBudget, ResourceSlice and ResourceClaim are read)",
 			    path, i, kind);
 		i++;
 	}
@@ -148,13 +160,11 @@ int ft_app_load_snapshot(ft_app_t *app, const char *path)
 		    path);
 		goto cleanup;
 	}
-	ft_state_replace_begin(app->state, FT_KIND_NODE);
-	ft_state_replace_begin(app->state, FT_KIND_POD);
-	ft_state_replace_begin(app->state, FT_KIND_PDB);
+	for (unsigned k = 0; k < FT_KIND_COUNT; k++)
+		ft_state_replace_begin(app->state, (ft_kind_t)k);
 	rc = load_items(app, items, path);
-	ft_state_replace_end(app->state, FT_KIND_NODE);
-	ft_state_replace_end(app->state, FT_KIND_POD);
-	ft_state_replace_end(app->state, FT_KIND_PDB);
+	for (unsigned k = 0; k < FT_KIND_COUNT; k++)
+		ft_state_replace_end(app->state, (ft_kind_t)k);
 	atomic_store(&app->snapshot_loaded, true);
 cleanup:
 	cJSON_Delete(root);
@@ -221,12 +231,77 @@ static void pdbs_apply(ft_watch_event_t type, const cJSON *obj, void *payload)
 		ft_state_apply_pdb(app->state, obj);
 }
 
+static void slices_begin(void *payload)
+{
+	ft_state_replace_begin(((ft_app_t *)payload)->state, FT_KIND_SLICE);
+}
+
+static void slices_end(void *payload)
+{
+	ft_state_replace_end(((ft_app_t *)payload)->state, FT_KIND_SLICE);
+}
+
+static void slices_apply(ft_watch_event_t type, const cJSON *obj, void *payload)
+{
+	ft_app_t *app = payload;
+
+	if (type == FT_WATCH_DELETED)
+		ft_state_delete_slice(app->state, obj);
+	else
+		ft_state_apply_slice(app->state, obj);
+}
+
+static void claims_begin(void *payload)
+{
+	ft_state_replace_begin(((ft_app_t *)payload)->state, FT_KIND_CLAIM);
+}
+
+static void claims_end(void *payload)
+{
+	ft_state_replace_end(((ft_app_t *)payload)->state, FT_KIND_CLAIM);
+}
+
+static void claims_apply(ft_watch_event_t type, const cJSON *obj, void *payload)
+{
+	ft_app_t *app = payload;
+
+	if (type == FT_WATCH_DELETED)
+		ft_state_delete_claim(app->state, obj);
+	else
+		ft_state_apply_claim(app->state, obj);
+}
+
 static const ft_informer_handler_t pdb_handler = {pdbs_begin, pdbs_apply,
 						  pdbs_end};
+static const ft_informer_handler_t slice_handler = {slices_begin, slices_apply,
+						    slices_end};
+static const ft_informer_handler_t claim_handler = {claims_begin, claims_apply,
+						    claims_end};
 static const ft_informer_handler_t node_handler = {nodes_begin, nodes_apply,
 						   nodes_end};
 static const ft_informer_handler_t pod_handler = {pods_begin, pods_apply,
 						  pods_end};
+
+/*
+ * ResourceSlices and ResourceClaims (resource.k8s.io/v1): a cluster that
+ * does not serve the group has none, which the informers take as a
+ * complete empty list.
+ */
+static int start_dra_watch(ft_app_t *app)
+{
+	int rc;
+
+	if ((rc = ft_informer_start_optional(
+		 &app->slice_informer, app->kube,
+		 "/apis/resource.k8s.io/v1/resourceslices", &slice_handler, app,
+		 app->cfg.watch_backoff_initial_ms,
+		 app->cfg.watch_backoff_max_ms)) < 0)
+		return rc;
+	return ft_informer_start_optional(
+	    &app->claim_informer, app->kube,
+	    "/apis/resource.k8s.io/v1/resourceclaims", &claim_handler, app,
+	    app->cfg.watch_backoff_initial_ms, app->cfg.watch_backoff_max_ms);
+}
 
 static int start_watch(ft_app_t *app)
 {
@@ -257,6 +332,8 @@ static int start_watch(ft_app_t *app)
 				    &pdb_handler, app,
 				    app->cfg.watch_backoff_initial_ms,
 				    app->cfg.watch_backoff_max_ms)) < 0)
+		goto cleanup;
+	if (app->cfg.dra && (rc = start_dra_watch(app)) < 0)
 		goto cleanup;
 	rc = ft_upkeep_start(&app->upkeep, app);
 cleanup:

@@ -36,78 +36,8 @@
 #include <uthash.h>
 #include <utlist.h>
 
-typedef struct pod_rec {
-	char *uid;
-	ft_pod_t pod;
-	bool assumed;
-	bool assumed_units;    /* the assumption holds devices or CPUs, not
-				  only the pod's requests */
-	bool bind_in_flight;   /* assumed, Binding not yet answered */
-	bool bind_unknown;     /* a Binding's answer never came: it may land */
-	uint64_t bind_sent_ns; /* when that Binding was sent (monotonic) */
-	bool observed_only;    /* seen in a filter request, not the watch */
-	bool in_mix;	       /* counted in the workload mix */
-	char *assumed_node;
-	ft_allocation_t assumed_allocation;
-	char *linked_node; /* node whose list holds this pod */
-	uint64_t mark;
-	struct pod_rec *prev, *next;
-	UT_hash_handle hh;
-} pod_rec_t;
+#include "state_priv.h"
 
-typedef struct pdb_rec {
-	char *key; /* "namespace/name" */
-	ft_pdb_t pdb;
-	uint64_t mark;
-	UT_hash_handle hh;
-} pdb_rec_t;
-
-/* A conflict pair reported once, while both pods stay (conflict_note). */
-typedef struct conflict_rec {
-	char *key; /* "node uid uid" */
-	char *uids[2];
-	UT_hash_handle hh;
-} conflict_rec_t;
-
-/* Conflict notes queued for ft_state_take_conflicts(), at most. */
-#define FT_STATE_NOTES_MAX 256
-
-typedef struct node_rec {
-	char *name;
-	ft_node_source_t src;
-	bool present; /* a Node object exists */
-	bool dirty;
-	uint64_t mark;
-	ft_node_t *built;
-	pod_rec_t *pods; /* utlist of linked pods */
-	UT_hash_handle hh;
-} node_rec_t;
-
-struct ft_state {
-	const ft_codec_options_t *opts;
-	pthread_mutex_t mu;
-	pthread_mutex_t snap_mu;
-	node_rec_t *nodes;
-	pod_rec_t *pods;
-	ft_snapshot_t *snapshot;
-	uint64_t generation;
-	bool membership_changed;
-	bool in_replace[3];
-	uint64_t replace_mark[3];
-	pdb_rec_t *pdbs;
-	uint64_t next_mark;
-	unsigned observed; /* records with observed_only set */
-	bool dirty;	   /* some node record is dirty */
-	ft_mix_t mix;	   /* pods as they were first placed on a node */
-	conflict_rec_t *conflicts; /* pairs reported */
-	ft_conflict_note_t *notes; /* found, not yet taken */
-	unsigned n_notes;
-	uint64_t conflicts_found;
-	/* CLOCK_MONOTONIC nanoseconds of the last snapshot swap. */
-	atomic_ullong published_ns;
-};
-
-/* Pods remembered from filter requests alone, at most. */
 #define FT_STATE_OBSERVED_MAX 65536
 
 static void publish(ft_state_t *state);
@@ -189,6 +119,7 @@ void ft_state_free(ft_state_t *state)
 
 	if (!state)
 		return;
+	ft_state_dra_free(state);
 	HASH_ITER (hh, state->pdbs, b, btmp) {
 		HASH_DEL(state->pdbs, b);
 		pdb_rec_free(b);
@@ -209,8 +140,7 @@ void ft_state_free(ft_state_t *state)
 	free(state);
 }
 
-static node_rec_t *node_rec_get(ft_state_t *state, const char *name,
-				bool create)
+node_rec_t *ft_state_node_rec(ft_state_t *state, const char *name, bool create)
 {
 	node_rec_t *r = NULL;
 
@@ -227,9 +157,9 @@ static node_rec_t *node_rec_get(ft_state_t *state, const char *name,
 }
 
 /* Drop a node record nothing refers to any more. */
-static void node_rec_gc(ft_state_t *state, node_rec_t *r)
+void ft_state_node_rec_gc(ft_state_t *state, node_rec_t *r)
 {
-	if (r->present || r->pods)
+	if (r->present || r->pods || r->claims || r->slices)
 		return;
 	HASH_DEL(state->nodes, r);
 	node_rec_free(r);
@@ -255,21 +185,42 @@ static bool holds_something(const pod_rec_t *r)
 	       r->pod.demand.cpu_millis || r->pod.demand.memory_mib;
 }
 
-static void unlink_pod(ft_state_t *state, pod_rec_t *r)
+node_rec_t *ft_state_unlink(ft_state_t *state, char **linked)
 {
 	node_rec_t *n;
 
-	if (!r->linked_node)
-		return;
-	n = node_rec_get(state, r->linked_node, false);
-	free(r->linked_node);
-	r->linked_node = NULL;
+	if (!*linked)
+		return NULL;
+	n = ft_state_node_rec(state, *linked, false);
+	free(*linked);
+	*linked = NULL;
+	return n;
+}
+
+node_rec_t *ft_state_link(ft_state_t *state, const char *name, char **linked)
+{
+	node_rec_t *n = ft_state_node_rec(state, name, true);
+
+	if (n && !(*linked = strdup(name)))
+		n = NULL;
+	return n;
+}
+
+void ft_state_node_changed(ft_state_t *state, node_rec_t *n)
+{
+	n->dirty = true;
+	state->dirty = true;
+	ft_state_node_rec_gc(state, n);
+}
+
+static void unlink_pod(ft_state_t *state, pod_rec_t *r)
+{
+	node_rec_t *n = ft_state_unlink(state, &r->linked_node);
+
 	if (!n)
 		return;
 	DL_DELETE(n->pods, r);
-	n->dirty = true;
-	state->dirty = true;
-	node_rec_gc(state, n);
+	ft_state_node_changed(state, n);
 }
 
 static void link_pod(ft_state_t *state, pod_rec_t *r)
@@ -279,15 +230,13 @@ static void link_pod(ft_state_t *state, pod_rec_t *r)
 
 	if (!name || !holds_something(r))
 		return;
-	n = node_rec_get(state, name, true);
-	if (!n || !(r->linked_node = strdup(name))) {
+	if (!(n = ft_state_link(state, name, &r->linked_node))) {
 		FT_LOG_ERROR_MSG("state: out of memory linking pod %s/%s",
 				 r->pod.ns, r->pod.name);
 		return;
 	}
 	DL_APPEND(n->pods, r);
-	n->dirty = true;
-	state->dirty = true;
+	ft_state_node_changed(state, n);
 	if (!r->in_mix) {
 		ft_mix_add(&state->mix, &r->pod.demand, &r->pod.rules);
 		r->in_mix = true;
@@ -362,7 +311,7 @@ static void remove_pod(ft_state_t *state, pod_rec_t *r)
 	pod_rec_free(r);
 }
 
-static void maybe_publish(ft_state_t *state)
+void ft_state_maybe_publish(ft_state_t *state)
 {
 	if (!state->in_replace[FT_KIND_NODE] && !state->in_replace[FT_KIND_POD])
 		publish(state);
@@ -539,7 +488,7 @@ void ft_state_apply_pod(ft_state_t *state, const cJSON *obj)
 	HASH_FIND_STR(state->pods, pod.uid, r);
 	note_observed(r ? &r->pod : NULL, &pod);
 	upsert_pod(state, &pod);
-	maybe_publish(state);
+	ft_state_maybe_publish(state);
 	pthread_mutex_unlock(&state->mu);
 	ft_pod_dispose(&pod);
 }
@@ -571,7 +520,7 @@ void ft_state_delete_pod(ft_state_t *state, const cJSON *obj)
 	HASH_FIND_STR(state->pods, uid, r);
 	if (r) {
 		remove_pod(state, r);
-		maybe_publish(state);
+		ft_state_maybe_publish(state);
 	}
 	pthread_mutex_unlock(&state->mu);
 }
@@ -587,7 +536,7 @@ void ft_state_apply_node(ft_state_t *state, const cJSON *obj)
 		return;
 	}
 	pthread_mutex_lock(&state->mu);
-	r = node_rec_get(state, name, true);
+	r = ft_state_node_rec(state, name, true);
 	if (!r || ft_codec_node_decode(&src, obj, state->opts, &r->src) < 0) {
 		ft_log(FT_LOG_WARN, "watch", NULL, name, ft_error_last(),
 		       "node skipped");
@@ -605,7 +554,7 @@ void ft_state_apply_node(ft_state_t *state, const cJSON *obj)
 	r->dirty = true;
 	state->dirty = true;
 	r->mark = state->replace_mark[FT_KIND_NODE];
-	maybe_publish(state);
+	ft_state_maybe_publish(state);
 cleanup:
 	pthread_mutex_unlock(&state->mu);
 }
@@ -618,7 +567,7 @@ static void remove_node(ft_state_t *state, node_rec_t *r)
 	ft_node_source_dispose(&r->src);
 	ft_node_unref(r->built);
 	r->built = NULL;
-	node_rec_gc(state, r);
+	ft_state_node_rec_gc(state, r);
 }
 
 void ft_state_delete_node(ft_state_t *state, const cJSON *obj)
@@ -629,10 +578,10 @@ void ft_state_delete_node(ft_state_t *state, const cJSON *obj)
 	if (!name)
 		return;
 	pthread_mutex_lock(&state->mu);
-	r = node_rec_get(state, name, false);
+	r = ft_state_node_rec(state, name, false);
 	if (r && r->present) {
 		remove_node(state, r);
-		maybe_publish(state);
+		ft_state_maybe_publish(state);
 	}
 	pthread_mutex_unlock(&state->mu);
 }
@@ -651,6 +600,10 @@ static void sweep(ft_state_t *state, ft_kind_t kind)
 	pod_rec_t *p, *ptmp;
 	node_rec_t *n, *ntmp;
 
+	if (kind == FT_KIND_SLICE || kind == FT_KIND_CLAIM) {
+		ft_state_dra_sweep(state, kind, mark);
+		return;
+	}
 	if (kind == FT_KIND_PDB) {
 		pdb_rec_t *b, *btmp;
 		HASH_ITER (hh, state->pdbs, b, btmp)
@@ -680,7 +633,7 @@ void ft_state_replace_end(ft_state_t *state, ft_kind_t kind)
 	pthread_mutex_lock(&state->mu);
 	sweep(state, kind);
 	state->in_replace[kind] = false;
-	maybe_publish(state);
+	ft_state_maybe_publish(state);
 	pthread_mutex_unlock(&state->mu);
 }
 
@@ -800,27 +753,94 @@ static int gather_pods(node_rec_t *n, ft_pod_t **views, const ft_pod_t ***ptrs,
 	return 0;
 }
 
-static int rebuild_node(ft_state_t *state, node_rec_t *n)
+/*
+ * On a DRA node the claims hold the GPUs: the pods hold only their CPUs
+ * and memory, and each claim allocated there is a holding of its own,
+ * after the pods.
+ */
+static int add_dra(const ft_pod_t ***ptrs, ft_pod_t *views, unsigned *count,
+		   ft_pod_t *holders, unsigned n_holders)
 {
-	ft_pod_t *views = NULL;
-	const ft_pod_t **ptrs = NULL;
-	bool *assumed = NULL;
-	ft_node_t *built = NULL;
-	unsigned count = 0;
+	const ft_pod_t **grown;
+
+	for (unsigned i = 0; i < *count; i++)
+		views[i].devices_by_claims = true;
+	if (!n_holders)
+		return 0;
+	if (!(grown = realloc(*ptrs, (*count + n_holders) * sizeof(*grown))))
+		return ft_error_set(FT_ENOMEM, "state: out of memory");
+	*ptrs = grown;
+	for (unsigned i = 0; i < n_holders; i++)
+		grown[(*count)++] = &holders[i];
+	return 0;
+}
+
+static int build(ft_node_t **out, node_rec_t *n, const ft_pod_t **ptrs,
+		 const bool *assumed, unsigned count, const ft_dra_view_t *view)
+{
 	int rc;
 
-	if ((rc = gather_pods(n, &views, &ptrs, &assumed, &count)) < 0)
-		goto cleanup;
-	if ((rc = ft_node_build(&built, n->name, n->src.topology,
+	if ((rc = ft_node_build(out, n->name, n->src.topology,
 				n->src.topology_error, n->src.labels, ptrs,
 				assumed, count)) < 0)
+		return rc;
+	if (view)
+		rc = ft_node_set_dra(*out, view->double_published, view->error);
+	return rc;
+}
+
+/*
+ * A DRA node: its GPUs are published in slices, or claims are allocated on
+ * it (their slices not seen yet: the claims hold what they name all the
+ * same).
+ */
+static bool dra_node(const ft_dra_view_t *view, unsigned n_holders)
+{
+	return view && (view->dra || n_holders);
+}
+
+static int rebuild_node(ft_state_t *state, node_rec_t *n)
+{
+	ft_pod_t *views = NULL, *holders = NULL;
+	const ft_pod_t **ptrs = NULL;
+	bool *assumed = NULL, *grown;
+	ft_dra_view_t *view = NULL;
+	ft_node_t *built = NULL;
+	unsigned count = 0, n_holders = 0, pods;
+	int rc;
+
+	if ((rc = gather_pods(n, &views, &ptrs, &assumed, &count)) < 0 ||
+	    (rc = ft_state_dra_gather(state, n, &view, &holders, &n_holders)) <
+		0)
+		goto cleanup;
+	pods = count;
+	if (dra_node(view, n_holders) &&
+	    ((rc = add_dra(&ptrs, views, &count, holders, n_holders)) < 0 ||
+	     !(grown =
+		   realloc(assumed, (count ? count : 1) * sizeof(*grown))))) {
+		rc = rc < 0 ? rc
+			    : ft_error_set(FT_ENOMEM, "state: out of memory");
+		goto cleanup;
+	}
+	if (dra_node(view, n_holders)) {
+		assumed = grown;
+		memset(assumed + pods, 0, (count - pods) * sizeof(*assumed));
+	}
+	if ((rc = build(&built, n, ptrs, assumed, count,
+			dra_node(view, n_holders) ? view : NULL)) < 0)
 		goto cleanup;
 	for (unsigned i = 0; i < built->n_conflict_pairs; i++)
 		note_conflict(state, built, &built->conflict_pairs[i]);
 	ft_node_unref(n->built);
 	n->built = built;
+	built = NULL;
 	n->dirty = false;
 cleanup:
+	ft_node_unref(built);
+	for (unsigned i = 0; i < n_holders; i++)
+		ft_pod_dispose(&holders[i]);
+	free(holders);
+	free(view);
 	free(views);
 	free(ptrs);
 	free(assumed);

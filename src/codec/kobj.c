@@ -24,6 +24,7 @@ void ft_codec_options_from_config(ft_codec_options_t *out,
 	out->gpu_resource = cfg->gpu_resource;
 	out->mig_resource_prefix = cfg->mig_resource_prefix;
 	out->default_mode = cfg->default_affinity_mode;
+	out->dra_driver = cfg->dra_driver;
 }
 
 static const char *str_at(const cJSON *obj, const char *key)

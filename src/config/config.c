@@ -74,89 +74,99 @@ _Static_assert(FT_MODE_BEST_EFFORT == 1 && FT_POLICY_DISTRIBUTED == 1,
 		name, type, FIELD(f), def, NULL, min, max, NULL, NULL, doc     \
 	}
 
-static const key_spec_t schema[] = {
-    STRING(
-	"listen", listen, "0.0.0.0:8888", valid_listen, "HOST:PORT",
-	"Address of the extender API that kube-scheduler calls, HOST:PORT (IPv4, name or [IPv6]; port 0 picks a free one)."),
-    STRING(
-	"debugListen", debug_listen, "", valid_listen_or_off,
-	"HOST:PORT or \"\"",
-	"Address of the debug API (state dumps, decisions, metrics); \"\" turns it off."),
-    STRING(
-	"metricsListen", metrics_listen, "", valid_listen_or_off,
-	"HOST:PORT or \"\"",
-	"Address of a listener that serves only GET /metrics, over HTTPS (tlsCertFile, or a certificate made at start), to a bearer token that the API server authenticates and allows to get the non-resource URL /metrics, as kube-scheduler's secure port does; \"\" turns it off. Needs an API server."),
-    STRING(
-	"tlsCertFile", tls_cert_file, "", NULL, NULL,
-	"PEM certificate chain (the server's own first) for HTTPS on listen; set with tlsKeyFile. \"\" serves plain HTTP. Read once at start: a renewed certificate needs a restart."),
-    STRING("tlsKeyFile", tls_key_file, "", NULL, NULL,
-	   "PEM private key (unencrypted) of tlsCertFile; both or neither."),
-    STRING(
-	"tlsClientCAFile", tls_client_ca_file, "", NULL, NULL,
-	"PEM CA certificates; with it every request on listen must present a client certificate signed by one of them (403 otherwise), except /healthz and /readyz. Needs tlsCertFile. \"\" asks for none."),
-    STRING(
-	"annotationPrefix", annotation_prefix, "flextopo.io", valid_subdomain,
-	"a DNS subdomain",
-	"DNS subdomain in front of every annotation the extender reads and writes."),
-    STRING(
-	"kubeconfig", kubeconfig, "", NULL, NULL,
-	"Kubeconfig file for the API server; \"\" uses the in-cluster service account."),
-    STRING(
-	"snapshot", snapshot, "", NULL, NULL,
-	"`kubectl get nodes,pods -A -o yaml` file to serve from instead of watching the API server; \"\" watches."),
-    CHOICE("logLevel", KEY_STRING, log_level, "info", log_levels,
-	   "Least severe log level written: debug, info, warn or error."),
-    STRING("gpuResource", gpu_resource, "nvidia.com/gpu", valid_resource_name,
-	   "a resource name such as nvidia.com/gpu",
-	   "Extended resource name of whole GPUs."),
-    STRING("migResourcePrefix", mig_resource_prefix, "nvidia.com/mig-",
-	   valid_resource_prefix,
-	   "a resource name prefix such as nvidia.com/mig-",
-	   "Prefix of MIG resource names (nvidia.com/mig-1g.10gb, ...)."),
-    CHOICE(
-	"defaultAffinityMode", KEY_ENUM, default_affinity_mode, "guaranteed",
-	ft_affinity_mode_names,
-	"Affinity mode of pods without the mode annotation: guaranteed or best-effort."),
-    CHOICE(
-	"policy", KEY_ENUM, policy, "packed", ft_policy_names,
-	"Placement policy: packed fills busy nodes first, distributed spreads; a pod's flextopo.io/allocation-policy annotation overrides it for that pod."),
-    NUMBER(
-	"maxRequestBytes", KEY_SIZE, max_request_bytes, "64Mi", 1024,
-	1073741824,
-	"Cap on a request body in bytes, 1Ki to 1Gi; Ki, Mi and Gi suffixes allowed."),
-    NUMBER("threads", KEY_UNSIGNED, threads, "0", 0, 256,
-	   "HTTP worker threads, at most 256; 0 starts one per core."),
-    NUMBER(
-	"maxConnections", KEY_UNSIGNED, max_connections, "1024", 1, 65536,
-	"Connections open at once on listen, 1 to 65536; further clients wait in the listen backlog."),
-    NUMBER(
-	"maxConnectionsPerClient", KEY_UNSIGNED, max_connections_per_client,
-	"128", 0, 65536,
-	"Connections open at once from one client address, 0 to 65536; at the cap, a new connection closes the address's connection idle the longest, or itself when none is idle. 0 sets no limit."),
-    NUMBER(
-	"connectionTimeoutSeconds", KEY_UNSIGNED, connection_timeout_s, "120",
-	1, 86400,
-	"Seconds a connection may send nothing, idle or in the middle of a request, before it is closed (1 to 86400)."),
-    NUMBER("apiTimeoutMs", KEY_UNSIGNED, api_timeout_ms, "10000", 1, 3600000,
-	   "Timeout of one API server request in milliseconds (1 to 3600000)."),
-    NUMBER(
-	"bindSettleSeconds", KEY_UNSIGNED, bind_settle_s, "60", 1, 86400,
-	"Seconds after a Binding whose answer never came (timeout, reset, 5xx) before a read of the pod that still shows it unbound frees its units: kube-apiserver's --request-timeout (60 s by default), after which the API server has given up on the request (1 to 86400)."),
-    NUMBER(
-	"watchBackoffInitialMs", KEY_UNSIGNED, watch_backoff_initial_ms, "800",
-	1, 3600000,
-	"First delay in milliseconds before a failed watch is retried (client-go's 800); it doubles up to watchBackoffMaxMs, which it may not exceed."),
-    NUMBER(
-	"watchBackoffMaxMs", KEY_UNSIGNED, watch_backoff_max_ms, "30000", 1,
-	3600000,
-	"Longest delay in milliseconds between watch retries (1 to 3600000)."),
-    NUMBER("decisionLogSize", KEY_UNSIGNED, decision_log_size, "1024", 1,
-	   1048576,
-	   "Scheduling decisions kept for the debug API (1 to 1048576)."),
-    NUMBER(
-	"fragmentationWindow", KEY_UNSIGNED, fragmentation_window, "64", 0,
-	4096,
-	"Recent pods whose GPU requests make the workload mix that fragmentation (FGD) is measured against, 0 to 4096; 0 turns the fragmentation part of the nodes' rank in scoring off."),
+static const key_spec_t schema[] =
+    {
+	STRING(
+	    "listen", listen, "0.0.0.0:8888", valid_listen, "HOST:PORT",
+	    "Address of the extender API that kube-scheduler calls, HOST:PORT (IPv4, name or [IPv6]; port 0 picks a free one)."),
+	STRING(
+	    "debugListen", debug_listen, "", valid_listen_or_off,
+	    "HOST:PORT or \"\"",
+	    "Address of the debug API (state dumps, decisions, metrics); \"\" turns it off."),
+	STRING(
+	    "metricsListen", metrics_listen, "", valid_listen_or_off,
+	    "HOST:PORT or \"\"",
+	    "Address of a listener that serves only GET /metrics, over HTTPS (tlsCertFile, or a certificate made at start), to a bearer token that the API server authenticates and allows to get the non-resource URL /metrics, as kube-scheduler's secure port does; \"\" turns it off. Needs an API server."),
+	STRING(
+	    "tlsCertFile", tls_cert_file, "", NULL, NULL,
+	    "PEM certificate chain (the server's own first) for HTTPS on listen; set with tlsKeyFile. \"\" serves plain HTTP. Read once at start: a renewed certificate needs a restart."),
+	STRING(
+	    "tlsKeyFile", tls_key_file, "", NULL, NULL,
+	    "PEM private key (unencrypted) of tlsCertFile; both or neither."),
+	STRING(
+	    "tlsClientCAFile", tls_client_ca_file, "", NULL, NULL,
+	    "PEM CA certificates; with it every request on listen must present a client certificate signed by one of them (403 otherwise), except /healthz and /readyz. Needs tlsCertFile. \"\" asks for none."),
+	STRING(
+	    "annotationPrefix", annotation_prefix, "flextopo.io",
+	    valid_subdomain, "a DNS subdomain",
+	    "DNS subdomain in front of every annotation the extender reads and writes."),
+	STRING(
+	    "kubeconfig", kubeconfig, "", NULL, NULL,
+	    "Kubeconfig file for the API server; \"\" uses the in-cluster service account."),
+	STRING(
+	    "snapshot", snapshot, "", NULL, NULL,
+	    "`kubectl get nodes,pods -A -o yaml` file to serve from instead of watching the API server; \"\" watches."),
+	CHOICE("logLevel", KEY_STRING, log_level, "info", log_levels,
+	       "Least severe log level written: debug, info, warn or error."),
+	STRING("gpuResource", gpu_resource, "nvidia.com/gpu",
+	       valid_resource_name, "a resource name such as nvidia.com/gpu",
+	       "Extended resource name of whole GPUs."),
+	STRING("migResourcePrefix", mig_resource_prefix, "nvidia.com/mig-",
+	       valid_resource_prefix,
+	       "a resource name prefix such as nvidia.com/mig-",
+	       "Prefix of MIG resource names (nvidia.com/mig-1g.10gb, ...)."),
+	CHOICE(
+	    "defaultAffinityMode", KEY_ENUM, default_affinity_mode,
+	    "guaranteed", ft_affinity_mode_names,
+	    "Affinity mode of pods without the mode annotation: guaranteed or best-effort."),
+	CHOICE(
+	    "policy", KEY_ENUM, policy, "packed", ft_policy_names,
+	    "Placement policy: packed fills busy nodes first, distributed spreads; a pod's flextopo.io/allocation-policy annotation overrides it for that pod."),
+	NUMBER(
+	    "maxRequestBytes", KEY_SIZE, max_request_bytes, "64Mi", 1024,
+	    1073741824,
+	    "Cap on a request body in bytes, 1Ki to 1Gi; Ki, Mi and Gi suffixes allowed."),
+	NUMBER("threads", KEY_UNSIGNED, threads, "0", 0, 256,
+	       "HTTP worker threads, at most 256; 0 starts one per core."),
+	NUMBER(
+	    "maxConnections", KEY_UNSIGNED, max_connections, "1024", 1, 65536,
+	    "Connections open at once on listen, 1 to 65536; further clients wait in the listen backlog."),
+	NUMBER(
+	    "maxConnectionsPerClient", KEY_UNSIGNED, max_connections_per_client,
+	    "128", 0, 65536,
+	    "Connections open at once from one client address, 0 to 65536; at the cap, a new connection closes the address's connection idle the longest, or itself when none is idle. 0 sets no limit."),
+	NUMBER(
+	    "connectionTimeoutSeconds", KEY_UNSIGNED, connection_timeout_s,
+	    "120", 1, 86400,
+	    "Seconds a connection may send nothing, idle or in the middle of a request, before it is closed (1 to 86400)."),
+	NUMBER(
+	    "apiTimeoutMs", KEY_UNSIGNED, api_timeout_ms, "10000", 1, 3600000,
+	    "Timeout of one API server request in milliseconds (1 to 3600000)."),
+	NUMBER(
+	    "bindSettleSeconds", KEY_UNSIGNED, bind_settle_s, "60", 1, 86400,
+	    "Seconds after a Binding whose answer never came (timeout, reset, 5xx) before a read of the pod that still shows it unbound frees its units: kube-apiserver's --request-timeout (60 s by default), after which the API server has given up on the request (1 to 86400)."),
+	NUMBER(
+	    "watchBackoffInitialMs", KEY_UNSIGNED, watch_backoff_initial_ms,
+	    "800", 1, 3600000,
+	    "First delay in milliseconds before a failed watch is retried (client-go's 800); it doubles up to watchBackoffMaxMs, which it may not exceed."),
+	NUMBER(
+	    "watchBackoffMaxMs", KEY_UNSIGNED, watch_backoff_max_ms, "30000", 1,
+	    3600000,
+	    "Longest delay in milliseconds between watch retries (1 to 3600000)."),
+	NUMBER("decisionLogSize", KEY_UNSIGNED, decision_log_size, "1024", 1,
+	       1048576,
+	       "Scheduling decisions kept for the debug API (1 to 1048576)."),
+	NUMBER(
+	    "fragmentationWindow", KEY_UNSIGNED, fragmentation_window, "64", 0,
+	    4096,
+	    "Recent pods whose GPU requests make the workload mix that fragmentation (FGD) is measured against, 0 to 4096; 0 turns the fragmentation part of the nodes' rank in scoring off."),
+	CHOICE(
+	    "dra", KEY_ENUM, dra, "on",
+	    ft_switch_names, "on: watch ResourceSlices and ResourceClaims (resource.k8s.io/v1) and count the GPUs claims hold on nodes whose GPUs the DRA driver publishes; a cluster that does not serve the API group simply has none. off: device-plugin GPUs only."),
+	STRING(
+	    "draDriver", dra_driver, "gpu.nvidia.com", valid_subdomain,
+	    "a DNS subdomain",
+	    "The DRA driver whose devices are GPUs and MIG devices of the nodes' topology (NVIDIA's: gpu.nvidia.com)."),
 };
 
 #define SCHEMA_SIZE (sizeof(schema) / sizeof(schema[0]))

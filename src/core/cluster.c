@@ -612,11 +612,14 @@ static int holding_init(ft_holding_t *h, const ft_topology_t *t,
 		h->observed_source = pod->observed->source;
 		units = &pod->observed->units;
 	} else if (!pod->has_allocation) {
+		if (pod->devices_by_claims)
+			d.gpus = d.ranks = d.mig_count = 0;
 		hold_demand(h, t, &d);
 		return 0;
 	}
 	/* DRA chose its devices: its claims hold them, not the pod. */
-	if (!pod->has_allocation || !pod->allocation.dra)
+	if (!pod->devices_by_claims &&
+	    (!pod->has_allocation || !pod->allocation.dra))
 		resolve_devices(h, t, units);
 	if (h->unknown_mig)
 		memcpy(h->unknown_mig_profile, d.mig_profile, FT_PROFILE_MAX);

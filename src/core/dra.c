@@ -247,7 +247,6 @@ static void add_unit(ft_dra_view_t *v, const ft_topology_t *t,
 		match_gpu(v, t, u);
 	else
 		match_mig(v, t, u);
-	v->dra |= u->gpu >= 0;
 }
 
 void ft_dra_view_build(ft_dra_view_t *out, const char *node,
@@ -267,6 +266,7 @@ void ft_dra_view_build(ft_dra_view_t *out, const char *node,
 	}
 	if (t)
 		check_roots(out, t);
+	out->dra = out->n_units > 0;
 	out->double_published = out->dra && gpu_allocatable > 0;
 }
 
@@ -333,8 +333,24 @@ static int add_result(ft_allocation_t *out, const ft_topology_t *t,
 			t->gpus[u->gpu].uuid);
 }
 
+/*
+ * A device of the GPU driver that the view does not place (its slice is
+ * missing or incomplete, or the topology lacks it) is still held: as a GPU
+ * of unknown placement, named by a uuid no topology has, so that the node
+ * charges it node-wide and never hands it out.
+ */
+static int add_unplaced(ft_allocation_t *out, const ft_dra_result_t *r)
+{
+	char name[512];
+
+	snprintf(name, sizeof(name), "dra:%s/%s/%s", r->driver, r->pool,
+		 r->device);
+	return add_uuid(out->gpu_uuids, &out->n_gpus, FT_GPU_MAX, name);
+}
+
 int ft_dra_claim_units(ft_allocation_t *out, unsigned *unmatched,
-		       const ft_dra_claim_t *c, const ft_dra_view_t *view)
+		       const ft_dra_claim_t *c, const ft_dra_view_t *view,
+		       const char *driver)
 {
 	unsigned missed = 0;
 	int rc = 0;
@@ -344,15 +360,12 @@ int ft_dra_claim_units(ft_allocation_t *out, unsigned *unmatched,
 	for (unsigned i = 0; rc == 0 && i < c->n_results; i++) {
 		const ft_dra_result_t *r = &c->results[i];
 		const ft_dra_unit_t *u;
-		if (r->admin_access)
+		if (r->admin_access || !same(r->driver, driver))
 			continue;
 		u = ft_dra_view_find(view, r->driver, r->pool, r->device);
-		if (!u) {
+		if (!u || u->gpu < 0 || (u->kind == FT_DRA_MIG && u->mig < 0)) {
 			missed++;
-			continue;
-		}
-		if (u->gpu < 0 || (u->kind == FT_DRA_MIG && u->mig < 0)) {
-			missed++;
+			rc = add_unplaced(out, r);
 			continue;
 		}
 		rc = add_result(out, view->topology, u, r);

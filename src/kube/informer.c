@@ -66,6 +66,12 @@ struct ft_informer {
 	ft_latch_t stop; /* stops the backoff sleep and the transfers */
 	atomic_bool synced;
 	atomic_ulong restarts;
+	/*
+	 * The collection may not be served (its API group is not enabled): a
+	 * list answered 404 then counts as a complete empty list, and the
+	 * informer asks again after backoff_max_ms, staying synced.
+	 */
+	bool optional;
 	/* Used by the informer thread only. */
 	char *resource_version; /* where the watch resumes; NULL: relist */
 	unsigned long events;	/* watch events since the last list */
@@ -175,6 +181,22 @@ cleanup:
 	return rc;
 }
 
+/*
+ * An optional collection the API server does not serve: nothing of it
+ * exists, which is complete knowledge. FT_ENOTFOUND tells run() to ask
+ * again later without unsyncing.
+ */
+static int not_served(ft_informer_t *informer)
+{
+	if (!ft_informer_synced(informer))
+		FT_LOG_INFO_MSG(
+		    "informer %s: not served by the API server (HTTP 404): none exist; asking again every %u ms",
+		    informer->collection, informer->backoff_max_ms);
+	announce(informer, NULL);
+	atomic_store(&informer->synced, true);
+	return ft_error_set(FT_ENOTFOUND, "list: not served");
+}
+
 static const char *query_separator(const char *collection)
 {
 	return strchr(collection, '?') ? "&" : "?";
@@ -202,6 +224,10 @@ static int list_once(ft_informer_t *informer)
 	call.path = path;
 	if ((rc = ft_kube_call(informer->client, &call, &status)) < 0)
 		goto cleanup;
+	if (status == 404 && informer->optional) {
+		rc = not_served(informer);
+		goto cleanup;
+	}
 	if (status != 200) {
 		rc = http_error("list", status, reply.body);
 		goto cleanup;
@@ -334,7 +360,8 @@ static int list_and_watch(ft_informer_t *informer)
 	while (!stopping(informer) && (rc = watch_once(informer)) == 0)
 		continue;
 cleanup:
-	atomic_store(&informer->synced, false);
+	if (rc != FT_ENOTFOUND)
+		atomic_store(&informer->synced, false);
 	forget_version(informer);
 	return rc;
 }
@@ -404,6 +431,11 @@ static void *run(void *arg)
 		rc = list_and_watch(informer);
 		if (stopping(informer))
 			break;
+		if (rc == FT_ENOTFOUND) {
+			ft_latch_sleep(&informer->stop,
+				       informer->backoff_max_ms);
+			continue;
+		}
 		wait_ms = next_delay(informer, &delay_ms, rc, started);
 		note_restart(informer, rc, wait_ms);
 		if (wait_ms)
@@ -432,10 +464,10 @@ static void configure(ft_informer_t *informer, ft_kube_client_t *client,
 	atomic_init(&informer->restarts, 0);
 }
 
-int ft_informer_start(ft_informer_t **out, ft_kube_client_t *client,
-		      const char *collection, const ft_informer_handler_t *h,
-		      void *payload, unsigned backoff_initial_ms,
-		      unsigned backoff_max_ms)
+static int start(ft_informer_t **out, ft_kube_client_t *client,
+		 const char *collection, const ft_informer_handler_t *h,
+		 void *payload, unsigned backoff_initial_ms,
+		 unsigned backoff_max_ms, bool optional)
 {
 	ft_informer_t *informer = NULL;
 	bool sync_ready = false;
@@ -452,6 +484,7 @@ int ft_informer_start(ft_informer_t **out, ft_kube_client_t *client,
 	}
 	configure(informer, client, h, payload, backoff_initial_ms,
 		  backoff_max_ms);
+	informer->optional = optional;
 	if ((rc = ft_latch_init(&informer->stop, "informer")) < 0)
 		goto cleanup;
 	sync_ready = true;
@@ -471,6 +504,25 @@ cleanup:
 		free(informer->collection);
 	free(informer);
 	return rc;
+}
+
+int ft_informer_start(ft_informer_t **out, ft_kube_client_t *client,
+		      const char *collection, const ft_informer_handler_t *h,
+		      void *payload, unsigned backoff_initial_ms,
+		      unsigned backoff_max_ms)
+{
+	return start(out, client, collection, h, payload, backoff_initial_ms,
+		     backoff_max_ms, false);
+}
+
+int ft_informer_start_optional(ft_informer_t **out, ft_kube_client_t *client,
+			       const char *collection,
+			       const ft_informer_handler_t *h, void *payload,
+			       unsigned backoff_initial_ms,
+			       unsigned backoff_max_ms)
+{
+	return start(out, client, collection, h, payload, backoff_initial_ms,
+		     backoff_max_ms, true);
 }
 
 bool ft_informer_synced(const ft_informer_t *informer)

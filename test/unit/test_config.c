@@ -50,6 +50,8 @@ static const char *const all_keys[] = {
     "watchBackoffMaxMs",
     "decisionLogSize",
     "fragmentationWindow",
+    "dra",
+    "draDriver",
 };
 
 #define N_KEYS (sizeof(all_keys) / sizeof(all_keys[0]))
@@ -63,7 +65,7 @@ static const char *const all_keys[] = {
 	"threads, maxConnections, maxConnectionsPerClient, "                   \
 	"connectionTimeoutSeconds, apiTimeoutMs, bindSettleSeconds, "          \
 	"watchBackoffInitialMs, watchBackoffMaxMs, decisionLogSize, "          \
-	"fragmentationWindow"
+	"fragmentationWindow, dra, draDriver"
 
 static void assert_config_equal(const ft_config_t *a, const ft_config_t *b)
 {
@@ -91,6 +93,8 @@ static void assert_config_equal(const ft_config_t *a, const ft_config_t *b)
 			 b->watch_backoff_initial_ms);
 	assert_int_equal(a->watch_backoff_max_ms, b->watch_backoff_max_ms);
 	assert_int_equal(a->decision_log_size, b->decision_log_size);
+	assert_int_equal(a->dra, b->dra);
+	assert_string_equal(a->dra_driver, b->dra_driver);
 }
 
 static int load(ft_config_t *cfg, const char *text)
@@ -493,6 +497,25 @@ static void test_config__unsigned_keys(void **state)
 	    "t.yaml:2: apiTimeoutMs: expected an integer from 1 to 3600000, got \"3600001\"");
 }
 
+static void test_config__dra_keys(void **state)
+{
+	ft_config_t cfg;
+
+	(void)state;
+	assert_int_equal(ft_config_init(&cfg), 0);
+	assert_int_equal(cfg.dra, FT_ON);
+	assert_string_equal(cfg.dra_driver, "gpu.nvidia.com");
+	assert_int_equal(load(&cfg, "dra: off\ndraDriver: gpu.example.com\n"),
+			 0);
+	assert_int_equal(cfg.dra, FT_OFF);
+	assert_string_equal(cfg.dra_driver, "gpu.example.com");
+	ft_config_dispose(&cfg);
+	assert_load_fails("dra: yes\n",
+			  "t.yaml:1: dra: expected off or on, got \"yes\"");
+	assert_set("draDriver", "GPU_driver", FT_EINVAL);
+	assert_set("draDriver", "", FT_EINVAL);
+}
+
 static void test_config__size_key(void **state)
 {
 	ft_config_t cfg;
@@ -810,6 +833,7 @@ int main(void)
 	    cmocka_unit_test(test_config__error_missing_file),
 	    cmocka_unit_test(test_config__unchanged_on_error),
 	    cmocka_unit_test(test_config__set_overrides),
+	    cmocka_unit_test(test_config__dra_keys),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -274,7 +274,9 @@ static void test_dra__template_claim_holds_its_gpus(void **state)
 	assert_string_equal(c.consumers[0].name, "trainer-0");
 	ft_dra_view_build(&v, "dra-a100-0", t, list, 1, FT_DRA_DRIVER_NVIDIA,
 			  0);
-	assert_int_equal(ft_dra_claim_units(&units, &missed, &c, &v), 0);
+	assert_int_equal(
+	    ft_dra_claim_units(&units, &missed, &c, &v, FT_DRA_DRIVER_NVIDIA),
+	    0);
 	assert_int_equal(missed, 0);
 	assert_int_equal(units.n_gpus, 2);
 	assert_string_equal(units.gpu_uuids[0], t->gpus[0].uuid);
@@ -284,9 +286,14 @@ static void test_dra__template_claim_holds_its_gpus(void **state)
 	c.results[0].admin_access = true;
 	free(c.results[1].pool);
 	c.results[1].pool = strdup("elsewhere");
-	assert_int_equal(ft_dra_claim_units(&units, &missed, &c, &v), 0);
-	assert_int_equal(units.n_gpus, 0);
+	assert_int_equal(
+	    ft_dra_claim_units(&units, &missed, &c, &v, FT_DRA_DRIVER_NVIDIA),
+	    0);
 	assert_int_equal(missed, 1);
+	/* Held all the same, as a GPU no topology places. */
+	assert_int_equal(units.n_gpus, 1);
+	assert_string_equal(units.gpu_uuids[0],
+			    "dra:gpu.nvidia.com/elsewhere/gpu-1");
 	ft_allocation_dispose(&units);
 	ft_dra_claim_dispose(&c);
 	ft_dra_slice_dispose(&s);
@@ -337,7 +344,8 @@ static void test_dra__consumable_shares_are_replicas(void **state)
 	ft_dra_view_build(&v, "dra-h100-shared-0", t, list, 1,
 			  FT_DRA_DRIVER_NVIDIA, 0);
 	assert_string_equal(v.error, "");
-	assert_int_equal(ft_dra_claim_units(&units, NULL, &a, &v), 0);
+	assert_int_equal(
+	    ft_dra_claim_units(&units, NULL, &a, &v, FT_DRA_DRIVER_NVIDIA), 0);
 	assert_int_equal(units.n_gpus, 0);
 	assert_int_equal(units.n_replicas, 1);
 	assert_string_equal(units.replica_gpus[0], t->gpus[0].uuid);

@@ -1135,6 +1135,51 @@ static void test_kube__informer_unsynced_after_failure(void **state)
 	ft_fake_api_dispose(&server);
 }
 
+/*
+ * A collection the API server does not serve (an API group not enabled):
+ * the 404 list is a complete empty list, the informer is synced, and it
+ * asks again after backoff_max_ms; once served, it lists and watches.
+ */
+static void test_kube__informer_optional_not_served(void **state)
+{
+	static const char *const not_found[] = {
+	    "{\"kind\":\"Status\",\"status\":\"Failure\",\"message\":\"the server could not find the requested resource\",\"reason\":\"NotFound\",\"code\":404}",
+	    NULL};
+	static const ft_fake_step_t steps[] = {
+	    {LIST, "404 Not Found", not_found, FT_FAKE_END},
+	    {LIST, "404 Not Found", not_found, FT_FAKE_END},
+	    {LIST, "200 OK", list_40, FT_FAKE_END},
+	    {WATCH_PREFIX "40&timeoutSeconds=", "200 OK", watch_40,
+	     FT_FAKE_HANG},
+	};
+	static const char *const calls[] = {"begin", "end",    "begin",
+					    "end",   "begin",  "ADDED a",
+					    "end",   "ADDED d"};
+	recorder_t recorder = {.lock = PTHREAD_MUTEX_INITIALIZER};
+	ft_informer_t *informer = NULL;
+	ft_kube_client_t *client = NULL;
+	ft_fake_api_t server;
+
+	(void)state;
+	recorder.informer = &informer;
+	ft_fake_api_start(&server, steps, 4);
+	client = ft_fake_api_client(&server, NULL, 5000);
+	assert_int_equal(
+	    ft_informer_start_optional(&informer, client, "/api/v1/pods",
+				       &recorder_handler, &recorder, 10, 50),
+	    0);
+	wait_recorded(&recorder, 8);
+	assert_true(ft_informer_synced(informer));
+	ft_informer_free(informer);
+	ft_kube_client_free(client);
+	ft_fake_api_finish(&server);
+	for (size_t i = 0; i < 8; i++)
+		assert_string_equal(recorder.log[i], calls[i]);
+	/* Synced from the first 404 on: between lists nothing is unknown. */
+	assert_true(recorder.synced[2] && recorder.synced[7]);
+	ft_fake_api_dispose(&server);
+}
+
 static void test_kube__informer_stop_in_backoff(void **state)
 {
 	recorder_t recorder = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -1194,6 +1239,7 @@ int main(void)
 	    cmocka_unit_test(test_kube__informer_relists_at_once_on_410),
 	    cmocka_unit_test(test_kube__informer_unsynced_after_failure),
 	    cmocka_unit_test(test_kube__informer_stop_in_backoff),
+	    cmocka_unit_test(test_kube__informer_optional_not_served),
 	};
 
 	return cmocka_run_group_tests(tests, quiet_logs, NULL);

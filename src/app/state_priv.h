@@ -1,0 +1,142 @@
+/*
+ * The state's records, shared by the files that implement state.h:
+ * state.c (nodes, pods, budgets, assumptions, publishing) and state_dra.c
+ * (ResourceSlices and ResourceClaims). Private to src/app.
+ */
+#ifndef FLEXTOPO_APP_STATE_PRIV_H
+#define FLEXTOPO_APP_STATE_PRIV_H
+
+#include <flextopo/state.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include <uthash.h>
+
+typedef struct pod_rec {
+	char *uid;
+	ft_pod_t pod;
+	bool assumed;
+	bool assumed_units;    /* the assumption holds devices or CPUs, not
+				  only the pod's requests */
+	bool bind_in_flight;   /* assumed, Binding not yet answered */
+	bool bind_unknown;     /* a Binding's answer never came: it may land */
+	uint64_t bind_sent_ns; /* when that Binding was sent (monotonic) */
+	bool observed_only;    /* seen in a filter request, not the watch */
+	bool in_mix;	       /* counted in the workload mix */
+	char *assumed_node;
+	ft_allocation_t assumed_allocation;
+	char *linked_node; /* node whose list holds this pod */
+	uint64_t mark;
+	struct pod_rec *prev, *next;
+	UT_hash_handle hh;
+} pod_rec_t;
+
+typedef struct pdb_rec {
+	char *key; /* "namespace/name" */
+	ft_pdb_t pdb;
+	uint64_t mark;
+	UT_hash_handle hh;
+} pdb_rec_t;
+
+/* A conflict pair reported once, while both pods stay (conflict_note). */
+typedef struct conflict_rec {
+	char *key; /* "node uid uid" */
+	char *uids[2];
+	UT_hash_handle hh;
+} conflict_rec_t;
+
+/* Conflict notes queued for ft_state_take_conflicts(), at most. */
+#define FT_STATE_NOTES_MAX 256
+
+/* A ResourceSlice (resource.k8s.io/v1), by name; linked to its node. */
+typedef struct slice_rec {
+	char *name;
+	ft_dra_slice_t slice;
+	char *linked_node;
+	uint64_t mark;
+	struct slice_rec *prev, *next;
+	UT_hash_handle hh;
+} slice_rec_t;
+
+/* A ResourceClaim, by uid; linked to the node of its allocation. */
+typedef struct claim_rec {
+	char *uid;
+	ft_dra_claim_t claim;
+	char *linked_node;
+	uint64_t mark;
+	struct claim_rec *prev, *next;
+	UT_hash_handle hh;
+} claim_rec_t;
+
+typedef struct node_rec {
+	char *name;
+	ft_node_source_t src;
+	bool present; /* a Node object exists */
+	bool dirty;
+	uint64_t mark;
+	ft_node_t *built;
+	pod_rec_t *pods;     /* utlist of linked pods */
+	claim_rec_t *claims; /* utlist of claims allocated on the node */
+	slice_rec_t *slices; /* utlist of the node's ResourceSlices */
+	UT_hash_handle hh;
+} node_rec_t;
+
+struct ft_state {
+	const ft_codec_options_t *opts;
+	pthread_mutex_t mu;
+	pthread_mutex_t snap_mu;
+	node_rec_t *nodes;
+	pod_rec_t *pods;
+	ft_snapshot_t *snapshot;
+	uint64_t generation;
+	bool membership_changed;
+	bool in_replace[FT_KIND_COUNT];
+	uint64_t replace_mark[FT_KIND_COUNT];
+	slice_rec_t *slices;
+	claim_rec_t *claims;
+	pdb_rec_t *pdbs;
+	uint64_t next_mark;
+	unsigned observed; /* records with observed_only set */
+	bool dirty;	   /* some node record is dirty */
+	ft_mix_t mix;	   /* pods as they were first placed on a node */
+	conflict_rec_t *conflicts; /* pairs reported */
+	ft_conflict_note_t *notes; /* found, not yet taken */
+	unsigned n_notes;
+	uint64_t conflicts_found;
+	/* CLOCK_MONOTONIC nanoseconds of the last snapshot swap. */
+	atomic_ullong published_ns;
+};
+
+/* Pods remembered from filter requests alone, at most. */
+
+/* Called with state->mu held, as their state.c definitions say. */
+node_rec_t *ft_state_node_rec(ft_state_t *state, const char *name, bool create);
+void ft_state_node_rec_gc(ft_state_t *state, node_rec_t *r);
+/*
+ * A record's link to a node's list: ft_state_link() makes the node's
+ * record (when new) and sets *linked to a copy of `name` (NULL: out of
+ * memory); ft_state_unlink() clears *linked and returns the node's record,
+ * if any, for the caller to take the record off its list. After either,
+ * ft_state_node_changed() marks the node for a build and drops its record
+ * when nothing refers to it any more.
+ */
+node_rec_t *ft_state_link(ft_state_t *state, const char *name, char **linked);
+node_rec_t *ft_state_unlink(ft_state_t *state, char **linked);
+void ft_state_node_changed(ft_state_t *state, node_rec_t *n);
+void ft_state_maybe_publish(ft_state_t *state);
+
+/* state_dra.c: free every slice and claim record. */
+void ft_state_dra_free(ft_state_t *state);
+/* state_dra.c: sweep the slices or claims a relist did not show. */
+void ft_state_dra_sweep(ft_state_t *state, ft_kind_t kind, uint64_t mark);
+/*
+ * state_dra.c: the DRA side of node `n` for its build: the view of its
+ * slices (*view, heap; NULL when none) and the claims allocated there as
+ * claim holders (`*holders`, `*n_holders`; heap, each disposed by the
+ * caller with ft_pod_dispose). FT_ENOMEM.
+ */
+int ft_state_dra_gather(ft_state_t *state, node_rec_t *n, ft_dra_view_t **view,
+			ft_pod_t **holders, unsigned *n_holders);
+
+#endif
