@@ -123,6 +123,8 @@ cases=(
 	"extender-tls --set mode=extender --set tls.enabled=true --set tls.secretName=flextopo-tls --set tls.clientAuth.enabled=true --set tls.clientAuth.caSecretName=scheduler-client-ca --set tls.serverName=flextopo.example.com"
 	"node-observe --set nodeAgent.mode=observe --set nodeAgent.runtimeClassName=nvidia --set nodeAgent.discoverArgs[0]=--sharing-config --set nodeAgent.discoverArgs[1]=/etc/dp/config.yaml --set nodeAgent.restrictToOwnNode=false"
 	"node-off --set nodeAgent.enabled=false"
+	"scheduler-dra --set mode=scheduler --set gpuMode=dra"
+	"extender-mixed --set mode=extender --set gpuMode=mixed"
 )
 
 # --- 2. lint -------------------------------------------------------------
@@ -269,6 +271,19 @@ if [[ -s $out/node-off.yaml ]]; then
 	expect "$out/node-off.yaml" DaemonSet 0
 	expect "$out/node-off.yaml" ClusterRole 2
 fi
+# GPU mode: the device plugin's needs no resource.k8s.io access and keeps
+# managedResources in extender mode; DRA and mixed watch the DRA objects and
+# send every pod (an empty managedResources).
+if [[ -s $out/extender.yaml ]]; then
+	grep -q '^    dra: off$' "$out/extender.yaml" || fail "extender: dra is not off with gpuMode devicePlugin"
+	! grep -q 'resource.k8s.io' "$out/extender.yaml" || fail "extender: resource.k8s.io access with gpuMode devicePlugin"
+fi
+for f in scheduler-dra extender-mixed; do
+	[[ -s $out/$f.yaml ]] || continue
+	grep -q '^    dra: on$' "$out/$f.yaml" || fail "$f: dra is not on"
+	grep -q 'resources: \["resourceclaims"\]' "$out/$f.yaml" || fail "$f: no access to resourceclaims"
+	! grep -q 'managedResources:' "$out/$f.yaml" || fail "$f: managedResources would keep claim-only pods from flextopo"
+done
 "$helm" package "$chart" --destination "$out" >"$out/package.log" 2>&1 || {
 	fail "helm package:"
 	cat "$out/package.log" >&2
@@ -312,6 +327,8 @@ bad=(
 	"nodeAgent.port=0|at '/nodeAgent/port': minimum"
 	"nodeAgent.logLevel=trace|at '/nodeAgent/logLevel'"
 	"nodeAgent.enabeld=true|additional properties 'enabeld' not allowed"
+	"gpuMode=plugin|at '/gpuMode': value must be one of 'devicePlugin', 'dra', 'mixed'"
+	"gpuMode=dra registration.pods=devices|registration.pods: devices cannot send pods with only ResourceClaims"
 )
 echo "== wrong values must fail"
 for b in "${bad[@]}"; do

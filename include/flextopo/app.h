@@ -36,6 +36,7 @@ typedef struct ft_app {
 	ft_informer_t *pdb_informer;
 	ft_informer_t *slice_informer; /* resource.k8s.io/v1, when served */
 	ft_informer_t *claim_informer;
+	ft_informer_t *class_informer; /* DeviceClasses; NULL when dra is off */
 	struct ft_upkeep *upkeep; /* upkeep.h; NULL in snapshot-file mode */
 	ft_server_t *server;
 	ft_server_t *debug_server;   /* NULL unless debugListen is set */

@@ -99,6 +99,12 @@ int ft_codec_pdb_decode(ft_pdb_t *out, const cJSON *pdb);
  */
 int ft_codec_dra_slice_decode(ft_dra_slice_t *out, const cJSON *obj);
 int ft_codec_dra_claim_decode(ft_dra_claim_t *out, const cJSON *obj);
+/*
+ * Decode a DeviceClass, its kind read for driver `driver`
+ * (ft_dra_class_kind). FT_EINVAL without a name, FT_ENOMEM.
+ */
+int ft_codec_dra_class_decode(ft_dra_class_t *out, const cJSON *obj,
+			      const char *driver);
 
 /*
  * A mutating admission request (admission.k8s.io/v1 AdmissionReview, as

@@ -143,6 +143,34 @@ typedef struct ft_dra_claim {
 
 void ft_dra_claim_dispose(ft_dra_claim_t *c);
 
+/*
+ * A DeviceClass (spec): what its CEL selectors pick of driver `driver`'s
+ * devices. flextopo does not evaluate CEL: ft_dra_class_kind() reads the
+ * selector shape NVIDIA's chart ships (deviceclass-gpu.yaml,
+ * deviceclass-mig.yaml: "device.driver == 'gpu.nvidia.com' &&
+ * device.attributes['gpu.nvidia.com'].type == 'gpu'"). A class it cannot
+ * read that way is FT_DRA_OTHER, and its requests add no GPU demand.
+ */
+typedef struct ft_dra_class {
+	char *name;
+	ft_dra_kind_t kind;
+	char *extended_resource; /* spec.extendedResourceName, or NULL */
+} ft_dra_class_t;
+
+void ft_dra_class_dispose(ft_dra_class_t *c);
+
+/*
+ * The kind of device `n` CEL selector expressions (all of which must hold)
+ * pick of `driver`: FT_DRA_GPU or FT_DRA_MIG when one expression compares
+ * device.driver with `driver` and one compares the driver's type attribute
+ * with "gpu" or "mig", with no "||" anywhere; FT_DRA_OTHER otherwise.
+ */
+ft_dra_kind_t ft_dra_class_kind(const char *const *expressions, unsigned n,
+				const char *driver);
+
+/* ResourceClaims of one pod that flextopo reads, at most. */
+#define FT_DRA_POD_CLAIMS_MAX 32
+
 /* Is `s` (a slice of some generation) part of the newest complete
  * generation of its pool, among `slices` (n of them, any pools)? */
 bool ft_dra_slice_current(const ft_dra_slice_t *s,

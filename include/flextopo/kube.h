@@ -97,6 +97,10 @@ int ft_kube_bind_pod(ft_kube_client_t *client, const char *ns, const char *name,
 int ft_kube_get_pod(ft_kube_client_t *client, const char *ns, const char *name,
 		    cJSON **out);
 
+/* GET a ResourceClaim (resource.k8s.io/v1); the same contract. */
+int ft_kube_get_claim(ft_kube_client_t *client, const char *ns,
+		      const char *name, cJSON **out);
+
 /* A core/v1 Event about a pod; every string borrowed. */
 typedef struct ft_kube_event {
 	const char *ns, *name, *uid; /* the pod; uid may be NULL */

@@ -60,6 +60,18 @@ void ft_state_apply_slice(ft_state_t *state, const cJSON *slice);
 void ft_state_delete_slice(ft_state_t *state, const cJSON *slice);
 void ft_state_apply_claim(ft_state_t *state, const cJSON *claim);
 void ft_state_delete_claim(ft_state_t *state, const cJSON *claim);
+/* DeviceClasses: which claims' requests ask for GPUs (ft_dra_class_t). */
+void ft_state_apply_class(ft_state_t *state, const cJSON *device_class);
+void ft_state_delete_class(ft_state_t *state, const cJSON *device_class);
+
+/*
+ * The whole GPUs that `pod`'s ResourceClaims not yet allocated ask for: the
+ * count of each request whose DeviceClass picks GPUs (one for a request of
+ * allocationMode All, whose count depends on the node). Claims allocated
+ * already hold their devices; claims not seen yet add nothing (kube-
+ * scheduler does not schedule a pod before its claims exist).
+ */
+uint32_t ft_state_claim_gpus(ft_state_t *state, const ft_pod_t *pod);
 
 /*
  * A relist of one kind: objects of that kind not applied between begin and
@@ -71,7 +83,8 @@ typedef enum {
 	FT_KIND_PDB = 2,
 	FT_KIND_SLICE = 3, /* resource.k8s.io/v1 ResourceSlice */
 	FT_KIND_CLAIM = 4, /* resource.k8s.io/v1 ResourceClaim */
-	FT_KIND_COUNT = 5,
+	FT_KIND_CLASS = 5, /* resource.k8s.io/v1 DeviceClass */
+	FT_KIND_COUNT = 6,
 } ft_kind_t;
 void ft_state_replace_begin(ft_state_t *state, ft_kind_t kind);
 void ft_state_replace_end(ft_state_t *state, ft_kind_t kind);
@@ -102,6 +115,27 @@ void ft_state_observe_pod(ft_state_t *state, const ft_pod_t *pod);
 int ft_state_assume(ft_state_t *state, const ft_pod_t *pod,
 		    const char *node_name, ft_policy_t policy,
 		    char **out_annotation);
+
+/*
+ * Bind on a DRA node (ft_node_t.dra), where DRA's allocator chose the pod's
+ * GPUs and MIG devices (dra.h): `claims` (n of them, read from the API
+ * server at bind, after DynamicResources' PreBind wrote them; NULL: the
+ * state's copies of the pod's claims) name them. Assume the pod's pinned
+ * CPUs and memory near them, at its affinity's level in its mode (its own
+ * level only when guaranteed), and make the allocation annotation with
+ * exactly those devices and the "dra" key naming each. The devices are held
+ * by the claims, not by this assumption. FT_ENOTFOUND with a message when
+ * no domain there has room for the CPUs near the devices, or when a
+ * guaranteed pod with an affinity got devices the topology annotation does
+ * not place; else as ft_state_assume().
+ */
+int ft_state_assume_dra(ft_state_t *state, const ft_pod_t *pod,
+			const char *node_name, ft_policy_t policy,
+			const ft_dra_claim_t *const *claims, unsigned n,
+			char **out_annotation);
+
+/* Whether node `name` is a DRA node in the current snapshot. */
+bool ft_state_node_dra(ft_state_t *state, const char *name);
 
 /*
  * The Binding of an assumed pod was accepted: the assumption now waits only

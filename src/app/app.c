@@ -53,6 +53,7 @@ void ft_app_dispose(ft_app_t *app)
 	ft_informer_free(app->pdb_informer);
 	ft_informer_free(app->slice_informer);
 	ft_informer_free(app->claim_informer);
+	ft_informer_free(app->class_informer);
 	ft_upkeep_free(app->upkeep);
 	ft_kube_client_free(app->kube);
 	ft_state_free(app->state);
@@ -80,7 +81,7 @@ static bool kind_synced(char *kinds, size_t size, const ft_informer_t *informer,
 bool ft_app_in_sync(const ft_app_t *app, char *why, size_t size)
 {
 	char kinds[128] = "";
-	bool nodes, pods, pdbs, slices, claims;
+	bool nodes, pods, pdbs, slices, claims, classes;
 
 	if (why && size)
 		why[0] = '\0';
@@ -96,7 +97,10 @@ bool ft_app_in_sync(const ft_app_t *app, char *why, size_t size)
 	claims = !app->claim_informer ||
 		 kind_synced(kinds, sizeof(kinds), app->claim_informer,
 			     "resourceclaims");
-	if (nodes && pods && pdbs && slices && claims)
+	classes = !app->class_informer ||
+		  kind_synced(kinds, sizeof(kinds), app->class_informer,
+			      "deviceclasses");
+	if (nodes && pods && pdbs && slices && claims && classes)
 		return true;
 	if (why && size)
 		snprintf(
@@ -135,9 +139,11 @@ static int load_items(ft_app_t *app, const cJSON *items, const char *path)
 			ft_state_apply_slice(app->state, item);
 		else if (strcmp(kind, "ResourceClaim") == 0)
 			ft_state_apply_claim(app->state, item);
+		else if (strcmp(kind, "DeviceClass") == 0)
+			ft_state_apply_class(app->state, item);
 		else
 			FT_LOG_WARN_MSG(
-			    "%s: items[%u]: kind \"%s\" ignored (Node, Pod, PodDisruptionBudget, ResourceSlice and ResourceClaim are read)",
+			    "%s: items[%u]: kind \"%s\" ignored (Node, Pod, PodDisruptionBudget, ResourceSlice, ResourceClaim and DeviceClass are read)",
 			    path, i, kind);
 		i++;
 	}
@@ -271,19 +277,43 @@ static void claims_apply(ft_watch_event_t type, const cJSON *obj, void *payload)
 		ft_state_apply_claim(app->state, obj);
 }
 
+static void classes_begin(void *payload)
+{
+	ft_state_replace_begin(((ft_app_t *)payload)->state, FT_KIND_CLASS);
+}
+
+static void classes_end(void *payload)
+{
+	ft_state_replace_end(((ft_app_t *)payload)->state, FT_KIND_CLASS);
+}
+
+static void classes_apply(ft_watch_event_t type, const cJSON *obj,
+			  void *payload)
+{
+	ft_app_t *app = payload;
+
+	if (type == FT_WATCH_DELETED)
+		ft_state_delete_class(app->state, obj);
+	else
+		ft_state_apply_class(app->state, obj);
+}
+
 static const ft_informer_handler_t pdb_handler = {pdbs_begin, pdbs_apply,
 						  pdbs_end};
 static const ft_informer_handler_t slice_handler = {slices_begin, slices_apply,
 						    slices_end};
 static const ft_informer_handler_t claim_handler = {claims_begin, claims_apply,
 						    claims_end};
+static const ft_informer_handler_t class_handler = {classes_begin,
+						    classes_apply, classes_end};
 static const ft_informer_handler_t node_handler = {nodes_begin, nodes_apply,
 						   nodes_end};
 static const ft_informer_handler_t pod_handler = {pods_begin, pods_apply,
 						  pods_end};
 
 /*
- * ResourceSlices and ResourceClaims (resource.k8s.io/v1): a cluster that
+ * ResourceSlices, ResourceClaims and DeviceClasses (resource.k8s.io/v1): a
+ * cluster that
  * does not serve the group has none, which the informers take as a
  * complete empty list.
  */
@@ -297,9 +327,15 @@ static int start_dra_watch(ft_app_t *app)
 		 app->cfg.watch_backoff_initial_ms,
 		 app->cfg.watch_backoff_max_ms)) < 0)
 		return rc;
+	if ((rc = ft_informer_start_optional(
+		 &app->claim_informer, app->kube,
+		 "/apis/resource.k8s.io/v1/resourceclaims", &claim_handler, app,
+		 app->cfg.watch_backoff_initial_ms,
+		 app->cfg.watch_backoff_max_ms)) < 0)
+		return rc;
 	return ft_informer_start_optional(
-	    &app->claim_informer, app->kube,
-	    "/apis/resource.k8s.io/v1/resourceclaims", &claim_handler, app,
+	    &app->class_informer, app->kube,
+	    "/apis/resource.k8s.io/v1/deviceclasses", &class_handler, app,
 	    app->cfg.watch_backoff_initial_ms, app->cfg.watch_backoff_max_ms);
 }
 

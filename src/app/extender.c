@@ -96,8 +96,12 @@ static int decode_request(ft_http_response_t *out, ft_extender_args_t *args,
 		ft_http_reply_error(out, 400, "bad_json", "Pod: %s",
 				    ft_error_last());
 		ft_codec_extender_args_dispose(args);
+		return rc;
 	}
-	return rc;
+	/* The GPUs its unallocated ResourceClaims ask (DRA nodes serve them).
+	 */
+	pod->demand.gpus += ft_state_claim_gpus(app->state, pod);
+	return 0;
 }
 
 #define NOT_CACHED "flextopo: node not in the extender's cache yet"
@@ -401,6 +405,82 @@ static void note_outcome(ft_app_t *app, const char *uid, int rc,
 	}
 }
 
+/* The pod's claims, read from the API server: `claims` gets n of them. */
+static int read_claims(ft_dra_claim_t *claims, unsigned *n, ft_app_t *app,
+		       const ft_pod_t *pod)
+{
+	cJSON *obj = NULL;
+	int rc = 0;
+
+	*n = 0;
+	for (unsigned i = 0; i < pod->n_claims && rc == 0; i++) {
+		if ((rc = ft_kube_get_claim(app->kube, pod->ns, pod->claims[i],
+					    &obj)) < 0)
+			break;
+		if ((rc = ft_codec_dra_claim_decode(&claims[*n], obj)) == 0 &&
+		    !claims[(*n)++].allocated)
+			rc = ft_error_set(
+			    FT_EIO,
+			    "pod %s/%s: resourceclaim %s is not allocated at bind (DynamicResources' PreBind writes it first)",
+			    pod->ns, pod->name, pod->claims[i]);
+		cJSON_Delete(obj);
+		obj = NULL;
+	}
+	return rc;
+}
+
+/*
+ * Bind on a DRA node: the pod and its claims read fresh (a cache may lag
+ * the write PreBind just made), then the CPUs near DRA's devices. Without
+ * an API server (a snapshot), the state's own copies.
+ */
+static int assume_dra(char **annotation, ft_app_t *app, const ft_bind_args_t *b,
+		      const ft_pod_t *cached)
+{
+	ft_dra_claim_t claims[FT_DRA_POD_CLAIMS_MAX];
+	const ft_dra_claim_t *ptrs[FT_DRA_POD_CLAIMS_MAX];
+	unsigned n = 0;
+	cJSON *obj = NULL;
+	ft_pod_t pod;
+	int rc;
+
+	if (!app->kube)
+		return ft_state_assume_dra(app->state, cached, b->node,
+					   app->cfg.policy, NULL, 0,
+					   annotation);
+	memset(&pod, 0, sizeof(pod));
+	if ((rc = ft_kube_get_pod(app->kube, b->pod_namespace, b->pod_name,
+				  &obj)) < 0 ||
+	    (rc = ft_codec_pod_decode(&pod, obj, &app->opts)) < 0)
+		goto cleanup;
+	if (pod.n_claims > FT_DRA_POD_CLAIMS_MAX) {
+		rc = ft_error_set(
+		    FT_EINVAL, "pod %s/%s: %u resourceclaims, at most %d",
+		    pod.ns, pod.name, pod.n_claims, FT_DRA_POD_CLAIMS_MAX);
+		goto cleanup;
+	}
+	if ((rc = read_claims(claims, &n, app, &pod)) < 0)
+		goto cleanup;
+	for (unsigned i = 0; i < n; i++)
+		ptrs[i] = &claims[i];
+	rc = ft_state_assume_dra(app->state, &pod, b->node, app->cfg.policy,
+				 ptrs, n, annotation);
+cleanup:
+	for (unsigned i = 0; i < n; i++)
+		ft_dra_claim_dispose(&claims[i]);
+	ft_pod_dispose(&pod);
+	cJSON_Delete(obj);
+	return rc;
+}
+
+/* DRA chose this pod's GPUs: it has claims, or asks for GPUs on a node
+ * where DRA serves them (KEP-5004). */
+static bool dra_chooses(ft_app_t *app, const ft_pod_t *pod, const char *node)
+{
+	return (pod->n_claims || ft_demand_wants_devices(&pod->demand)) &&
+	       ft_state_node_dra(app->state, node);
+}
+
 static int do_bind(ft_app_t *app, const ft_bind_args_t *b)
 {
 	char *annotation = NULL, why[256];
@@ -418,8 +498,12 @@ static int do_bind(ft_app_t *app, const ft_bind_args_t *b)
 				  pod.demand_error);
 		goto cleanup;
 	}
-	if ((rc = ft_state_assume(app->state, &pod, b->node, app->cfg.policy,
-				  &annotation)) < 0)
+	if (dra_chooses(app, &pod, b->node))
+		rc = assume_dra(&annotation, app, b, &pod);
+	else
+		rc = ft_state_assume(app->state, &pod, b->node, app->cfg.policy,
+				     &annotation);
+	if (rc < 0)
 		goto cleanup;
 	if (!app->kube) {
 		ft_state_confirm(app->state, pod.uid);

@@ -600,7 +600,8 @@ static void sweep(ft_state_t *state, ft_kind_t kind)
 	pod_rec_t *p, *ptmp;
 	node_rec_t *n, *ntmp;
 
-	if (kind == FT_KIND_SLICE || kind == FT_KIND_CLAIM) {
+	if (kind == FT_KIND_SLICE || kind == FT_KIND_CLAIM ||
+	    kind == FT_KIND_CLASS) {
 		ft_state_dra_sweep(state, kind, mark);
 		return;
 	}
@@ -984,20 +985,22 @@ static pod_rec_t *pod_rec_for(ft_state_t *state, const ft_pod_t *pod)
 	return r;
 }
 
-/* Choose a placement on `node` and record it as assumed on the pod. */
-static int assume_new(ft_state_t *state, pod_rec_t *r, const ft_pod_t *pod,
-		      const ft_node_t *node, ft_policy_t policy,
-		      ft_placement_t *p)
+/*
+ * Record placement `p` on `node` as assumed on the pod; `dra`: DRA chose
+ * its devices, which its claims hold (ft_allocation_t.dra).
+ */
+static int assume_placement(ft_state_t *state, pod_rec_t *r,
+			    const ft_node_t *node, const ft_placement_t *p,
+			    ft_affinity_mode_t mode, bool dra)
 {
 	int rc;
 
-	if ((rc = ft_place_choose(p, node, &pod->demand, policy)) < 0)
-		return rc;
 	unlink_pod(state, r);
 	drop_assumed(r);
-	if ((rc = ft_codec_allocation_from_placement(
-		 &r->assumed_allocation, p, node, pod->demand.mode)) < 0)
+	if ((rc = ft_codec_allocation_from_placement(&r->assumed_allocation, p,
+						     node, mode)) < 0)
 		goto relink;
+	r->assumed_allocation.dra = dra;
 	if (!(r->assumed_node = strdup(node->name))) {
 		ft_allocation_dispose(&r->assumed_allocation);
 		rc = ft_error_set(FT_ENOMEM, "state: out of memory");
@@ -1010,6 +1013,18 @@ relink:
 	link_pod(state, r);
 	publish(state);
 	return rc;
+}
+
+/* Choose a placement on `node` and record it as assumed on the pod. */
+static int assume_new(ft_state_t *state, pod_rec_t *r, const ft_pod_t *pod,
+		      const ft_node_t *node, ft_policy_t policy,
+		      ft_placement_t *p)
+{
+	int rc;
+
+	if ((rc = ft_place_choose(p, node, &pod->demand, policy)) < 0)
+		return rc;
+	return assume_placement(state, r, node, p, pod->demand.mode, false);
 }
 
 /*
@@ -1040,19 +1055,13 @@ static int assume_requests(ft_state_t *state, pod_rec_t *r,
 	return 0;
 }
 
-static int assume_locked(ft_state_t *state, const ft_pod_t *pod,
-			 const char *node_name, ft_policy_t policy,
-			 char **out_annotation)
+/* The pod's record, when the pod may be assumed on `node_name` now. */
+static int assumable(pod_rec_t **out, ft_state_t *state, const ft_pod_t *pod,
+		     const char *node_name)
 {
-	const ft_node_t *node = ft_snapshot_find(state->snapshot, node_name);
-	const ft_holding_t *held;
-	ft_placement_t p;
 	pod_rec_t *r;
-	int rc;
 
-	if (!node)
-		return ft_error_set(FT_ENOTFOUND, "node %s: not in cache",
-				    node_name);
+	*out = NULL;
 	if (!(r = pod_rec_for(state, pod)))
 		return ft_error_set(FT_ENOMEM, "state: out of memory");
 	if (r->pod.node && strcmp(r->pod.node, node_name) != 0)
@@ -1067,17 +1076,118 @@ static int assume_locked(ft_state_t *state, const ft_pod_t *pod,
 		    pod->ns, pod->name, r->assumed_node,
 		    r->bind_unknown ? "of unknown outcome" : "still in flight",
 		    node_name);
+	*out = r;
+	return 0;
+}
+
+static bool holds_units(const ft_holding_t *held)
+{
+	return held && (held->gpus || held->mig[0] || held->mig[1] ||
+			!ft_cpuset_empty(&held->cpus));
+}
+
+static int assume_locked(ft_state_t *state, const ft_pod_t *pod,
+			 const char *node_name, ft_policy_t policy,
+			 char **out_annotation)
+{
+	const ft_node_t *node = ft_snapshot_find(state->snapshot, node_name);
+	const ft_holding_t *held;
+	ft_placement_t p;
+	pod_rec_t *r;
+	int rc;
+
+	if (!node)
+		return ft_error_set(FT_ENOTFOUND, "node %s: not in cache",
+				    node_name);
+	if ((rc = assumable(&r, state, pod, node_name)) < 0)
+		return rc;
 	if (!ft_demand_wants_devices(&pod->demand) || !node->topology)
 		return assume_requests(state, r, node);
 	held = ft_node_find_holding(node, pod->uid);
-	if (held && (held->gpus || held->mig[0] || held->mig[1] ||
-		     !ft_cpuset_empty(&held->cpus)))
+	if (holds_units(held))
 		placement_from_holding(&p, held);
 	else if ((rc = assume_new(state, r, pod, node, policy, &p)) < 0)
 		return rc;
 	node = ft_snapshot_find(state->snapshot, node_name);
 	return ft_codec_allocation_encode(out_annotation, &p, node,
 					  pod->demand.mode);
+}
+
+/*
+ * The pod's CPUs near DRA's devices: those it already holds there (a bind
+ * tried again), else chosen near them. A guaranteed pod whose devices the
+ * topology does not place all of cannot be aligned.
+ */
+static int choose_near_dra(ft_placement_t *p, const ft_node_t *node,
+			   const ft_pod_t *pod, uint16_t gpus,
+			   const uint64_t mig[2], unsigned unmatched,
+			   ft_policy_t policy)
+{
+	const ft_holding_t *held = ft_node_find_holding(node, pod->uid);
+
+	if (unmatched && pod->demand.mode == FT_MODE_GUARANTEED &&
+	    pod->demand.has_affinity)
+		return ft_error_set(
+		    FT_ENOTFOUND,
+		    "node %s: %u of the devices DRA allocated to pod %s/%s are not in the topology annotation; its affinity cannot be checked (guaranteed mode)",
+		    node->name, unmatched, pod->ns, pod->name);
+	if (held && !ft_cpuset_empty(&held->cpus)) {
+		placement_from_holding(p, held);
+		p->gpus = gpus;
+		p->mig[0] = mig[0];
+		p->mig[1] = mig[1];
+		return 0;
+	}
+	return ft_place_choose_near(p, node, &pod->demand, gpus, mig, policy);
+}
+
+static int assume_dra_locked(ft_state_t *state, const ft_pod_t *pod,
+			     const char *node_name, ft_policy_t policy,
+			     const ft_dra_claim_t *const *claims, unsigned n,
+			     char **out_annotation)
+{
+	const ft_node_t *node = ft_snapshot_find(state->snapshot, node_name);
+	node_rec_t *nr = ft_state_node_rec(state, node_name, false);
+	const ft_dra_claim_t *cached[FT_DRA_POD_CLAIMS_MAX];
+	ft_dra_device_ref_t refs[FT_DRA_UNITS_MAX];
+	ft_dra_view_t *view = NULL;
+	unsigned count, unmatched = 0;
+	uint64_t mig[2];
+	ft_placement_t p;
+	uint16_t gpus;
+	pod_rec_t *r;
+	int rc;
+
+	if (!node || !nr || !node->topology)
+		return ft_error_set(FT_ENOTFOUND,
+				    "node %s: not in cache, or no topology",
+				    node_name);
+	if ((rc = assumable(&r, state, pod, node_name)) < 0 ||
+	    (rc = ft_state_dra_view(state, nr, &view)) < 0)
+		goto cleanup;
+	if (!view) {
+		rc = ft_error_set(FT_ENOTFOUND, "node %s: no ResourceSlice",
+				  node_name);
+		goto cleanup;
+	}
+	if (!claims) {
+		n = ft_state_dra_pod_claims(nr, pod, cached,
+					    FT_DRA_POD_CLAIMS_MAX);
+		claims = cached;
+	}
+	count = ft_dra_pod_devices(refs, FT_DRA_UNITS_MAX, &gpus, mig,
+				   &unmatched, claims, n, view);
+	if ((rc = choose_near_dra(&p, node, pod, gpus, mig, unmatched,
+				  policy)) < 0 ||
+	    (rc = assume_placement(state, r, node, &p, pod->demand.mode,
+				   true)) < 0)
+		goto cleanup;
+	node = ft_snapshot_find(state->snapshot, node_name);
+	rc = ft_codec_allocation_encode_dra(out_annotation, &p, node,
+					    pod->demand.mode, refs, count);
+cleanup:
+	free(view);
+	return rc;
 }
 
 int ft_state_assume(ft_state_t *state, const ft_pod_t *pod,
@@ -1091,6 +1201,31 @@ int ft_state_assume(ft_state_t *state, const ft_pod_t *pod,
 	rc = assume_locked(state, pod, node_name, policy, out_annotation);
 	pthread_mutex_unlock(&state->mu);
 	return rc;
+}
+
+int ft_state_assume_dra(ft_state_t *state, const ft_pod_t *pod,
+			const char *node_name, ft_policy_t policy,
+			const ft_dra_claim_t *const *claims, unsigned n,
+			char **out_annotation)
+{
+	int rc;
+
+	*out_annotation = NULL;
+	pthread_mutex_lock(&state->mu);
+	rc = assume_dra_locked(state, pod, node_name, policy, claims, n,
+			       out_annotation);
+	pthread_mutex_unlock(&state->mu);
+	return rc;
+}
+
+bool ft_state_node_dra(ft_state_t *state, const char *name)
+{
+	ft_snapshot_t *snap = ft_state_snapshot(state);
+	const ft_node_t *node = ft_snapshot_find(snap, name);
+	bool dra = node && node->dra;
+
+	ft_snapshot_unref(snap);
+	return dra;
 }
 
 static void forget_locked(ft_state_t *state, pod_rec_t *r)

@@ -14,6 +14,7 @@
 #include <flextopo/error.h>
 #include <flextopo/log.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +22,12 @@
 #include <utlist.h>
 
 #include "state_priv.h"
+
+static const char *driver_of(const ft_state_t *state)
+{
+	return state->opts->dra_driver ? state->opts->dra_driver
+				       : FT_DRA_DRIVER_NVIDIA;
+}
 
 static void slice_rec_free(slice_rec_t *r)
 {
@@ -34,7 +41,14 @@ static void claim_rec_free(claim_rec_t *r)
 {
 	ft_dra_claim_dispose(&r->claim);
 	free(r->linked_node);
+	free(r->key);
 	free(r->uid);
+	free(r);
+}
+
+static void class_rec_free(class_rec_t *r)
+{
+	ft_dra_class_dispose(&r->dc);
 	free(r);
 }
 
@@ -42,14 +56,21 @@ void ft_state_dra_free(ft_state_t *state)
 {
 	slice_rec_t *s, *stmp;
 	claim_rec_t *c, *ctmp;
+	class_rec_t *k, *ktmp;
 
 	HASH_ITER (hh, state->slices, s, stmp) {
 		HASH_DEL(state->slices, s);
 		slice_rec_free(s);
 	}
+
+	HASH_CLEAR(hh_name, state->claims_by_name);
 	HASH_ITER (hh, state->claims, c, ctmp) {
 		HASH_DEL(state->claims, c);
 		claim_rec_free(c);
+	}
+	HASH_ITER (hh, state->classes, k, ktmp) {
+		HASH_DEL(state->classes, k);
+		class_rec_free(k);
 	}
 }
 
@@ -179,9 +200,38 @@ static void link_claim(ft_state_t *state, claim_rec_t *r)
 	ft_state_node_changed(state, n);
 }
 
+static void unname_claim(ft_state_t *state, claim_rec_t *r)
+{
+	if (r->named)
+		HASH_DELETE(hh_name, state->claims_by_name, r);
+	r->named = false;
+	free(r->key);
+	r->key = NULL;
+}
+
+/* Index `r` by "namespace/name"; it takes the name from an older claim. */
+static void name_claim(ft_state_t *state, claim_rec_t *r)
+{
+	claim_rec_t *old = NULL;
+
+	if (asprintf(&r->key, "%s/%s", r->claim.ns, r->claim.name) < 0) {
+		r->key = NULL;
+		return;
+	}
+	HASH_FIND(hh_name, state->claims_by_name, r->key, strlen(r->key), old);
+	if (old) {
+		HASH_DELETE(hh_name, state->claims_by_name, old);
+		old->named = false;
+	}
+	HASH_ADD_KEYPTR(hh_name, state->claims_by_name, r->key, strlen(r->key),
+			r);
+	r->named = true;
+}
+
 static void remove_claim(ft_state_t *state, claim_rec_t *r)
 {
 	unlink_claim(state, r);
+	unname_claim(state, r);
 	HASH_DEL(state->claims, r);
 	claim_rec_free(r);
 }
@@ -217,10 +267,12 @@ void ft_state_apply_claim(ft_state_t *state, const cJSON *obj)
 		goto cleanup;
 	}
 	unlink_claim(state, r);
+	unname_claim(state, r);
 	ft_dra_claim_dispose(&r->claim);
 	r->claim = c;
 	memset(&c, 0, sizeof(c));
 	r->mark = state->replace_mark[FT_KIND_CLAIM];
+	name_claim(state, r);
 	link_claim(state, r);
 	ft_state_maybe_publish(state);
 cleanup:
@@ -245,10 +297,100 @@ void ft_state_delete_claim(ft_state_t *state, const cJSON *obj)
 	pthread_mutex_unlock(&state->mu);
 }
 
+/* ---- device classes ------------------------------------------------- */
+
+void ft_state_apply_class(ft_state_t *state, const cJSON *obj)
+{
+	class_rec_t *r = NULL;
+	ft_dra_class_t dc;
+
+	if (ft_codec_dra_class_decode(&dc, obj, driver_of(state)) < 0) {
+		ft_log(FT_LOG_WARN, "watch", NULL, NULL, ft_error_last(),
+		       "deviceclass skipped");
+		return;
+	}
+	pthread_mutex_lock(&state->mu);
+	HASH_FIND_STR(state->classes, dc.name, r);
+	if (!r && (r = calloc(1, sizeof(*r)))) {
+		r->dc.name = dc.name;
+		dc.name = NULL;
+		HASH_ADD_KEYPTR(hh, state->classes, r->dc.name,
+				strlen(r->dc.name), r);
+	}
+	if (r) {
+		free(r->dc.extended_resource);
+		r->dc.kind = dc.kind;
+		r->dc.extended_resource = dc.extended_resource;
+		dc.extended_resource = NULL;
+		r->mark = state->replace_mark[FT_KIND_CLASS];
+	} else {
+		FT_LOG_ERROR_MSG("state: out of memory keeping deviceclass %s",
+				 dc.name);
+	}
+	pthread_mutex_unlock(&state->mu);
+	ft_dra_class_dispose(&dc);
+}
+
+void ft_state_delete_class(ft_state_t *state, const cJSON *obj)
+{
+	const char *name = object_name(obj);
+	class_rec_t *r = NULL;
+
+	if (!name)
+		return;
+	pthread_mutex_lock(&state->mu);
+	HASH_FIND_STR(state->classes, name, r);
+	if (r) {
+		HASH_DEL(state->classes, r);
+		class_rec_free(r);
+	}
+	pthread_mutex_unlock(&state->mu);
+}
+
+static uint32_t request_gpus(const ft_state_t *state, const ft_dra_request_t *q)
+{
+	class_rec_t *k = NULL;
+
+	if (q->device_class)
+		HASH_FIND_STR(state->classes, q->device_class, k);
+	if (!k || k->dc.kind != FT_DRA_GPU)
+		return 0;
+	return q->all ? 1 : q->count;
+}
+
+uint32_t ft_state_claim_gpus(ft_state_t *state, const ft_pod_t *pod)
+{
+	uint32_t gpus = 0;
+	char key[512];
+
+	if (!pod->n_claims || !pod->ns)
+		return 0;
+	pthread_mutex_lock(&state->mu);
+	for (unsigned i = 0; i < pod->n_claims; i++) {
+		claim_rec_t *r = NULL;
+		snprintf(key, sizeof(key), "%s/%s", pod->ns, pod->claims[i]);
+		HASH_FIND(hh_name, state->claims_by_name, key, strlen(key), r);
+		for (unsigned q = 0;
+		     r && !r->claim.allocated && q < r->claim.n_requests; q++)
+			gpus += request_gpus(state, &r->claim.requests[q]);
+	}
+	pthread_mutex_unlock(&state->mu);
+	return gpus;
+}
+
 void ft_state_dra_sweep(ft_state_t *state, ft_kind_t kind, uint64_t mark)
 {
 	slice_rec_t *s, *stmp;
 	claim_rec_t *c, *ctmp;
+	class_rec_t *k, *ktmp;
+
+	if (kind == FT_KIND_CLASS)
+		HASH_ITER (hh, state->classes, k, ktmp) {
+			if (k->mark != mark) {
+				HASH_DEL(state->classes, k);
+				class_rec_free(k);
+			}
+		}
 
 	if (kind == FT_KIND_SLICE)
 		HASH_ITER (hh, state->slices, s, stmp) {
@@ -332,18 +474,13 @@ static int gather_holders(node_rec_t *n, const ft_dra_view_t *view,
 	return rc;
 }
 
-int ft_state_dra_gather(ft_state_t *state, node_rec_t *n, ft_dra_view_t **view,
-			ft_pod_t **holders, unsigned *n_holders)
+int ft_state_dra_view(ft_state_t *state, node_rec_t *n, ft_dra_view_t **view)
 {
-	const char *driver = state->opts->dra_driver ? state->opts->dra_driver
-						     : FT_DRA_DRIVER_NVIDIA;
 	const ft_dra_slice_t **slices = NULL;
 	unsigned n_slices = 0;
 	int rc;
 
 	*view = NULL;
-	*holders = NULL;
-	*n_holders = 0;
 	if ((rc = node_slices(n, &slices, &n_slices)) < 0 ||
 	    (!n_slices && !n->claims))
 		goto cleanup;
@@ -352,9 +489,43 @@ int ft_state_dra_gather(ft_state_t *state, node_rec_t *n, ft_dra_view_t **view,
 		goto cleanup;
 	}
 	ft_dra_view_build(*view, n->name, n->src.topology, slices, n_slices,
-			  driver, n->src.gpu_allocatable);
-	rc = gather_holders(n, *view, driver, holders, n_holders);
+			  driver_of(state), n->src.gpu_allocatable);
 cleanup:
 	free(slices);
 	return rc;
+}
+
+int ft_state_dra_gather(ft_state_t *state, node_rec_t *n, ft_dra_view_t **view,
+			ft_pod_t **holders, unsigned *n_holders)
+{
+	int rc;
+
+	*holders = NULL;
+	*n_holders = 0;
+	if ((rc = ft_state_dra_view(state, n, view)) < 0 || !*view)
+		return rc;
+	return gather_holders(n, *view, driver_of(state), holders, n_holders);
+}
+
+static bool uses_claim(const ft_pod_t *pod, const ft_dra_claim_t *c)
+{
+	if (!pod->ns || !c->ns || strcmp(pod->ns, c->ns) != 0)
+		return false;
+	for (unsigned i = 0; i < pod->n_claims; i++)
+		if (!strcmp(pod->claims[i], c->name))
+			return true;
+	return false;
+}
+
+unsigned ft_state_dra_pod_claims(node_rec_t *n, const ft_pod_t *pod,
+				 const ft_dra_claim_t **out, unsigned cap)
+{
+	claim_rec_t *c;
+	unsigned count = 0;
+
+	DL_FOREACH (n->claims, c) {
+		if (count < cap && uses_claim(pod, &c->claim))
+			out[count++] = &c->claim;
+	}
+	return count;
 }

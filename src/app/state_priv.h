@@ -59,15 +59,29 @@ typedef struct slice_rec {
 	UT_hash_handle hh;
 } slice_rec_t;
 
-/* A ResourceClaim, by uid; linked to the node of its allocation. */
+/*
+ * A ResourceClaim, by uid and by "namespace/name" (`key`; the newest of a
+ * name when a deleted claim's event comes after its successor's: `named`);
+ * linked to the node of its allocation.
+ */
 typedef struct claim_rec {
 	char *uid;
+	char *key;
+	bool named;
 	ft_dra_claim_t claim;
 	char *linked_node;
 	uint64_t mark;
 	struct claim_rec *prev, *next;
 	UT_hash_handle hh;
+	UT_hash_handle hh_name;
 } claim_rec_t;
+
+/* A DeviceClass, by name. */
+typedef struct class_rec {
+	ft_dra_class_t dc;
+	uint64_t mark;
+	UT_hash_handle hh;
+} class_rec_t;
 
 typedef struct node_rec {
 	char *name;
@@ -95,6 +109,8 @@ struct ft_state {
 	uint64_t replace_mark[FT_KIND_COUNT];
 	slice_rec_t *slices;
 	claim_rec_t *claims;
+	claim_rec_t *claims_by_name;
+	class_rec_t *classes;
 	pdb_rec_t *pdbs;
 	uint64_t next_mark;
 	unsigned observed; /* records with observed_only set */
@@ -138,5 +154,14 @@ void ft_state_dra_sweep(ft_state_t *state, ft_kind_t kind, uint64_t mark);
  */
 int ft_state_dra_gather(ft_state_t *state, node_rec_t *n, ft_dra_view_t **view,
 			ft_pod_t **holders, unsigned *n_holders);
+/* state_dra.c: the view alone (*view NULL: no slice, no claim). */
+int ft_state_dra_view(ft_state_t *state, node_rec_t *n, ft_dra_view_t **view);
+/*
+ * state_dra.c: the claims allocated on node `n` that `pod` uses (by name in
+ * its namespace, ft_pod_t.claims), at most `cap`, borrowed until the state
+ * lock is released.
+ */
+unsigned ft_state_dra_pod_claims(node_rec_t *n, const ft_pod_t *pod,
+				 const ft_dra_claim_t **out, unsigned cap);
 
 #endif

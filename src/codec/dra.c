@@ -460,3 +460,34 @@ int ft_codec_dra_claim_decode(ft_dra_claim_t *out, const cJSON *obj)
 		ft_dra_claim_dispose(out);
 	return rc;
 }
+
+/* ---- DeviceClass ---------------------------------------------------------
+ */
+
+#define CLASS_SELECTORS_MAX 16
+
+int ft_codec_dra_class_decode(ft_dra_class_t *out, const cJSON *obj,
+			      const char *driver)
+{
+	const cJSON *spec = at(obj, "spec"), *sel;
+	const char *name = str_at(at(obj, "metadata"), "name");
+	const char *exprs[CLASS_SELECTORS_MAX];
+	unsigned n = 0;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (!name)
+		return ft_error_set(FT_EINVAL,
+				    "deviceclass: metadata.name is required");
+	cJSON_ArrayForEach (sel, at(spec, "selectors")) {
+		const char *e = str_at(at(sel, "cel"), "expression");
+		if (e && n < CLASS_SELECTORS_MAX)
+			exprs[n++] = e;
+	}
+	out->kind = ft_dra_class_kind(exprs, n, driver);
+	if ((rc = dup_opt(&out->name, name)) < 0 ||
+	    (rc = dup_opt(&out->extended_resource,
+			  str_at(spec, "extendedResourceName"))) < 0)
+		ft_dra_class_dispose(out);
+	return rc;
+}

@@ -38,6 +38,65 @@ void ft_dra_slice_dispose(ft_dra_slice_t *s)
 	memset(s, 0, sizeof(*s));
 }
 
+void ft_dra_class_dispose(ft_dra_class_t *c)
+{
+	if (!c)
+		return;
+	free(c->name);
+	free(c->extended_resource);
+	memset(c, 0, sizeof(*c));
+}
+
+/* `text` without blanks, double quotes read as single ones; NULL: ENOMEM. */
+static char *squeeze(const char *text)
+{
+	char *out = malloc(strlen(text) + 1), *o = out;
+
+	if (!out)
+		return NULL;
+	for (; *text; text++)
+		if (*text != ' ' && *text != '\t' && *text != '\n' &&
+		    *text != '\r')
+			*o++ = *text == '"' ? '\'' : *text;
+	*o = '\0';
+	return out;
+}
+
+/* Whether squeezed `e` holds `prefix` + `value` + "'". */
+static bool compares(const char *e, const char *prefix, const char *value)
+{
+	size_t np = strlen(prefix), nv = strlen(value);
+
+	for (const char *at = strstr(e, prefix); at;
+	     at = strstr(at + 1, prefix))
+		if (!strncmp(at + np, value, nv) && at[np + nv] == '\'')
+			return true;
+	return false;
+}
+
+ft_dra_kind_t ft_dra_class_kind(const char *const *expressions, unsigned n,
+				const char *driver)
+{
+	bool ours = false, gpu = false, mig = false, disjunction = false;
+	char type_prefix[160];
+
+	snprintf(type_prefix, sizeof(type_prefix),
+		 "device.attributes['%s'].type=='", driver);
+	for (unsigned i = 0; i < n; i++) {
+		char *e = expressions[i] ? squeeze(expressions[i]) : NULL;
+		if (!e)
+			continue;
+		ours |= compares(e, "device.driver=='", driver);
+		gpu |= compares(e, type_prefix, "gpu");
+		mig |= compares(e, type_prefix, "mig");
+		disjunction |= strstr(e, "||") != NULL;
+		free(e);
+	}
+	if (!ours || disjunction || gpu == mig)
+		return FT_DRA_OTHER;
+	return gpu ? FT_DRA_GPU : FT_DRA_MIG;
+}
+
 void ft_dra_claim_dispose(ft_dra_claim_t *c)
 {
 	if (!c)

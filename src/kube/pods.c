@@ -31,23 +31,30 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* "/api/v1/namespaces/NS/pods/NAME" + suffix, segments escaped. */
-static int pod_path(char **out, const char *ns, const char *name,
-		    const char *suffix)
+/* "GROUP/namespaces/NS/RESOURCE/NAME" + suffix, segments escaped. */
+static int object_path(char **out, const char *group, const char *resource,
+		       const char *ns, const char *name, const char *suffix)
 {
 	char *ns_escaped = ft_kube_escape(ns);
 	char *name_escaped = ft_kube_escape(name);
 	int rc = 0;
 
 	if (!ns_escaped || !name_escaped ||
-	    asprintf(out, "/api/v1/namespaces/%s/pods/%s%s", ns_escaped,
-		     name_escaped, suffix) < 0) {
+	    asprintf(out, "%s/namespaces/%s/%s/%s%s", group, ns_escaped,
+		     resource, name_escaped, suffix) < 0) {
 		*out = NULL;
 		rc = ft_error_set(FT_ENOMEM, "kube: out of memory");
 	}
 	free(ns_escaped);
 	free(name_escaped);
 	return rc;
+}
+
+/* "/api/v1/namespaces/NS/pods/NAME" + suffix. */
+static int pod_path(char **out, const char *ns, const char *name,
+		    const char *suffix)
+{
+	return object_path(out, "/api/v1", "pods", ns, name, suffix);
 }
 
 static int check_pod_args(const char *what, const char *ns, const char *name)
@@ -191,31 +198,47 @@ cleanup:
 	return rc;
 }
 
-int ft_kube_get_pod(ft_kube_client_t *client, const char *ns, const char *name,
-		    cJSON **out)
+/* GET one namespaced object of `resource` in API `group`, named `what`
+ * in errors. */
+static int get_object(ft_kube_client_t *client, const char *group,
+		      const char *resource, const char *what, const char *ns,
+		      const char *name, cJSON **out)
 {
 	char *path = NULL, *reply = NULL;
-	cJSON *pod = NULL;
+	cJSON *obj = NULL;
 	long status = 0;
 	int rc;
 
-	if ((rc = check_pod_args("get pod", ns, name)) < 0 ||
-	    (rc = pod_path(&path, ns, name, "")) < 0 ||
+	*out = NULL;
+	if ((rc = check_pod_args(what, ns, name)) < 0 ||
+	    (rc = object_path(&path, group, resource, ns, name, "")) < 0 ||
 	    (rc = ft_kube_request(client, "GET", path, NULL, NULL, 0, &status,
 				  &reply)) < 0 ||
-	    (rc = status_outcome(status, reply, false, "get pod", ns, name)) <
-		0)
+	    (rc = status_outcome(status, reply, false, what, ns, name)) < 0)
 		goto cleanup;
-	if (!cJSON_IsObject(pod = cJSON_Parse(reply))) {
-		rc = ft_error_set(FT_EIO, "get pod %s/%s: reply is not JSON",
+	if (!cJSON_IsObject(obj = cJSON_Parse(reply))) {
+		rc = ft_error_set(FT_EIO, "%s %s/%s: reply is not JSON", what,
 				  ns, name);
 		goto cleanup;
 	}
-	*out = pod;
-	pod = NULL;
+	*out = obj;
+	obj = NULL;
 cleanup:
-	cJSON_Delete(pod);
+	cJSON_Delete(obj);
 	free(path);
 	free(reply);
 	return rc;
+}
+
+int ft_kube_get_pod(ft_kube_client_t *client, const char *ns, const char *name,
+		    cJSON **out)
+{
+	return get_object(client, "/api/v1", "pods", "get pod", ns, name, out);
+}
+
+int ft_kube_get_claim(ft_kube_client_t *client, const char *ns,
+		      const char *name, cJSON **out)
+{
+	return get_object(client, "/apis/resource.k8s.io/v1", "resourceclaims",
+			  "get resourceclaim", ns, name, out);
 }

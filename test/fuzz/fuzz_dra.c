@@ -1,10 +1,10 @@
 /*
- * Fuzz target for the DRA decoders (resource.k8s.io/v1 ResourceSlice and
- * ResourceClaim, from the watch): the input is parsed as JSON and decoded as
- * both; what decodes is matched to a fixed two-GPU topology and the claim's
- * units worked out. Any input must decode into a consistent object or fail
- * with FT_EINVAL (FT_ENOMEM under memory pressure) and nothing held; never
- * crash or leak.
+ * Fuzz target for the DRA decoders (resource.k8s.io/v1 ResourceSlice,
+ * ResourceClaim and DeviceClass, from the watch): the input is parsed as
+ * JSON and decoded as each; what decodes is matched to a fixed two-GPU topology
+ * and the claim's units worked out. Any input must decode into a consistent
+ * object or fail with FT_EINVAL (FT_ENOMEM under memory pressure) and nothing
+ * held; never crash or leak.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -76,6 +76,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cJSON *root = cJSON_ParseWithLength((const char *)data, size);
 	ft_dra_slice_t s;
 	ft_dra_claim_t c;
+	ft_dra_class_t dc;
 	bool slice_ok, claim_ok;
 
 	if (!root)
@@ -91,6 +92,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		ft_dra_slice_dispose(&s);
 	if (claim_ok)
 		ft_dra_claim_dispose(&c);
+	if (ft_codec_dra_class_decode(&dc, root, FT_DRA_DRIVER_NVIDIA) == 0) {
+		if (!dc.name || dc.kind > FT_DRA_MIG)
+			abort();
+		ft_dra_class_dispose(&dc);
+	}
 	cJSON_Delete(root);
 	return 0;
 }

@@ -357,6 +357,72 @@ static void test_dra__consumable_shares_are_replicas(void **state)
 	ft_topology_unref(t);
 }
 
+/* NVIDIA's classes, and the selector shapes flextopo will not guess at. */
+static void test_dra__device_classes(void **state)
+{
+	static const struct {
+		const char *expr;
+		ft_dra_kind_t kind;
+	} cases[] = {
+	    {"device.driver == \"gpu.nvidia.com\" && "
+	     "device.attributes[\"gpu.nvidia.com\"].type == \"mig\"",
+	     FT_DRA_MIG},
+	    {"device.driver=='gpu.nvidia.com'&&\n  "
+	     "device.attributes['gpu.nvidia.com'].type=='gpu'",
+	     FT_DRA_GPU},
+	    /* Another driver, a type it does not name, either type. */
+	    {"device.driver == 'gpu.example.com' && "
+	     "device.attributes['gpu.example.com'].type == 'gpu'",
+	     FT_DRA_OTHER},
+	    {"device.driver == 'gpu.nvidia.com'", FT_DRA_OTHER},
+	    {"device.driver == 'gpu.nvidia.com' && "
+	     "(device.attributes['gpu.nvidia.com'].type == 'gpu' || "
+	     "device.attributes['gpu.nvidia.com'].type == 'mig')",
+	     FT_DRA_OTHER},
+	    {"device.driver == 'gpu.nvidia.com.evil' && "
+	     "device.attributes['gpu.nvidia.com'].type == 'gpu'",
+	     FT_DRA_OTHER},
+	};
+	cJSON *obj = fixture_json("dra/deviceclass-gpu.json");
+	ft_dra_class_t dc;
+
+	(void)state;
+	assert_int_equal(
+	    ft_codec_dra_class_decode(&dc, obj, FT_DRA_DRIVER_NVIDIA), 0);
+	assert_string_equal(dc.name, "gpu.nvidia.com");
+	assert_int_equal(dc.kind, FT_DRA_GPU);
+	assert_string_equal(dc.extended_resource, "nvidia.com/gpu");
+	ft_dra_class_dispose(&dc);
+	cJSON_Delete(obj);
+	obj = fixture_json("dra/deviceclass-mig.json");
+	assert_int_equal(
+	    ft_codec_dra_class_decode(&dc, obj, FT_DRA_DRIVER_NVIDIA), 0);
+	assert_int_equal(dc.kind, FT_DRA_MIG);
+	assert_null(dc.extended_resource);
+	ft_dra_class_dispose(&dc);
+	cJSON_Delete(obj);
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *e = cases[i].expr;
+		if (ft_dra_class_kind(&e, 1, FT_DRA_DRIVER_NVIDIA) !=
+		    cases[i].kind)
+			fail_msg("case %u: %s", i, e);
+	}
+	/* Two selectors, each one half (all of them must hold). */
+	{
+		const char *two[] = {
+		    "device.driver == 'gpu.nvidia.com'",
+		    "device.attributes['gpu.nvidia.com'].type == 'gpu'"};
+		assert_int_equal(
+		    ft_dra_class_kind(two, 2, FT_DRA_DRIVER_NVIDIA),
+		    FT_DRA_GPU);
+	}
+	obj = ft_test_json("{'spec':{}}");
+	assert_int_equal(ft_codec_dra_class_decode(&dc, obj, "d"), FT_EINVAL);
+	assert_string_equal(ft_error_last(),
+			    "deviceclass: metadata.name is required");
+	cJSON_Delete(obj);
+}
+
 static void test_dra__bad_objects_name_the_field(void **state)
 {
 	cJSON *obj = ft_test_json(
@@ -396,6 +462,7 @@ int main(void)
 	    cmocka_unit_test(test_dra__extended_resource_claim),
 	    cmocka_unit_test(test_dra__unreserved_claim_is_allocated),
 	    cmocka_unit_test(test_dra__consumable_shares_are_replicas),
+	    cmocka_unit_test(test_dra__device_classes),
 	    cmocka_unit_test(test_dra__bad_objects_name_the_field),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

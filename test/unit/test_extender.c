@@ -45,6 +45,7 @@
 #define MIG_CLUSTER	FT_FIXTURES_DIR "/cluster/mig.yaml"
 #define SHARED_CLUSTER	FT_FIXTURES_DIR "/cluster/shared.yaml"
 #define VICTIMS_CLUSTER FT_FIXTURES_DIR "/cluster/victims.yaml"
+#define DRA_CLUSTER	FT_FIXTURES_DIR "/cluster/dra.yaml"
 #define WIRE		FT_FIXTURES_DIR "/wire"
 
 /* Pods of test/fixtures/cluster/small.yaml. */
@@ -359,9 +360,9 @@ static const char *failed_reason(const cJSON *reply, const char *node)
 	return cJSON_IsString(reason) ? reason->valuestring : NULL;
 }
 
-/* Bind; returns the reply's Error (heap; "" on success). */
-static char *bind_call(ft_app_t *app, const char *name, const char *uid,
-		       const char *node)
+/* Bind pod ns/name; returns the reply's Error (heap; "" on success). */
+static char *bind_in(ft_app_t *app, const char *ns, const char *name,
+		     const char *uid, const char *node)
 {
 	ft_http_response_t res;
 	char *body = NULL, *error;
@@ -370,8 +371,8 @@ static char *bind_call(ft_app_t *app, const char *name, const char *uid,
 
 	if (asprintf(
 		&body,
-		"{\"PodName\":\"%s\",\"PodNamespace\":\"train\",\"PodUID\":\"%s\",\"Node\":\"%s\"}",
-		name, uid, node) < 0)
+		"{\"PodName\":\"%s\",\"PodNamespace\":\"%s\",\"PodUID\":\"%s\",\"Node\":\"%s\"}",
+		name, ns, uid, node) < 0)
 		fail_msg("out of memory");
 	post(&res, app, ft_app_bind, "/bind", body, strlen(body));
 	assert_int_equal(res.status, 200);
@@ -383,6 +384,13 @@ static char *bind_call(ft_app_t *app, const char *name, const char *uid,
 	free(res.body);
 	free(body);
 	return error;
+}
+
+/* Bind a pod of namespace train. */
+static char *bind_call(ft_app_t *app, const char *name, const char *uid,
+		       const char *node)
+{
+	return bind_in(app, "train", name, uid, node);
 }
 
 static void bind_ok(ft_app_t *app, const char *name, const char *uid,
@@ -1015,6 +1023,162 @@ static void *post_bind(void *arg)
 	return NULL;
 }
 
+/* ---- DRA nodes (test/fixtures/cluster/dra.yaml) ------------------------- */
+
+#define UID_NUMA_WORKER	 "8e9f0a1b-2c3d-4e5f-8a6b-7c8d9e0f1a2b"
+#define UID_SPLIT_WORKER "8e9f0a1b-2c3d-4e5f-8a6b-00000000005a"
+#define UID_WAITING_DRA	 "8e9f0a1b-2c3d-4e5f-8a6b-0000000000b0"
+
+/* The object of `kind` named `name` of dra.yaml, as JSON text (heap). */
+static char *dra_object(const char *kind_name, const char *name)
+{
+	char *text = ft_test_read_file(DRA_CLUSTER, NULL);
+	const char *json = text ? strchr(text, '{') : NULL;
+	cJSON *root = json ? cJSON_Parse(json) : NULL, *it;
+	char *out = NULL;
+
+	assert_non_null(root);
+	cJSON_ArrayForEach (it,
+			    cJSON_GetObjectItemCaseSensitive(root, "items")) {
+		const cJSON *meta =
+		    cJSON_GetObjectItemCaseSensitive(it, "metadata");
+		const cJSON *kind =
+		    cJSON_GetObjectItemCaseSensitive(it, "kind");
+		if (!strcmp(kind->valuestring, kind_name) &&
+		    !strcmp(cJSON_GetObjectItemCaseSensitive(meta, "name")
+				->valuestring,
+			    name))
+			out = cJSON_PrintUnformatted(it);
+	}
+	cJSON_Delete(root);
+	free(text);
+	assert_non_null(out);
+	return out;
+}
+
+static char *dra_pod(const char *name)
+{
+	return dra_object("Pod", name);
+}
+
+/*
+ * On a DRA node the claims hold the GPUs: 0-6 are allocated (7 is free),
+ * whoever uses them, and the pods there hold none of their own. A pod
+ * whose unallocated claim asks two GPUs of the GPU DeviceClass does not fit
+ * there; the device-plugin node beside it has all eight free.
+ */
+static void test_extender__dra_claims_hold_the_gpus(void **state)
+{
+	ft_app_t *app = app_new_from(DRA_CLUSTER);
+	char *pod = dra_pod("waiting-dra");
+	cJSON *reply;
+
+	assert_int_equal(gpus_used(app, "dra-a100-0"), 0x7f);
+	assert_int_equal(gpus_used(app, "dp-a100-0"), 0);
+	assert_true(ft_state_node_dra(app->state, "dra-a100-0"));
+	assert_false(ft_state_node_dra(app->state, "dp-a100-0"));
+	reply = filter(app, pod, "\"dra-a100-0\",\"dp-a100-0\"");
+	assert_false(passed(reply, "dra-a100-0"));
+	assert_non_null(
+	    strstr(failed_reason(reply, "dra-a100-0"), "need 2 GPUs"));
+	assert_true(passed(reply, "dp-a100-0"));
+	cJSON_Delete(reply);
+	free(pod);
+	app_free(app);
+}
+
+/*
+ * Bind on a DRA node takes the GPUs DRA allocated (4 and 6, NUMA node 1)
+ * and pins the pod's 8 CPUs on their NUMA node; a guaranteed numa pod
+ * whose GPUs DRA put on two NUMA nodes is refused, saying so.
+ */
+static void test_extender__dra_bind_pins_cpus_near_dra_gpus(void **state)
+{
+	ft_app_t *app = app_new_from(DRA_CLUSTER);
+	ft_holding_t h;
+	char *error;
+
+	error =
+	    bind_in(app, "ml", "numa-worker", UID_NUMA_WORKER, "dra-a100-0");
+	assert_string_equal(error, "");
+	free(error);
+	assert_true(holding(app, "dra-a100-0", UID_NUMA_WORKER, &h));
+	assert_int_equal(h.gpus, 0);
+	assert_int_equal(ft_cpuset_count(&h.cpus), 8);
+	for (unsigned c = 0; c < 64; c++)
+		assert_false(ft_cpuset_has(&h.cpus, c));
+	assert_int_equal(h.numa_nodes, 0x2);
+	assert_int_equal(gpus_used(app, "dra-a100-0"), 0x7f);
+
+	error =
+	    bind_in(app, "ml", "split-worker", UID_SPLIT_WORKER, "dra-a100-0");
+	assert_non_null(strstr(error, "no numa domain holds the GPUs DRA "
+				      "allocated (positions 0x28)"));
+	free(error);
+	assert_false(holding(app, "dra-a100-0", UID_SPLIT_WORKER, &h));
+	app_free(app);
+}
+
+/*
+ * Against an API server: bind reads the pod and its claim fresh (PreBind
+ * has just written the claim) and POSTs the Binding with an allocation
+ * that names exactly DRA's GPUs, marked as DRA's in its "dra" key, and
+ * the CPUs of their NUMA node.
+ */
+static void test_extender__dra_bind_reads_claims_from_the_api(void **state)
+{
+	char *pod = dra_pod("numa-worker");
+	char *claim = dra_object("ResourceClaim", "numa-pair");
+	const char *const pod_chunks[] = {pod, NULL};
+	const char *const claim_chunks[] = {claim, NULL};
+	static const char *const created[] = {"{\"kind\":\"Status\"}", NULL};
+	const ft_fake_step_t steps[] = {
+	    {"GET /api/v1/namespaces/ml/pods/numa-worker ", "200 OK",
+	     pod_chunks, FT_FAKE_END},
+	    {"GET /apis/resource.k8s.io/v1/namespaces/ml/resourceclaims/numa-pair ",
+	     "200 OK", claim_chunks, FT_FAKE_END},
+	    {"POST /api/v1/namespaces/ml/pods/numa-worker/binding ",
+	     "201 Created", created, FT_FAKE_END},
+	};
+	ft_app_t *app = app_new_from(DRA_CLUSTER);
+	cJSON *binding, *alloc, *dra;
+	ft_fake_api_t api;
+	const char *value;
+	char *error;
+
+	ft_fake_api_start(&api, steps, 3);
+	app->kube = ft_fake_api_client(&api, NULL, 3000);
+	error =
+	    bind_in(app, "ml", "numa-worker", UID_NUMA_WORKER, "dra-a100-0");
+	assert_string_equal(error, "");
+	free(error);
+	ft_fake_api_finish(&api);
+	binding = cJSON_Parse(ft_fake_request_body(api.requests[2]));
+	value = cJSON_GetObjectItemCaseSensitive(
+		    cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(binding, "metadata"),
+			"annotations"),
+		    "flextopo.io/allocation")
+		    ->valuestring;
+	alloc = cJSON_Parse(value);
+	assert_non_null(alloc);
+	dra = cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(alloc, "dra"), "devices");
+	if (cJSON_GetArraySize(dra) != 2)
+		fail_msg("%s", value);
+	assert_non_null(strstr(value, "\"gpuIndexes\":[4,6]"));
+	assert_non_null(strstr(value, "\"device\":\"gpu-4\""));
+	assert_non_null(strstr(value, "\"device\":\"gpu-6\""));
+	assert_non_null(strstr(value, "\"claim\":\"ml/numa-pair\""));
+	assert_non_null(strstr(value, "\"cpuset\":\"64-71\""));
+	cJSON_Delete(alloc);
+	cJSON_Delete(binding);
+	ft_fake_api_dispose(&api);
+	free(pod);
+	free(claim);
+	app_free(app);
+}
+
 /*
  * A slow API server does not stall the verbs: a bind whose Binding the API
  * server never answers holds its request for the client's 3 s, while a
@@ -1144,6 +1308,9 @@ int main(void)
 	    cmocka_unit_test(test_extender__shared_ranks_and_leftover),
 	    cmocka_unit_test(test_extender__preempt_avoids_pdb),
 	    cmocka_unit_test(test_extender__bind_then_filter_sees_gpus_taken),
+	    cmocka_unit_test(test_extender__dra_claims_hold_the_gpus),
+	    cmocka_unit_test(test_extender__dra_bind_pins_cpus_near_dra_gpus),
+	    cmocka_unit_test(test_extender__dra_bind_reads_claims_from_the_api),
 	    cmocka_unit_test(test_extender__bind_twice_is_idempotent),
 	    cmocka_unit_test(test_extender__two_binds_get_disjoint_gpus),
 	    cmocka_unit_test(

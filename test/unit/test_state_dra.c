@@ -381,6 +381,39 @@ static void test_state_dra__bad_claim_skipped(void **state)
 	ft_state_free(s);
 }
 
+/* What a pod's unallocated claims ask, by their DeviceClass. */
+static void test_state_dra__claim_gpus_by_class(void **state)
+{
+	ft_state_t *s = start(0, true);
+	cJSON *root = fixture("dra/claim-with-constraint.json");
+	cJSON *claim =
+	    cJSON_Duplicate(item(root, "ResourceClaim", "numa-pair"), true);
+	cJSON *gpu_class = fixture("dra/deviceclass-gpu.json");
+	cJSON *status = cJSON_DetachItemFromObject(claim, "status");
+	ft_pod_t pod = {.ns = "ml"};
+	char *names[] = {"numa-pair", "not-made-yet"};
+
+	(void)state;
+	pod.n_claims = 2;
+	pod.claims = names;
+	ft_state_apply_claim(s, claim);
+	/* The class is not known yet: nothing is counted. */
+	assert_int_equal(ft_state_claim_gpus(s, &pod), 0);
+	ft_state_apply_class(s, gpu_class);
+	assert_int_equal(ft_state_claim_gpus(s, &pod), 2);
+	/* Allocated, the claim holds its GPUs: the pod asks none more. */
+	cJSON_AddItemToObject(claim, "status", status);
+	ft_state_apply_claim(s, claim);
+	assert_int_equal(ft_state_claim_gpus(s, &pod), 0);
+	pod.ns = "elsewhere";
+	assert_int_equal(ft_state_claim_gpus(s, &pod), 0);
+	ft_state_delete_class(s, gpu_class);
+	cJSON_Delete(gpu_class);
+	cJSON_Delete(claim);
+	cJSON_Delete(root);
+	ft_state_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -390,6 +423,7 @@ int main(void)
 	    cmocka_unit_test(test_state_dra__double_published),
 	    cmocka_unit_test(test_state_dra__relist_sweeps_claims_and_slices),
 	    cmocka_unit_test(test_state_dra__bad_claim_skipped),
+	    cmocka_unit_test(test_state_dra__claim_gpus_by_class),
 	};
 
 	ft_log_set_level(FT_LOG_ERROR);

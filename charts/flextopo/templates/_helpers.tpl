@@ -158,7 +158,12 @@ pods and need no round trip to flextopo).
 */}}
 {{- define "flextopo.registrationPods" -}}
 {{- $p := .Values.registration.pods -}}
-{{- if eq $p "auto" -}}
+{{- if ne .Values.gpuMode "devicePlugin" -}}
+{{- if eq $p "devices" -}}
+{{- fail "registration.pods: devices cannot send pods with only ResourceClaims to flextopo: use auto or all with gpuMode dra or mixed" -}}
+{{- end -}}
+all
+{{- else if eq $p "auto" -}}
 {{- ternary "all" "devices" (eq .Values.mode "scheduler") -}}
 {{- else -}}
 {{- $p -}}
