@@ -37,6 +37,10 @@
  *   binds_unsettled                         gauge: assumed pods whose
  *                                           Binding's outcome is unknown
  *   informer_restarts_total{resource}       counter
+ *   dra_nodes, dra_node_errors, dra_double_published_nodes,
+ *   resource_claims_allocated               gauges (dra.h)
+ *   dra_preemption_refused_total            counter: DRA nodes dropped by
+ *                                           preempt for a GPU shortage
  *   decision_log_records, decision_log_capacity, decision_log_bytes gauges
  *   decisions_total                         counter
  *   gpu_capacity_free, gpu_fragmentation    gauges, GPUs over all nodes:
@@ -101,6 +105,9 @@ void ft_metrics_preempt(ft_metrics_t *m, ft_affinity_mode_t mode,
 			const unsigned nodes[FT_PREEMPT_OUTCOMES],
 			unsigned victims);
 
+/* A DRA node dropped by preempt for a GPU shortage (preempt.c). */
+void ft_metrics_dra_preemption_refused(ft_metrics_t *m);
+
 /* One victim search of the preempt verb, by its fallback (victims.h). */
 void ft_metrics_victim_search(ft_metrics_t *m, ft_victim_fallback_t fallback);
 
@@ -133,7 +140,12 @@ typedef struct ft_metrics_gauges {
 	double cache_age_seconds;    /* since the last snapshot publish */
 	unsigned long node_restarts; /* watch restarts of the node informer */
 	unsigned long pod_restarts;
-	unsigned long pdb_restarts;  /* PodDisruptionBudget informer */
+	unsigned long pdb_restarts; /* PodDisruptionBudget informer */
+	/* resource.k8s.io informers (0 when dra is off) */
+	unsigned long slice_restarts, claim_restarts, class_restarts;
+	/* ft_state_stats_t's DRA counts */
+	unsigned dra_nodes, dra_node_errors, dra_double_published;
+	unsigned claims_allocated;
 	unsigned decisions;	     /* records held */
 	unsigned decisions_capacity; /* decisionLogSize */
 	size_t decisions_bytes;	     /* ft_decisions_footprint() */

@@ -262,6 +262,13 @@ typedef struct ft_state_stats {
 	unsigned pods;
 	unsigned assumed;
 	unsigned unsettled; /* assumed, Binding of unknown outcome */
+	/* DRA (dra.h): nodes whose GPUs ResourceSlices publish, of them those
+	 * whose slices disagree with the topology annotation and those that
+	 * also advertise device-plugin GPUs; claims allocated on a node. */
+	unsigned dra_nodes;
+	unsigned dra_node_errors;
+	unsigned dra_double_published;
+	unsigned claims_allocated;
 } ft_state_stats_t;
 
 void ft_state_stats(ft_state_t *state, ft_state_stats_t *out);

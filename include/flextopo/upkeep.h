@@ -12,6 +12,8 @@
  * (ft_state_take_conflicts): a Warning Event "AllocationConflict" on each of
  * the two pods, naming the units, the node and the other pod, and what to
  * do. Notes whose Events could not be posted wait for the next round.
+ * Last, the Events the verbs queued (ft_upkeep_event): preempt's, for a
+ * pod whose GPU shortage on DRA nodes no eviction can resolve.
  *
  * Runs only when the extender watches an API server (not with --snapshot).
  */
@@ -39,5 +41,17 @@ int ft_upkeep_settle_binds(ft_app_t *app);
  * conflicts reported, or the error that stopped the round (the rest wait).
  */
 int ft_upkeep_report_conflicts(ft_app_t *app);
+
+/*
+ * Queue an Event about a pod for the next round (copied; thread-safe),
+ * for a verb that must not wait on the API server. One per pod and reason
+ * in 10 minutes: the verbs repeat at every scheduling attempt. At most 64
+ * wait; more are dropped. No-op when `upkeep` is NULL (a snapshot).
+ */
+void ft_upkeep_event(ft_upkeep_t *upkeep, const ft_kube_event_t *e);
+
+/* Post the queued Events on the calling thread: how many, or the first
+ * error (the rest of that round is dropped and logged at debug). */
+int ft_upkeep_post_events(ft_upkeep_t *upkeep);
 
 #endif

@@ -201,6 +201,13 @@ void ft_app_metrics(ft_http_response_t *out, const ft_http_request_t *req,
 	g.node_restarts = ft_informer_restarts(app->node_informer);
 	g.pod_restarts = ft_informer_restarts(app->pod_informer);
 	g.pdb_restarts = ft_informer_restarts(app->pdb_informer);
+	g.slice_restarts = ft_informer_restarts(app->slice_informer);
+	g.claim_restarts = ft_informer_restarts(app->claim_informer);
+	g.class_restarts = ft_informer_restarts(app->class_informer);
+	g.dra_nodes = st.dra_nodes;
+	g.dra_node_errors = st.dra_node_errors;
+	g.dra_double_published = st.dra_double_published;
+	g.claims_allocated = st.claims_allocated;
 	g.decisions = ft_decisions_count(app->decisions);
 	g.decisions_capacity = ft_decisions_capacity(app->decisions);
 	g.decisions_bytes =

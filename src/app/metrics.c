@@ -40,6 +40,7 @@ struct ft_metrics {
 	atomic_ullong preempt_nodes[2][FT_PREEMPT_OUTCOMES];
 	atomic_ullong preempt_victims[2];
 	atomic_ullong victim_searches[FT_VICTIM_FALLBACKS];
+	atomic_ullong dra_preemption_refused;
 	atomic_ullong binds[FT_BIND_RESULTS];
 	atomic_ullong bind_levels[FT_LEVEL_COUNT];
 };
@@ -94,6 +95,12 @@ void ft_metrics_victim_search(ft_metrics_t *m, ft_victim_fallback_t fallback)
 {
 	if (m && (unsigned)fallback < FT_VICTIM_FALLBACKS)
 		add(&m->victim_searches[fallback], 1);
+}
+
+void ft_metrics_dra_preemption_refused(ft_metrics_t *m)
+{
+	if (m)
+		add(&m->dra_preemption_refused, 1);
 }
 
 void ft_metrics_bind(ft_metrics_t *m, ft_bind_result_t result, ft_level_t level)
@@ -253,6 +260,11 @@ static void write_preemption(ft_buf_t *b, ft_metrics_t *m)
 		sample_uint(b, "victim_searches_total", "result",
 			    ft_victim_fallback_name((ft_victim_fallback_t)f),
 			    get(&m->victim_searches[f]));
+	family(
+	    b, "dra_preemption_refused_total", "counter",
+	    "Candidate DRA nodes preempt dropped for a GPU shortage: ResourceClaims hold their GPUs, and kube-scheduler v1.36 cannot preempt for DRA devices (KEP-5690).");
+	sample_uint(b, "dra_preemption_refused_total", NULL, NULL,
+		    get(&m->dra_preemption_refused));
 }
 
 static void write_binds(ft_buf_t *b, ft_metrics_t *m)
@@ -312,6 +324,31 @@ static void write_cache(ft_buf_t *b, const ft_metrics_gauges_t *g)
 		    g->pod_restarts);
 	sample_uint(b, "informer_restarts_total", "resource",
 		    "poddisruptionbudgets", g->pdb_restarts);
+	sample_uint(b, "informer_restarts_total", "resource", "resourceslices",
+		    g->slice_restarts);
+	sample_uint(b, "informer_restarts_total", "resource", "resourceclaims",
+		    g->claim_restarts);
+	sample_uint(b, "informer_restarts_total", "resource", "deviceclasses",
+		    g->class_restarts);
+}
+
+static void write_dra(ft_buf_t *b, const ft_metrics_gauges_t *g)
+{
+	gauge(
+	    b, "dra_nodes",
+	    "Nodes whose GPUs a ResourceSlice of the DRA driver publishes: DRA's allocator picks their GPUs.",
+	    g->dra_nodes);
+	gauge(
+	    b, "dra_node_errors",
+	    "DRA nodes whose ResourceSlices disagree with the topology annotation (uuid, PCI bus id, NUMA node or PCIe root); /debug/nodes says which device and fact.",
+	    g->dra_node_errors);
+	gauge(
+	    b, "dra_double_published_nodes",
+	    "DRA nodes that also advertise device-plugin GPUs: both allocators could hand out one GPU.",
+	    g->dra_double_published);
+	gauge(b, "resource_claims_allocated",
+	      "ResourceClaims allocated on a node, each holding its devices.",
+	      g->claims_allocated);
 }
 
 static void write_decisions(ft_buf_t *b, const ft_metrics_gauges_t *g)
@@ -395,6 +432,7 @@ int ft_metrics_render(char **out, ft_metrics_t *m, const ft_metrics_gauges_t *g)
 	write_preemption(&b, m);
 	write_binds(&b, m);
 	write_cache(&b, g);
+	write_dra(&b, g);
 	write_decisions(&b, g);
 	write_gpus(&b, g);
 	write_drift(&b, g);

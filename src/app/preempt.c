@@ -13,11 +13,19 @@
  * scheduler's own victims are passed through, so is its NumPDBViolations.
  * A search that may not have found the cheapest set says why in the
  * decision log and in the metric victim_searches_total.
+ *
+ * On a DRA node (dra.h) claims hold the GPUs, and kube-scheduler v1.36
+ * cannot preempt for DRA devices (KEP-5690): a GPU shortage there is
+ * dropped with a reason in the decision log, a Warning Event
+ * "DRAPreemptionUnsupported" on the pod and dra_preemption_refused_total;
+ * a shortage of CPUs or memory alone is searched for as anywhere.
  */
 #include <flextopo/app.h>
 #include <flextopo/debug.h>
 #include <flextopo/error.h>
 #include <flextopo/log.h>
+#include <flextopo/place.h>
+#include <flextopo/upkeep.h>
 #include <flextopo/victims.h>
 
 #include <stdio.h>
@@ -141,11 +149,59 @@ static int pass_through(ft_preempt_reply_t *r, const ft_preempt_node_t *n,
 					   n->n_victims, n->pdb_violations);
 }
 
+#define DRA_NO_GPU_PREEMPTION                                                  \
+	"DRA node: its GPUs are held by ResourceClaims, and kube-scheduler "   \
+	"v1.36 cannot preempt for DRA devices (KEP-5690, DRA preemption, is "  \
+	"planned for v1.38); no eviction frees a GPU here"
+
+static bool wants_gpus(const ft_demand_t *d)
+{
+	return d->gpus || d->ranks || d->mig_count;
+}
+
+/*
+ * On a DRA node a GPU shortage has no victims (claims hold the GPUs; no
+ * eviction frees a claim's device in v1.36): true, with the node dropped
+ * and the pod told why. A shortage of CPUs or memory alone is searched for
+ * as anywhere, with the GPUs left to DRA (*cpu_only).
+ */
+static bool dra_gpu_shortage(ft_app_t *app, const ft_node_t *node,
+			     const ft_pod_t *pod, ft_demand_t *cpu_only,
+			     ft_decision_t *dec)
+{
+	ft_demand_t gpus_only = pod->demand;
+	ft_verdict_t v;
+	ft_kube_event_t e = {.ns = pod->ns,
+			     .name = pod->name,
+			     .uid = pod->uid,
+			     .type = "Warning",
+			     .reason = "DRAPreemptionUnsupported",
+			     .message = DRA_NO_GPU_PREEMPTION};
+
+	gpus_only.cpu_millis = gpus_only.exclusive_cpus = 0;
+	gpus_only.memory_mib = 0;
+	ft_place_filter(&v, node, &gpus_only);
+	if (v.fit == FT_FIT) {
+		*cpu_only = pod->demand;
+		cpu_only->gpus = cpu_only->ranks = cpu_only->mig_count = 0;
+		cpu_only->mig_profile[0] = '\0';
+		return false;
+	}
+	ft_log(FT_LOG_DEBUG, "preempt", pod->name, node->name,
+	       DRA_NO_GPU_PREEMPTION, "node dropped");
+	ft_decision_add_node(dec, node->name, FT_VERDICT_DROPPED,
+			     DRA_NO_GPU_PREEMPTION);
+	ft_metrics_dra_preemption_refused(app->metrics);
+	ft_upkeep_event(app->upkeep, &e);
+	return true;
+}
+
 static int decide(ft_preempt_reply_t *r, ft_app_t *app,
 		  const ft_snapshot_t *snap, const ft_pod_t *pod,
 		  const ft_preempt_node_t *n, ft_decision_t *dec)
 {
 	const ft_node_t *node = ft_snapshot_find(snap, n->name);
+	ft_demand_t demand = pod->demand;
 	ft_pdb_view_t pdb;
 	ft_victim_set_t set;
 	ft_victim_cost_t cost;
@@ -161,13 +217,16 @@ static int decide(ft_preempt_reply_t *r, ft_app_t *app,
 	if (!ft_demand_wants_devices(&pod->demand))
 		return pass_through(r, n, "pod asks for no devices", pod->name,
 				    dec);
+	if (node->dra && wants_gpus(&demand) &&
+	    dra_gpu_shortage(app, node, pod, &demand, dec))
+		return 0;
 	ft_state_pdb_view(app->state, node, &pdb);
-	ft_victims_search(&set, node, &pod->demand, pod->priority, &pdb);
+	ft_victims_search(&set, node, &demand, pod->priority, &pdb);
 	ft_metrics_victim_search(app->metrics, set.fallback);
 	if (!set.found) {
 		snprintf(reason, sizeof(reason),
 			 "no set of lower-priority pods frees a %s placement",
-			 ft_level_name(ft_place_effective_level(&pod->demand)));
+			 ft_level_name(ft_place_effective_level(&demand)));
 		ft_log(FT_LOG_DEBUG, "preempt", pod->name, n->name, reason,
 		       "node dropped");
 		ft_decision_add_node(dec, n->name, FT_VERDICT_DROPPED, reason);
@@ -221,6 +280,7 @@ void ft_app_preempt(ft_http_response_t *out, const ft_http_request_t *req,
 				    ft_error_last());
 		goto cleanup;
 	}
+	pod.demand.gpus += ft_state_claim_gpus(app->state, &pod);
 	snap = ft_state_snapshot(app->state);
 	if ((rc = ft_codec_preempt_reply_new(&r)) < 0)
 		goto failed;

@@ -1448,7 +1448,13 @@ void ft_state_stats(ft_state_t *state, ft_state_stats_t *out)
 	HASH_ITER (hh, state->nodes, n, ntmp) {
 		out->nodes += n->present;
 		out->nodes_bad_topology += n->present && !n->src.topology;
+		if (!n->present || !n->built || !n->built->dra)
+			continue;
+		out->dra_nodes++;
+		out->dra_node_errors += n->built->dra_error != NULL;
+		out->dra_double_published += n->built->dra_double_published;
 	}
+	out->claims_allocated = ft_state_dra_claims_linked(state);
 	HASH_ITER (hh, state->pods, p, ptmp) {
 		out->pods++;
 		out->assumed += p->assumed;

@@ -378,6 +378,16 @@ uint32_t ft_state_claim_gpus(ft_state_t *state, const ft_pod_t *pod)
 	return gpus;
 }
 
+unsigned ft_state_dra_claims_linked(ft_state_t *state)
+{
+	claim_rec_t *c, *ctmp;
+	unsigned n = 0;
+
+	HASH_ITER (hh, state->claims, c, ctmp)
+		n += c->linked_node != NULL;
+	return n;
+}
+
 void ft_state_dra_sweep(ft_state_t *state, ft_kind_t kind, uint64_t mark)
 {
 	slice_rec_t *s, *stmp;

@@ -154,6 +154,8 @@ void ft_state_dra_sweep(ft_state_t *state, ft_kind_t kind, uint64_t mark);
  */
 int ft_state_dra_gather(ft_state_t *state, node_rec_t *n, ft_dra_view_t **view,
 			ft_pod_t **holders, unsigned *n_holders);
+/* state_dra.c: claims linked to a node (allocated there). */
+unsigned ft_state_dra_claims_linked(ft_state_t *state);
 /* state_dra.c: the view alone (*view NULL: no slice, no claim). */
 int ft_state_dra_view(ft_state_t *state, node_rec_t *n, ft_dra_view_t **view);
 /*

@@ -312,6 +312,23 @@ static cJSON *frag_json(const ft_node_t *node, const ft_mix_t *mix)
 	return o;
 }
 
+/* The node's DRA side (dra.h), or null on a device-plugin node. */
+static cJSON *dra_json(const ft_node_t *node)
+{
+	cJSON *o;
+	unsigned claims = 0;
+
+	if (!node->dra)
+		return cJSON_CreateNull();
+	o = cJSON_CreateObject();
+	for (unsigned i = 0; i < node->n_holdings; i++)
+		claims += node->holdings[i].claim;
+	put_bool(o, "doublePublished", node->dra_double_published);
+	put_str(o, "error", node->dra_error);
+	put_num(o, "claims", claims);
+	return o;
+}
+
 static cJSON *node_row(const ft_node_t *node, const ft_mix_t *mix)
 {
 	cJSON *row = cJSON_CreateObject();
@@ -322,6 +339,7 @@ static cJSON *node_row(const ft_node_t *node, const ft_mix_t *mix)
 	put_num(row, "pods", node->n_holdings);
 	put_num(row, "assumedPods", assumed_count(node));
 	put_num(row, "conflicts", node->conflicts);
+	put(row, "dra", dra_json(node));
 	if (node->topology) {
 		put_usage(row, node);
 		put(row, "fragmentation", frag_json(node, mix));
@@ -653,6 +671,8 @@ static cJSON *holding_json(const ft_node_t *node, const ft_holding_t *h)
 	cJSON *o = pod_ref(h);
 
 	put_num(o, "startTime", (double)h->start_time);
+	if (h->claim)
+		put_bool(o, "resourceClaim", true);
 	put(o, "level", level_or_null(h->level));
 	put(o, "levels", levels_array(h->levels));
 	put(o, "gpus", gpu_indexes(t, h->gpus));

@@ -35,6 +35,7 @@
 #define MIG_CLUSTER	  FT_FIXTURES_DIR "/cluster/mig.yaml"
 #define SHARED_CLUSTER	  FT_FIXTURES_DIR "/cluster/shared.yaml"
 #define OBS_CLUSTER	  FT_FIXTURES_DIR "/cluster/observed.yaml"
+#define DRA_CLUSTER	  FT_FIXTURES_DIR "/cluster/dra.yaml"
 #define UID_B2		  "00000000-0000-4000-8000-0000000000b2"
 #define TOPOLOGY_FIXTURES FT_FIXTURES_DIR "/topology"
 
@@ -97,6 +98,11 @@ static int setup_shared(void **state)
 static int setup_observed(void **state)
 {
 	return setup_cluster(state, OBS_CLUSTER);
+}
+
+static int setup_dra(void **state)
+{
+	return setup_cluster(state, DRA_CLUSTER);
 }
 
 static int teardown(void **state)
@@ -1355,6 +1361,82 @@ static void test_debug__conflicts_reported(void **state)
 	free(r.body);
 }
 
+/*
+ * A DRA node in the debug views and metrics: its claims as holdings, the
+ * flags, and a preempt for a GPU there dropped with the reason (KEP-5690).
+ */
+static void test_debug__dra_node(void **state)
+{
+	fixture_t *fx = *state;
+	cJSON *root =
+	    json_call(fx->debug_port, "GET", "/debug/nodes", NULL, 200);
+	const cJSON *row = find(at(root, "nodes"), "name", "dra-a100-0"), *dra;
+	const char *preempt =
+	    "{\"Pod\":{\"metadata\":{\"name\":\"big\",\"namespace\":\"ml\",\"uid\":\"u-big\"},\"spec\":{\"priority\":1000,\"containers\":[{\"name\":\"m\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"4\"}}}]}},\"NodeNameToMetaVictims\":{\"dra-a100-0\":{\"Pods\":[{\"UID\":\"5d3f1e2a-7b9c-4d8e-a1f2-3b4c5d6e7f80\"}],\"NumPDBViolations\":0}}}";
+	static const char *const created[] = {"{}", NULL};
+	static const ft_fake_step_t steps[] = {
+	    {"POST /api/v1/namespaces/ml/events ", "201 Created", created,
+	     FT_FAKE_END},
+	};
+	ft_fake_api_t api;
+	cJSON *e;
+	reply_t m;
+
+	dra = at(row, "dra");
+	assert_false(cJSON_IsTrue(at(dra, "doublePublished")));
+	assert_true(cJSON_IsNull(at(dra, "error")));
+	assert_int_equal(num(dra, "claims"), 4);
+	assert_int_equal(num(at(row, "gpus"), "used"), 7);
+	assert_true(cJSON_IsNull(
+	    at(find(at(root, "nodes"), "name", "dp-a100-0"), "dra")));
+	cJSON_Delete(root);
+	root = json_call(fx->debug_port, "GET", "/debug/nodes/dra-a100-0", NULL,
+			 200);
+	assert_true(
+	    cJSON_IsTrue(at(find(at(root, "holdings"), "name", "shared-a100"),
+			    "resourceClaim")));
+	cJSON_Delete(root);
+
+	/* The pod is told why, once however often it is retried. */
+	ft_fake_api_start(&api, steps, 1);
+	fx->app.kube = ft_fake_api_client(&api, NULL, 5000);
+	assert_int_equal(ft_upkeep_start(&fx->app.upkeep, &fx->app), 0);
+	for (int i = 0; i < 2; i++) {
+		root =
+		    json_call(fx->main_port, "POST", "/preempt", preempt, 200);
+		assert_int_equal(
+		    cJSON_GetArraySize(at(root, "NodeNameToMetaVictims")), 0);
+		cJSON_Delete(root);
+	}
+	ft_fake_api_wait(&api, 1);
+	ft_upkeep_free(fx->app.upkeep);
+	fx->app.upkeep = NULL;
+	ft_fake_api_finish(&api);
+	e = posted_event(&api, 0);
+	assert_string_equal(field(e, "involvedObject", "name"), "big");
+	assert_string_equal(field(e, "reason", NULL),
+			    "DRAPreemptionUnsupported");
+	assert_non_null(strstr(field(e, "message", NULL), "KEP-5690"));
+	cJSON_Delete(e);
+	ft_fake_api_dispose(&api);
+	ft_kube_client_free(fx->app.kube);
+	fx->app.kube = NULL;
+	root = json_call(fx->debug_port, "GET", "/debug/decisions?limit=1",
+			 NULL, 200);
+	row = cJSON_GetArrayItem(
+	    at(cJSON_GetArrayItem(at(root, "decisions"), 0), "nodes"), 0);
+	assert_non_null(strstr(str(row, "reason"), "KEP-5690"));
+	cJSON_Delete(root);
+	m = http(fx->debug_port, "GET", "/metrics", NULL);
+	assert_non_null(strstr(m.body, "\nflextopo_dra_nodes 1\n"));
+	assert_non_null(strstr(m.body, "\nflextopo_dra_node_errors 0\n"));
+	assert_non_null(
+	    strstr(m.body, "\nflextopo_resource_claims_allocated 4\n"));
+	assert_non_null(
+	    strstr(m.body, "\nflextopo_dra_preemption_refused_total 2\n"));
+	free(m.body);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1396,6 +1478,8 @@ int main(void)
 		test_debug__metrics_on_both_listeners, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_debug__observed_drift,
 					    setup_observed, teardown),
+	    cmocka_unit_test_setup_teardown(test_debug__dra_node, setup_dra,
+					    teardown),
 	    cmocka_unit_test_setup_teardown(
 		test_debug__health_on_the_debug_listener, setup, teardown),
 	    cmocka_unit_test(test_debug__listener_off_by_default),

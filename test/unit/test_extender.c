@@ -283,6 +283,29 @@ static void test_extender__wire_bind_mig(void **state)
 	run_verb(&v);
 }
 
+/* DRA nodes beside device-plugin ones, on dra.yaml: claims counted by
+ * their DeviceClass, CPUs near DRA's GPUs, no victims for a DRA GPU. */
+static void test_extender__wire_filter_dra(void **state)
+{
+	const verb_t v = {"filter-dra", ft_app_filter, DRA_CLUSTER};
+
+	run_verb(&v);
+}
+
+static void test_extender__wire_bind_dra(void **state)
+{
+	const verb_t v = {"bind-dra", ft_app_bind, DRA_CLUSTER};
+
+	run_verb(&v);
+}
+
+static void test_extender__wire_preempt_dra(void **state)
+{
+	const verb_t v = {"preempt-dra", ft_app_preempt, DRA_CLUSTER};
+
+	run_verb(&v);
+}
+
 /* Ranks of GPU fractions on time-sliced GPUs, on shared.yaml. */
 static void test_extender__wire_filter_shared(void **state)
 {
@@ -1304,6 +1327,9 @@ int main(void)
 	    cmocka_unit_test(test_extender__wire_bind_mig),
 	    cmocka_unit_test(test_extender__wire_filter_shared),
 	    cmocka_unit_test(test_extender__wire_bind_shared),
+	    cmocka_unit_test(test_extender__wire_filter_dra),
+	    cmocka_unit_test(test_extender__wire_bind_dra),
+	    cmocka_unit_test(test_extender__wire_preempt_dra),
 	    cmocka_unit_test(test_extender__mig_policy_and_single_strategy),
 	    cmocka_unit_test(test_extender__shared_ranks_and_leftover),
 	    cmocka_unit_test(test_extender__preempt_avoids_pdb),
