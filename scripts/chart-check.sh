@@ -125,6 +125,7 @@ cases=(
 	"node-off --set nodeAgent.enabled=false"
 	"scheduler-dra --set mode=scheduler --set gpuMode=dra"
 	"extender-mixed --set mode=extender --set gpuMode=mixed"
+	"scheduler-webhook --set mode=scheduler --set gpuMode=dra --set webhook.enabled=true --set webhook.secretName=flextopo-webhook --set webhook.certManagerCertificate=flextopo-system/flextopo-webhook"
 )
 
 # --- 2. lint -------------------------------------------------------------
@@ -284,6 +285,21 @@ for f in scheduler-dra extender-mixed; do
 	grep -q 'resources: \["resourceclaims"\]' "$out/$f.yaml" || fail "$f: no access to resourceclaims"
 	! grep -q 'managedResources:' "$out/$f.yaml" || fail "$f: managedResources would keep claim-only pods from flextopo"
 done
+# The admission webhook: off by default; on, a Service to the extender's
+# webhook port, the MutatingWebhookConfiguration for claims and templates,
+# and the key pair mounted where webhookCertFile points.
+for f in scheduler extender scheduler-dra; do
+	[[ ! -s $out/$f.yaml ]] || expect "$out/$f.yaml" MutatingWebhookConfiguration 0
+done
+if [[ -s $out/scheduler-webhook.yaml ]]; then
+	f=$out/scheduler-webhook.yaml
+	expect "$f" MutatingWebhookConfiguration 1
+	grep -q 'name: flextopo-webhook$' "$f" || fail "scheduler-webhook: no webhook Service"
+	grep -q 'resources: \["resourceclaims", "resourceclaimtemplates"\]' "$f" || fail "scheduler-webhook: the webhook does not see claims and templates"
+	grep -q 'cert-manager.io/inject-ca-from: "flextopo-system/flextopo-webhook"' "$f" || fail "scheduler-webhook: no CA injection"
+	grep -q 'webhookListen: "0.0.0.0:9443"' "$f" || fail "scheduler-webhook: the extender does not serve the webhook"
+	grep -q 'mountPath: /etc/flextopo-webhook' "$f" || fail "scheduler-webhook: the webhook's key pair is not mounted"
+fi
 "$helm" package "$chart" --destination "$out" >"$out/package.log" 2>&1 || {
 	fail "helm package:"
 	cat "$out/package.log" >&2
@@ -329,6 +345,10 @@ bad=(
 	"nodeAgent.enabeld=true|additional properties 'enabeld' not allowed"
 	"gpuMode=plugin|at '/gpuMode': value must be one of 'devicePlugin', 'dra', 'mixed'"
 	"gpuMode=dra registration.pods=devices|registration.pods: devices cannot send pods with only ResourceClaims"
+	"webhook.enabled=true|webhook.enabled: the webhook adds DRA constraints; it needs gpuMode dra or mixed"
+	"gpuMode=dra webhook.enabled=true|webhook.secretName: the webhook needs a kubernetes.io/tls Secret"
+	"gpuMode=dra webhook.enabled=true webhook.secretName=w|webhook: set webhook.caBundle or webhook.certManagerCertificate"
+	"webhook.failurePolicy=Sometimes|at '/webhook/failurePolicy': value must be one of 'Ignore', 'Fail'"
 )
 echo "== wrong values must fail"
 for b in "${bad[@]}"; do

@@ -41,6 +41,7 @@ typedef struct ft_app {
 	ft_server_t *server;
 	ft_server_t *debug_server;   /* NULL unless debugListen is set */
 	ft_server_t *metrics_server; /* NULL unless metricsListen is set */
+	ft_server_t *webhook_server; /* NULL unless webhookListen is set */
 	struct ft_access *access;    /* its token checks (access.h) */
 	ft_decisions_t *decisions;   /* decisionLogSize records (debug.h) */
 	ft_metrics_t *metrics;

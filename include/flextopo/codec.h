@@ -151,6 +151,25 @@ int ft_codec_admission_reply(char **out, const char *uid, const char *patch,
 			     const char *warning);
 
 /*
+ * The webhook's answer to review `a` (docs/dra.md, "Alignment DRA can
+ * enforce"): on CREATE of a ResourceClaim or a ResourceClaimTemplate that
+ * carries the affinity annotations (opts' prefix + "/affinity" and
+ * "/affinity-mode", on the object or, for a template, on the claims it
+ * makes: spec.metadata), in guaranteed mode, a constraint with
+ * matchAttribute resource.kubernetes.io/numaNode (affinity numa) or
+ * resource.kubernetes.io/pcieRoot (pcie-switch) over its requests of
+ * `classes` (the GPU and MIG DeviceClasses). Everything else is allowed
+ * unchanged, with a warning where the affinity cannot be expressed:
+ * nvlink (no standard attribute), a claim kube-scheduler made for extended
+ * resources (allocated before it is created), a bad annotation. Always
+ * allowed: the webhook adds constraints, it never refuses a claim. *out is
+ * the whole AdmissionReview reply. FT_ENOMEM.
+ */
+int ft_codec_admission_mutate(char **out, const ft_admission_t *a,
+			      const ft_codec_options_t *opts,
+			      const char *const *classes, unsigned n_classes);
+
+/*
  * A decoded v1 Node: name, the topology or why there is none, and its
  * labels and NoSchedule/NoExecute taints (noderules.h).
  */

@@ -85,6 +85,11 @@ typedef struct ft_config {
 	/* Watch ResourceSlices and ResourceClaims (dra.h); default on */
 	ft_switch_t dra;
 	char *dra_driver; /* the GPU DRA driver; default "gpu.nvidia.com" */
+	/* The mutating admission webhook (docs/dra.md): "HOST:PORT" or ""
+	 * (off); HTTPS with its own certificate and key (PEM files). */
+	char *webhook_listen;
+	char *webhook_cert_file;
+	char *webhook_key_file;
 } ft_config_t;
 
 /* Fill `out` with the defaults; strings are heap copies. FT_ENOMEM. */

@@ -73,6 +73,18 @@ void ft_state_delete_class(ft_state_t *state, const cJSON *device_class);
  */
 uint32_t ft_state_claim_gpus(ft_state_t *state, const ft_pod_t *pod);
 
+/* A DeviceClass name, copied out of the state. */
+typedef struct ft_class_name {
+	char name[254]; /* a DNS subdomain: at most 253 characters */
+} ft_class_name_t;
+
+/*
+ * The names of the DeviceClasses that pick GPUs or MIG devices, at most
+ * `cap` of them, in `out`; returns how many.
+ */
+unsigned ft_state_gpu_classes(ft_state_t *state, ft_class_name_t *out,
+			      unsigned cap);
+
 /*
  * A relist of one kind: objects of that kind not applied between begin and
  * end are removed; one snapshot is published at the end.

@@ -12,6 +12,7 @@
 #include <flextopo/error.h>
 #include <flextopo/log.h>
 #include <flextopo/upkeep.h>
+#include <flextopo/webhook.h>
 #include <flextopo/yamljson.h>
 
 #include <getopt.h>
@@ -45,6 +46,7 @@ int ft_app_init(ft_app_t *app)
 void ft_app_dispose(ft_app_t *app)
 {
 	ft_server_free(app->metrics_server);
+	ft_server_free(app->webhook_server);
 	ft_server_free(app->debug_server);
 	ft_server_free(app->server);
 	ft_access_free(app->access);
@@ -495,9 +497,10 @@ static int start_server(ft_app_t *app)
 		return rc;
 	FT_LOG_INFO_MSG("serving the extender API on %s (port %u)",
 			app->cfg.listen, ft_server_port(app->server));
-	if ((rc = ft_app_debug_start(app)) < 0)
+	if ((rc = ft_app_debug_start(app)) < 0 ||
+	    (rc = ft_app_metrics_start(app)) < 0)
 		return rc;
-	return ft_app_metrics_start(app);
+	return ft_app_webhook_start(app);
 }
 
 static void wait_for_signal(const sigset_t *set)

@@ -388,6 +388,22 @@ unsigned ft_state_dra_claims_linked(ft_state_t *state)
 	return n;
 }
 
+unsigned ft_state_gpu_classes(ft_state_t *state, ft_class_name_t *out,
+			      unsigned cap)
+{
+	class_rec_t *k, *ktmp;
+	unsigned n = 0;
+
+	pthread_mutex_lock(&state->mu);
+	HASH_ITER (hh, state->classes, k, ktmp) {
+		if (n < cap && k->dc.kind != FT_DRA_OTHER)
+			snprintf(out[n++].name, sizeof(out[0].name), "%s",
+				 k->dc.name);
+	}
+	pthread_mutex_unlock(&state->mu);
+	return n;
+}
+
 void ft_state_dra_sweep(ft_state_t *state, ft_kind_t kind, uint64_t mark)
 {
 	slice_rec_t *s, *stmp;

@@ -183,3 +183,123 @@ int ft_codec_admission_reply(char **out, const char *uid, const char *patch,
 	ft_buf_puts(&b, "}}");
 	return ft_buf_detach(out, &b);
 }
+
+/* ---- the decision ------------------------------------------------------- */
+
+static const char *annotation_of(const cJSON *meta, const char *prefix,
+				 const char *name)
+{
+	char key[300];
+
+	snprintf(key, sizeof(key), "%s/%s", prefix, name);
+	return str_at(at(meta, "annotations"), key);
+}
+
+/* The affinity annotations: the object's, a template's claims' first. */
+static void affinity_of(const char **level, const char **mode,
+			const ft_admission_t *a, const char *prefix)
+{
+	const cJSON *claim_meta = at(at(a->object, "spec"), "metadata");
+	const cJSON *meta = at(a->object, "metadata");
+
+	*level = annotation_of(claim_meta, prefix, "affinity");
+	*mode = annotation_of(claim_meta, prefix, "affinity-mode");
+	if (!*level)
+		*level = annotation_of(meta, prefix, "affinity");
+	if (!*mode)
+		*mode = annotation_of(meta, prefix, "affinity-mode");
+}
+
+typedef struct {
+	const cJSON *devices;
+	const char *path;
+	const char *attribute;
+	char warning[400];
+} mutation_t;
+
+/* The attribute of level `level` in mode `mode`, or a warning. */
+static void attribute_for(mutation_t *m, const ft_admission_t *a,
+			  const ft_codec_options_t *opts)
+{
+	const char *level_name, *mode_name;
+	ft_affinity_mode_t mode = opts->default_mode;
+	ft_level_t level;
+
+	affinity_of(&level_name, &mode_name, a, opts->annotation_prefix);
+	if (!level_name)
+		return;
+	if (ft_level_parse(&level, level_name) < 0) {
+		snprintf(
+		    m->warning, sizeof(m->warning),
+		    "flextopo: annotation %s/affinity: \"%.64s\" is not one of nvlink, pcie-switch, numa, socket, node; no constraint added",
+		    opts->annotation_prefix, level_name);
+		return;
+	}
+	if (mode_name && strcmp(mode_name, "best-effort") == 0)
+		mode = FT_MODE_BEST_EFFORT;
+	else if (mode_name && strcmp(mode_name, "guaranteed") == 0)
+		mode = FT_MODE_GUARANTEED;
+	if (mode != FT_MODE_GUARANTEED)
+		return;
+	if (level == FT_LEVEL_NUMA)
+		m->attribute = "resource.kubernetes.io/numaNode";
+	else if (level == FT_LEVEL_PCIE_SWITCH)
+		m->attribute = "resource.kubernetes.io/pcieRoot";
+	else if (level == FT_LEVEL_NVLINK)
+		snprintf(
+		    m->warning, sizeof(m->warning),
+		    "flextopo: NVLink has no standard device attribute DRA can match; nvlink affinity stays best-effort on DRA nodes (node choice only)");
+	if (level == FT_LEVEL_PCIE_SWITCH)
+		snprintf(
+		    m->warning, sizeof(m->warning),
+		    "flextopo: pcie-switch affinity is enforced as one PCIe root (resource.kubernetes.io/pcieRoot), which may hold several switches");
+}
+
+static bool extended_claim(const cJSON *obj)
+{
+	const char *v = str_at(at(at(obj, "metadata"), "annotations"),
+			       FT_DRA_EXTENDED_CLAIM);
+
+	return v && strcmp(v, "true") == 0;
+}
+
+/* Where the device claim of the reviewed object is, or false. */
+static bool devices_of(mutation_t *m, const ft_admission_t *a)
+{
+	if (!a->operation || strcmp(a->operation, "CREATE") != 0)
+		return false;
+	if (strcmp(a->kind, "ResourceClaim") == 0) {
+		m->devices = at(at(a->object, "spec"), "devices");
+		m->path = "/spec/devices";
+	} else if (strcmp(a->kind, "ResourceClaimTemplate") == 0) {
+		m->devices = at(at(at(a->object, "spec"), "spec"), "devices");
+		m->path = "/spec/spec/devices";
+	}
+	return m->devices != NULL;
+}
+
+int ft_codec_admission_mutate(char **out, const ft_admission_t *a,
+			      const ft_codec_options_t *opts,
+			      const char *const *classes, unsigned n_classes)
+{
+	mutation_t m = {0};
+	char *patch = NULL;
+	int rc = 0;
+
+	if (devices_of(&m, a))
+		attribute_for(&m, a, opts);
+	if (m.attribute && extended_claim(a->object)) {
+		m.attribute = NULL;
+		snprintf(
+		    m.warning, sizeof(m.warning),
+		    "flextopo: kube-scheduler allocated this extended-resource claim before creating it; a constraint added now would not change its devices");
+	}
+	if (m.attribute)
+		rc = ft_codec_claim_constraint_patch(
+		    &patch, m.devices, m.path, m.attribute, classes, n_classes);
+	if (rc == 0)
+		rc = ft_codec_admission_reply(out, a->uid, patch,
+					      m.warning[0] ? m.warning : NULL);
+	free(patch);
+	return rc;
+}

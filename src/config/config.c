@@ -167,6 +167,15 @@ static const key_spec_t schema[] =
 	    "draDriver", dra_driver, "gpu.nvidia.com", valid_subdomain,
 	    "a DNS subdomain",
 	    "The DRA driver whose devices are GPUs and MIG devices of the nodes' topology (NVIDIA's: gpu.nvidia.com)."),
+	STRING(
+	    "webhookListen", webhook_listen, "", valid_listen_or_off,
+	    "HOST:PORT or \"\"",
+	    "Address of the mutating admission webhook (POST /mutate, HTTPS with webhookCertFile): on a DRA cluster it adds matchAttribute constraints to the ResourceClaims and ResourceClaimTemplates of guaranteed numa and pcie-switch affinity; \"\" turns it off."),
+	STRING(
+	    "webhookCertFile", webhook_cert_file, "", NULL, NULL,
+	    "PEM certificate chain of webhookListen, for the name the MutatingWebhookConfiguration's service or URL uses; set with webhookKeyFile."),
+	STRING("webhookKeyFile", webhook_key_file, "", NULL, NULL,
+	       "PEM private key (unencrypted) of webhookCertFile."),
 };
 
 #define SCHEMA_SIZE (sizeof(schema) / sizeof(schema[0]))
@@ -926,6 +935,14 @@ static int check_loaded_tls(const loader_t *ld)
 		return ft_error_set(
 		    FT_EINVAL, "%s%s: needs %s too (TLS takes both or neither)",
 		    where, set, unset);
+	}
+	if (cfg->webhook_listen[0] &&
+	    (!cfg->webhook_cert_file[0] || !cfg->webhook_key_file[0])) {
+		where_keys(where, sizeof(where), ld, "webhookListen", NULL);
+		return ft_error_set(
+		    FT_EINVAL,
+		    "%swebhookListen: needs webhookCertFile and webhookKeyFile (kube-apiserver calls webhooks over HTTPS only)",
+		    where);
 	}
 	if (!cert && cfg->tls_client_ca_file[0]) {
 		where_keys(where, sizeof(where), ld, "tlsClientCAFile", NULL);

@@ -66,6 +66,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	check_reply(a.uid, patch);
 	free(patch);
+	/* The whole decision: always a reply that echoes the uid. */
+	{
+		static const ft_codec_options_t opts = {
+		    .annotation_prefix = "flextopo.io",
+		    .default_mode = FT_MODE_GUARANTEED};
+		char *out = NULL;
+		if (ft_codec_admission_mutate(&out, &a, &opts, classes, 2) ==
+			0 &&
+		    (!valid_json(out) || !strstr(out, "\"allowed\":true")))
+			abort();
+		free(out);
+	}
 	ft_admission_dispose(&a);
 	return 0;
 }

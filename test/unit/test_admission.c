@@ -183,6 +183,136 @@ static void test_admission__reply_carries_the_patch(void **state)
 	free(out);
 }
 
+static const ft_codec_options_t opts = {.annotation_prefix = "flextopo.io",
+					.gpu_resource = "nvidia.com/gpu",
+					.mig_resource_prefix =
+					    "nvidia.com/mig-",
+					.default_mode = FT_MODE_GUARANTEED};
+
+typedef struct {
+	char *patch;   /* decoded JSONPatch, or NULL */
+	char *warning; /* or NULL */
+} answer_t;
+
+/* Review `object` of `kind` through ft_codec_admission_mutate. */
+static answer_t mutate(const char *kind, const char *operation,
+		       const char *object)
+{
+	char *body = review(kind, object), *out = NULL;
+	const cJSON *resp, *w;
+	answer_t a = {NULL, NULL};
+	ft_admission_t adm;
+	cJSON *root;
+
+	assert_int_equal(ft_codec_admission_decode(&adm, body, strlen(body)),
+			 0);
+	adm.operation = operation;
+	assert_int_equal(
+	    ft_codec_admission_mutate(&out, &adm, &opts, gpu_classes, 2), 0);
+	root = cJSON_Parse(out);
+	resp = cJSON_GetObjectItem(root, "response");
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(resp, "allowed")));
+	assert_string_equal(cJSON_GetObjectItem(resp, "uid")->valuestring,
+			    "705ab4f5-6393-11e8-b7cc");
+	if (cJSON_GetObjectItem(resp, "patch")) {
+		const char *b64 =
+		    cJSON_GetObjectItem(resp, "patch")->valuestring;
+		assert_int_equal(
+		    ft_kube_base64_decode(&a.patch, NULL, b64, strlen(b64)), 0);
+	}
+	if ((w = cJSON_GetArrayItem(cJSON_GetObjectItem(resp, "warnings"), 0)))
+		a.warning = strdup(w->valuestring);
+	cJSON_Delete(root);
+	ft_admission_dispose(&adm);
+	free(out);
+	free(body);
+	return a;
+}
+
+static void answer_free(answer_t *a)
+{
+	free(a->patch);
+	free(a->warning);
+}
+
+#define GPU_REQUEST                                                            \
+	"'requests':[{'name':'gpus','exactly':{'deviceClassName':'gpu.nvidia.com','count':2}}]"
+
+/*
+ * A template whose claims carry a guaranteed numa affinity gets the
+ * numaNode constraint at /spec/spec/devices; a claim at pcie-switch the
+ * pcieRoot one, with a warning that a root is coarser than a switch.
+ */
+static void test_admission__affinity_becomes_a_constraint(void **state)
+{
+	answer_t a = mutate(
+	    "ResourceClaimTemplate", "CREATE",
+	    "{'metadata':{'name':'two'},'spec':{'metadata':{'annotations':{'flextopo.io/affinity':'numa'}},'spec':{'devices':{" GPU_REQUEST
+	    "}}}}");
+
+	assert_string_equal(
+	    a.patch,
+	    "[{\"op\":\"add\",\"value\":[{\"requests\":[\"gpus\"],\"matchAttribute\":\"resource.kubernetes.io/numaNode\"}],\"path\":\"/spec/spec/devices/constraints\"}]");
+	assert_null(a.warning);
+	answer_free(&a);
+	a = mutate(
+	    "ResourceClaim", "CREATE",
+	    "{'metadata':{'name':'c','annotations':{'flextopo.io/affinity':'pcie-switch','flextopo.io/affinity-mode':'guaranteed'}},'spec':{'devices':{" GPU_REQUEST
+	    "}}}");
+	assert_non_null(strstr(a.patch, "resource.kubernetes.io/pcieRoot"));
+	assert_non_null(strstr(a.patch, "\"/spec/devices/constraints\""));
+	assert_non_null(strstr(a.warning, "one PCIe root"));
+	answer_free(&a);
+}
+
+/* What DRA cannot be told: left alone, and said so where it matters. */
+static void test_admission__what_is_left_alone(void **state)
+{
+	static const struct {
+		const char *kind, *operation, *object, *warning;
+	} cases[] = {
+	    {"ResourceClaim", "CREATE",
+	     "{'metadata':{'name':'c','annotations':{'flextopo.io/affinity':'nvlink'}},'spec':{'devices':{" GPU_REQUEST
+	     "}}}",
+	     "NVLink has no standard device attribute"},
+	    {"ResourceClaim", "CREATE",
+	     "{'metadata':{'name':'c','annotations':{'flextopo.io/affinity':'numa','flextopo.io/affinity-mode':'best-effort'}},'spec':{'devices':{" GPU_REQUEST
+	     "}}}",
+	     NULL},
+	    {"ResourceClaim", "CREATE",
+	     "{'metadata':{'name':'c','annotations':{'flextopo.io/affinity':'same-rack'}},'spec':{'devices':{" GPU_REQUEST
+	     "}}}",
+	     "\"same-rack\" is not one of nvlink"},
+	    {"ResourceClaim", "CREATE",
+	     "{'metadata':{'name':'c','annotations':{'flextopo.io/affinity':'numa','resource.kubernetes.io/extended-resource-claim':'true'}},'spec':{'devices':{" GPU_REQUEST
+	     "}}}",
+	     "allocated this extended-resource claim before creating it"},
+	    {"ResourceClaim", "UPDATE",
+	     "{'metadata':{'name':'c','annotations':{'flextopo.io/affinity':'numa'}},'spec':{'devices':{" GPU_REQUEST
+	     "}}}",
+	     NULL},
+	    {"ResourceClaim", "CREATE",
+	     "{'metadata':{'name':'c'},'spec':{'devices':{" GPU_REQUEST "}}}",
+	     NULL},
+	    {"Pod", "CREATE",
+	     "{'metadata':{'name':'p','annotations':{'flextopo.io/affinity':'numa'}},'spec':{}}",
+	     NULL},
+	};
+
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		answer_t a =
+		    mutate(cases[i].kind, cases[i].operation, cases[i].object);
+		if (a.patch)
+			fail_msg("case %u: patched %s", i, a.patch);
+		if (cases[i].warning
+			? !a.warning || !strstr(a.warning, cases[i].warning)
+			: a.warning != NULL)
+			fail_msg("case %u: warning %s", i,
+				 a.warning ? a.warning : "(none)");
+		answer_free(&a);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -191,6 +321,8 @@ int main(void)
 	    cmocka_unit_test(test_admission__appends_or_leaves_alone),
 	    cmocka_unit_test(test_admission__published_claim),
 	    cmocka_unit_test(test_admission__reply_carries_the_patch),
+	    cmocka_unit_test(test_admission__affinity_becomes_a_constraint),
+	    cmocka_unit_test(test_admission__what_is_left_alone),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

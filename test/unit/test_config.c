@@ -52,20 +52,24 @@ static const char *const all_keys[] = {
     "fragmentationWindow",
     "dra",
     "draDriver",
+    "webhookListen",
+    "webhookCertFile",
+    "webhookKeyFile",
 };
 
 #define N_KEYS (sizeof(all_keys) / sizeof(all_keys[0]))
 
 /* The keys as an unknown-key error lists them, in the schema's order. */
-#define KNOWN_KEYS                                                             \
-	"listen, debugListen, metricsListen, tlsCertFile, tlsKeyFile, "        \
-	"tlsClientCAFile, "                                                    \
-	"annotationPrefix, kubeconfig, snapshot, logLevel, gpuResource, "      \
-	"migResourcePrefix, defaultAffinityMode, policy, maxRequestBytes, "    \
-	"threads, maxConnections, maxConnectionsPerClient, "                   \
-	"connectionTimeoutSeconds, apiTimeoutMs, bindSettleSeconds, "          \
-	"watchBackoffInitialMs, watchBackoffMaxMs, decisionLogSize, "          \
-	"fragmentationWindow, dra, draDriver"
+#define KNOWN_KEYS                                                              \
+	"listen, debugListen, metricsListen, tlsCertFile, tlsKeyFile, "         \
+	"tlsClientCAFile, "                                                     \
+	"annotationPrefix, kubeconfig, snapshot, logLevel, gpuResource, "       \
+	"migResourcePrefix, defaultAffinityMode, policy, maxRequestBytes, "     \
+	"threads, maxConnections, maxConnectionsPerClient, "                    \
+	"connectionTimeoutSeconds, apiTimeoutMs, bindSettleSeconds, "           \
+	"watchBackoffInitialMs, watchBackoffMaxMs, decisionLogSize, "           \
+	"fragmentationWindow, dra, draDriver, webhookListen, webhookCertFile, " \
+	"webhookKeyFile"
 
 static void assert_config_equal(const ft_config_t *a, const ft_config_t *b)
 {
@@ -514,6 +518,9 @@ static void test_config__dra_keys(void **state)
 			  "t.yaml:1: dra: expected off or on, got \"yes\"");
 	assert_set("draDriver", "GPU_driver", FT_EINVAL);
 	assert_set("draDriver", "", FT_EINVAL);
+	assert_load_fails(
+	    "webhookListen: 0.0.0.0:9443\nwebhookCertFile: /c.pem\n",
+	    "t.yaml:1: webhookListen: needs webhookCertFile and webhookKeyFile (kube-apiserver calls webhooks over HTTPS only)");
 }
 
 static void test_config__size_key(void **state)

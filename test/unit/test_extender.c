@@ -37,6 +37,7 @@
 #include <flextopo/error.h>
 #include <flextopo/state.h>
 #include <flextopo/upkeep.h>
+#include <flextopo/webhook.h>
 
 #include "fakeapi.h"
 #include "support.h"
@@ -1143,6 +1144,37 @@ static void test_extender__dra_bind_pins_cpus_near_dra_gpus(void **state)
 }
 
 /*
+ * The admission webhook over the state's DeviceClasses: a template whose
+ * claims are guaranteed numa gets the numaNode constraint on its
+ * gpu.nvidia.com request, not on a request of another class.
+ */
+static void test_extender__webhook_uses_watched_classes(void **state)
+{
+	ft_app_t *app = app_new_from(DRA_CLUSTER);
+	const char *review =
+	    "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{\"uid\":\"r-1\",\"kind\":{\"group\":\"resource.k8s.io\",\"version\":\"v1\",\"kind\":\"ResourceClaimTemplate\"},\"namespace\":\"ml\",\"operation\":\"CREATE\",\"object\":{\"metadata\":{\"name\":\"t\"},\"spec\":{\"metadata\":{\"annotations\":{\"flextopo.io/affinity\":\"numa\"}},\"spec\":{\"devices\":{\"requests\":[{\"name\":\"gpus\",\"exactly\":{\"deviceClassName\":\"gpu.nvidia.com\",\"count\":2}},{\"name\":\"nic\",\"exactly\":{\"deviceClassName\":\"rdma.example.com\"}}]}}}}}}";
+	ft_http_response_t res;
+	const cJSON *resp;
+	cJSON *reply;
+
+	post(&res, app, ft_app_mutate, "/mutate", review, strlen(review));
+	if (res.status != 200)
+		fail_msg("%d %s", res.status, res.body);
+	reply = cJSON_ParseWithLength(res.body, res.body_len);
+	resp = cJSON_GetObjectItemCaseSensitive(reply, "response");
+	assert_string_equal(
+	    cJSON_GetObjectItemCaseSensitive(resp, "patch")->valuestring,
+	    /* base64 of the JSONPatch that constrains only "gpus" */
+	    "W3sib3AiOiJhZGQiLCJ2YWx1ZSI6W3sicmVxdWVzdHMiOlsiZ3B1cyJdLCJtYXRjaEF0dHJpYnV0ZSI6InJlc291cmNlLmt1YmVybmV0ZXMuaW8vbnVtYU5vZGUifV0sInBhdGgiOiIvc3BlYy9zcGVjL2RldmljZXMvY29uc3RyYWludHMifV0=");
+	cJSON_Delete(reply);
+	free(res.body);
+	post(&res, app, ft_app_mutate, "/mutate", "{}", 2);
+	assert_int_equal(res.status, 400);
+	free(res.body);
+	app_free(app);
+}
+
+/*
  * Against an API server: bind reads the pod and its claim fresh (PreBind
  * has just written the claim) and POSTs the Binding with an allocation
  * that names exactly DRA's GPUs, marked as DRA's in its "dra" key, and
@@ -1337,6 +1369,7 @@ int main(void)
 	    cmocka_unit_test(test_extender__dra_claims_hold_the_gpus),
 	    cmocka_unit_test(test_extender__dra_bind_pins_cpus_near_dra_gpus),
 	    cmocka_unit_test(test_extender__dra_bind_reads_claims_from_the_api),
+	    cmocka_unit_test(test_extender__webhook_uses_watched_classes),
 	    cmocka_unit_test(test_extender__bind_twice_is_idempotent),
 	    cmocka_unit_test(test_extender__two_binds_get_disjoint_gpus),
 	    cmocka_unit_test(

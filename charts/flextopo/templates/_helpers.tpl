@@ -201,6 +201,17 @@ exec:
 
 {{/* Cross-field checks the schema cannot state with a clear message. */}}
 {{- define "flextopo.validate" -}}
+{{- if .Values.webhook.enabled -}}
+{{- if eq .Values.gpuMode "devicePlugin" -}}
+{{- fail "webhook.enabled: the webhook adds DRA constraints; it needs gpuMode dra or mixed" -}}
+{{- end -}}
+{{- if not .Values.webhook.secretName -}}
+{{- fail "webhook.secretName: the webhook needs a kubernetes.io/tls Secret whose certificate is valid for the webhook Service (<fullname>-webhook.<namespace>.svc)" -}}
+{{- end -}}
+{{- if not (or .Values.webhook.caBundle .Values.webhook.certManagerCertificate) -}}
+{{- fail "webhook: set webhook.caBundle or webhook.certManagerCertificate, so that kube-apiserver can verify the webhook's certificate" -}}
+{{- end -}}
+{{- end -}}
 {{- if and (eq .Values.mode "extender") (gt (int .Values.replicaCount) 1) -}}
 {{- fail "replicaCount: extender mode runs exactly 1 replica: each extender keeps its own record of the GPUs and CPUs it has handed out but not yet seen bound, so replicas behind one Service could hand out the same GPU twice. Use mode=scheduler for several replicas with leader election." -}}
 {{- end -}}
