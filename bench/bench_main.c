@@ -29,6 +29,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench_dra.h"
 #include "bench_memory.h"
 #include "bench_options.h"
 #include "bench_preempt.h"
@@ -167,7 +168,7 @@ static void usage(FILE *to)
 	    "                      [--seed S] [--threads T] [--fixed-uids] [--via-file]\n"
 	    "                      [--packed] [--tiered] [--fragmentation-window N]\n"
 	    "                      [--preempt-iterations K]\n"
-	    "                      [--victim-iterations K]\n"
+	    "                      [--victim-iterations K] [--dra-events K]\n"
 	    "                      [--source-dir DIR]\n"
 	    "  --nodes N[,N...]  cluster sizes, repeatable (default 500,5000)\n"
 	    "  --iterations K    timed filter+prioritize pairs per size\n"
@@ -191,10 +192,12 @@ static void usage(FILE *to)
 	    "  --victim-iterations K\n"
 	    "                    timed searches per node kind and preemptor in the victim\n"
 	    "                    search alone (default %u, at most %.0f s each; 0: skip)\n"
+	    "  --dra-events K    watch events per kind and round of the DRA arm, on\n"
+	    "                    each size (default %u; 0: skip)\n"
 	    "  --source-dir DIR  the tree holding api/examples/ (default %s)\n",
 	    PACKED_PODS, TIERED_PRIORITY, PREEMPT_ITERATIONS_SMALL,
 	    PREEMPT_ITERATIONS_LARGE, MICRO_ITERATIONS, MICRO_SECONDS_MAX,
-	    FT_SOURCE_DIR);
+	    DRA_EVENTS_DEFAULT, FT_SOURCE_DIR);
 }
 
 static int add_sizes(bench_options_t *o, const char *list)
@@ -282,6 +285,12 @@ static int parse_option(bench_options_t *o, int c, bool *sized)
 	case 'F':
 		o->frag_window = optarg;
 		return 0;
+	case 'D':
+		if (bench_parse_ulong("flextopo-bench", &v, optarg, 0,
+				      10000000) < 0)
+			return -1;
+		o->dra_events = (long)v;
+		return 0;
 	default:
 		return -1;
 	}
@@ -304,6 +313,7 @@ static int parse_options(bench_options_t *o, int argc, char **argv)
 	    {"packed", no_argument, NULL, 'P'},
 	    {"tiered", no_argument, NULL, 'T'},
 	    {"fragmentation-window", required_argument, NULL, 'F'},
+	    {"dra-events", required_argument, NULL, 'D'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0}};
 	bool sized = false;
@@ -316,6 +326,7 @@ static int parse_options(bench_options_t *o, int argc, char **argv)
 	o->warmup = -1;
 	o->preempt_iterations = -1;
 	o->victim_iterations = -1;
+	o->dra_events = -1;
 	o->seed = 1;
 	o->source_dir = FT_SOURCE_DIR;
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -340,6 +351,7 @@ int main(int argc, char **argv)
 {
 	bench_options_t o;
 	static micro_t mc; /* large */
+	static dra_result_t dra[SIZES_MAX];
 	result_t *res;
 	int rc = parse_options(&o, argc, argv);
 	size_t bytes;
@@ -365,8 +377,23 @@ int main(int argc, char **argv)
 	}
 	if (o.victim_iterations != 0)
 		bench_victims_run(&mc, &o);
+	if (o.dra_events < 0)
+		o.dra_events = DRA_EVENTS_DEFAULT;
+	for (unsigned k = 0; o.dra_events && k < o.n_sizes; k++)
+		bench_dra_run(&dra[k], &o, o.sizes[k]);
 	rc = print_report(&o, res, o.n_sizes,
 			  o.victim_iterations != 0 ? &mc : NULL);
+	if (o.dra_events) {
+		bench_dra_print(dra, o.n_sizes);
+		for (unsigned k = 0; k < o.n_sizes; k++)
+			if (!dra[k].r.ok) {
+				fprintf(
+				    stderr,
+				    "flextopo-bench: DRA arm, %u nodes: FAILED: %s\n",
+				    o.sizes[k], dra[k].r.error);
+				rc = -1;
+			}
+	}
 	curl_global_cleanup();
 	munmap(res, bytes);
 	return rc < 0 ? 1 : 0;

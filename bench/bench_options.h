@@ -25,6 +25,8 @@ typedef struct bench_options {
 	bool packed;		 /* fill nodes as plan_packed does */
 	bool tiered;		 /* device holders above CPU-only pods */
 	const char *frag_window; /* fragmentationWindow, or NULL: default */
+	long dra_events;	 /* per kind and round of the DRA arm; < 0:
+				    DRA_EVENTS_DEFAULT; 0: skip */
 } bench_options_t;
 
 #endif

@@ -171,6 +171,22 @@ ft_dra_kind_t ft_dra_class_kind(const char *const *expressions, unsigned n,
 /* ResourceClaims of one pod that flextopo reads, at most. */
 #define FT_DRA_POD_CLAIMS_MAX 32
 
+/*
+ * Whether two decodings of a slice say the same to the model: name,
+ * driver, pool, generation, slice count, node and every device as
+ * decoded (a change flextopo does not read, such as a productName or a
+ * label, leaves them equal).
+ */
+bool ft_dra_slice_equal(const ft_dra_slice_t *a, const ft_dra_slice_t *b);
+
+/*
+ * Whether two decodings of a claim hold the same: allocated or not, on the
+ * same node, with the same results (reservedFor and the requests do not
+ * change what the claim holds).
+ */
+bool ft_dra_claim_same_holding(const ft_dra_claim_t *a,
+			       const ft_dra_claim_t *b);
+
 /* Is `s` (a slice of some generation) part of the newest complete
  * generation of its pool, among `slices` (n of them, any pools)? */
 bool ft_dra_slice_current(const ft_dra_slice_t *s,
@@ -215,6 +231,15 @@ void ft_dra_view_build(ft_dra_view_t *out, const char *node,
 		       const ft_topology_t *t,
 		       const ft_dra_slice_t *const *slices, unsigned n,
 		       const char *driver, uint64_t gpu_allocatable);
+
+/*
+ * A 64-bit fingerprint (FNV-1a) of what a claim's units depend on in
+ * `view`: the topology, and each unit's device (driver, pool, name, uuid,
+ * sharing) and position. Two views of equal fingerprints give every claim
+ * the same units (a 2^-64 chance of a collision aside); it is kept instead
+ * of the view itself because a view borrows the slices it was built from.
+ */
+uint64_t ft_dra_view_fingerprint(const ft_dra_view_t *view);
 
 /* The unit of device (driver, pool, device) in `view`, or NULL. */
 const ft_dra_unit_t *ft_dra_view_find(const ft_dra_view_t *view,

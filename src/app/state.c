@@ -75,6 +75,7 @@ static void pod_rec_free(pod_rec_t *r)
 
 static void node_rec_free(node_rec_t *r)
 {
+	free(r->view);
 	ft_node_source_dispose(&r->src);
 	ft_node_unref(r->built);
 	free(r->name);
@@ -553,6 +554,7 @@ void ft_state_apply_node(ft_state_t *state, const cJSON *obj)
 	r->present = true;
 	r->dirty = true;
 	state->dirty = true;
+	ft_state_dra_stale(r);
 	r->mark = state->replace_mark[FT_KIND_NODE];
 	ft_state_maybe_publish(state);
 cleanup:
@@ -760,7 +762,7 @@ static int gather_pods(node_rec_t *n, ft_pod_t **views, const ft_pod_t ***ptrs,
  * after the pods.
  */
 static int add_dra(const ft_pod_t ***ptrs, ft_pod_t *views, unsigned *count,
-		   ft_pod_t *holders, unsigned n_holders)
+		   const ft_pod_t **holders, unsigned n_holders)
 {
 	const ft_pod_t **grown;
 
@@ -772,7 +774,7 @@ static int add_dra(const ft_pod_t ***ptrs, ft_pod_t *views, unsigned *count,
 		return ft_error_set(FT_ENOMEM, "state: out of memory");
 	*ptrs = grown;
 	for (unsigned i = 0; i < n_holders; i++)
-		grown[(*count)++] = &holders[i];
+		grown[(*count)++] = holders[i];
 	return 0;
 }
 
@@ -802,10 +804,11 @@ static bool dra_node(const ft_dra_view_t *view, unsigned n_holders)
 
 static int rebuild_node(ft_state_t *state, node_rec_t *n)
 {
-	ft_pod_t *views = NULL, *holders = NULL;
+	ft_pod_t *views = NULL;
+	const ft_pod_t **holders = NULL;
 	const ft_pod_t **ptrs = NULL;
 	bool *assumed = NULL, *grown;
-	ft_dra_view_t *view = NULL;
+	const ft_dra_view_t *view = NULL;
 	ft_node_t *built = NULL;
 	unsigned count = 0, n_holders = 0, pods;
 	int rc;
@@ -838,10 +841,7 @@ static int rebuild_node(ft_state_t *state, node_rec_t *n)
 	n->dirty = false;
 cleanup:
 	ft_node_unref(built);
-	for (unsigned i = 0; i < n_holders; i++)
-		ft_pod_dispose(&holders[i]);
 	free(holders);
-	free(view);
 	free(views);
 	free(ptrs);
 	free(assumed);
@@ -1150,7 +1150,7 @@ static int assume_dra_locked(ft_state_t *state, const ft_pod_t *pod,
 	node_rec_t *nr = ft_state_node_rec(state, node_name, false);
 	const ft_dra_claim_t *cached[FT_DRA_POD_CLAIMS_MAX];
 	ft_dra_device_ref_t refs[FT_DRA_UNITS_MAX];
-	ft_dra_view_t *view = NULL;
+	const ft_dra_view_t *view = NULL;
 	unsigned count, unmatched = 0;
 	uint64_t mig[2];
 	ft_placement_t p;
@@ -1186,7 +1186,6 @@ static int assume_dra_locked(ft_state_t *state, const ft_pod_t *pod,
 	rc = ft_codec_allocation_encode_dra(out_annotation, &p, node,
 					    pod->demand.mode, refs, count);
 cleanup:
-	free(view);
 	return rc;
 }
 

@@ -37,8 +37,11 @@ static void slice_rec_free(slice_rec_t *r)
 	free(r);
 }
 
+static void drop_holder(claim_rec_t *c);
+
 static void claim_rec_free(claim_rec_t *r)
 {
+	drop_holder(r);
 	ft_dra_claim_dispose(&r->claim);
 	free(r->linked_node);
 	free(r->key);
@@ -87,6 +90,7 @@ static void unlink_slice(ft_state_t *state, slice_rec_t *r)
 	if (!n)
 		return;
 	DL_DELETE(n->slices, r);
+	n->view_stale = true;
 	ft_state_node_changed(state, n);
 }
 
@@ -102,6 +106,7 @@ static void link_slice(ft_state_t *state, slice_rec_t *r)
 		return;
 	}
 	DL_APPEND(n->slices, r);
+	n->view_stale = true;
 	ft_state_node_changed(state, n);
 }
 
@@ -132,7 +137,12 @@ void ft_state_apply_slice(ft_state_t *state, const cJSON *obj)
 	}
 	pthread_mutex_lock(&state->mu);
 	HASH_FIND_STR(state->slices, s.name, r);
-	if (r) {
+	if (r && ft_dra_slice_equal(&r->slice, &s)) {
+		/* Nothing the model reads changed: keep the record, whose
+		 * devices the node's view points to. */
+		r->mark = state->replace_mark[FT_KIND_SLICE];
+		r = NULL;
+	} else if (r) {
 		unlink_slice(state, r);
 		ft_dra_slice_dispose(&r->slice);
 	} else if ((r = calloc(1, sizeof(*r))) && (r->name = strdup(s.name))) {
@@ -179,6 +189,8 @@ static void unlink_claim(ft_state_t *state, claim_rec_t *r)
 	if (!n)
 		return;
 	DL_DELETE(n->claims, r);
+	drop_holder(r);
+	n->view_stale |= !n->slices; /* the view may go with the last claim */
 	ft_state_node_changed(state, n);
 }
 
@@ -197,6 +209,8 @@ static void link_claim(ft_state_t *state, claim_rec_t *r)
 		return;
 	}
 	DL_APPEND(n->claims, r);
+	drop_holder(r);
+	n->view_stale |= !n->view; /* a node with claims has a view */
 	ft_state_node_changed(state, n);
 }
 
@@ -260,6 +274,15 @@ void ft_state_apply_claim(ft_state_t *state, const cJSON *obj)
 	}
 	pthread_mutex_lock(&state->mu);
 	HASH_FIND_STR(state->claims, c.uid, r);
+	if (r && ft_dra_claim_same_holding(&r->claim, &c)) {
+		/* It holds what it held (reservedFor or its requests
+		 * changed): no node changes. */
+		ft_dra_claim_dispose(&r->claim);
+		r->claim = c;
+		memset(&c, 0, sizeof(c));
+		r->mark = state->replace_mark[FT_KIND_CLAIM];
+		goto cleanup;
+	}
 	if (!r && !(r = claim_rec_new(state, c.uid))) {
 		FT_LOG_ERROR_MSG(
 		    "state: out of memory keeping resourceclaim %s/%s", c.ns,
@@ -432,6 +455,11 @@ void ft_state_dra_sweep(ft_state_t *state, ft_kind_t kind, uint64_t mark)
 
 /* ---- what a node's build gets ------------------------------------------ */
 
+void ft_state_dra_stale(node_rec_t *n)
+{
+	n->view_stale = true;
+}
+
 /* The slices of node `n`. */
 static int node_slices(node_rec_t *n, const ft_dra_slice_t ***out,
 		       unsigned *count)
@@ -449,6 +477,13 @@ static int node_slices(node_rec_t *n, const ft_dra_slice_t ***out,
 	DL_FOREACH (n->slices, r)
 		(*out)[(*count)++] = &r->slice;
 	return 0;
+}
+
+static void drop_holder(claim_rec_t *c)
+{
+	if (c->has_holder)
+		ft_pod_dispose(&c->holder);
+	c->has_holder = false;
 }
 
 /* Claim `c` as a claim holder: its units, never a victim. */
@@ -477,60 +512,87 @@ static int holder_of(ft_pod_t *out, const ft_dra_claim_t *c,
 	return 0;
 }
 
-static int gather_holders(node_rec_t *n, const ft_dra_view_t *view,
-			  const char *driver, ft_pod_t **holders,
-			  unsigned *count)
-{
-	claim_rec_t *c;
-	unsigned len = 0;
-	int rc = 0;
-
-	DL_COUNT(n->claims, c, len);
-	*holders = NULL;
-	*count = 0;
-	if (!len)
-		return 0;
-	if (!(*holders = calloc(len, sizeof(**holders))))
-		return ft_error_set(FT_ENOMEM, "state: out of memory");
-	DL_FOREACH (n->claims, c) {
-		if ((rc = holder_of(&(*holders)[(*count)++], &c->claim, view,
-				    n->name, driver)) < 0)
-			break;
-	}
-	return rc;
-}
-
-int ft_state_dra_view(ft_state_t *state, node_rec_t *n, ft_dra_view_t **view)
+/* The node's view, built again when a slice, a claim's link or the Node
+ * changed; the claims' holders go with the old one. */
+static int refresh_view(ft_state_t *state, node_rec_t *n)
 {
 	const ft_dra_slice_t **slices = NULL;
+	ft_dra_view_t *fresh = NULL;
 	unsigned n_slices = 0;
+	claim_rec_t *c;
 	int rc;
 
-	*view = NULL;
-	if ((rc = node_slices(n, &slices, &n_slices)) < 0 ||
-	    (!n_slices && !n->claims))
+	if (!n->view_stale)
+		return 0;
+	n->view_stale = false;
+	if ((rc = node_slices(n, &slices, &n_slices)) < 0)
 		goto cleanup;
-	if (!(*view = malloc(sizeof(**view)))) {
+	if ((n_slices || n->claims) && !(fresh = malloc(sizeof(*fresh)))) {
 		rc = ft_error_set(FT_ENOMEM, "state: out of memory");
 		goto cleanup;
 	}
-	ft_dra_view_build(*view, n->name, n->src.topology, slices, n_slices,
-			  driver_of(state), n->src.gpu_allocatable);
+	if (fresh)
+		ft_dra_view_build(fresh, n->name, n->src.topology, slices,
+				  n_slices, driver_of(state),
+				  n->src.gpu_allocatable);
+	/* A new generation of the same devices: the claims hold the same. */
+	if (!fresh || !n->view ||
+	    ft_dra_view_fingerprint(fresh) != n->view_fingerprint)
+		DL_FOREACH (n->claims, c)
+			drop_holder(c);
+	n->view_fingerprint = fresh ? ft_dra_view_fingerprint(fresh) : 0;
+	free(n->view);
+	n->view = fresh;
+	fresh = NULL;
 cleanup:
+	if (rc < 0) {
+		n->view_stale = true;
+		DL_FOREACH (n->claims, c)
+			drop_holder(c);
+	}
+	free(fresh);
 	free(slices);
 	return rc;
 }
 
-int ft_state_dra_gather(ft_state_t *state, node_rec_t *n, ft_dra_view_t **view,
-			ft_pod_t **holders, unsigned *n_holders)
+int ft_state_dra_view(ft_state_t *state, node_rec_t *n,
+		      const ft_dra_view_t **view)
 {
+	int rc = refresh_view(state, n);
+
+	*view = n->view;
+	return rc;
+}
+
+int ft_state_dra_gather(ft_state_t *state, node_rec_t *n,
+			const ft_dra_view_t **view, const ft_pod_t ***holders,
+			unsigned *n_holders)
+{
+	claim_rec_t *c;
+	unsigned len = 0;
 	int rc;
 
 	*holders = NULL;
 	*n_holders = 0;
 	if ((rc = ft_state_dra_view(state, n, view)) < 0 || !*view)
 		return rc;
-	return gather_holders(n, *view, driver_of(state), holders, n_holders);
+	DL_COUNT(n->claims, c, len);
+	if (!len)
+		return 0;
+	if (!(*holders = calloc(len, sizeof(**holders))))
+		return ft_error_set(FT_ENOMEM, "state: out of memory");
+	DL_FOREACH (n->claims, c) {
+		if (!c->has_holder) {
+			if ((rc = holder_of(&c->holder, &c->claim, *view,
+					    n->name, driver_of(state))) < 0) {
+				ft_pod_dispose(&c->holder);
+				return rc;
+			}
+			c->has_holder = true;
+		}
+		(*holders)[(*n_holders)++] = &c->holder;
+	}
+	return 0;
 }
 
 static bool uses_claim(const ft_pod_t *pod, const ft_dra_claim_t *c)

@@ -69,6 +69,11 @@ typedef struct claim_rec {
 	char *key;
 	bool named;
 	ft_dra_claim_t claim;
+	/* What the claim holds on its node, as a holding (a claim holder,
+	 * ft_pod_t.claim_holder), kept between builds until the claim or the
+	 * node's view changes. */
+	ft_pod_t holder;
+	bool has_holder;
 	char *linked_node;
 	uint64_t mark;
 	struct claim_rec *prev, *next;
@@ -93,6 +98,12 @@ typedef struct node_rec {
 	pod_rec_t *pods;     /* utlist of linked pods */
 	claim_rec_t *claims; /* utlist of claims allocated on the node */
 	slice_rec_t *slices; /* utlist of the node's ResourceSlices */
+	/* The DRA view of its slices (dra.h), kept between builds until a
+	 * slice, a claim's link or the Node changes (view_stale); NULL with
+	 * neither slice nor claim. */
+	ft_dra_view_t *view;
+	bool view_stale;
+	uint64_t view_fingerprint; /* ft_dra_view_fingerprint of `view` */
 	UT_hash_handle hh;
 } node_rec_t;
 
@@ -148,16 +159,21 @@ void ft_state_dra_free(ft_state_t *state);
 void ft_state_dra_sweep(ft_state_t *state, ft_kind_t kind, uint64_t mark);
 /*
  * state_dra.c: the DRA side of node `n` for its build: the view of its
- * slices (*view, heap; NULL when none) and the claims allocated there as
- * claim holders (`*holders`, `*n_holders`; heap, each disposed by the
- * caller with ft_pod_dispose). FT_ENOMEM.
+ * slices (*view, borrowed from the node's record; NULL when it has neither
+ * slice nor claim) and the claims allocated there as claim holders
+ * (`*holders`, a heap array the caller frees, of `*n_holders` holders
+ * borrowed from the claims' records). FT_ENOMEM.
  */
-int ft_state_dra_gather(ft_state_t *state, node_rec_t *n, ft_dra_view_t **view,
-			ft_pod_t **holders, unsigned *n_holders);
+int ft_state_dra_gather(ft_state_t *state, node_rec_t *n,
+			const ft_dra_view_t **view, const ft_pod_t ***holders,
+			unsigned *n_holders);
 /* state_dra.c: claims linked to a node (allocated there). */
 unsigned ft_state_dra_claims_linked(ft_state_t *state);
-/* state_dra.c: the view alone (*view NULL: no slice, no claim). */
-int ft_state_dra_view(ft_state_t *state, node_rec_t *n, ft_dra_view_t **view);
+/* state_dra.c: forget node `n`'s cached view (its Node changed). */
+void ft_state_dra_stale(node_rec_t *n);
+/* state_dra.c: the view alone, borrowed as above. */
+int ft_state_dra_view(ft_state_t *state, node_rec_t *n,
+		      const ft_dra_view_t **view);
 /*
  * state_dra.c: the claims allocated on node `n` that `pod` uses (by name in
  * its namespace, ft_pod_t.claims), at most `cap`, borrowed until the state

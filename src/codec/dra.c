@@ -61,43 +61,72 @@ static int bad(const where_t *w, const char *field, const char *why)
 			    w->slice, w->device, field, why);
 }
 
-/*
- * An attribute of the device by its name: unqualified names are the
- * driver's own, and "<driver>/<name>" names the same one (resource/v1,
- * QualifiedName).
- */
-static const cJSON *attribute(const cJSON *attrs, const char *driver,
-			      const char *name)
-{
-	const cJSON *v = at(attrs, name);
-	char key[256];
+/* The attributes decode_device reads, in one pass over the map. */
+enum {
+	ATTR_TYPE,
+	ATTR_UUID,
+	ATTR_PARENT_UUID,
+	ATTR_PROFILE,
+	ATTR_PCI_BUS_ID,
+	ATTR_PCIE_ROOT,
+	ATTR_NUMA_NODE,
+	ATTR_COUNT
+};
 
-	if (v || !driver)
-		return v;
-	snprintf(key, sizeof(key), "%s/%s", driver, name);
-	return at(attrs, key);
+static const char *const attr_names[ATTR_COUNT] = {"type",
+						   "uuid",
+						   "parentUUID",
+						   "profile",
+						   FT_DRA_ATTR_PCI_BUS_ID,
+						   FT_DRA_ATTR_PCIE_ROOT,
+						   FT_DRA_ATTR_NUMA_NODE};
+
+/*
+ * The device's attributes by name: unqualified names are the driver's
+ * own, and "<driver>/<name>" names the same one (resource/v1,
+ * QualifiedName); the unqualified spelling wins when both are there.
+ */
+static void collect_attributes(const cJSON *found[ATTR_COUNT],
+			       const cJSON *attrs, const char *driver)
+{
+	size_t dlen = driver ? strlen(driver) : 0;
+	const cJSON *a;
+
+	memset(found, 0, ATTR_COUNT * sizeof(found[0]));
+	cJSON_ArrayForEach (a, attrs) {
+		const char *name = a->string;
+		bool qualified =
+		    dlen && !strncmp(name, driver, dlen) && name[dlen] == '/';
+		if (qualified)
+			name += dlen + 1;
+		for (unsigned i = 0; name && i < ATTR_COUNT; i++)
+			if (name[0] == attr_names[i][0] &&
+			    !strcmp(name, attr_names[i]) &&
+			    (!found[i] || !qualified))
+				found[i] = a;
+	}
 }
 
-static int string_attribute(char **out, const where_t *w, const cJSON *attrs,
-			    const char *name)
+static int string_attribute(char **out, const where_t *w,
+			    const cJSON *const found[ATTR_COUNT], unsigned i)
 {
-	const cJSON *v = attribute(attrs, w->driver, name);
+	const cJSON *v = found[i];
 	const char *s = str_at(v, "string");
 	char field[300];
 
 	*out = NULL;
 	if (!v)
 		return 0;
-	snprintf(field, sizeof(field), "attributes.%s", name);
-	if (!s)
+	if (!s) {
+		snprintf(field, sizeof(field), "attributes.%s", attr_names[i]);
 		return bad(w, field, "want a string");
+	}
 	return dup_opt(out, s);
 }
 
 /* numaNode: an int, or a list of one with DRAListTypeAttributes. */
-static int numa_attribute(int *out, const where_t *w, const cJSON *attrs)
+static int numa_attribute(int *out, const where_t *w, const cJSON *v)
 {
-	const cJSON *v = attribute(attrs, w->driver, FT_DRA_ATTR_NUMA_NODE);
 	const cJSON *ints = at(v, "ints");
 	int64_t n;
 
@@ -162,26 +191,27 @@ static void memory_slices(ft_dra_device_t *d, const cJSON *capacity)
 
 static int decode_device(ft_dra_device_t *d, const where_t *w, const cJSON *dev)
 {
-	const cJSON *attrs = at(dev, "attributes");
 	const cJSON *capacity = at(dev, "capacity");
+	const cJSON *found[ATTR_COUNT];
 	char *type = NULL;
 	int rc;
 
 	if (!str_at(dev, "name"))
 		return bad(w, "name", "required");
+	collect_attributes(found, at(dev, "attributes"), w->driver);
 	if ((rc = dup_opt(&d->name, str_at(dev, "name"))) < 0 ||
-	    (rc = string_attribute(&type, w, attrs, "type")) < 0)
+	    (rc = string_attribute(&type, w, found, ATTR_TYPE)) < 0)
 		goto cleanup;
 	d->kind = kind_of(type);
-	if ((rc = string_attribute(&d->uuid, w, attrs, "uuid")) < 0 ||
-	    (rc = string_attribute(&d->parent_uuid, w, attrs, "parentUUID")) <
+	if ((rc = string_attribute(&d->uuid, w, found, ATTR_UUID)) < 0 ||
+	    (rc = string_attribute(&d->parent_uuid, w, found,
+				   ATTR_PARENT_UUID)) < 0 ||
+	    (rc = string_attribute(&d->profile, w, found, ATTR_PROFILE)) < 0 ||
+	    (rc = string_attribute(&d->pci_bus_id, w, found, ATTR_PCI_BUS_ID)) <
 		0 ||
-	    (rc = string_attribute(&d->profile, w, attrs, "profile")) < 0 ||
-	    (rc = string_attribute(&d->pci_bus_id, w, attrs,
-				   FT_DRA_ATTR_PCI_BUS_ID)) < 0 ||
-	    (rc = string_attribute(&d->pcie_root, w, attrs,
-				   FT_DRA_ATTR_PCIE_ROOT)) < 0 ||
-	    (rc = numa_attribute(&d->numa_node, w, attrs)) < 0)
+	    (rc = string_attribute(&d->pcie_root, w, found, ATTR_PCIE_ROOT)) <
+		0 ||
+	    (rc = numa_attribute(&d->numa_node, w, found[ATTR_NUMA_NODE])) < 0)
 		goto cleanup;
 	memory_slices(d, capacity);
 	d->multiple = cJSON_IsTrue(at(dev, "allowMultipleAllocations"));

@@ -136,6 +136,57 @@ static bool same_pool(const ft_dra_slice_t *a, const ft_dra_slice_t *b)
 	return same(a->driver, b->driver) && same(a->pool, b->pool);
 }
 
+/* Equal strings, NULL equal to NULL only. */
+static bool equal_opt(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+static bool same_device(const ft_dra_device_t *a, const ft_dra_device_t *b)
+{
+	return equal_opt(a->name, b->name) && a->kind == b->kind &&
+	       equal_opt(a->uuid, b->uuid) &&
+	       equal_opt(a->parent_uuid, b->parent_uuid) &&
+	       equal_opt(a->profile, b->profile) &&
+	       equal_opt(a->pci_bus_id, b->pci_bus_id) &&
+	       equal_opt(a->pcie_root, b->pcie_root) &&
+	       a->numa_node == b->numa_node &&
+	       a->slice_start == b->slice_start && a->slices == b->slices &&
+	       a->multiple == b->multiple && a->shares == b->shares;
+}
+
+bool ft_dra_slice_equal(const ft_dra_slice_t *a, const ft_dra_slice_t *b)
+{
+	bool eq =
+	    equal_opt(a->name, b->name) && equal_opt(a->driver, b->driver) &&
+	    equal_opt(a->pool, b->pool) && a->generation == b->generation &&
+	    a->slice_count == b->slice_count && equal_opt(a->node, b->node) &&
+	    a->n_devices == b->n_devices;
+
+	for (unsigned i = 0; eq && i < a->n_devices; i++)
+		eq = same_device(&a->devices[i], &b->devices[i]);
+	return eq;
+}
+
+static bool same_result(const ft_dra_result_t *a, const ft_dra_result_t *b)
+{
+	return equal_opt(a->request, b->request) &&
+	       equal_opt(a->driver, b->driver) && equal_opt(a->pool, b->pool) &&
+	       equal_opt(a->device, b->device) &&
+	       a->admin_access == b->admin_access && a->shares == b->shares;
+}
+
+bool ft_dra_claim_same_holding(const ft_dra_claim_t *a, const ft_dra_claim_t *b)
+{
+	bool eq = a->allocated == b->allocated && equal_opt(a->node, b->node) &&
+		  equal_opt(a->uid, b->uid) && equal_opt(a->ns, b->ns) &&
+		  equal_opt(a->name, b->name) && a->n_results == b->n_results;
+
+	for (unsigned i = 0; eq && i < a->n_results; i++)
+		eq = same_result(&a->results[i], &b->results[i]);
+	return eq;
+}
+
 /*
  * As GatherPools does: the newest generation of the pool wins, and counts
  * only once all its resourceSliceCount slices are there.
@@ -340,6 +391,41 @@ const ft_dra_unit_t *ft_dra_view_find(const ft_dra_view_t *view,
 			return u;
 	}
 	return NULL;
+}
+
+/* FNV-1a over `len` bytes, from `h`. */
+static uint64_t fnv(uint64_t h, const void *data, size_t len)
+{
+	const unsigned char *p = data;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ p[i]) * UINT64_C(0x100000001b3);
+	return h;
+}
+
+/* A string, NULL distinct from "" (the NUL is hashed too). */
+static uint64_t fnv_str(uint64_t h, const char *s)
+{
+	return s ? fnv(h, s, strlen(s) + 1) : fnv(h, "\xff", 1);
+}
+
+uint64_t ft_dra_view_fingerprint(const ft_dra_view_t *v)
+{
+	uint64_t h = UINT64_C(0xcbf29ce484222325);
+
+	h = fnv(h, &v->topology, sizeof(v->topology));
+	for (unsigned i = 0; i < v->n_units; i++) {
+		const ft_dra_unit_t *u = &v->units[i];
+		int pos[3] = {(int)u->kind, u->gpu, u->mig};
+		uint32_t shares[2] = {u->device->multiple, u->device->shares};
+		h = fnv(h, pos, sizeof(pos));
+		h = fnv(h, shares, sizeof(shares));
+		h = fnv_str(h, u->slice->driver);
+		h = fnv_str(h, u->slice->pool);
+		h = fnv_str(h, u->device->name);
+		h = fnv_str(h, u->device->uuid);
+	}
+	return h;
 }
 
 /* ---- what a claim holds ---------------------------------------------------

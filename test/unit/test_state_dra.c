@@ -414,6 +414,95 @@ static void test_state_dra__claim_gpus_by_class(void **state)
 	ft_state_free(s);
 }
 
+/*
+ * Events that change nothing the model reads publish no new snapshot: a
+ * claim whose reservedFor changes, a slice applied again. A slice of a new
+ * generation with the same devices keeps what the claims hold; one whose
+ * device changed moves the claim's GPU.
+ */
+static void test_state_dra__events_that_change_nothing(void **state)
+{
+	ft_state_t *s = start(0, true);
+	cJSON *root = fixture("dra/claim-template-pod.json");
+	cJSON *claim = cJSON_Duplicate(
+	    item(root, "ResourceClaim", "trainer-0-gpus-m4v8t"), true);
+	cJSON *slice_root = fixture(slice_a100.file), *slice;
+	cJSON *dev;
+	ft_state_stats_t st;
+	uint64_t generation;
+	ft_node_t *n;
+
+	(void)state;
+	ft_state_apply_claim(s, claim);
+	ft_state_stats(s, &st);
+	generation = st.generation;
+	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(claim, "status"),
+				  "reservedFor", cJSON_CreateArray());
+	ft_state_apply_claim(s, claim);
+	apply(s, &slice_a100);
+	ft_state_stats(s, &st);
+	assert_int_equal(st.generation, generation);
+	n = model(s);
+	assert_int_equal(n->gpus_used, 0x3);
+	ft_node_unref(n);
+
+	/* A new generation of the same devices. */
+	slice = (cJSON *)item(slice_root, "ResourceSlice", slice_a100.name);
+	cJSON_ReplaceItemInObject(
+	    cJSON_GetObjectItem(cJSON_GetObjectItem(slice, "spec"), "pool"),
+	    "generation", cJSON_CreateNumber(7));
+	ft_state_apply_slice(s, slice);
+	n = model(s);
+	assert_int_equal(n->gpus_used, 0x3);
+	assert_null(n->dra_error);
+	ft_node_unref(n);
+	/* gpu-1 now names GPU 5's uuid: the claim holds GPUs 0 and 5, and
+	 * the slice disagrees with the topology (two devices, one GPU). */
+	cJSON_ArrayForEach (
+	    dev, cJSON_GetObjectItem(cJSON_GetObjectItem(slice, "spec"),
+				     "devices")) {
+		if (!strcmp(cJSON_GetObjectItem(dev, "name")->valuestring,
+			    "gpu-1")) {
+			cJSON *gpu5 = NULL, *d2;
+			cJSON_ArrayForEach (
+			    d2, cJSON_GetObjectItem(
+				    cJSON_GetObjectItem(slice, "spec"),
+				    "devices")) {
+				if (!strcmp(cJSON_GetObjectItem(d2, "name")
+						->valuestring,
+					    "gpu-5"))
+					gpu5 = d2;
+			}
+			cJSON_ReplaceItemInObject(
+			    cJSON_GetObjectItem(dev, "attributes"), "uuid",
+			    cJSON_Duplicate(
+				cJSON_GetObjectItem(
+				    cJSON_GetObjectItem(gpu5, "attributes"),
+				    "uuid"),
+				true));
+			cJSON_ReplaceItemInObject(
+			    cJSON_GetObjectItem(dev, "attributes"),
+			    "resource.kubernetes.io/pciBusID",
+			    cJSON_Duplicate(
+				cJSON_GetObjectItem(
+				    cJSON_GetObjectItem(gpu5, "attributes"),
+				    "resource.kubernetes.io/pciBusID"),
+				true));
+		}
+	}
+	cJSON_ReplaceItemInObject(
+	    cJSON_GetObjectItem(cJSON_GetObjectItem(slice, "spec"), "pool"),
+	    "generation", cJSON_CreateNumber(8));
+	ft_state_apply_slice(s, slice);
+	n = model(s);
+	assert_int_equal(n->gpus_used & 0x21, 0x21);
+	ft_node_unref(n);
+	cJSON_Delete(slice_root);
+	cJSON_Delete(claim);
+	cJSON_Delete(root);
+	ft_state_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -424,6 +513,7 @@ int main(void)
 	    cmocka_unit_test(test_state_dra__relist_sweeps_claims_and_slices),
 	    cmocka_unit_test(test_state_dra__bad_claim_skipped),
 	    cmocka_unit_test(test_state_dra__claim_gpus_by_class),
+	    cmocka_unit_test(test_state_dra__events_that_change_nothing),
 	};
 
 	ft_log_set_level(FT_LOG_ERROR);
