@@ -139,19 +139,22 @@ static void filter_node(ft_filter_reply_t *r, unsigned i, const ft_node_t *node,
 }
 
 /*
- * Out of sync (ft_app_in_sync): every node fails, in FailedNodes, so that
- * kube-scheduler keeps the nodes as candidates and tries the pod again.
+ * Out of sync (ft_app_in_sync): the reply's Error, not a failure of every
+ * node. kube-scheduler takes an extender's error for a scheduling error and
+ * retries the pod after its backoff (1 s, doubling to 10 s). Nodes that
+ * fail would make it unschedulable, rejected by "Extender", and kube-
+ * scheduler would try it again only on some cluster event, or after
+ * podMaxInUnschedulablePodsDuration (5 min): the extender coming back in
+ * sync is no event it sees, and a quiet cluster has none.
  */
-static void fail_every_node(ft_filter_reply_t *r,
-			    const ft_extender_args_t *args, ft_decision_t *dec,
-			    const char *why)
+static int refuse_unsynced(ft_filter_reply_t *r, ft_decision_t *dec,
+			   const char *why)
 {
-	char reason[416];
+	char error[416];
 
-	snprintf(reason, sizeof(reason), "flextopo: %.400s", why);
-	for (unsigned i = 0; i < args->n_nodes; i++)
-		ft_codec_filter_reply_fail(r, i, reason, false);
-	ft_decision_message(dec, true, "%s", reason);
+	snprintf(error, sizeof(error), "flextopo: %.400s", why);
+	ft_decision_message(dec, true, "%s", error);
+	return ft_codec_filter_reply_error(r, error);
 }
 
 /*
@@ -201,14 +204,15 @@ static int filter_nodes(ft_filter_reply_t *r, ft_app_t *app,
 	ft_decision_t dec;
 	char msg[400], *pending;
 	bool unknown;
+	int rc;
 
 	ft_decision_init(&dec, FT_VERB_FILTER, pod->ns, pod->name, pod->uid,
 			 pod->priority);
 	if (!ft_app_in_sync(app, msg, sizeof(msg))) {
 		ft_snapshot_unref(snap);
-		fail_every_node(r, args, &dec, msg);
+		rc = refuse_unsynced(r, &dec, msg);
 		ft_decisions_record(app->decisions, &dec);
-		return 0;
+		return rc;
 	}
 	if (pod->demand_error) {
 		snprintf(msg, sizeof(msg), "pod %s/%s: %s", pod->ns, pod->name,
