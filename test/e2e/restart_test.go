@@ -39,6 +39,35 @@ func privateControlPlane(t *testing.T, name string) *harness.Cluster {
 	return p
 }
 
+// extenderConfig writes a flextopo-extender configuration for the cluster
+// into dir: its kubeconfig, a listener and a debug listener on free ports,
+// logLevel info, and the keys of extra. It returns the file, the listener's
+// port, and the listener's and debug listener's URLs.
+func extenderConfig(t *testing.T, c *harness.Cluster, dir string, extra map[string]interface{}) (string, int, string, string) {
+	t.Helper()
+	port, err1 := harness.FreePort()
+	debugPort, err2 := harness.FreePort()
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	keys := map[string]interface{}{
+		"kubeconfig": c.Kubeconfig, "listen": harness.HostPort(port), "debugListen": harness.HostPort(debugPort),
+		"logLevel": "info",
+	}
+	for k, v := range extra {
+		keys[k] = v
+	}
+	raw, err := yaml.Marshal(keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "flextopo.yaml")
+	if err := os.WriteFile(cfg, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cfg, port, "http://" + harness.HostPort(port), "http://" + harness.HostPort(debugPort)
+}
+
 // startExtenderProc starts a flextopo-extender on the cluster (logLevel
 // info) without waiting for it; it returns the process and its listener's
 // and debug listener's URLs.
@@ -48,28 +77,13 @@ func startExtenderProc(t *testing.T, c *harness.Cluster, name string) (*harness.
 	if err != nil {
 		t.Fatal(err)
 	}
-	port, err1 := harness.FreePort()
-	debugPort, err2 := harness.FreePort()
-	if err1 != nil || err2 != nil {
-		t.Fatal(err1, err2)
-	}
-	raw, err := yaml.Marshal(map[string]interface{}{
-		"kubeconfig": c.Kubeconfig, "listen": harness.HostPort(port), "debugListen": harness.HostPort(debugPort),
-		"logLevel": "info", "fragmentationWindow": 0,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := filepath.Join(dir, "flextopo.yaml")
-	if err := os.WriteFile(cfg, raw, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfg, _, url, debugURL := extenderConfig(t, c, dir, map[string]interface{}{"fragmentationWindow": 0})
 	p, err := harness.StartProcess(name, filepath.Join(dir, name+".log"), harness.ExtenderBinary(c.RepoRoot), "--config", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Stop(15 * time.Second) })
-	return p, "http://" + harness.HostPort(port), "http://" + harness.HostPort(debugPort)
+	return p, url, debugURL
 }
 
 // loadedCluster fills the cluster with `nodes` 8-GPU nodes (perfNodeTopo)
