@@ -518,6 +518,12 @@ const ft_holding_t *ft_node_find_holding(const ft_node_t *node,
 					 const char *uid);
 
 /*
+ * Whether `h` holds units of known placement: GPUs, MIG instances, replicas
+ * of shared GPUs or pinned CPUs (not only CPU and memory requests).
+ */
+bool ft_holding_has_units(const ft_holding_t *h);
+
+/*
  * Free whole GPUs (not MIG-enabled, not held, no replica held), as a mask of
  * positions.
  */

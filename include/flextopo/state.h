@@ -180,6 +180,14 @@ void ft_state_bind_unknown(ft_state_t *state, const char *uid,
 			   uint64_t sent_ns);
 
 /*
+ * The node of pod `uid`'s Binding that is still in flight or of unknown
+ * outcome (heap; NULL when none): until that is settled the pod may be
+ * bound there and nowhere else, with the units it holds there.
+ * *unknown says whether the outcome is unknown (else the bind is running).
+ */
+char *ft_state_bind_pending(ft_state_t *state, const char *uid, bool *unknown);
+
+/*
  * Settle the Binding of unknown outcome of pod `uid` from a GET of the pod
  * made at `now_ns`. `seen` is the pod it returned, NULL when the GET
  * answered 404 or a pod of another UID. The rule:

@@ -143,19 +143,62 @@ static void filter_node(ft_filter_reply_t *r, unsigned i, const ft_node_t *node,
 }
 
 /*
- * Out of sync (ft_app_in_sync): every node fails, in FailedNodes, so that
- * kube-scheduler keeps the nodes as candidates and tries the pod again.
+ * Out of sync (ft_app_in_sync): the reply's Error, not a failure of every
+ * node. kube-scheduler takes an extender's error for a scheduling error and
+ * retries the pod after its backoff (1 s, doubling to 10 s). Nodes that
+ * fail would make it unschedulable, rejected by "Extender", and kube-
+ * scheduler would try it again only on some cluster event, or after
+ * podMaxInUnschedulablePodsDuration (5 min): the extender coming back in
+ * sync is no event it sees, and a quiet cluster has none.
  */
-static void fail_every_node(ft_filter_reply_t *r,
-			    const ft_extender_args_t *args, ft_decision_t *dec,
-			    const char *why)
+static int refuse_unsynced(ft_filter_reply_t *r, ft_decision_t *dec,
+			   const char *why)
 {
-	char reason[416];
+	char error[416];
 
-	snprintf(reason, sizeof(reason), "flextopo: %.400s", why);
-	for (unsigned i = 0; i < args->n_nodes; i++)
-		ft_codec_filter_reply_fail(r, i, reason, false);
-	ft_decision_message(dec, true, "%s", reason);
+	snprintf(error, sizeof(error), "flextopo: %.400s", why);
+	ft_decision_message(dec, true, "%s", error);
+	return ft_codec_filter_reply_error(r, error);
+}
+
+/*
+ * A pod whose Binding to `pending` is in flight or of unknown outcome may
+ * be bound only there until that is settled (bind refuses other nodes), and
+ * there with the units it already holds: they are its own, whether or not
+ * that Binding landed. So that node passes although its model counts those
+ * units as taken, and kube-scheduler's retry binds the pod there at once
+ * (a Binding that had landed answers 409 for that node: bound), instead of
+ * waiting, unschedulable, until the outcome is settled and some cluster
+ * event happens to requeue the pod. Every other node fails, and preemption
+ * cannot help there. Returns false when the normal filter decides.
+ */
+static bool filter_pending(ft_filter_reply_t *r, unsigned i,
+			   const ft_node_t *node, const char *node_name,
+			   const ft_pod_t *pod, const char *pending,
+			   bool unknown, ft_decision_t *dec)
+{
+	const ft_holding_t *held;
+	char reason[640];
+
+	if (strcmp(node_name, pending) != 0) {
+		snprintf(reason, sizeof(reason),
+			 "flextopo: the pod's Binding to node %.253s is %s; "
+			 "it may be bound only there until that is settled",
+			 pending,
+			 unknown ? "of unknown outcome" : "still in flight");
+		ft_codec_filter_reply_fail(r, i, reason, true);
+		ft_decision_add_node(dec, node_name, FT_VERDICT_UNRESOLVABLE,
+				     reason);
+		return true;
+	}
+	held = node ? ft_node_find_holding(node, pod->uid) : NULL;
+	if (!held || !ft_holding_has_units(held))
+		return false;
+	ft_codec_filter_reply_pass(r, i);
+	ft_decision_add_node(dec, node_name, FT_VERDICT_PASS,
+			     "holds its units here from a Binding not settled "
+			     "yet");
+	return true;
 }
 
 static int filter_nodes(ft_filter_reply_t *r, ft_app_t *app,
@@ -163,15 +206,17 @@ static int filter_nodes(ft_filter_reply_t *r, ft_app_t *app,
 {
 	ft_snapshot_t *snap = ft_state_snapshot(app->state);
 	ft_decision_t dec;
-	char msg[400];
+	char msg[400], *pending;
+	bool unknown;
+	int rc;
 
 	ft_decision_init(&dec, FT_VERB_FILTER, pod->ns, pod->name, pod->uid,
 			 pod->priority);
 	if (!ft_app_in_sync(app, msg, sizeof(msg))) {
 		ft_snapshot_unref(snap);
-		fail_every_node(r, args, &dec, msg);
+		rc = refuse_unsynced(r, &dec, msg);
 		ft_decisions_record(app->decisions, &dec);
-		return 0;
+		return rc;
 	}
 	if (pod->demand_error) {
 		snprintf(msg, sizeof(msg), "pod %s/%s: %s", pod->ns, pod->name,
@@ -181,13 +226,18 @@ static int filter_nodes(ft_filter_reply_t *r, ft_app_t *app,
 		ft_decisions_record(app->decisions, &dec);
 		return ft_codec_filter_reply_error(r, msg);
 	}
+	pending = ft_state_bind_pending(app->state, pod->uid, &unknown);
 	for (unsigned i = 0; i < args->n_nodes; i++) {
 		node_ref_t n;
 		node_lookup(&n, app, snap, args, i);
-		filter_node(r, i, n.node, &pod->demand, pod->name, &dec,
-			    args->node_names[i]);
+		if (!pending ||
+		    !filter_pending(r, i, n.node, args->node_names[i], pod,
+				    pending, unknown, &dec))
+			filter_node(r, i, n.node, &pod->demand, pod->name, &dec,
+				    args->node_names[i]);
 		ft_node_unref(n.owned);
 	}
+	free(pending);
 	ft_snapshot_unref(snap);
 	ft_decisions_record(app->decisions, &dec);
 	return 0;

@@ -967,6 +967,7 @@ static void placement_from_holding(ft_placement_t *p, const ft_holding_t *h)
 	p->gpus = h->gpus;
 	p->mig[0] = h->mig[0];
 	p->mig[1] = h->mig[1];
+	memcpy(p->replicas, h->replicas, sizeof(p->replicas));
 	p->cpus = h->cpus;
 	p->numa_nodes = h->numa_nodes;
 	p->memory_mib = h->memory_mib;
@@ -1080,12 +1081,6 @@ static int assumable(pod_rec_t **out, ft_state_t *state, const ft_pod_t *pod,
 	return 0;
 }
 
-static bool holds_units(const ft_holding_t *held)
-{
-	return held && (held->gpus || held->mig[0] || held->mig[1] ||
-			!ft_cpuset_empty(&held->cpus));
-}
-
 static int assume_locked(ft_state_t *state, const ft_pod_t *pod,
 			 const char *node_name, ft_policy_t policy,
 			 char **out_annotation)
@@ -1104,7 +1099,7 @@ static int assume_locked(ft_state_t *state, const ft_pod_t *pod,
 	if (!ft_demand_wants_devices(&pod->demand) || !node->topology)
 		return assume_requests(state, r, node);
 	held = ft_node_find_holding(node, pod->uid);
-	if (holds_units(held))
+	if (held && ft_holding_has_units(held))
 		placement_from_holding(&p, held);
 	else if ((rc = assume_new(state, r, pod, node, policy, &p)) < 0)
 		return rc;
@@ -1274,6 +1269,23 @@ void ft_state_bind_unknown(ft_state_t *state, const char *uid, uint64_t sent_ns)
 		r->bind_sent_ns = sent_ns;
 	}
 	pthread_mutex_unlock(&state->mu);
+}
+
+char *ft_state_bind_pending(ft_state_t *state, const char *uid, bool *unknown)
+{
+	pod_rec_t *r = NULL;
+	char *node = NULL;
+
+	*unknown = false;
+	pthread_mutex_lock(&state->mu);
+	HASH_FIND_STR(state->pods, uid, r);
+	/* The condition under which assume_locked refuses other nodes. */
+	if (r && r->assumed && r->bind_in_flight && !r->pod.node) {
+		node = strdup(r->assumed_node);
+		*unknown = r->bind_unknown;
+	}
+	pthread_mutex_unlock(&state->mu);
+	return node;
 }
 
 /* Why `seen` proves that the Binding never landed, or NULL. */

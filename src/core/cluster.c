@@ -495,6 +495,12 @@ uint16_t ft_replica_gpus(const uint8_t *replicas)
 	return gpus;
 }
 
+bool ft_holding_has_units(const ft_holding_t *h)
+{
+	return h->gpus || h->mig[0] || h->mig[1] ||
+	       ft_replica_gpus(h->replicas) || !ft_cpuset_empty(&h->cpus);
+}
+
 uint32_t ft_holding_unknown_mig(const ft_holding_t *h, const char *profile)
 {
 	return profile[0] && h->unknown_mig &&

@@ -849,8 +849,8 @@ static void assert_unavailable(ft_app_t *app, ft_http_handler_fn fn,
 /*
  * Truth before answers: a model that is not in sync (here: nodes and pods
  * applied, but no informer has delivered a complete list) answers no verb.
- * Filter fails every node, retryably; prioritize and preempt answer 503;
- * bind refuses and assumes nothing.
+ * Filter answers its Error; prioritize and preempt answer 503; bind refuses
+ * and assumes nothing.
  */
 static void test_extender__verbs_refuse_until_synced(void **state)
 {
@@ -863,14 +863,19 @@ static void test_extender__verbs_refuse_until_synced(void **state)
 	cJSON *reply;
 
 	atomic_store(&app->snapshot_loaded, false);
+	/* Filter answers the Error: kube-scheduler retries after its backoff
+	 * (nodes that fail would leave the pod waiting for a cluster event). */
 	reply = filter(app, pod, "\"pairs-free\",\"ghost-0\"");
 	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(
 			     reply, "NodeNames")),
 			 0);
-	assert_string_equal(failed_reason(reply, "pairs-free"),
-			    "flextopo: " NOT_SYNCED);
-	assert_string_equal(failed_reason(reply, "ghost-0"),
-			    "flextopo: " NOT_SYNCED);
+	assert_string_equal(
+	    cJSON_GetStringValue(
+		cJSON_GetObjectItemCaseSensitive(reply, "Error")),
+	    "flextopo: " NOT_SYNCED);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(
+			     reply, "FailedNodes")),
+			 0);
 	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(
 			     reply, "FailedAndUnresolvableNodes")),
 			 0);
@@ -952,7 +957,9 @@ static void test_extender__shared_ranks_and_leftover(void **state)
 	ft_app_t *app = app_new_from(SHARED_CLUSTER);
 	const char *small = "00000000-0000-4000-8000-0000000002b2";
 	const char *ranks = "00000000-0000-4000-8000-0000000002b1";
-	ft_holding_t h;
+	ft_holding_t h, again;
+	char *annotation = NULL;
+	ft_pod_t pod;
 
 	bind_ok(app, "small-02", small, "h100-shared");
 	assert_true(holding(app, "h100-shared", small, &h));
@@ -965,6 +972,19 @@ static void test_extender__shared_ranks_and_leftover(void **state)
 	assert_int_equal(h.replicas[1], 8);
 	assert_int_equal(h.level, FT_LEVEL_NVLINK);
 	assert_int_equal(gpus_used(app, "h100-shared"), 0);
+
+	/* A retried bind keeps the replicas the pod holds, and names them. */
+	bind_ok(app, "ranks-2x08", ranks, "h100-shared");
+	assert_true(holding(app, "h100-shared", ranks, &again));
+	assert_memory_equal(again.replicas, h.replicas, sizeof(h.replicas));
+	assert_int_equal(ft_state_find_pod(app->state, ranks, &pod), 0);
+	assert_int_equal(ft_state_assume(app->state, &pod, "h100-shared",
+					 app->cfg.policy, &annotation),
+			 0);
+	assert_non_null(annotation);
+	assert_non_null(strstr(annotation, "\"count\":8}"));
+	free(annotation);
+	ft_pod_dispose(&pod);
 	app_free(app);
 }
 
@@ -1347,6 +1367,80 @@ static void test_extender__cut_bind_reply_keeps_the_pair(void **state)
 	app_free(app);
 }
 
+/* The reason `node` fails as unresolvable in a filter reply, or NULL. */
+static const char *unresolvable_reason(const cJSON *reply, const char *node)
+{
+	const cJSON *failed = cJSON_GetObjectItemCaseSensitive(
+	    reply, "FailedAndUnresolvableNodes");
+	const cJSON *reason = cJSON_GetObjectItemCaseSensitive(failed, node);
+
+	return cJSON_IsString(reason) ? reason->valuestring : NULL;
+}
+
+/*
+ * kube-scheduler retries a pod whose Binding went unanswered (a
+ * kube-apiserver killed mid-request) before that is settled: the pod's node
+ * passes filter although its pair is held, by the pod itself; every other
+ * node fails, as bind would refuse it; another pod still finds the pair
+ * taken. The retried bind there sends the same Binding, with the same
+ * GPUs, and settles the assumption, instead of the pod waiting,
+ * unschedulable, for bindSettleSeconds and then for an event to requeue it.
+ */
+static void test_extender__retry_after_unknown_bind_reuses_units(void **state)
+{
+	static const char *const status_500[] = {"{\"kind\":\"Status\"", NULL};
+	static const char *const created[] = {"{\"kind\":\"Status\"}", NULL};
+	static const ft_fake_step_t steps[] = {
+	    {BINDING_NVL_A, "500 Internal Server Error", status_500,
+	     FT_FAKE_CUT},
+	    {BINDING_NVL_A, "201 Created", created, FT_FAKE_END},
+	};
+	char *a = pod_json("nvl-a", "uid-nvl-a", 2, "nvlink");
+	char *b = pod_json("nvl-b", "uid-nvl-b", 2, "nvlink");
+	ft_fake_api_t api;
+	ft_app_t *app = NULL;
+	cJSON *reply;
+	char *error;
+	ft_holding_t h;
+
+	ft_fake_api_start(&api, steps, 2);
+	app = app_with_api(&api, 3000);
+	error = bind_call(app, "nvl-a", "uid-nvl-a", "pairs-free");
+	assert_non_null(strstr(error, "outcome unknown"));
+	free(error);
+
+	reply = filter(app, a, "\"a100-0\",\"pairs-free\"");
+	assert_true(passed(reply, "pairs-free"));
+	assert_false(passed(reply, "a100-0"));
+	assert_non_null(unresolvable_reason(reply, "a100-0"));
+	assert_non_null(strstr(unresolvable_reason(reply, "a100-0"),
+			       "Binding to node pairs-free is of unknown "
+			       "outcome"));
+	cJSON_Delete(reply);
+	reply = filter(app, b, "\"pairs-free\"");
+	assert_false(passed(reply, "pairs-free"));
+	assert_string_equal(failed_reason(reply, "pairs-free"),
+			    PAIRS_FREE_TAKEN);
+	cJSON_Delete(reply);
+
+	bind_ok(app, "nvl-a", "uid-nvl-a", "pairs-free");
+	ft_fake_api_finish(&api);
+	assert_string_equal(ft_fake_request_body(api.requests[0]),
+			    ft_fake_request_body(api.requests[1]));
+	assert_true(holding(app, "pairs-free", "uid-nvl-a", &h));
+	assert_true(h.assumed); /* until the watch shows the pod */
+	assert_int_equal(h.gpus, 0xc);
+	assert_int_equal(unsettled(app), 0);
+	/* Settled: a filter decides as for any pod again. */
+	reply = filter(app, a, "\"a100-0\"");
+	assert_true(passed(reply, "a100-0"));
+	cJSON_Delete(reply);
+	ft_fake_api_dispose(&api);
+	app_free(app);
+	free(a);
+	free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1383,6 +1477,8 @@ int main(void)
 	    cmocka_unit_test(test_extender__verbs_refuse_until_synced),
 	    cmocka_unit_test(test_extender__slow_api_server_stalls_no_filter),
 	    cmocka_unit_test(test_extender__cut_bind_reply_keeps_the_pair),
+	    cmocka_unit_test(
+		test_extender__retry_after_unknown_bind_reuses_units),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -130,6 +130,15 @@ func (p *Process) Kill() {
 	}
 }
 
+// Signal sends sig to the process: SIGSTOP freezes it as a hung disk or a
+// stalled VM would, SIGCONT lets it go on.
+func (p *Process) Signal(sig os.Signal) error {
+	if gone, _ := p.Exited(); gone {
+		return fmt.Errorf("%s has exited", p.Name)
+	}
+	return p.cmd.Process.Signal(sig)
+}
+
 // Stop sends SIGTERM, waits up to grace, then kills.
 func (p *Process) Stop(grace time.Duration) {
 	if p == nil {
