@@ -17,6 +17,9 @@ scripts/install-deps.sh
 echo "== clang-format"
 git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror
 
+echo "== layers (no stage includes a header of a stage above it)"
+scripts/check-layers.sh
+
 echo "== build (warnings are errors)"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build

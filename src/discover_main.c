@@ -15,6 +15,7 @@
  * each; the annotation goes to stdout. Exit status 0, 1 on errors, 2 on
  * usage errors.
  */
+#include <flextopo/codec.h>
 #include <flextopo/discover.h>
 #include <flextopo/error.h>
 #include <flextopo/kube.h>

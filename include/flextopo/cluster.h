@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
+#include "policy.h"
 #include "cpuset.h"
 #include "noderules.h"
 #include "topology.h"

@@ -21,11 +21,11 @@
 
 #include "arena.h"
 #include "cluster.h"
-#include "config.h"
 #include "dra.h"
 #include "mig.h"
 #include "pdb.h"
 #include "place.h"
+#include "policy.h"
 #include "topology.h"
 
 /*
@@ -44,10 +44,6 @@ typedef struct ft_codec_options {
 	    *mig_catalog;	/* MIG layouts checked; may be NULL */
 	const char *dra_driver; /* "gpu.nvidia.com" (dra.h) */
 } ft_codec_options_t;
-
-/* Options from a loaded configuration (borrows its strings). */
-void ft_codec_options_from_config(ft_codec_options_t *out,
-				  const ft_config_t *cfg);
 
 /*
  * Parse a topology annotation: our schema (api/topology.schema.json) or the
@@ -168,6 +164,26 @@ int ft_codec_admission_reply(char **out, const char *uid, const char *patch,
 int ft_codec_admission_mutate(char **out, const ft_admission_t *a,
 			      const ft_codec_options_t *opts,
 			      const char *const *classes, unsigned n_classes);
+
+/*
+ * The annotation JSON of `t` (api/topology.schema.json, version 1; compact,
+ * no whitespace): sockets -> numaNodes -> pcieSwitches / gpus, every NVLink
+ * listed on both ends, "mig" for MIG-enabled GPUs, "reserved" when the
+ * topology has reserved CPUs or GPUs. ft_codec_topology_parse() of the text
+ * gives back an equal model. *out is a heap string the caller frees with
+ * free(). FT_ENOMEM; FT_EINVAL for a model the schema cannot express: a GPU
+ * of unknown NUMA node or a NUMA node of unknown memory (topology.h), which
+ * only the authors' FlexTopo graph gives.
+ */
+int ft_codec_topology_encode(char **out, const ft_topology_t *t);
+
+/*
+ * The JSON merge patch (RFC 7386) that sets one annotation on an object:
+ * {"metadata":{"annotations":{key: value}}}. *out is a heap string the
+ * caller frees with free(). FT_ENOMEM.
+ */
+int ft_codec_annotation_patch_encode(char **out, const char *key,
+				     const char *value);
 
 /*
  * A decoded v1 Node: name, the topology or why there is none, and its

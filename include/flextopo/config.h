@@ -20,24 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum {
-	FT_MODE_GUARANTEED = 0,
-	FT_MODE_BEST_EFFORT = 1,
-} ft_affinity_mode_t;
-
-typedef enum {
-	FT_POLICY_PACKED = 0,
-	FT_POLICY_DISTRIBUTED = 1,
-} ft_policy_t;
-
-/*
- * The names of the values above, by value and NULL-terminated: what the
- * config keys and the pods' annotations say. "best-effort" is spelled as
- * the kubelet's topology manager policy.
- */
-static const char *const ft_affinity_mode_names[] = {"guaranteed",
-						     "best-effort", NULL};
-static const char *const ft_policy_names[] = {"packed", "distributed", NULL};
+#include "policy.h"
 
 /* A key that is on or off. */
 typedef enum {
@@ -45,7 +28,8 @@ typedef enum {
 	FT_ON = 1,
 } ft_switch_t;
 
-static const char *const ft_switch_names[] = {"off", "on", NULL};
+/* "off", "on": by value, NULL-terminated. */
+extern const char *const ft_switch_names[];
 
 typedef struct ft_config {
 	char *listen; /* "HOST:PORT" of the extender API; default "0.0.0.0:8888"

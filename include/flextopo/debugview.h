@@ -17,7 +17,7 @@
 
 #include "cluster.h"
 #include "codec.h"
-#include "decisions.h"
+#include "decision.h"
 #include "frag.h"
 #include "place.h"
 #include "victims.h"

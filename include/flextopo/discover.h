@@ -206,25 +206,4 @@ typedef struct ft_discover_options {
 int ft_discover_topology(ft_topology_t **out,
 			 const ft_discover_options_t *opts);
 
-/*
- * The annotation JSON of `t` (api/topology.schema.json, version 1; compact,
- * no whitespace): sockets -> numaNodes -> pcieSwitches / gpus, every NVLink
- * listed on both ends, "mig" for MIG-enabled GPUs, "reserved" when the
- * topology has reserved CPUs or GPUs. ft_codec_topology_parse() of the text
- * gives back an equal model. *out is a heap string the caller frees with
- * free(). FT_ENOMEM; FT_EINVAL for a model the schema cannot express: a GPU
- * of unknown NUMA node or a NUMA node of unknown memory (topology.h), which
- * only the authors' FlexTopo graph gives. Lives in the codec stage
- * (src/codec/topology_encode.c).
- */
-int ft_codec_topology_encode(char **out, const ft_topology_t *t);
-
-/*
- * The JSON merge patch (RFC 7386) that sets one annotation on an object:
- * {"metadata":{"annotations":{key: value}}}. *out is a heap string the
- * caller frees with free(). FT_ENOMEM.
- */
-int ft_codec_annotation_patch_encode(char **out, const char *key,
-				     const char *value);
-
 #endif

@@ -61,7 +61,7 @@
 #include <stdint.h>
 
 #include "cluster.h"
-#include "config.h"
+#include "policy.h"
 #include "place.h"
 
 #define FT_MIX_CLASSES	     16

@@ -74,7 +74,7 @@
 #include <stdint.h>
 
 #include "cluster.h"
-#include "config.h"
+#include "policy.h"
 
 typedef struct ft_placement {
 	ft_level_t level; /* the requested level when reached, else the

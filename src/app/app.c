@@ -21,6 +21,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The codec's options from the configuration (borrows its strings). */
+static void options_from_config(ft_codec_options_t *out, const ft_config_t *cfg)
+{
+	out->annotation_prefix = cfg->annotation_prefix;
+	out->gpu_resource = cfg->gpu_resource;
+	out->mig_resource_prefix = cfg->mig_resource_prefix;
+	out->default_mode = cfg->default_affinity_mode;
+	out->dra_driver = cfg->dra_driver;
+}
+
 int ft_app_init(ft_app_t *app)
 {
 	ft_log_level_t level;
@@ -29,7 +39,7 @@ int ft_app_init(ft_app_t *app)
 	if ((rc = ft_log_level_parse(&level, app->cfg.log_level)) < 0)
 		return rc;
 	ft_log_set_level(level);
-	ft_codec_options_from_config(&app->opts, &app->cfg);
+	options_from_config(&app->opts, &app->cfg);
 	if ((rc = ft_codec_mig_catalog_builtin(&app->mig_catalog)) < 0)
 		return rc;
 	app->opts.mig_catalog = &app->mig_catalog;

@@ -72,15 +72,24 @@ void ft_buf_put_uint(ft_buf_t *b, uint64_t v)
 
 /*
  * Bytes that a JSON string cannot carry as they are (control characters,
- * quote, backslash) and the <, > and & that Go's encoder escapes too. A
- * table: replies carry thousands of node names and reasons, and one load
- * per byte is most of what writing them costs.
+ * quote, backslash), the <, > and & that Go's encoder escapes too, and
+ * every byte of 0x80 and up, which is written only as part of a valid UTF-8
+ * sequence. A table: replies carry thousands of node names and reasons, and
+ * one load per byte is most of what writing them costs.
  */
 /* clang-format off */
 static const bool escaped[256] = {
 	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x00..0x0f */
 	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x10..0x1f */
 	['"'] = 1, ['\\'] = 1, ['<'] = 1, ['>'] = 1, ['&'] = 1,
+	[0x80] = 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x90..0x9f */
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0xf0..0xff */
 };
 /* clang-format on */
 
@@ -105,9 +114,48 @@ static bool put_plain_string(ft_buf_t *b, const char *s)
 	return true;
 }
 
+size_t ft_utf8_sequence_len(const unsigned char *s)
+{
+	size_t n = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 ? 2 : 0;
+
+	if (n == 0 || s[0] > 0xf4)
+		return 0;
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	}
+	if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] > 0x9f) ||
+	    (s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] > 0x8f))
+		return 0;
+	return n;
+}
+
+/* The escape of the byte at `s` into `esc`; returns the bytes of `s` it
+ * stands for (a whole UTF-8 sequence is copied as it is). */
+static size_t escape_one(char esc[8], size_t *len, const unsigned char *s)
+{
+	size_t n;
+
+	if (*s == '"' || *s == '\\') {
+		esc[0] = '\\';
+		esc[1] = (char)*s;
+		*len = 2;
+		return 1;
+	}
+	if (*s >= 0x80 && (n = ft_utf8_sequence_len(s)) > 0) {
+		memcpy(esc, s, n);
+		*len = n;
+		return n;
+	}
+	/* Control characters, <, >, &; U+FFFD for a broken sequence. */
+	*len = (size_t)snprintf(esc, 8, "\\u%04x", *s >= 0x80 ? 0xfffd : *s);
+	return 1;
+}
+
 void ft_buf_put_json_string(ft_buf_t *b, const char *s)
 {
 	char esc[8];
+	size_t len;
 
 	if (put_plain_string(b, s))
 		return;
@@ -120,16 +168,8 @@ void ft_buf_put_json_string(ft_buf_t *b, const char *s)
 		s += run;
 		if (!*s)
 			break;
-		if (*s == '"' || *s == '\\') {
-			esc[0] = '\\';
-			esc[1] = *s;
-			ft_buf_put(b, esc, 2);
-		} else {
-			snprintf(esc, sizeof(esc), "\\u%04x",
-				 (unsigned char)*s);
-			ft_buf_put(b, esc, 6);
-		}
-		s++;
+		s += escape_one(esc, &len, (const unsigned char *)s);
+		ft_buf_put(b, esc, len);
 	}
 	ft_buf_put(b, "\"", 1);
 }

@@ -1,10 +1,11 @@
 /*
  * Structured logging: one JSON object per line on stderr.
  *
- * Lines are built in a local buffer and written with one fwrite so that lines
- * from concurrent threads never interleave. Strings are JSON-escaped here
- * rather than through cJSON so that the base layer has no dependencies.
+ * Lines are built in a buffer and written with one fwrite so that lines
+ * from concurrent threads never interleave. Strings go through the
+ * project's one JSON string writer (ft_buf_put_json_string, buf.h).
  */
+#include <flextopo/buf.h>
 #include <flextopo/error.h>
 #include <flextopo/log.h>
 
@@ -42,57 +43,21 @@ int ft_log_enabled(ft_log_level_t level)
 	return (int)level >= atomic_load(&current_level);
 }
 
-typedef struct {
-	char buf[2048];
-	size_t len;
-} line_t;
-
-static void put_raw(line_t *line, const char *s)
-{
-	size_t n = strlen(s);
-
-	if (n > sizeof(line->buf) - 1 - line->len)
-		n = sizeof(line->buf) - 1 - line->len;
-	memcpy(line->buf + line->len, s, n);
-	line->len += n;
-}
-
-static void put_escaped(line_t *line, const char *s)
-{
-	char esc[8];
-
-	for (; *s && line->len < sizeof(line->buf) - 8; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\') {
-			esc[0] = '\\';
-			esc[1] = (char)c;
-			esc[2] = '\0';
-		} else if (c < 0x20) {
-			snprintf(esc, sizeof(esc), "\\u%04x", c);
-		} else {
-			esc[0] = (char)c;
-			esc[1] = '\0';
-		}
-		put_raw(line, esc);
-	}
-}
-
-static void put_field(line_t *line, const char *key, const char *value)
+static void put_field(ft_buf_t *line, const char *key, const char *value)
 {
 	if (!value)
 		return;
-	put_raw(line, ",\"");
-	put_raw(line, key);
-	put_raw(line, "\":\"");
-	put_escaped(line, value);
-	put_raw(line, "\"");
+	ft_buf_puts(line, ",\"");
+	ft_buf_puts(line, key);
+	ft_buf_puts(line, "\":");
+	ft_buf_put_json_string(line, value);
 }
 
 void ft_log(ft_log_level_t level, const char *verb, const char *pod,
 	    const char *node, const char *reason, const char *fmt, ...)
 {
-	line_t line = {.len = 0};
 	char ts[64], msg[1024];
+	ft_buf_t line;
 	struct timespec now;
 	struct tm tm;
 	va_list ap;
@@ -107,15 +72,21 @@ void ft_log(ft_log_level_t level, const char *verb, const char *pod,
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	put_raw(&line, "{\"ts\":\"");
-	put_raw(&line, ts);
-	put_raw(&line, "\"");
+	ft_buf_init(&line, 256);
+	ft_buf_puts(&line, "{\"ts\":\"");
+	ft_buf_puts(&line, ts);
+	ft_buf_puts(&line, "\"");
 	put_field(&line, "level", level_names[level]);
 	put_field(&line, "msg", msg);
 	put_field(&line, "verb", verb);
 	put_field(&line, "pod", pod);
 	put_field(&line, "node", node);
 	put_field(&line, "reason", reason);
-	put_raw(&line, "}\n");
-	fwrite(line.buf, 1, line.len, stderr);
+	ft_buf_puts(&line, "}\n");
+	if (line.failed)
+		fputs("{\"level\":\"error\",\"msg\":\"log: out of memory\"}\n",
+		      stderr);
+	else
+		fwrite(line.data, 1, line.len, stderr);
+	ft_buf_dispose(&line);
 }

@@ -17,16 +17,6 @@
 #include <string.h>
 #include <time.h>
 
-void ft_codec_options_from_config(ft_codec_options_t *out,
-				  const ft_config_t *cfg)
-{
-	out->annotation_prefix = cfg->annotation_prefix;
-	out->gpu_resource = cfg->gpu_resource;
-	out->mig_resource_prefix = cfg->mig_resource_prefix;
-	out->default_mode = cfg->default_affinity_mode;
-	out->dra_driver = cfg->dra_driver;
-}
-
 static const char *str_at(const cJSON *obj, const char *key)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);

@@ -19,7 +19,7 @@
  * inside the codec stage.
  */
 #include <flextopo/cpuset.h>
-#include <flextopo/discover.h>
+#include <flextopo/codec.h>
 #include <flextopo/error.h>
 #include <flextopo/topology.h>
 

@@ -74,6 +74,8 @@ _Static_assert(FT_MODE_BEST_EFFORT == 1 && FT_POLICY_DISTRIBUTED == 1,
 		name, type, FIELD(f), def, NULL, min, max, NULL, NULL, doc     \
 	}
 
+const char *const ft_switch_names[] = {"off", "on", NULL};
+
 static const key_spec_t schema[] =
     {
 	STRING(

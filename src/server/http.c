@@ -55,6 +55,7 @@
 #include "offload.h"
 #include "tls.h"
 
+#include <flextopo/buf.h>
 #include <flextopo/error.h>
 #include <flextopo/log.h>
 #include <flextopo/server.h>
@@ -199,93 +200,6 @@ unsigned long ft_http_error_count(const char *kind)
 	return atomic_load(&error_counts[i]);
 }
 
-/*
- * Length of the valid UTF-8 sequence at `s`, or 0 when it is not one
- * (overlong forms, surrogates and code points above U+10FFFF included).
- */
-static size_t utf8_sequence_len(const unsigned char *s)
-{
-	size_t n = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 ? 2 : 0;
-
-	if (n == 0 || s[0] > 0xf4)
-		return 0;
-	for (size_t i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-	}
-	if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] > 0x9f) ||
-	    (s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] > 0x8f))
-		return 0;
-	return n;
-}
-
-/* Write the JSON escape of the ASCII byte `c` at `dst`; returns its length. */
-static size_t escape_ascii(char *dst, unsigned char c)
-{
-	char e = 0;
-
-	switch (c) {
-	case '"':
-	case '\\':
-		e = (char)c;
-		break;
-	case '\b':
-		e = 'b';
-		break;
-	case '\f':
-		e = 'f';
-		break;
-	case '\n':
-		e = 'n';
-		break;
-	case '\r':
-		e = 'r';
-		break;
-	case '\t':
-		e = 't';
-		break;
-	default:
-		break;
-	}
-	if (e) {
-		dst[0] = '\\';
-		dst[1] = e;
-		return 2;
-	}
-	if (c < 0x20 || c == 0x7f)
-		return (size_t)sprintf(dst, "\\u%04x", c);
-	dst[0] = (char)c;
-	return 1;
-}
-
-/*
- * Write `s` JSON-escaped at `dst`, which holds at least 6 * strlen(s) + 1
- * bytes. Bytes that are not valid UTF-8 become U+FFFD so that the reply stays
- * valid JSON whatever a message quotes (a percent-decoded path, say).
- */
-static size_t escape_json(char *dst, const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-	size_t len = 0;
-
-	while (*p) {
-		size_t n = *p < 0x80 ? 1 : utf8_sequence_len(p);
-
-		if (*p < 0x80) {
-			len += escape_ascii(dst + len, *p);
-		} else if (n > 0) {
-			memcpy(dst + len, p, n);
-			len += n;
-		} else {
-			len += (size_t)sprintf(dst + len, "\\ufffd");
-			n = 1;
-		}
-		p += n;
-	}
-	dst[len] = '\0';
-	return len;
-}
-
 /* The heap string "<kind>: <formatted message>", or NULL without memory. */
 static char *format_error_text(const char *kind, const char *fmt, va_list ap)
 {
@@ -311,17 +225,16 @@ cleanup:
 /* {"error":"<text>"} on the heap, or NULL without memory. */
 static char *error_body(const char *text, size_t *len)
 {
-	static const char head[] = "{\"error\":\"";
-	char *body = malloc(sizeof(head) + 6 * strlen(text) + 3);
-	size_t n;
+	char *body = NULL;
+	ft_buf_t b;
 
-	if (!body)
+	ft_buf_init(&b, strlen(text) + 16);
+	ft_buf_puts(&b, "{\"error\":");
+	ft_buf_put_json_string(&b, text);
+	ft_buf_puts(&b, "}");
+	*len = b.len;
+	if (ft_buf_detach(&body, &b) < 0)
 		return NULL;
-	memcpy(body, head, sizeof(head) - 1);
-	n = sizeof(head) - 1;
-	n += escape_json(body + n, text);
-	memcpy(body + n, "\"}", 3);
-	*len = n + 2;
 	return body;
 }
 

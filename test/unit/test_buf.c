@@ -11,7 +11,7 @@
 
 #include <flextopo/buf.h>
 
-/* One byte at a time, as the encoder wrote every string before. */
+/* One byte at a time, for strings whose bytes of 0x80 and up stand alone. */
 static void reference_json_string(char *out, const char *s)
 {
 	size_t n = 0;
@@ -24,6 +24,9 @@ static void reference_json_string(char *out, const char *s)
 			out[n++] = (char)c;
 		} else if (c < 0x20 || c == '<' || c == '>' || c == '&') {
 			n += (size_t)sprintf(out + n, "\\u%04x", c);
+		} else if (c >= 0x80) {
+			/* A lone byte of 0x80 and up is no UTF-8. */
+			n += (size_t)sprintf(out + n, "\\ufffd");
 		} else {
 			out[n++] = (char)c;
 		}
@@ -73,6 +76,47 @@ static void test_buf__json_string_escapes_every_position(void **state)
 	expect_json_string("needs <2> GPUs & \"4\" CPUs\\\t\n");
 }
 
+static char *json_of(const char *s)
+{
+	char *out = NULL;
+	ft_buf_t b;
+
+	ft_buf_init(&b, 0);
+	ft_buf_put_json_string(&b, s);
+	assert_int_equal(ft_buf_detach(&out, &b), 0);
+	return out;
+}
+
+/*
+ * Valid UTF-8 passes as it is; what is not UTF-8 (a cut sequence, an
+ * overlong form, a surrogate, a code point past U+10FFFF) becomes U+FFFD
+ * byte by byte, so that the output is always valid JSON.
+ */
+static void test_buf__json_string_utf8(void **state)
+{
+	static const struct {
+		const char *in, *want;
+	} cases[] = {
+	    {"Gr\xc3\xbc\xc3\x9f"
+	     "e",
+	     "\"Gr\xc3\xbc\xc3\x9f"
+	     "e\""},
+	    {"gpu \xe2\x82\xac \xf0\x9f\x9a\x80",
+	     "\"gpu \xe2\x82\xac \xf0\x9f\x9a\x80\""},
+	    {"cut \xe2\x82", "\"cut \\ufffd\\ufffd\""},
+	    {"overlong \xc0\xaf", "\"overlong \\ufffd\\ufffd\""},
+	    {"surrogate \xed\xa0\x80", "\"surrogate \\ufffd\\ufffd\\ufffd\""},
+	    {"past \xf4\x90\x80\x80", "\"past \\ufffd\\ufffd\\ufffd\\ufffd\""},
+	    {"del \x7f", "\"del \x7f\""},
+	};
+	(void)state;
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *got = json_of(cases[i].in);
+		assert_string_equal(got, cases[i].want);
+		free(got);
+	}
+}
+
 /* RFC 4648's test vectors (section 10), and bytes with the high bit set. */
 static void test_buf__base64_rfc4648_vectors(void **state)
 {
@@ -97,6 +141,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_buf__json_string_escapes_every_position),
+	    cmocka_unit_test(test_buf__json_string_utf8),
 	    cmocka_unit_test(test_buf__base64_rfc4648_vectors),
 	};
 

@@ -14,7 +14,6 @@
 #include <cmocka.h>
 
 #include <flextopo/codec.h>
-#include <flextopo/discover.h>
 #include <flextopo/error.h>
 #include <flextopo/topology.h>
 
