@@ -50,7 +50,7 @@ static bool holds_kind(const ft_node_t *node, const ft_holding_t *h,
 
 	if (d->mig_count) {
 		for (unsigned i = 0; t && i < t->n_mig && i < 128; i++)
-			if ((h->mig[i / 64] >> (i % 64) & 1) &&
+			if (ft_mig_mask_has(h->mig, i) &&
 			    strcmp(t->mig[i].profile, d->mig_profile) == 0)
 				return true;
 		return false;

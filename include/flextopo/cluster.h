@@ -279,7 +279,7 @@ bool ft_pod_drifted(const ft_pod_t *pod);
  */
 typedef struct ft_expected_units {
 	uint16_t gpus;		      /* GPU positions */
-	uint64_t mig[2];	      /* MIG instance positions */
+	ft_mig_mask_t mig;	      /* MIG instance positions */
 	uint8_t replicas[FT_GPU_MAX]; /* replicas per shared GPU */
 	ft_cpuset_t cpus;
 	uint32_t unknown; /* GPUs, MIG instances and replicas named by uuids
@@ -294,7 +294,7 @@ typedef struct ft_holding {
 	int32_t priority;
 	int64_t start_time;
 	uint16_t gpus;		      /* GPU positions */
-	uint64_t mig[2];	      /* MIG instance positions (128 bits) */
+	ft_mig_mask_t mig;	      /* MIG instance positions (128 bits) */
 	uint8_t replicas[FT_GPU_MAX]; /* replicas held per shared GPU */
 	ft_cpuset_t cpus;	      /* pinned CPUs */
 	uint16_t numa_nodes;	      /* NUMA positions of cpus and memory */
@@ -339,7 +339,7 @@ typedef struct ft_frag_cache_entry {
 	uint32_t milli;
 	uint16_t gpus;
 	bool reaches; /* the class's node rules admit the node */
-	uint64_t mig[2];
+	ft_mig_mask_t mig;
 } ft_frag_cache_entry_t;
 
 #define FT_FRAG_MEMO 4 /* pod shapes remembered per node */
@@ -406,7 +406,7 @@ typedef struct ft_node {
 	ft_holding_t *holdings;
 	/* Derived usage. */
 	uint16_t gpus_used;
-	uint64_t mig_used[2];
+	ft_mig_mask_t mig_used;
 	uint8_t replicas_used[FT_GPU_MAX]; /* per shared GPU, from holdings */
 	ft_cpuset_t cpus_used;
 	uint32_t numa_free_cpus[FT_NUMA_MAX];
@@ -463,7 +463,7 @@ typedef struct ft_node {
 typedef struct ft_conflict {
 	uint16_t earlier, later; /* holding indexes */
 	uint16_t gpus;		 /* GPU positions claimed by both */
-	uint64_t mig[2];	 /* MIG instance positions claimed by both */
+	ft_mig_mask_t mig;	 /* MIG instance positions claimed by both */
 	ft_cpuset_t cpus;	 /* pinned CPUs claimed by both */
 } ft_conflict_t;
 

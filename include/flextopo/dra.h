@@ -279,7 +279,7 @@ typedef struct ft_dra_device_ref {
  * lacks).
  */
 unsigned ft_dra_pod_devices(ft_dra_device_ref_t *out, unsigned cap,
-			    uint16_t *gpus, uint64_t mig[2],
+			    uint16_t *gpus, ft_mig_mask_t mig,
 			    unsigned *unmatched,
 			    const ft_dra_claim_t *const *claims, unsigned n,
 			    const ft_dra_view_t *view);

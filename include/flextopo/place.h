@@ -77,12 +77,12 @@
 #include "policy.h"
 
 typedef struct ft_placement {
-	ft_level_t level; /* the requested level when reached, else the
-			     first looser level reached (for a pod without
-			     affinity: the tightest level reached) */
-	uint8_t levels;	  /* bit L set: the placement reaches level L */
-	uint16_t gpus;	  /* GPU positions */
-	uint64_t mig[2];  /* MIG instance positions */
+	ft_level_t level;  /* the requested level when reached, else the
+			      first looser level reached (for a pod without
+			      affinity: the tightest level reached) */
+	uint8_t levels;	   /* bit L set: the placement reaches level L */
+	uint16_t gpus;	   /* GPU positions */
+	ft_mig_mask_t mig; /* MIG instance positions */
 	uint8_t replicas[FT_GPU_MAX]; /* replicas taken per shared GPU */
 	ft_cpuset_t cpus;	      /* pinned CPUs */
 	uint16_t numa_nodes;	      /* NUMA positions of the pinned CPUs */
@@ -116,7 +116,7 @@ typedef struct ft_units {
 	ft_demand_t demand; /* ft_place_adapt() of the demand */
 	uint16_t gpus;	    /* GPUs that meet demand.caps: whole GPUs, or for a
 			       demand of ranks the shared GPUs */
-	uint64_t mig[2];    /* instances of demand.mig_profile meeting them */
+	ft_mig_mask_t mig;  /* instances of demand.mig_profile meeting them */
 } ft_units_t;
 
 /* Work out `out` for `d` on topology `t` (not NULL); at most 16 GPUs and
@@ -128,9 +128,9 @@ void ft_place_units(ft_units_t *out, const ft_topology_t *t,
 
 /* The units of a node a demand could take now (fragmentation, frag.h). */
 typedef struct ft_usable {
-	uint32_t milli;	 /* their capacity, milli-GPU (frag.h units) */
-	uint16_t gpus;	 /* whole GPUs, or for a demand of ranks shared GPUs */
-	uint64_t mig[2]; /* MIG instances */
+	uint32_t milli; /* their capacity, milli-GPU (frag.h units) */
+	uint16_t gpus;	/* whole GPUs, or for a demand of ranks shared GPUs */
+	ft_mig_mask_t mig; /* MIG instances */
 } ft_usable_t;
 
 /*
@@ -335,7 +335,7 @@ int ft_place_choose(ft_placement_t *out, const ft_node_t *node,
  */
 int ft_place_choose_near(ft_placement_t *out, const ft_node_t *node,
 			 const ft_demand_t *d, uint16_t gpus,
-			 const uint64_t mig[2], ft_policy_t policy);
+			 const ft_mig_mask_t mig, ft_policy_t policy);
 
 /*
  * The levels (bit L for level L) at which one domain holds all of `gpus` and

@@ -50,6 +50,7 @@
 #define FT_SWITCH_MAX 32
 #define FT_GPU_MAX    16
 #define FT_MIG_MAX    128 /* MIG instances per node: 16 GPUs x 7 + slack */
+#define FT_MIG_WORDS  (FT_MIG_MAX / 64)
 #define FT_DOMAIN_MAX 128
 #define FT_NONE	      0xff /* "no PCIe switch" and other absent positions */
 #define FT_REPLICAS_MAX                                                        \
@@ -58,6 +59,31 @@
 	8 /* memory slices per MIG-capable GPU (NVIDIA MIG user guide) */
 #define FT_MEMORY_UNKNOWN                                                      \
 	UINT64_MAX /* ft_topology_add_numa: the annotation gives no memory */
+
+/*
+ * A set of MIG instance positions of a node (bit i: ft_topology_t.mig[i]),
+ * as every MIG field of the model holds one.
+ */
+typedef uint64_t ft_mig_mask_t[FT_MIG_WORDS];
+
+static inline bool ft_mig_mask_has(const uint64_t *m, unsigned i)
+{
+	return i < FT_MIG_MAX && (m[i / 64] >> (i % 64)) & 1;
+}
+
+static inline void ft_mig_mask_set(uint64_t *m, unsigned i)
+{
+	if (i < FT_MIG_MAX)
+		m[i / 64] |= UINT64_C(1) << (i % 64);
+}
+
+static inline bool ft_mig_mask_empty(const uint64_t *m)
+{
+	for (unsigned w = 0; w < FT_MIG_WORDS; w++)
+		if (m[w])
+			return false;
+	return true;
+}
 
 /*
  * Affinity levels, tightest first. A placement reaches level L when all its
@@ -164,7 +190,7 @@ typedef struct ft_domain {
 	uint8_t owner; /* socket/NUMA/switch position; clique number */
 	uint16_t gpus;
 	uint16_t numa_nodes;
-	uint64_t mig[2]; /* MIG instance positions on its GPUs (derived) */
+	ft_mig_mask_t mig; /* MIG instance positions on its GPUs (derived) */
 } ft_domain_t;
 
 typedef struct ft_topology {
@@ -276,5 +302,8 @@ uint16_t ft_topology_numa_of_cpus(const ft_topology_t *t,
 
 /* Approximate heap bytes held by `t` (for the memory benchmark). */
 size_t ft_topology_footprint(const ft_topology_t *t);
+
+/* The GPU positions (bit g) holding the MIG instances of `mig`. */
+uint16_t ft_topology_mig_gpus(const ft_topology_t *t, const uint64_t *mig);
 
 #endif

@@ -1115,7 +1115,7 @@ static int assume_locked(ft_state_t *state, const ft_pod_t *pod,
  */
 static int choose_near_dra(ft_placement_t *p, const ft_node_t *node,
 			   const ft_pod_t *pod, uint16_t gpus,
-			   const uint64_t mig[2], unsigned unmatched,
+			   const ft_mig_mask_t mig, unsigned unmatched,
 			   ft_policy_t policy)
 {
 	const ft_holding_t *held = ft_node_find_holding(node, pod->uid);
@@ -1147,7 +1147,7 @@ static int assume_dra_locked(ft_state_t *state, const ft_pod_t *pod,
 	ft_dra_device_ref_t refs[FT_DRA_UNITS_MAX];
 	const ft_dra_view_t *view = NULL;
 	unsigned count, unmatched = 0;
-	uint64_t mig[2];
+	ft_mig_mask_t mig;
 	ft_placement_t p;
 	uint16_t gpus;
 	pod_rec_t *r;

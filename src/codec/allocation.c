@@ -28,11 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool has_bit(const uint64_t *mask, unsigned i)
-{
-	return (mask[i / 64] >> (i % 64)) & 1;
-}
-
 static cJSON *mig_entry(const ft_topology_t *t, unsigned i)
 {
 	const ft_mig_instance_t *m = &t->mig[i];
@@ -66,7 +61,7 @@ static bool add_devices(cJSON *root, const ft_placement_t *p,
 				     cJSON_CreateNumber(t->gpus[g].index));
 	}
 	for (unsigned i = 0; i < t->n_mig; i++)
-		if (has_bit(p->mig, i))
+		if (ft_mig_mask_has(p->mig, i))
 			cJSON_AddItemToArray(mig, mig_entry(t, i));
 	numa = cJSON_CreateArray();
 	for (unsigned n = 0; numa && n < t->n_numa; n++)
@@ -191,7 +186,8 @@ int ft_codec_allocation_from_placement(ft_allocation_t *out,
 		    !(out->gpu_uuids[out->n_gpus++] = strdup(t->gpus[g].uuid)))
 			goto nomem;
 	for (unsigned i = 0; t && i < t->n_mig; i++)
-		if (has_bit(p->mig, i) && out->n_mig < FT_ALLOC_MIG_MAX &&
+		if (ft_mig_mask_has(p->mig, i) &&
+		    out->n_mig < FT_ALLOC_MIG_MAX &&
 		    !(out->mig_uuids[out->n_mig++] = strdup(t->mig[i].uuid)))
 			goto nomem;
 	for (unsigned g = 0; t && g < t->n_gpus; g++) {

@@ -62,11 +62,6 @@ static int finish(char **out, cJSON *root)
 	return *out ? 0 : ft_error_set(FT_ENOMEM, "debug view: out of memory");
 }
 
-static bool has_bit(const uint64_t *mask, unsigned i)
-{
-	return (mask[i / 64] >> (i % 64)) & 1;
-}
-
 static cJSON *cpulist(const ft_cpuset_t *set)
 {
 	char text[2048];
@@ -129,7 +124,7 @@ static cJSON *mig_list(const ft_topology_t *t, const uint64_t *mig)
 	cJSON *arr = cJSON_CreateArray();
 
 	for (unsigned i = 0; t && i < t->n_mig; i++)
-		if (has_bit(mig, i))
+		if (ft_mig_mask_has(mig, i))
 			push(arr, mig_instance(t, i));
 	return arr;
 }
@@ -475,7 +470,7 @@ static const ft_holding_t *gpu_holder(const ft_node_t *node, unsigned g)
 static const ft_holding_t *mig_holder(const ft_node_t *node, unsigned m)
 {
 	for (unsigned i = 0; i < node->n_holdings; i++)
-		if (has_bit(node->holdings[i].mig, m))
+		if (ft_mig_mask_has(node->holdings[i].mig, m))
 			return &node->holdings[i];
 	return NULL;
 }

@@ -154,7 +154,7 @@ static void put_mig(ft_decision_placement_t *out, const ft_topology_t *t,
 {
 	for (unsigned i = 0; i < t->n_mig && out->n_mig < FT_ALLOC_MIG_MAX;
 	     i++) {
-		if (!((mig[i / 64] >> (i % 64)) & 1))
+		if (!ft_mig_mask_has(mig, i))
 			continue;
 		if (!out->n_mig)
 			copy_cut(out->mig_profile, sizeof(out->mig_profile),

@@ -213,7 +213,7 @@ static int holder_of_gpu(const ft_node_t *node, unsigned g)
 static int holder_of_mig(const ft_node_t *node, unsigned m)
 {
 	for (unsigned i = 0; i < node->n_holdings; i++)
-		if ((node->holdings[i].mig[m / 64] >> (m % 64)) & 1)
+		if (ft_mig_mask_has(node->holdings[i].mig, m))
 			return (int)i;
 	return -1;
 }

@@ -196,7 +196,7 @@ static void text_gpus(text_t *t, const ft_topology_t *topo, uint16_t gpus)
 static void text_mig(text_t *t, const ft_topology_t *topo, const uint64_t *mig)
 {
 	for (unsigned m = 0; topo && m < topo->n_mig; m++)
-		if ((mig[m / 64] >> (m % 64)) & 1)
+		if (ft_mig_mask_has(mig, m))
 			text_add(t, "%sMIG %s", t->len ? ", " : "",
 				 topo->mig[m].uuid);
 }
@@ -406,14 +406,9 @@ void ft_node_unref(ft_node_t *node)
 		node_free(node);
 }
 
-static void set_mig_bit(uint64_t *mask, unsigned i)
-{
-	mask[i / 64] |= UINT64_C(1) << (i % 64);
-}
-
 bool ft_node_mig_used(const ft_node_t *node, unsigned i)
 {
-	return i < FT_MIG_MAX && (node->mig_used[i / 64] >> (i % 64)) & 1;
+	return ft_mig_mask_has(node->mig_used, i);
 }
 
 /* Resolve GPU and MIG uuids; units the topology lacks become unknown usage. */
@@ -430,7 +425,7 @@ static void resolve_devices(ft_holding_t *h, const ft_topology_t *t,
 	for (unsigned i = 0; i < a->n_mig; i++) {
 		int m = t ? ft_topology_find_mig_uuid(t, a->mig_uuids[i]) : -1;
 		if (m >= 0)
-			set_mig_bit(h->mig, (unsigned)m);
+			ft_mig_mask_set(h->mig, (unsigned)m);
 		else
 			h->unknown_mig++;
 	}
@@ -475,16 +470,6 @@ static void resolve_cpus(ft_holding_t *h, const ft_topology_t *t,
 		h->memory_mib = pod->demand.memory_mib;
 }
 
-static uint16_t mig_gpus(const ft_topology_t *t, const uint64_t *mig)
-{
-	uint16_t gpus = 0;
-
-	for (unsigned i = 0; i < t->n_mig; i++)
-		if ((mig[i / 64] >> (i % 64)) & 1)
-			gpus |= (uint16_t)(1u << t->mig[i].gpu);
-	return gpus;
-}
-
 uint16_t ft_replica_gpus(const uint8_t *replicas)
 {
 	uint16_t gpus = 0;
@@ -497,7 +482,7 @@ uint16_t ft_replica_gpus(const uint8_t *replicas)
 
 bool ft_holding_has_units(const ft_holding_t *h)
 {
-	return h->gpus || h->mig[0] || h->mig[1] ||
+	return h->gpus || !ft_mig_mask_empty(h->mig) ||
 	       ft_replica_gpus(h->replicas) || !ft_cpuset_empty(&h->cpus);
 }
 
@@ -631,10 +616,11 @@ static int holding_init(ft_holding_t *h, const ft_topology_t *t,
 		memcpy(h->unknown_mig_profile, d.mig_profile, FT_PROFILE_MAX);
 	resolve_cpus(h, t, pod, units);
 	if (t)
-		h->levels = ft_place_levels_of(t,
-					       h->gpus | mig_gpus(t, h->mig) |
-						   ft_replica_gpus(h->replicas),
-					       h->numa_nodes);
+		h->levels = ft_place_levels_of(
+		    t,
+		    h->gpus | ft_topology_mig_gpus(t, h->mig) |
+			ft_replica_gpus(h->replicas),
+		    h->numa_nodes);
 	return resolve_expected(h, t, pod);
 }
 
@@ -732,7 +718,8 @@ static bool overlap(ft_conflict_t *c, const ft_holding_t *a,
 	c->mig[0] = a->mig[0] & b->mig[0];
 	c->mig[1] = a->mig[1] & b->mig[1];
 	ft_cpuset_and(&c->cpus, &a->cpus, &b->cpus);
-	return c->gpus || c->mig[0] || c->mig[1] || !ft_cpuset_empty(&c->cpus);
+	return c->gpus || !ft_mig_mask_empty(c->mig) ||
+	       !ft_cpuset_empty(&c->cpus);
 }
 
 /*

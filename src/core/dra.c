@@ -537,7 +537,7 @@ static void add_ref(ft_dra_device_ref_t *out, const ft_dra_claim_t *c,
 }
 
 unsigned ft_dra_pod_devices(ft_dra_device_ref_t *out, unsigned cap,
-			    uint16_t *gpus, uint64_t mig[2],
+			    uint16_t *gpus, ft_mig_mask_t mig,
 			    unsigned *unmatched,
 			    const ft_dra_claim_t *const *claims, unsigned n,
 			    const ft_dra_view_t *view)
@@ -560,8 +560,7 @@ unsigned ft_dra_pod_devices(ft_dra_device_ref_t *out, unsigned cap,
 				continue;
 			}
 			if (u->kind == FT_DRA_MIG)
-				mig[u->mig / 64] |= UINT64_C(1)
-						    << (u->mig % 64);
+				ft_mig_mask_set(mig, (unsigned)u->mig);
 			else
 				*gpus |= (uint16_t)(1u << u->gpu);
 			if (count < cap)

@@ -598,8 +598,7 @@ static unsigned unwanted_slices(const ft_node_t *node, const uint64_t *usable)
 	unsigned n = 0;
 
 	for (unsigned i = 0; i < t->n_mig; i++)
-		if (!ft_node_mig_used(node, i) &&
-		    !((usable[i / 64] >> (i % 64)) & 1))
+		if (!ft_node_mig_used(node, i) && !ft_mig_mask_has(usable, i))
 			n += t->mig[i].size;
 	return n;
 }

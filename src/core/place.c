@@ -36,26 +36,6 @@ typedef struct {
 static const char *const domain_nouns[FT_LEVEL_COUNT] = {
     "NVLink group", "PCIe switch", "NUMA node", "socket", "node"};
 
-static bool has_bit(const uint64_t *mask, unsigned i)
-{
-	return (mask[i / 64] >> (i % 64)) & 1;
-}
-
-static void set_bit(uint64_t *mask, unsigned i)
-{
-	mask[i / 64] |= UINT64_C(1) << (i % 64);
-}
-
-static uint16_t gpus_of_mig(const ft_topology_t *t, const uint64_t *mig)
-{
-	uint16_t gpus = 0;
-
-	for (unsigned i = 0; i < t->n_mig; i++)
-		if (has_bit(mig, i))
-			gpus |= (uint16_t)(1u << t->mig[i].gpu);
-	return gpus;
-}
-
 ft_level_t ft_place_effective_level(const ft_demand_t *d)
 {
 	ft_level_t level = d->has_affinity ? d->level : FT_LEVEL_NODE;
@@ -205,7 +185,7 @@ void ft_place_units(ft_units_t *out, const ft_topology_t *t,
 	for (unsigned i = first; i < t->n_mig; i++)
 		if (t->mig[i].profile_id == first &&
 		    (!a->has_caps || !unit_faults(t, &a->caps, true, i)))
-			set_bit(out->mig, i);
+			ft_mig_mask_set(out->mig, i);
 }
 
 /* Only for a node with a topology. */
@@ -221,7 +201,8 @@ static void ask_init(ask_t *a, const ft_node_t *node, const ft_demand_t *d,
 static bool mig_free(const ask_t *a, unsigned i, uint16_t gpus,
 		     bool ignore_usage)
 {
-	return has_bit(a->u.mig, i) && (gpus & (1u << a->t->mig[i].gpu)) &&
+	return ft_mig_mask_has(a->u.mig, i) &&
+	       (gpus & (1u << a->t->mig[i].gpu)) &&
 	       (ignore_usage || !ft_node_mig_used(a->node, i));
 }
 
@@ -538,7 +519,8 @@ static uint16_t demand_gpus(const ask_t *a)
 	const ft_demand_t *d = &a->u.demand;
 	uint16_t gpus = d->gpus || d->ranks ? a->u.gpus : 0;
 
-	return d->mig_count ? gpus | gpus_of_mig(a->t, a->u.mig) : gpus;
+	return d->mig_count ? gpus | ft_topology_mig_gpus(a->t, a->u.mig)
+			    : gpus;
 }
 
 /*
@@ -1040,7 +1022,7 @@ static void busy_slices(uint8_t *out, const ask_t *a, const uint64_t *taken)
 	memset(out, 0, FT_GPU_MAX);
 	for (unsigned i = 0; i < t->n_mig; i++)
 		if (ft_node_mig_used(a->node, i) ||
-		    (taken && has_bit(taken, i)))
+		    (taken && ft_mig_mask_has(taken, i)))
 			out[t->mig[i].gpu] += t->mig[i].size;
 }
 
@@ -1061,7 +1043,8 @@ static int choose_mig(uint64_t *out, const ask_t *a, uint16_t gpus)
 		busy_slices(busy, a, out);
 		for (unsigned i = 0; i < t->n_mig; i++) {
 			long v = busy[t->mig[i].gpu];
-			if (!mig_free(a, i, gpus, false) || has_bit(out, i))
+			if (!mig_free(a, i, gpus, false) ||
+			    ft_mig_mask_has(out, i))
 				continue;
 			v = a->policy == FT_POLICY_PACKED ? v : -v;
 			if (best < 0 || v > best_v) {
@@ -1071,7 +1054,7 @@ static int choose_mig(uint64_t *out, const ask_t *a, uint16_t gpus)
 		}
 		if (best < 0)
 			return FT_ENOTFOUND;
-		set_bit(out, (unsigned)best);
+		ft_mig_mask_set(out, (unsigned)best);
 	}
 	return 0;
 }
@@ -1115,7 +1098,7 @@ static uint16_t numa_of_units(const ft_topology_t *t, uint16_t gpus,
 {
 	uint16_t numa = 0;
 
-	gpus |= gpus_of_mig(t, mig);
+	gpus |= ft_topology_mig_gpus(t, mig);
 	for (unsigned g = 0; g < t->n_gpus; g++)
 		if ((gpus & (1u << g)) && t->gpus[g].numa != FT_NONE)
 			numa |= (uint16_t)(1u << t->gpus[g].numa);
@@ -1172,10 +1155,11 @@ static int choose_in_domain(ft_placement_t *out, const ask_t *a,
 	if (left)
 		return FT_ENOTFOUND;
 	out->memory_mib = d->exclusive_cpus ? d->memory_mib : 0;
-	out->levels = ft_place_levels_of(t,
-					 out->gpus | gpus_of_mig(t, out->mig) |
-					     ft_replica_gpus(out->replicas),
-					 out->numa_nodes);
+	out->levels =
+	    ft_place_levels_of(t,
+			       out->gpus | ft_topology_mig_gpus(t, out->mig) |
+				   ft_replica_gpus(out->replicas),
+			       out->numa_nodes);
 	out->level = ft_place_first_level(out->levels, from);
 	return 0;
 }
@@ -1363,7 +1347,7 @@ static bool choose_near_at(ft_placement_t *out, const ft_node_t *node,
 
 int ft_place_choose_near(ft_placement_t *out, const ft_node_t *node,
 			 const ft_demand_t *d, uint16_t gpus,
-			 const uint64_t mig[2], ft_policy_t policy)
+			 const ft_mig_mask_t mig, ft_policy_t policy)
 {
 	ft_level_t from, to;
 	uint16_t units;
@@ -1378,7 +1362,7 @@ int ft_place_choose_near(ft_placement_t *out, const ft_node_t *node,
 	out->gpus = gpus;
 	out->mig[0] = mig[0];
 	out->mig[1] = mig[1];
-	units = gpus | gpus_of_mig(node->topology, mig);
+	units = gpus | ft_topology_mig_gpus(node->topology, mig);
 	for (unsigned l = from; l <= to; l++) {
 		if (!choose_near_at(out, node, d, units, (ft_level_t)l))
 			continue;
@@ -1456,7 +1440,7 @@ void ft_place_usable(ft_usable_t *out, const ft_node_t *node,
 	}
 	for (unsigned i = 0; ad->mig_count && i < a.t->n_mig; i++)
 		if (mig_free(&a, i, domains, false)) {
-			set_bit(out->mig, i);
+			ft_mig_mask_set(out->mig, i);
 			out->milli +=
 			    a.t->mig[i].size * FT_MILLI_GPU / FT_MIG_SLICES;
 		}

@@ -572,8 +572,7 @@ static void derive_mig_masks(ft_topology_t *t)
 		t->mig[i].profile_id = (uint8_t)first;
 		for (unsigned k = 0; k < t->n_domains; k++)
 			if (t->domains[k].gpus & (1u << m->gpu))
-				t->domains[k].mig[i / 64] |= UINT64_C(1)
-							     << (i % 64);
+				ft_mig_mask_set(t->domains[k].mig, i);
 	}
 }
 
@@ -693,4 +692,14 @@ size_t ft_topology_footprint(const ft_topology_t *t)
 	for (unsigned i = 0; i < t->n_mig; i++)
 		bytes += strlen(t->mig[i].uuid) + strlen(t->mig[i].profile) + 2;
 	return bytes;
+}
+
+uint16_t ft_topology_mig_gpus(const ft_topology_t *t, const uint64_t *mig)
+{
+	uint16_t gpus = 0;
+
+	for (unsigned i = 0; i < t->n_mig; i++)
+		if (ft_mig_mask_has(mig, i))
+			gpus |= (uint16_t)(1u << t->mig[i].gpu);
+	return gpus;
 }

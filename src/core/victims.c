@@ -202,7 +202,7 @@ bool ft_victims_holds_units(const ft_holding_t *h)
 
 	for (unsigned g = 0; g < FT_GPU_MAX; g++)
 		replicas |= h->replicas[g] != 0;
-	return h->gpus || h->mig[0] || h->mig[1] || replicas ||
+	return h->gpus || !ft_mig_mask_empty(h->mig) || replicas ||
 	       !ft_cpuset_empty(&h->cpus) || h->unknown_gpus ||
 	       h->unknown_mig || h->unknown_replicas || h->unknown_cpus ||
 	       (h->numa_nodes && h->memory_mib);
