@@ -136,9 +136,6 @@ typedef struct ft_allocation {
 } ft_allocation_t;
 
 void ft_allocation_dispose(ft_allocation_t *a);
-/* Deep copy; FT_ENOMEM. */
-int ft_allocation_copy(ft_allocation_t *out, const ft_allocation_t *src);
-
 /*
  * Do `a` and `b` name the same units: the same GPU and MIG uuids, the same
  * replica count on each shared GPU, the same CPUs? Sets, so order does not
@@ -189,9 +186,6 @@ typedef struct ft_observed {
 } ft_observed_t;
 
 void ft_observed_dispose(ft_observed_t *o);
-/* Deep copy; FT_ENOMEM. */
-int ft_observed_copy(ft_observed_t *out, const ft_observed_t *src);
-
 /* A pod as the cluster state keeps it. Owns its strings. */
 typedef struct ft_pod {
 	char *uid;

@@ -28,11 +28,6 @@
 #include "policy.h"
 #include "topology.h"
 
-/*
- * The MIG catalog from its YAML form (configs/mig-catalog.yaml), or the copy
- * built into the binary. FT_EINVAL naming the entry and field.
- */
-int ft_codec_mig_catalog_decode(ft_mig_catalog_t *out, const cJSON *root);
 int ft_codec_mig_catalog_builtin(ft_mig_catalog_t *out);
 
 typedef struct ft_codec_options {

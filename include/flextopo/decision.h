@@ -150,10 +150,6 @@ void ft_decision_add_victim(ft_decision_t *d, const ft_decision_node_t *row,
 			    const char *ns, const char *name, const char *uid,
 			    int32_t priority);
 
-/* The chosen node and placement (positions resolved against `node`). */
-void ft_decision_set_placement(ft_decision_t *d, const ft_node_t *node,
-			       const ft_placement_t *p);
-
 /* The same from what a pod holds on `node` (bind, after the assumption). */
 void ft_decision_set_holding(ft_decision_t *d, const ft_node_t *node,
 			     const ft_holding_t *h);

@@ -34,9 +34,6 @@ typedef enum {
 #undef FT_ERRNO_ENUM
 } ft_error_code_t;
 
-/* Static description of a code ("invalid input"); never NULL. */
-const char *ft_error_name(int code);
-
 /*
  * Set the calling thread's last error message (printf-style, truncated to
  * 511 bytes). Returns `code` so that a caller can write

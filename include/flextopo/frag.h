@@ -78,7 +78,7 @@
 typedef struct ft_mix {
 	unsigned window;    /* pods remembered; 0 turns the mix off */
 	unsigned n_classes; /* classes in use (some may count 0) */
-	ft_demand_t classes[FT_MIX_CLASSES]; /* ft_mix_class_of() keys */
+	ft_demand_t classes[FT_MIX_CLASSES]; /* class keys (frag.c, class_of) */
 	/* Where each class may run: with its key, what tells classes apart */
 	ft_node_rules_t class_rules[FT_MIX_CLASSES];
 	/* Bound (ft_mix_weigh): some node looked at is not one the class may
@@ -124,20 +124,9 @@ typedef struct ft_mix {
 void ft_mix_init(ft_mix_t *mix, unsigned window);
 
 /*
- * The class key of a demand: its GPU shape, i.e. what it asks of GPU units
- * (whole GPUs, fraction, MIG profile and count), its affinity and mode, its
- * capabilities and the GPU model names its rules allow (a hint: they rule
- * no node out). CPU and memory, pinned or not, the policy and the node's
- * reading of the demand (ranks) are left out: the requests of a class's
- * pods are kept beside it as points (ft_mix_t). False for a demand that asks
- * no GPU unit.
- */
-bool ft_mix_class_of(ft_demand_t *out, const ft_demand_t *d);
-
-/*
  * Count a placed pod of demand `d` and node rules `rules` (its nodeSelector,
  * node affinity and tolerations, noderules.h; NULL: none). Its class is its
- * class key (ft_mix_class_of) with its rules, equal when written alike in
+ * class key (its GPU shape, affinity, mode, capabilities and GPU models) with its rules, equal when written alike in
  * the same order (the pods of one controller are). The oldest pod leaves a
  * full window. A new class when all FT_MIX_CLASSES are in use replaces the
  * one with the fewest pods, whose pods leave the window. A demand asking no

@@ -134,12 +134,6 @@ typedef struct ft_usable {
 } ft_usable_t;
 
 /*
- * Whether the CPU and memory `d` requests (ft_demand_cpu_millis, memory_mib)
- * are left on `node` by its pods' requests; memory passes when unknown.
- */
-bool ft_place_requests_fit(const ft_node_t *node, const ft_demand_t *d);
-
-/*
  * The units `d` could take on `node` now: those meeting its capabilities,
  * free, and inside a domain of its level (in guaranteed mode; else the
  * node) where `d` fits now. A shared GPU counts with all its free replicas

@@ -30,8 +30,6 @@ typedef struct ft_selector {
 	ft_selector_req_t *reqs;
 } ft_selector_t;
 
-void ft_selector_dispose(ft_selector_t *s);
-
 /* Does a pod with `labels` ("key=value", n of them) match? */
 bool ft_selector_matches(const ft_selector_t *s, char *const *labels,
 			 unsigned n);

@@ -11,21 +11,6 @@
 
 static _Thread_local char last_message[512];
 
-const char *ft_error_name(int code)
-{
-	switch (code) {
-	case FT_OK:
-		return "ok";
-#define FT_ERRNO_CASE(name, value, desc)                                       \
-	case FT_##name:                                                        \
-		return desc;
-		FT_ERRNO_MAP(FT_ERRNO_CASE)
-#undef FT_ERRNO_CASE
-	default:
-		return "error";
-	}
-}
-
 int ft_error_set(int code, const char *fmt, ...)
 {
 	va_list ap;

@@ -175,7 +175,8 @@ static void put_numa(ft_decision_placement_t *out, const ft_topology_t *t,
 			out->numa[out->n_numa++] = (int16_t)t->numa[n].id;
 }
 
-void ft_decision_set_placement(ft_decision_t *d, const ft_node_t *node,
+/* The chosen node and placement (positions resolved against `node`). */
+static void set_placement(ft_decision_t *d, const ft_node_t *node,
 			       const ft_placement_t *p)
 {
 	ft_decision_placement_t *out = &d->placement;
@@ -208,7 +209,7 @@ void ft_decision_set_holding(ft_decision_t *d, const ft_node_t *node,
 	p.cpus = h->cpus;
 	p.numa_nodes = h->numa_nodes;
 	p.memory_mib = h->memory_mib;
-	ft_decision_set_placement(d, node, &p);
+	set_placement(d, node, &p);
 }
 
 void ft_decision_message(ft_decision_t *d, bool failed, const char *fmt, ...)

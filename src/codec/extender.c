@@ -295,10 +295,14 @@ static int scan_names(ft_extender_args_t *out, scan_t *s)
 	return 0;
 }
 
+/* The members the scan reads, by their bit in `seen`. */
+enum { KEY_NODE_NAMES = 0, KEY_POD = 1, KEYS = 2 };
+#define ALL_KEYS ((1u << KEYS) - 1)
+
 /* One "key": value of the body's object. */
 static int scan_member(ft_extender_args_t *out, scan_t *s, unsigned *seen)
 {
-	static const char *const keys[] = {"NodeNames", "Pod"};
+	static const char *const keys[KEYS] = {"NodeNames", "Pod"};
 	const char *key;
 	size_t len;
 	cJSON *v = NULL;
@@ -309,18 +313,18 @@ static int scan_member(ft_extender_args_t *out, scan_t *s, unsigned *seen)
 	if (!plain_string(s, &key, &len) || memchr(key, '\0', len) ||
 	    !take(s, ':'))
 		return GIVE_UP;
-	while (k < 2 && !key_is(key, len, keys[k]))
+	while (k < KEYS && !key_is(key, len, keys[k]))
 		k++;
 	/* cJSON_GetObjectItem finds the first of a repeated key. */
-	if (k < 2 && (*seen & (1u << k)))
-		k = 2;
-	if (k < 2)
+	if (k < KEYS && (*seen & (1u << k)))
+		k = KEYS;
+	if (k < KEYS)
 		*seen |= 1u << k;
-	if (k == 0)
+	if (k == KEY_NODE_NAMES)
 		return scan_names(out, s);
 	if ((rc = scan_value(&v, s, &out->arena)) != 0)
 		return rc;
-	if (k == 1)
+	if (k == KEY_POD)
 		out->root = v;
 	return 0;
 }
@@ -337,7 +341,7 @@ static int decode_scan(ft_extender_args_t *out, const char *body, size_t len)
 		if ((rc = scan_member(out, &s, &seen)) != 0)
 			return rc;
 	} while (take(&s, ','));
-	if (!take(&s, '}') || seen != 3 || !cJSON_IsObject(out->root))
+	if (!take(&s, '}') || seen != ALL_KEYS || !cJSON_IsObject(out->root))
 		return GIVE_UP;
 	out->pod = out->root;
 	return out->arena.failed ? ft_error_set(FT_ENOMEM, "out of memory") : 0;

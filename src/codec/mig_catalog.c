@@ -149,7 +149,11 @@ static int decode_gpu(ft_mig_gpu_t *g, const cJSON *obj, unsigned index)
 	return 0;
 }
 
-int ft_codec_mig_catalog_decode(ft_mig_catalog_t *out, const cJSON *root)
+/*
+ * The MIG catalog from its YAML form (configs/mig-catalog.yaml), as
+ * converted to JSON. FT_EINVAL naming the entry and field.
+ */
+static int mig_catalog_decode(ft_mig_catalog_t *out, const cJSON *root)
 {
 	const cJSON *gpus = cJSON_GetObjectItemCaseSensitive(root, "gpus");
 	const cJSON *g;
@@ -183,7 +187,7 @@ int ft_codec_mig_catalog_builtin(ft_mig_catalog_t *out)
 	if ((rc = ft_yaml_to_json(&root, (const char *)ft_mig_catalog_yaml,
 				  ft_mig_catalog_yaml_len,
 				  "configs/mig-catalog.yaml")) == 0)
-		rc = ft_codec_mig_catalog_decode(out, root);
+		rc = mig_catalog_decode(out, root);
 	cJSON_Delete(root);
 	return rc;
 }

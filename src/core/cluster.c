@@ -62,7 +62,8 @@ static int copy_strings(char **dst, char *const *src, unsigned n)
 	return 0;
 }
 
-int ft_allocation_copy(ft_allocation_t *out, const ft_allocation_t *src)
+/* Deep copy; FT_ENOMEM. */
+static int allocation_copy(ft_allocation_t *out, const ft_allocation_t *src)
 {
 	int rc;
 
@@ -233,7 +234,8 @@ void ft_observed_dispose(ft_observed_t *o)
 	memset(o, 0, sizeof(*o));
 }
 
-int ft_observed_copy(ft_observed_t *out, const ft_observed_t *src)
+/* Deep copy; FT_ENOMEM. */
+static int observed_copy(ft_observed_t *out, const ft_observed_t *src)
 {
 	int rc;
 
@@ -241,7 +243,7 @@ int ft_observed_copy(ft_observed_t *out, const ft_observed_t *src)
 	out->source = src->source;
 	if (src->node && !(out->node = strdup(src->node)))
 		return ft_error_set(FT_ENOMEM, "out of memory");
-	if ((rc = ft_allocation_copy(&out->units, &src->units)) < 0)
+	if ((rc = allocation_copy(&out->units, &src->units)) < 0)
 		ft_observed_dispose(out);
 	return rc;
 }
@@ -322,7 +324,7 @@ static int copy_observed(ft_pod_t *out, const ft_pod_t *src)
 		return 0;
 	if (!(out->observed = malloc(sizeof(*out->observed))))
 		return ft_error_set(FT_ENOMEM, "out of memory");
-	if ((rc = ft_observed_copy(out->observed, src->observed)) < 0) {
+	if ((rc = observed_copy(out->observed, src->observed)) < 0) {
 		free(out->observed);
 		out->observed = NULL;
 	}
@@ -347,7 +349,7 @@ int ft_pod_copy(ft_pod_t *out, const ft_pod_t *src)
 	    (rc = dup_opt(&out->demand_error, src->demand_error)) < 0 ||
 	    (rc = dup_opt(&out->allocation_error, src->allocation_error)) < 0 ||
 	    (rc = dup_opt(&out->observed_error, src->observed_error)) < 0 ||
-	    (rc = ft_allocation_copy(&out->allocation, &src->allocation)) < 0 ||
+	    (rc = allocation_copy(&out->allocation, &src->allocation)) < 0 ||
 	    (rc = copy_observed(out, src)) < 0 ||
 	    (rc = copy_string_list(&out->labels, &out->n_labels, src->labels,
 				   src->n_labels)) < 0 ||

@@ -29,7 +29,16 @@ void ft_mix_init(ft_mix_t *mix, unsigned window)
 	memset(mix->ring, NO_CLASS, sizeof(mix->ring));
 }
 
-bool ft_mix_class_of(ft_demand_t *out, const ft_demand_t *d)
+/*
+ * The class key of a demand: its GPU shape, i.e. what it asks of GPU units
+ * (whole GPUs, fraction, MIG profile and count), its affinity and mode, its
+ * capabilities and the GPU model names its rules allow (a hint: they rule
+ * no node out). CPU and memory, pinned or not, the policy and the node's
+ * reading of the demand (ranks) are left out: the requests of a class's
+ * pods are kept beside it as points (ft_mix_t). False for a demand that asks
+ * no GPU unit.
+ */
+static bool class_of(ft_demand_t *out, const ft_demand_t *d)
 {
 	memset(out, 0, sizeof(*out));
 	if (!d->gpus && !d->mig_count)
@@ -50,7 +59,7 @@ bool ft_mix_class_of(ft_demand_t *out, const ft_demand_t *d)
 	return true;
 }
 
-/* Two class keys (ft_mix_class_of) ask alike: field by field, since a
+/* Two class keys (class_of) ask alike: field by field, since a
  * struct copy need not copy padding. */
 static bool same_class(const ft_demand_t *a, const ft_demand_t *b)
 {
@@ -73,7 +82,7 @@ static bool same_class(const ft_demand_t *a, const ft_demand_t *b)
  * pod's own requests, which its placement charges. */
 static void memo_shape(ft_demand_t *out, const ft_demand_t *d)
 {
-	ft_mix_class_of(out, d);
+	class_of(out, d);
 	out->cpu_millis = ft_demand_cpu_millis(d);
 	out->exclusive_cpus = d->exclusive_cpus;
 	out->memory_mib = d->memory_mib;
@@ -229,7 +238,7 @@ void ft_mix_add(ft_mix_t *mix, const ft_demand_t *d,
 
 	if (!rules)
 		rules = &none;
-	if (!mix->window || !ft_mix_class_of(&key, d))
+	if (!mix->window || !class_of(&key, d))
 		return;
 	if ((c = find_class(mix, &key, rules)) < 0)
 		c = (int)new_class(mix, &key, rules);
@@ -368,7 +377,7 @@ static bool usable_cached(ft_usable_t *out, const ft_node_t *node,
 	return reaches;
 }
 
-static uint32_t less(uint32_t a, uint32_t b)
+static uint32_t saturating_sub(uint32_t a, uint32_t b)
 {
 	return b < a ? a - b : 0;
 }
@@ -425,7 +434,7 @@ static uint32_t class_frag(const ft_mix_t *mix, unsigned c,
 	uint64_t fit = 0, div = (uint64_t)mix->class_shares[c] * FT_WEIGHT_ONE;
 
 	if (!n)
-		return less(r->free_milli, usable);
+		return saturating_sub(r->free_milli, usable);
 	/* The points are in CPU order: none after the first too big fits. */
 	for (unsigned k = 0;
 	     k < n && r->cpu_millis >= mix->point_cpu_millis[c][k]; k++)
@@ -435,7 +444,8 @@ static uint32_t class_frag(const ft_mix_t *mix, unsigned c,
 	/* A point that fits strands what its units cannot take, one that
 	 * does not all the free capacity. */
 	return (uint32_t)(((uint64_t)mix->class_weight[c] * r->free_milli -
-			   fit * (r->free_milli - less(r->free_milli, usable)) +
+			   fit * (r->free_milli -
+				  saturating_sub(r->free_milli, usable)) +
 			   div / 2) /
 			  div);
 }
@@ -528,7 +538,7 @@ static uint64_t bound_taken(const ft_mix_t *mix, unsigned c, uint64_t mass,
 	if (!mix->class_bound[c])
 		return 0;
 	for (unsigned k = 0; k < mix->n_points[c]; k++)
-		lost += (uint64_t)less(
+		lost += (uint64_t)saturating_sub(
 			    point_avail(mix, c, k, before, usable),
 			    point_avail(mix, c, k, after, usable_after)) *
 			mix->point_share[c][k] *
@@ -578,8 +588,9 @@ static void sum_classes(frag_sums_t *out, const ft_node_t *node,
 }
 
 /* F_n under `mix`, and (when not NULL) the instances some class could take. */
-static uint32_t expected(const ft_node_t *node, const ft_mix_t *mix,
-			 uint64_t *mig_usable)
+static uint32_t expected_fragmentation(const ft_node_t *node,
+				       const ft_mix_t *mix,
+				       uint64_t *mig_usable)
 {
 	ft_frag_room_t room;
 	frag_sums_t s;
@@ -628,7 +639,7 @@ void ft_frag_measure(ft_frag_t *out, const ft_node_t *node, const ft_mix_t *mix)
 	out->whole_gpus_free =
 	    (uint16_t)__builtin_popcount(ft_node_free_gpus(node));
 	ft_frag_largest_blocks(out->largest_block, node);
-	out->fragmentation_milli = expected(node, mix, usable);
+	out->fragmentation_milli = expected_fragmentation(node, mix, usable);
 	if (mix && mix->total)
 		out->mig_slices_stranded +=
 		    (uint16_t)unwanted_slices(node, usable);
@@ -653,8 +664,8 @@ static bool unchanged(const ft_usable_t *u, const ft_placement_t *p,
 	       !node->unknown_cpus;
 }
 
-static void preview(ft_node_t *after, const ft_node_t *node,
-		    const ft_placement_t *p, const ft_demand_t *d)
+static void node_after_placement(ft_node_t *after, const ft_node_t *node,
+				 const ft_placement_t *p, const ft_demand_t *d)
 {
 	ft_holding_t h;
 
@@ -700,7 +711,7 @@ static int work_after(ft_frag_after_t *out, const ft_node_t *node,
 
 	if ((rc = ft_place_choose(&p, node, d, policy)) < 0)
 		return rc;
-	preview(&next, node, &p, d);
+	node_after_placement(&next, node, &p, d);
 	room_of(&out->room, &next);
 	for (unsigned c = 0; c < mix->n_classes; c++) {
 		const ft_demand_t *m = &mix->classes[c];

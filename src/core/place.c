@@ -20,21 +20,10 @@
 #include <flextopo/mig.h>
 #include <flextopo/place.h>
 
+#include "place_priv.h"
+
 #include <stdio.h>
 #include <string.h>
-
-typedef ft_room_t room_t;
-
-/* One request on one node: the adapted demand, its units and the policy. */
-typedef struct {
-	const ft_node_t *node;
-	const ft_topology_t *t;
-	ft_units_t u; /* u.demand is the demand used throughout */
-	ft_policy_t policy;
-} ask_t;
-
-static const char *const domain_nouns[FT_LEVEL_COUNT] = {
-    "NVLink group", "PCIe switch", "NUMA node", "socket", "node"};
 
 ft_level_t ft_place_effective_level(const ft_demand_t *d)
 {
@@ -43,6 +32,28 @@ ft_level_t ft_place_effective_level(const ft_demand_t *d)
 	if (!d->gpus && !d->ranks && !d->mig_count && level < FT_LEVEL_NUMA)
 		level = FT_LEVEL_NUMA;
 	return level;
+}
+
+/*
+ * The level a placement of `ad` (a demand as the node sees it,
+ * ft_place_adapt) aims at: its affinity's; without one, an NVLink group
+ * for GPUs and MIG instances, a NUMA node for CPUs alone.
+ */
+static ft_level_t wanted_level(const ft_demand_t *ad)
+{
+	if (ad->has_affinity)
+		return ft_place_effective_level(ad);
+	return ad->gpus || ad->ranks || ad->mig_count ? FT_LEVEL_NVLINK
+						      : FT_LEVEL_NUMA;
+}
+
+/* The loosest level it may take: its own in guaranteed mode, else the
+ * node. */
+static ft_level_t loosest_level(const ft_demand_t *ad)
+{
+	return ad->has_affinity && ad->mode == FT_MODE_GUARANTEED
+		   ? ft_place_effective_level(ad)
+		   : FT_LEVEL_NODE;
 }
 
 void ft_place_adapt(ft_demand_t *out, const ft_topology_t *t,
@@ -81,7 +92,7 @@ static unsigned unit_domain(const ft_topology_t *t, bool mig, unsigned i)
 }
 
 /* What capability `k` asks of a unit (ft_unit_fault_t); 0: nothing. */
-static uint64_t cap_asked(const ft_caps_t *c, unsigned k)
+uint64_t place_cap_asked(const ft_caps_t *c, unsigned k)
 {
 	if (k == FT_CAP_MEMORY)
 		return c->memory_mib;
@@ -96,11 +107,11 @@ static uint64_t cap_asked(const ft_caps_t *c, unsigned k)
 
 /*
  * What unit `i` (a whole GPU, or with `mig` an instance) has of capability
- * `k`, in the units of cap_asked(). Interconnect is read from the NVLink
+ * `k`, in the units of place_cap_asked(). Interconnect is read from the NVLink
  * domain, so that a GPU whose peers are all MIG-enabled counts as unlinked.
  */
-static uint64_t unit_has(const ft_topology_t *t, bool mig, unsigned i,
-			 unsigned k)
+uint64_t place_unit_has(const ft_topology_t *t, bool mig, unsigned i,
+			unsigned k)
 {
 	const ft_gpu_t *g = &t->gpus[mig ? t->mig[i].gpu : i];
 
@@ -125,14 +136,14 @@ static bool cap_met(unsigned k, uint64_t asked, uint64_t has)
  * fails, as bits 1 << ft_cap_t: the one test of a match. The NVLink domain
  * is looked up only when asked.
  */
-static unsigned unit_faults(const ft_topology_t *t, const ft_caps_t *c,
-			    bool mig, unsigned i)
+unsigned place_unit_faults(const ft_topology_t *t, const ft_caps_t *c, bool mig,
+			   unsigned i)
 {
 	unsigned faults = 0;
 
 	for (unsigned k = 0; k < FT_CAP_COUNT; k++) {
-		uint64_t asked = cap_asked(c, k);
-		if (asked && !cap_met(k, asked, unit_has(t, mig, i, k)))
+		uint64_t asked = place_cap_asked(c, k);
+		if (asked && !cap_met(k, asked, place_unit_has(t, mig, i, k)))
 			faults |= 1u << k;
 	}
 	return faults;
@@ -149,8 +160,8 @@ static uint16_t kind_gpus(const ft_topology_t *t, const ft_demand_t *d)
  * Is unit `i` (a GPU, or with `mig` an instance) of a kind that may serve
  * `d` (adapted): an instance of its profile, or one of kind_gpus().
  */
-static bool of_kind(const ft_topology_t *t, const ft_demand_t *d, bool mig,
-		    unsigned i)
+bool place_of_kind(const ft_topology_t *t, const ft_demand_t *d, bool mig,
+		   unsigned i)
 {
 	if (mig)
 		return d->mig_count &&
@@ -180,11 +191,11 @@ void ft_place_units(ft_units_t *out, const ft_topology_t *t,
 	out->gpus = kind_gpus(t, a);
 	out->mig[0] = out->mig[1] = 0;
 	for (unsigned g = 0; a->has_caps && g < t->n_gpus; g++)
-		if (unit_faults(t, &a->caps, false, g))
+		if (place_unit_faults(t, &a->caps, false, g))
 			out->gpus &= (uint16_t) ~(1u << g);
 	for (unsigned i = first; i < t->n_mig; i++)
 		if (t->mig[i].profile_id == first &&
-		    (!a->has_caps || !unit_faults(t, &a->caps, true, i)))
+		    (!a->has_caps || !place_unit_faults(t, &a->caps, true, i)))
 			ft_mig_mask_set(out->mig, i);
 }
 
@@ -242,8 +253,8 @@ static uint32_t shared_room(const ask_t *a, uint16_t gpus, bool ignore_usage)
 	return r;
 }
 
-static room_t domain_room(const ask_t *a, const ft_domain_t *dom,
-			  bool ignore_usage)
+room_t place_domain_room(const ask_t *a, const ft_domain_t *dom,
+			 bool ignore_usage)
 {
 	const ft_node_t *node = a->node;
 	const ft_topology_t *t = a->t;
@@ -273,14 +284,14 @@ static room_t domain_room(const ask_t *a, const ft_domain_t *dom,
 }
 
 /* Enough units and CPUs, whatever the memory. */
-static bool room_fits_units(room_t r, const ft_demand_t *d)
+bool place_room_fits_units(room_t r, const ft_demand_t *d)
 {
 	return r.gpus >= d->gpus && r.mig >= d->mig_count &&
 	       r.shared >= d->ranks && r.cpus >= d->exclusive_cpus;
 }
 
 /* Memory is charged to NUMA nodes only with pinned CPUs; unknown passes. */
-static bool room_fits_memory(room_t r, const ft_demand_t *d)
+bool place_room_fits_memory(room_t r, const ft_demand_t *d)
 {
 	return !d->exclusive_cpus || r.memory_unknown ||
 	       r.memory_mib >= d->memory_mib;
@@ -288,7 +299,7 @@ static bool room_fits_memory(room_t r, const ft_demand_t *d)
 
 static bool room_fits(room_t r, const ft_demand_t *d)
 {
-	return room_fits_units(r, d) && room_fits_memory(r, d);
+	return place_room_fits_units(r, d) && place_room_fits_memory(r, d);
 }
 
 static uint32_t unknown_mig(const ft_node_t *node, const ft_demand_t *d)
@@ -305,7 +316,7 @@ static const ft_domain_t *node_domain(const ft_topology_t *t)
 static room_t node_room(const ask_t *a)
 {
 	const ft_node_t *node = a->node;
-	room_t r = domain_room(a, node_domain(a->t), false);
+	room_t r = place_domain_room(a, node_domain(a->t), false);
 	uint32_t um = unknown_mig(node, &a->u.demand);
 
 	r.gpus = r.gpus > node->unknown_gpus ? r.gpus - node->unknown_gpus : 0;
@@ -328,8 +339,9 @@ static bool level_fits(const ask_t *a, ft_level_t level, bool ignore_usage)
 
 	for (unsigned i = t->level_first[level]; i < t->level_first[level + 1];
 	     i++)
-		if (room_fits(domain_room(a, &t->domains[i], ignore_usage),
-			      &a->u.demand))
+		if (room_fits(
+			place_domain_room(a, &t->domains[i], ignore_usage),
+			&a->u.demand))
 			return true;
 	return false;
 }
@@ -343,7 +355,7 @@ bool ft_place_fits_domain(const ft_node_t *node, const ft_demand_t *d,
 		return false;
 	ask_init(&a, node, d, FT_POLICY_PACKED);
 	return node_room_fits(&a) &&
-	       room_fits(domain_room(&a, &a.t->domains[domain], false),
+	       room_fits(place_domain_room(&a, &a.t->domains[domain], false),
 			 &a.u.demand);
 }
 
@@ -356,7 +368,7 @@ void ft_place_rooms(ft_room_t *domain_out, ft_room_t *node_out,
 	a.t = node->topology;
 	a.u = *u;
 	a.policy = FT_POLICY_PACKED;
-	*domain_out = domain_room(&a, &a.t->domains[domain], false);
+	*domain_out = place_domain_room(&a, &a.t->domains[domain], false);
 	*node_out = node_room(&a);
 }
 
@@ -387,340 +399,6 @@ static ft_level_t reachable_level(const ask_t *a, ft_level_t from)
 	return FT_LEVEL_COUNT;
 }
 
-/*
- * Reasons are written by hand rather than with snprintf: a filter over
- * thousands of nodes writes one per refused node, and formatting was most of
- * the filter's cost (bench/README.md).
- */
-typedef struct {
-	char *p;
-	size_t left;
-} text_t;
-
-static void put_s(text_t *t, const char *s)
-{
-	while (*s && t->left > 1) {
-		*t->p++ = *s++;
-		t->left--;
-	}
-	*t->p = '\0';
-}
-
-static void put_u(text_t *t, uint64_t v)
-{
-	char digits[24];
-	int n = (int)sizeof(digits) - 1;
-
-	digits[n] = '\0';
-	do {
-		digits[--n] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	put_s(t, digits + n);
-}
-
-/* A MiB amount in Kubernetes quantity syntax: "40Gi", "1536Mi". */
-static void put_quantity(text_t *t, uint64_t mib)
-{
-	bool gib = mib && mib % 1024 == 0;
-
-	put_u(t, gib ? mib / 1024 : mib);
-	put_s(t, gib ? "Gi" : "Mi");
-}
-
-/* "2 ranks of 0.8 GPU" or "3 GPU replicas". */
-static void describe_ranks(text_t *t, const ft_demand_t *d)
-{
-	put_u(t, d->ranks);
-	if (!d->gpu_fraction_milli) {
-		put_s(t, " GPU replicas");
-		return;
-	}
-	put_s(t, " ranks of ");
-	put_u(t, d->gpu_fraction_milli / 1000);
-	if (d->gpu_fraction_milli % 1000) {
-		char frac[4] = {(char)('0' + d->gpu_fraction_milli / 100 % 10),
-				(char)('0' + d->gpu_fraction_milli / 10 % 10),
-				(char)('0' + d->gpu_fraction_milli % 10), '\0'};
-		for (int i = 2; i > 0 && frac[i] == '0'; i--)
-			frac[i] = '\0';
-		put_s(t, ".");
-		put_s(t, frac);
-	}
-	put_s(t, " GPU on distinct GPUs");
-}
-
-/* "2 GPUs with 8 CPUs", and "and 4096 MiB" when memory is what is short. */
-static void describe_need(text_t *t, const ft_demand_t *d, bool memory)
-{
-	if (d->ranks)
-		describe_ranks(t, d);
-	else
-		put_u(t, d->gpus);
-	put_s(t, d->ranks ? "" : " GPUs");
-	if (d->mig_count) {
-		put_s(t, " and ");
-		put_u(t, d->mig_count);
-		put_s(t, " ");
-		put_s(t, d->mig_profile);
-		put_s(t, " MIG instances");
-	}
-	put_s(t, " with ");
-	put_u(t, d->exclusive_cpus);
-	put_s(t, " CPUs");
-	if (!memory)
-		return;
-	put_s(t, " and ");
-	put_u(t, d->memory_mib);
-	put_s(t, " MiB");
-}
-
-static uint32_t room_units(room_t r)
-{
-	return r.gpus + r.mig + r.shared;
-}
-
-/*
- * The domain of `level` a refusal reports. When some domain has the units
- * and CPUs but too little memory, memory is what is short (*memory set):
- * the one of those with the most memory. Otherwise the one with the most
- * units, then CPUs.
- */
-static room_t shortfall_room(bool *memory, const ask_t *a, ft_level_t level,
-			     bool ignore_usage)
-{
-	const ft_topology_t *t = a->t;
-	const ft_demand_t *d = &a->u.demand;
-	room_t best, most_memory, r;
-
-	memset(&best, 0, sizeof(best));
-	memset(&most_memory, 0, sizeof(most_memory));
-	*memory = false;
-	for (unsigned i = t->level_first[level]; i < t->level_first[level + 1];
-	     i++) {
-		r = domain_room(a, &t->domains[i], ignore_usage);
-		if (room_fits_units(r, d) && !room_fits_memory(r, d)) {
-			if (!*memory || r.memory_mib > most_memory.memory_mib)
-				most_memory = r;
-			*memory = true;
-		} else if (room_units(r) > room_units(best) ||
-			   (room_units(r) == room_units(best) &&
-			    r.cpus > best.cpus)) {
-			best = r;
-		}
-	}
-	return *memory ? most_memory : best;
-}
-
-/* The GPUs that may serve the demand: whole or shared ones asked, and those
- * of its matching MIG instances. */
-static uint16_t demand_gpus(const ask_t *a)
-{
-	const ft_demand_t *d = &a->u.demand;
-	uint16_t gpus = d->gpus || d->ranks ? a->u.gpus : 0;
-
-	return d->mig_count ? gpus | ft_topology_mig_gpus(a->t, a->u.mig)
-			    : gpus;
-}
-
-/*
- * After a shortfall at `level`: the demand's GPUs that no domain of that
- * level holds because their locality is unknown (topology.h), so that the
- * reason does not read as if the node lacked them.
- */
-static void describe_unplaced(text_t *out, const ask_t *a, ft_level_t level)
-{
-	const ft_topology_t *t = a->t;
-	uint16_t gpus = demand_gpus(a) & t->unplaced_gpus, nowhere = 0;
-
-	if (level >= FT_LEVEL_NODE || !gpus)
-		return;
-	for (unsigned g = 0; g < t->n_gpus; g++)
-		if (((gpus >> g) & 1) && t->gpus[g].socket == FT_NONE)
-			nowhere |= (uint16_t)(1u << g);
-	if (level == FT_LEVEL_SOCKET)
-		gpus = nowhere;
-	if (!gpus)
-		return;
-	put_s(out, gpus == nowhere ? "; GPU locality unknown for "
-				   : "; NUMA node unknown for ");
-	put_u(out, (uint64_t)__builtin_popcount(gpus));
-	put_s(out, gpus == nowhere
-		       ? " GPUs (graph GPUs without a NUMA or socket edge)"
-		       : " GPUs (graph GPUs without a NUMA edge)");
-}
-
-/*
- * "numa: at most 2 free GPUs with 8 free CPUs in one NUMA node, need ...";
- * with memory short "... with 8 free CPUs and 2048 MiB free in one ...".
- */
-static void describe_shortfall(char *buf, size_t size, const ask_t *a,
-			       ft_level_t level, bool ignore_usage)
-{
-	const ft_demand_t *d = &a->u.demand;
-	text_t out = {buf, size};
-	const char *free_word = ignore_usage ? "" : "free ";
-	bool memory;
-	room_t best = shortfall_room(&memory, a, level, ignore_usage);
-
-	put_s(&out, ft_level_name(level));
-	put_s(&out, ": at most ");
-	put_u(&out, d->mig_count ? best.mig : best.gpus + best.shared);
-	put_s(&out, " ");
-	put_s(&out, free_word);
-	put_s(&out, d->mig_count	    ? "GPUs (MIG) with "
-		    : !d->ranks		    ? "GPUs with "
-		    : d->gpu_fraction_milli ? "GPUs with room for a rank with "
-					    : "GPU replicas with ");
-	put_u(&out, best.cpus);
-	put_s(&out, " ");
-	put_s(&out, free_word);
-	put_s(&out, "CPUs");
-	if (memory) {
-		put_s(&out, " and ");
-		put_u(&out, best.memory_mib);
-		put_s(&out, ignore_usage ? " MiB" : " MiB free");
-	}
-	put_s(&out, " in one ");
-	put_s(&out, domain_nouns[level]);
-	put_s(&out, ignore_usage ? " even when empty, need " : ", need ");
-	describe_need(&out, d, memory);
-	describe_unplaced(&out, a, level);
-}
-
-/* The units of one kind on a node, and those meeting the capabilities. */
-typedef struct {
-	bool mig;	/* MIG instances of the demand's profile, else GPUs */
-	unsigned total; /* units of the kind */
-	unsigned matching;	/* of them, those meeting the capabilities */
-	unsigned need;		/* units the demand asks */
-	int unit[FT_CAP_COUNT]; /* per capability, the first unit failing it */
-} caps_count_t;
-
-static void count_caps(caps_count_t *out, const ask_t *a, bool mig)
-{
-	const ft_topology_t *t = a->t;
-	unsigned n = mig ? t->n_mig : t->n_gpus;
-
-	memset(out, 0, sizeof(*out));
-	out->mig = mig;
-	/* Ranks of shared GPUs are GPUs too: one distinct GPU each. */
-	out->need =
-	    mig ? a->u.demand.mig_count : a->u.demand.gpus + a->u.demand.ranks;
-	for (unsigned k = 0; k < FT_CAP_COUNT; k++)
-		out->unit[k] = -1;
-	for (unsigned i = 0; i < n; i++) {
-		unsigned faults;
-		if (!of_kind(t, &a->u.demand, mig, i))
-			continue;
-		out->total++;
-		faults = unit_faults(t, &a->u.demand.caps, mig, i);
-		out->matching += !faults;
-		for (unsigned k = 0; k < FT_CAP_COUNT; k++)
-			if ((faults & (1u << k)) && out->unit[k] < 0)
-				out->unit[k] = (int)i;
-	}
-}
-
-/* Some units fail the capabilities, and too few are left. */
-static bool caps_short(caps_count_t *out, const ask_t *a)
-{
-	if (!a->u.demand.has_caps)
-		return false;
-	count_caps(out, a, false);
-	if (out->need && out->matching < out->need &&
-	    out->matching < out->total)
-		return true;
-	count_caps(out, a, true);
-	return out->need && out->matching < out->need &&
-	       out->matching < out->total;
-}
-
-static const char *gpu_model(const ft_gpu_t *g)
-{
-	return g->model && g->model[0] ? g->model : "this GPU";
-}
-
-/*
- * Why unit `i` fails capability `k`: it has `has` where `asked` was asked
- * (cap_asked(), unit_has()).
- */
-static void describe_fault(text_t *out, const ft_topology_t *t, bool mig,
-			   unsigned i, unsigned k, uint64_t asked, uint64_t has)
-{
-	const ft_gpu_t *g = &t->gpus[mig ? t->mig[i].gpu : i];
-
-	put_s(out, ft_cap_name((ft_cap_t)k));
-	if (k == FT_CAP_MEMORY) {
-		put_s(out, " ");
-		put_quantity(out, asked);
-		put_s(out, ": ");
-		put_u(out, has);
-		put_s(out, " MiB");
-	} else if (k == FT_CAP_PRECISION) {
-		put_s(out, " ");
-		put_s(out, ft_precision_name((unsigned)(asked & ~has)));
-		put_s(out, ": not supported by ");
-		put_s(out, gpu_model(g));
-		put_s(out, has ? "" : " (not in the MIG catalog)");
-	} else if (k == FT_CAP_INTERCONNECT) {
-		put_s(out, mig ? " nvlink: MIG instances share no NVLink"
-			       : " nvlink: no NVLink peers");
-	} else {
-		put_s(out, " ");
-		put_u(out, asked);
-		put_s(out, ": NVLink domain of ");
-		put_u(out, has);
-		put_s(out, mig ? " (a MIG instance)" : " GPUs");
-	}
-}
-
-/* "requires: 0 of 8 GPUs match (memoryPerGpu 40Gi: 24564 MiB; ...)" */
-static void describe_caps(char *buf, size_t size, const ask_t *a,
-			  const caps_count_t *c)
-{
-	const ft_caps_t *caps = &a->u.demand.caps;
-	text_t out = {buf, size};
-	const char *sep = " (";
-
-	put_s(&out, "requires: ");
-	put_u(&out, c->matching);
-	put_s(&out, " of ");
-	put_u(&out, c->total);
-	if (c->mig) {
-		put_s(&out, " MIG ");
-		put_s(&out, a->u.demand.mig_profile);
-		put_s(&out, " instances match");
-	} else {
-		put_s(&out,
-		      a->u.demand.ranks ? " shared GPUs match" : " GPUs match");
-	}
-	for (unsigned k = 0; k < FT_CAP_COUNT; k++) {
-		unsigned i = (unsigned)c->unit[k];
-		if (c->unit[k] < 0)
-			continue;
-		put_s(&out, sep);
-		describe_fault(&out, a->t, c->mig, i, k, cap_asked(caps, k),
-			       unit_has(a->t, c->mig, i, k));
-		sep = "; ";
-	}
-	put_s(&out, ")");
-}
-
-void ft_place_unit_fault(ft_unit_fault_t *out, const ft_topology_t *t,
-			 const ft_caps_t *c, const ft_unit_check_t *u,
-			 ft_cap_t cap)
-{
-	bool mig = u->kind == FT_UNIT_MIG;
-	text_t text = {out->reason, sizeof(out->reason)};
-
-	out->cap = cap;
-	out->asked = cap_asked(c, cap);
-	out->actual = unit_has(t, mig, u->position, cap);
-	describe_fault(&text, t, mig, u->position, cap, out->asked,
-		       out->actual);
-}
-
 /* Affinity and capabilities cannot be checked without a topology. */
 static void filter_without_topology(ft_verdict_t *out, const ft_node_t *node,
 				    const ft_demand_t *d)
@@ -739,29 +417,29 @@ static void filter_ask(ft_verdict_t *out, const ask_t *a, ft_level_t need)
 	ft_level_t level = ft_place_effective_level(&a->u.demand);
 	caps_count_t caps;
 
-	if (caps_short(&caps, a)) {
+	if (place_caps_short(&caps, a)) {
 		out->fit = FT_UNFIT_UNRESOLVABLE;
-		describe_caps(out->reason, sizeof(out->reason), a, &caps);
+		place_describe_caps(out->reason, sizeof(out->reason), a, &caps);
 		return;
 	}
 	if (!level_fits(a, need, true)) {
 		out->fit = FT_UNFIT_UNRESOLVABLE;
-		describe_shortfall(out->reason, sizeof(out->reason), a, need,
-				   true);
+		place_describe_shortfall(out->reason, sizeof(out->reason), a,
+					 need, true);
 		return;
 	}
 	out->level = reachable_level(a, level);
 	if (out->level <= need)
 		return;
 	out->fit = FT_UNFIT;
-	describe_shortfall(out->reason, sizeof(out->reason), a,
-			   node_room_fits(a) ? need : FT_LEVEL_NODE, false);
+	place_describe_shortfall(out->reason, sizeof(out->reason), a,
+				 node_room_fits(a) ? need : FT_LEVEL_NODE,
+				 false);
 }
 
 void ft_place_filter(ft_verdict_t *out, const ft_node_t *node,
 		     const ft_demand_t *d)
 {
-	bool strict = d->has_affinity && d->mode == FT_MODE_GUARANTEED;
 	ask_t a;
 
 	memset(out, 0, sizeof(*out));
@@ -771,9 +449,7 @@ void ft_place_filter(ft_verdict_t *out, const ft_node_t *node,
 		return;
 	}
 	ask_init(&a, node, d, FT_POLICY_PACKED);
-	filter_ask(out, &a,
-		   strict ? ft_place_effective_level(&a.u.demand)
-			  : FT_LEVEL_NODE);
+	filter_ask(out, &a, loosest_level(&a.u.demand));
 }
 
 /* Unit `i` of kind `kind` checked against the asked capabilities. */
@@ -785,7 +461,7 @@ static ft_unit_check_t check_unit(const ask_t *a, ft_unit_kind_t kind,
 	ft_unit_check_t u = {(uint8_t)kind, (uint8_t)i, 0, 0, false};
 
 	if (d->has_caps)
-		u.faults = (uint8_t)unit_faults(a->t, &d->caps, mig, i);
+		u.faults = (uint8_t)place_unit_faults(a->t, &d->caps, mig, i);
 	if (kind == FT_UNIT_SHARED) {
 		u.replicas_free = (uint8_t)free_replicas(a, i, false);
 		u.free = rank_fits(a, i);
@@ -807,12 +483,12 @@ unsigned ft_place_check_units(ft_unit_check_t *out, const ft_node_t *node,
 	ask_init(&a, node, d, FT_POLICY_PACKED);
 	for (unsigned g = 0;
 	     (a.u.demand.gpus || a.u.demand.ranks) && g < a.t->n_gpus; g++)
-		if (of_kind(a.t, &a.u.demand, false, g))
+		if (place_of_kind(a.t, &a.u.demand, false, g))
 			out[n++] = check_unit(
 			    &a, a.u.demand.ranks ? FT_UNIT_SHARED : FT_UNIT_GPU,
 			    g);
 	for (unsigned i = 0; i < a.t->n_mig; i++)
-		if (of_kind(a.t, &a.u.demand, true, i))
+		if (place_of_kind(a.t, &a.u.demand, true, i))
 			out[n++] = check_unit(&a, FT_UNIT_MIG, i);
 	return n;
 }
@@ -837,8 +513,9 @@ static void usage_of_kind(const ask_t *a, unsigned *total, unsigned *used)
 	const ft_demand_t *d = &a->u.demand;
 
 	if (d->mig_count) {
-		*total = domain_room(a, node_domain(t), true).mig;
-		*used = *total - domain_room(a, node_domain(t), false).mig +
+		*total = place_domain_room(a, node_domain(t), true).mig;
+		*used = *total -
+			place_domain_room(a, node_domain(t), false).mig +
 			unknown_mig(node, d);
 	} else if (d->ranks) {
 		shared_usage(a, total, used);
@@ -877,10 +554,7 @@ static int level_points(const ask_t *a)
 	ft_level_t want, got;
 	int points;
 
-	want = ad->has_affinity
-		   ? ft_place_effective_level(ad)
-		   : (ad->gpus || ad->ranks || ad->mig_count ? FT_LEVEL_NVLINK
-							     : FT_LEVEL_NUMA);
+	want = wanted_level(ad);
 	got = reachable_level(a, want);
 	if (got == FT_LEVEL_COUNT)
 		return -1;
@@ -1200,7 +874,7 @@ static long domain_busy_replicas(const ask_t *a, const ft_domain_t *dom)
  */
 static long domain_order(const ask_t *a, const ft_domain_t *dom)
 {
-	room_t r = domain_room(a, dom, false);
+	room_t r = place_domain_room(a, dom, false);
 	long v = (long)(r.gpus + r.mig + r.shared) * 4096 + r.cpus;
 
 	if (a->u.demand.mig_count)
@@ -1223,8 +897,9 @@ static int choose_at_level(ft_placement_t *out, const ask_t *a,
 		     i < t->level_first[level + 1]; i++) {
 			long v;
 			if (tried[i] ||
-			    !room_fits(domain_room(a, &t->domains[i], false),
-				       &a->u.demand))
+			    !room_fits(
+				place_domain_room(a, &t->domains[i], false),
+				&a->u.demand))
 				continue;
 			v = domain_order(a, &t->domains[i]);
 			if (best < 0 || v < best_v) {
@@ -1256,19 +931,17 @@ static ft_level_t first_level(const ask_t *a, ft_level_t from)
 }
 
 /*
- * The levels a placement of `d` may take, tightest first: from its own
- * (or nvlink, without an affinity) to its own in guaranteed mode, else to
- * the node; a demand without GPUs or MIG instances starts at numa.
+ * The levels a placement may take, tightest first: from the wanted one to
+ * the loosest (a demand without GPUs or MIG instances starts at numa, even
+ * with a tighter affinity).
  */
-static void level_range(ft_level_t *from, ft_level_t *to, const ft_demand_t *d,
-			const ask_t *a)
+static void level_range(ft_level_t *from, ft_level_t *to, const ask_t *a)
 {
-	*from = d->has_affinity ? ft_place_effective_level(&a->u.demand)
-				: FT_LEVEL_NVLINK;
-	*to = d->has_affinity && d->mode == FT_MODE_GUARANTEED ? *from
-							       : FT_LEVEL_NODE;
-	if (!a->u.demand.gpus && !a->u.demand.ranks && !a->u.demand.mig_count &&
-	    *from < FT_LEVEL_NUMA)
+	const ft_demand_t *ad = &a->u.demand;
+
+	*from = wanted_level(ad);
+	*to = loosest_level(ad);
+	if (!ad->gpus && !ad->ranks && !ad->mig_count && *from < FT_LEVEL_NUMA)
 		*from = FT_LEVEL_NUMA;
 }
 
@@ -1285,7 +958,7 @@ int ft_place_choose(ft_placement_t *out, const ft_node_t *node,
 		    FT_EINVAL, "node %s: topology: %s", node->name,
 		    node->topology_error ? node->topology_error : "none");
 	ask_init(&a, node, d, policy);
-	level_range(&from, &to, d, &a);
+	level_range(&from, &to, &a);
 	if (node_room_fits(&a))
 		for (unsigned l = first_level(&a, from); l <= to; l++)
 			if (choose_at_level(out, &a, (ft_level_t)l, from) == 0)
@@ -1358,7 +1031,7 @@ int ft_place_choose_near(ft_placement_t *out, const ft_node_t *node,
 		return ft_error_set(FT_EINVAL, "node %s: no topology",
 				    node->name);
 	ask_init(&a, node, d, policy);
-	level_range(&from, &to, d, &a);
+	level_range(&from, &to, &a);
 	out->gpus = gpus;
 	out->mig[0] = mig[0];
 	out->mig[1] = mig[1];
@@ -1397,7 +1070,12 @@ static uint32_t usable_replicas(const ask_t *a, uint16_t *gpus)
 	return milli;
 }
 
-bool ft_place_requests_fit(const ft_node_t *node, const ft_demand_t *d)
+/*
+ * Whether the CPU and memory `d` requests (ft_demand_cpu_millis,
+ * memory_mib) are left on `node` by its pods' requests; memory passes
+ * when unknown.
+ */
+static bool requests_fit(const ft_node_t *node, const ft_demand_t *d)
 {
 	uint64_t memory;
 
@@ -1419,14 +1097,13 @@ void ft_place_usable(ft_usable_t *out, const ft_node_t *node,
 		return;
 	ask_init(&a, node, d, FT_POLICY_PACKED);
 	ad = &a.u.demand;
-	level = ad->has_affinity && ad->mode == FT_MODE_GUARANTEED
-		    ? ft_place_effective_level(ad)
-		    : FT_LEVEL_NODE;
-	if (!node_room_fits(&a) || !ft_place_requests_fit(node, ad))
+	level = loosest_level(ad);
+	if (!node_room_fits(&a) || !requests_fit(node, ad))
 		return;
 	for (unsigned i = a.t->level_first[level];
 	     i < a.t->level_first[level + 1]; i++)
-		if (room_fits(domain_room(&a, &a.t->domains[i], false), ad))
+		if (room_fits(place_domain_room(&a, &a.t->domains[i], false),
+			      ad))
 			domains |= a.t->domains[i].gpus;
 	if (ad->gpus) {
 		out->gpus = domains & ft_node_free_gpus(node) & a.u.gpus;

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void ft_selector_dispose(ft_selector_t *s)
+static void selector_dispose(ft_selector_t *s)
 {
 	if (!s)
 		return;
@@ -77,7 +77,7 @@ void ft_pdb_dispose(ft_pdb_t *pdb)
 		return;
 	free(pdb->ns);
 	free(pdb->name);
-	ft_selector_dispose(&pdb->selector);
+	selector_dispose(&pdb->selector);
 	for (unsigned i = 0; i < pdb->n_disrupted; i++)
 		free(pdb->disrupted[i]);
 	free(pdb->disrupted);

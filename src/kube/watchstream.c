@@ -134,7 +134,8 @@ static int emit(const char *line, size_t len, ft_watch_event_fn fn,
 }
 
 /* Keep `len` more bytes of the unfinished line. */
-static int hold(ft_watch_stream_t *stream, const char *data, size_t len)
+static int keep_partial_line(ft_watch_stream_t *stream, const char *data,
+			     size_t len)
 {
 	size_t need = stream->len + len;
 
@@ -168,7 +169,7 @@ static int complete(ft_watch_stream_t *stream, const char *data, size_t len,
 
 	if (stream->len == 0)
 		return emit(data, len, fn, payload);
-	if ((rc = hold(stream, data, len)) < 0)
+	if ((rc = keep_partial_line(stream, data, len)) < 0)
 		return rc;
 	total = stream->len;
 	stream->len = 0;
@@ -187,7 +188,8 @@ int ft_watch_stream_feed(ft_watch_stream_t *stream, const char *data,
 		const char *nl = memchr(data, '\n', (size_t)(end - data));
 
 		if (!nl)
-			return hold(stream, data, (size_t)(end - data));
+			return keep_partial_line(stream, data,
+						 (size_t)(end - data));
 		rc = complete(stream, data, (size_t)(nl - data), fn, payload);
 		data = nl + 1;
 	}
