@@ -48,6 +48,58 @@ typedef struct ft_app {
 	atomic_bool snapshot_loaded;
 } ft_app_t;
 
+/*
+ * A pod needs the model of a node (its topology and usage) when it asks
+ * for devices, an affinity or capabilities. Such a pod fails on a node the
+ * model does not hold yet (FT_APP_NOT_CACHED): it may be full.
+ */
+bool ft_app_needs_model(const ft_demand_t *d);
+
+#define FT_APP_NOT_CACHED "flextopo: node not in the extender's cache yet"
+
+/*
+ * The filter verdict on one node, as both front ends give it (the
+ * extender's filter, the framework plugin's Filter): the node's filter memo
+ * (ft_place_filter_memo, thread-safe), or for a node not in the model
+ * (`node` NULL) a pass for a pod that needs no model and FT_UNFIT with
+ * FT_APP_NOT_CACHED for the others.
+ */
+void ft_app_node_verdict(ft_verdict_t *out, const ft_node_t *node,
+			 const ft_demand_t *d);
+
+#define FT_PREEMPT_VICTIMS_MAX (FT_VICTIM_MAX * 2)
+
+typedef struct ft_preempt_victim {
+	const char *uid; /* borrowed: from the snapshot or the proposed uids */
+	int32_t priority;
+} ft_preempt_victim_t;
+
+/* What preempt decides for one candidate node (ft_app_preempt_decide). */
+typedef struct ft_preempt_choice {
+	ft_preempt_outcome_t outcome; /* metrics.h: dropped, the scheduler's
+					 victims passed, or victims chosen */
+	unsigned n;		      /* FT_PREEMPT_VICTIMS: victims, ... */
+	unsigned pdb_violations; /* ... the budgets they break (victims.h) */
+	ft_preempt_victim_t victims[FT_PREEMPT_VICTIMS_MAX]; /* by descending
+								priority */
+} ft_preempt_choice_t;
+
+/*
+ * The victims on candidate node `n` (its name and the victims kube-
+ * scheduler proposed there) for `pod`, as both front ends choose them (the
+ * extender's preempt verb, the framework plugin's PostFilter): the
+ * cheapest set of the victim search (victims.h) plus the proposed victims
+ * that hold nothing the model tracks, counted against the budgets of
+ * ft_state_pdb_view(); the scheduler's own victims where the model cannot
+ * judge (no topology, a pod asking for no devices); the node dropped when
+ * no set works, or, on a DRA node, when GPUs are short (a Warning Event
+ * and dra_preemption_refused_total). Each node adds a row to `dec` and
+ * counts its search in the metrics. Borrows from `snap` and `n`.
+ */
+void ft_app_preempt_decide(ft_preempt_choice_t *out, ft_app_t *app,
+			   const ft_snapshot_t *snap, const ft_pod_t *pod,
+			   const ft_preempt_node_t *n, ft_decision_t *dec);
+
 /* Route handlers; `payload` is the ft_app_t. */
 void ft_app_filter(ft_http_response_t *out, const ft_http_request_t *req,
 		   void *payload);

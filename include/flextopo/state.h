@@ -305,6 +305,17 @@ void ft_state_set_mix_window(ft_state_t *state, unsigned window);
 void ft_state_mix(ft_state_t *state, ft_mix_t *out);
 
 /*
+ * Rank the `n` nodes a pod with demand `d` may go to, as both front ends
+ * rank them (the extender's prioritize, the framework plugin's PreScore):
+ * ranks[i] = ft_place_rank(nodes[i]) under the state's workload mix weighed
+ * over these nodes (ft_mix_weigh), FT_RANK_NONE for a NULL node (not in the
+ * model). `policy` is the configured one; the demand's own wins.
+ */
+void ft_state_rank(ft_state_t *state, int64_t *ranks,
+		   const ft_node_t *const *nodes, unsigned n,
+		   const ft_demand_t *d, ft_policy_t policy);
+
+/*
  * When the current snapshot was published (or the state created), in
  * CLOCK_MONOTONIC nanoseconds: the cache age of the metrics is now minus it.
  */

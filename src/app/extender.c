@@ -104,7 +104,29 @@ static int decode_request(ft_http_response_t *out, ft_extender_args_t *args,
 	return 0;
 }
 
-#define NOT_CACHED "flextopo: node not in the extender's cache yet"
+bool ft_app_needs_model(const ft_demand_t *d)
+{
+	return d->has_affinity || d->has_caps || ft_demand_wants_devices(d);
+}
+
+void ft_app_node_verdict(ft_verdict_t *out, const ft_node_t *node,
+			 const ft_demand_t *d)
+{
+	if (node) {
+		ft_place_filter_memo(out, node, d);
+		return;
+	}
+	/*
+	 * Devices, affinity and capabilities need the node's model: a node
+	 * the watch has not shown yet may be full.
+	 */
+	memset(out, 0, sizeof(*out));
+	out->level = FT_LEVEL_COUNT;
+	if (!ft_app_needs_model(d))
+		return;
+	out->fit = FT_UNFIT;
+	snprintf(out->reason, sizeof(out->reason), "%s", FT_APP_NOT_CACHED);
+}
 
 static void filter_node(ft_filter_reply_t *r, unsigned i, const ft_node_t *node,
 			const ft_demand_t *d, const char *pod_name,
@@ -112,30 +134,21 @@ static void filter_node(ft_filter_reply_t *r, unsigned i, const ft_node_t *node,
 {
 	ft_verdict_t v;
 
+	ft_app_node_verdict(&v, node, d);
 	if (!node) {
-		/*
-		 * Devices, affinity and capabilities need the node's model: a
-		 * node the watch has not shown yet may be full.
-		 */
-		bool needs = d->has_affinity || d->has_caps ||
-			     ft_demand_wants_devices(d);
-		if (needs)
-			ft_codec_filter_reply_fail(r, i, NOT_CACHED, false);
-		else
-			ft_codec_filter_reply_pass(r, i);
 		ft_decision_add_node(dec, node_name,
-				     needs ? FT_VERDICT_FAIL : FT_VERDICT_PASS,
-				     NOT_CACHED);
-		return;
+				     v.fit == FT_FIT ? FT_VERDICT_PASS
+						     : FT_VERDICT_FAIL,
+				     FT_APP_NOT_CACHED);
+	} else {
+		ft_decision_add_verdict(dec, node->name, &v);
 	}
-	ft_place_filter_memo(&v, node, d);
-	ft_decision_add_verdict(dec, node->name, &v);
 	if (v.fit == FT_FIT) {
 		ft_codec_filter_reply_pass(r, i);
 		return;
 	}
 	/* Checked here: a call that logs nothing still costs, per node. */
-	if (ft_log_enabled(FT_LOG_DEBUG))
+	if (node && ft_log_enabled(FT_LOG_DEBUG))
 		ft_log(FT_LOG_DEBUG, "filter", pod_name, node->name, v.reason,
 		       "node rejected");
 	ft_codec_filter_reply_fail(r, i, v.reason,
@@ -292,22 +305,6 @@ static void release_all(node_ref_t *refs, unsigned n)
 	free(refs);
 }
 
-/*
- * Rank each node of the request (ft_place_rank) under the mix weighed over
- * the request's own nodes (ft_mix_weigh). `nodes` is scratch of n entries.
- */
-static void rank_all(int64_t *ranks, const node_ref_t *refs,
-		     const ft_node_t **nodes, unsigned n, const ft_demand_t *d,
-		     ft_policy_t policy, ft_mix_t *mix)
-{
-	for (unsigned i = 0; i < n; i++)
-		nodes[i] = refs[i].node;
-	ft_mix_weigh(mix, nodes, n);
-	for (unsigned i = 0; i < n; i++)
-		ranks[i] = nodes[i] ? ft_place_rank(nodes[i], d, policy, mix)
-				    : FT_RANK_NONE;
-}
-
 void ft_app_prioritize(ft_http_response_t *out, const ft_http_request_t *req,
 		       void *payload)
 {
@@ -321,7 +318,6 @@ void ft_app_prioritize(ft_http_response_t *out, const ft_http_request_t *req,
 	ft_decision_t dec;
 	ft_pod_t pod;
 	char *body = NULL;
-	ft_mix_t mix;
 	unsigned n;
 
 	if (ft_app_refuse_unsynced(out, app) ||
@@ -331,14 +327,15 @@ void ft_app_prioritize(ft_http_response_t *out, const ft_http_request_t *req,
 	ft_decision_init(&dec, FT_VERB_PRIORITIZE, pod.ns, pod.name, pod.uid,
 			 pod.priority);
 	snap = ft_state_snapshot(app->state);
-	ft_state_mix(app->state, &mix);
 	scores = calloc(n, sizeof(*scores));
 	ranks = calloc(n, sizeof(*ranks));
 	nodes = calloc(n, sizeof(*nodes));
 	refs = lookup_all(app, snap, &args);
 	if (scores && ranks && nodes && refs) {
-		rank_all(ranks, refs, nodes, args.n_nodes, &pod.demand,
-			 app->cfg.policy, &mix);
+		for (unsigned i = 0; i < args.n_nodes; i++)
+			nodes[i] = refs[i].node;
+		ft_state_rank(app->state, ranks, nodes, args.n_nodes,
+			      &pod.demand, app->cfg.policy);
 		ft_scores_of_ranks(scores, ranks, args.n_nodes,
 				   FT_EXTENDER_SCORE_MAX);
 		for (unsigned i = 0; i < args.n_nodes; i++)

@@ -32,27 +32,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct {
-	const char *uid;
-	int32_t priority;
-} victim_t;
-
-typedef struct {
-	victim_t list[FT_VICTIM_MAX * 2];
-	unsigned n;
-} victims_t;
-
-static void add_victim(victims_t *v, const char *uid, int32_t priority)
+static void add_victim(ft_preempt_choice_t *c, const char *uid,
+		       int32_t priority)
 {
-	unsigned j = v->n;
+	unsigned j = c->n;
 
-	if (v->n >= sizeof(v->list) / sizeof(v->list[0]))
+	if (c->n >= FT_PREEMPT_VICTIMS_MAX)
 		return;
-	for (; j > 0 && v->list[j - 1].priority < priority; j--)
-		v->list[j] = v->list[j - 1];
-	v->list[j].uid = uid;
-	v->list[j].priority = priority;
-	v->n++;
+	for (; j > 0 && c->victims[j - 1].priority < priority; j--)
+		c->victims[j] = c->victims[j - 1];
+	c->victims[j].uid = uid;
+	c->victims[j].priority = priority;
+	c->n++;
 }
 
 static int32_t cached_priority(ft_app_t *app, const char *uid)
@@ -71,8 +62,8 @@ static int32_t cached_priority(ft_app_t *app, const char *uid)
  * The holdings `idx` to evict, plus the proposed victims the model does not
  * know at all, by descending priority.
  */
-static void merge(victims_t *out, ft_app_t *app, const ft_node_t *node,
-		  const uint16_t *idx, unsigned n_idx,
+static void merge(ft_preempt_choice_t *out, ft_app_t *app,
+		  const ft_node_t *node, const uint16_t *idx, unsigned n_idx,
 		  const ft_preempt_node_t *proposed)
 {
 	out->n = 0;
@@ -103,40 +94,43 @@ static const char *fallback_reason(ft_victim_fallback_t f)
 }
 
 static int keep_node(ft_preempt_reply_t *r, const ft_preempt_node_t *n,
-		     const victims_t *v, unsigned pdb_violations)
+		     const ft_preempt_choice_t *c)
 {
-	const char *uids[FT_VICTIM_MAX * 2];
+	const char *uids[FT_PREEMPT_VICTIMS_MAX];
 
-	for (unsigned i = 0; i < v->n; i++)
-		uids[i] = v->list[i].uid;
-	return ft_codec_preempt_reply_node(r, n->name, uids, v->n,
-					   pdb_violations);
+	for (unsigned i = 0; i < c->n; i++)
+		uids[i] = c->victims[i].uid;
+	return ft_codec_preempt_reply_node(r, n->name, uids, c->n,
+					   c->pdb_violations);
 }
 
 /* The victims on the decision row, named where the node knows them. */
 static void note_victims(ft_decision_t *dec, const ft_decision_node_t *row,
-			 const ft_node_t *node, const victims_t *v)
+			 const ft_node_t *node, const ft_preempt_choice_t *c)
 {
-	for (unsigned i = 0; i < v->n; i++) {
+	for (unsigned i = 0; i < c->n; i++) {
 		const ft_holding_t *h =
-		    ft_node_find_holding(node, v->list[i].uid);
+		    ft_node_find_holding(node, c->victims[i].uid);
 		ft_decision_add_victim(dec, row, h ? h->ns : NULL,
-				       h ? h->name : NULL, v->list[i].uid,
-				       v->list[i].priority);
+				       h ? h->name : NULL, c->victims[i].uid,
+				       c->victims[i].priority);
 	}
 }
 
-static int pass_through(ft_preempt_reply_t *r, const ft_preempt_node_t *n,
-			const char *why, const char *pod, ft_decision_t *dec)
+/* Keep the scheduler's own victims, or drop the node when it proposed none. */
+static void pass_through(ft_preempt_choice_t *out, const ft_preempt_node_t *n,
+			 const char *why, const char *pod, ft_decision_t *dec)
 {
 	ft_decision_node_t *row;
 
+	out->outcome = FT_PREEMPT_DROPPED;
 	if (!n->n_victims) {
 		ft_log(FT_LOG_DEBUG, "preempt", pod, n->name, why,
 		       "node dropped: no victims proposed");
 		ft_decision_add_node(dec, n->name, FT_VERDICT_DROPPED, why);
-		return 0;
+		return;
 	}
+	out->outcome = FT_PREEMPT_PASSED;
 	ft_log(FT_LOG_DEBUG, "preempt", pod, n->name, why,
 	       "scheduler's victims kept");
 	row = ft_decision_add_node(dec, n->name, FT_VERDICT_KEPT_PROPOSED, why);
@@ -145,8 +139,6 @@ static int pass_through(ft_preempt_reply_t *r, const ft_preempt_node_t *n,
 	for (unsigned i = 0; i < n->n_victims; i++)
 		ft_decision_add_victim(dec, row, NULL, NULL, n->victim_uids[i],
 				       0);
-	return ft_codec_preempt_reply_node(r, n->name, n->victim_uids,
-					   n->n_victims, n->pdb_violations);
 }
 
 #define DRA_NO_GPU_PREEMPTION                                                  \
@@ -196,63 +188,98 @@ static bool dra_gpu_shortage(ft_app_t *app, const ft_node_t *node,
 	return true;
 }
 
-static int decide(ft_preempt_reply_t *r, ft_app_t *app,
-		  const ft_snapshot_t *snap, const ft_pod_t *pod,
-		  const ft_preempt_node_t *n, ft_decision_t *dec)
+/* The search's set on a node where it found one, with its decision row. */
+static void choose(ft_preempt_choice_t *out, ft_app_t *app,
+		   const ft_node_t *node, const ft_pod_t *pod,
+		   const ft_preempt_node_t *n, const ft_victim_set_t *set,
+		   const ft_pdb_view_t *pdb, ft_decision_t *dec)
+{
+	ft_victim_cost_t cost;
+	ft_decision_node_t *row;
+	uint16_t idx[FT_PREEMPT_VICTIMS_MAX];
+	unsigned n_idx;
+	char reason[160];
+
+	n_idx = ft_victims_with_proposed(idx, FT_PREEMPT_VICTIMS_MAX, node, set,
+					 n->victim_uids, n->n_victims);
+	merge(out, app, node, idx, n_idx, n);
+	if (!out->n) {
+		pass_through(out, n, "fits without eviction", pod->name, dec);
+		return;
+	}
+	/* Budgets are counted over every victim of the reply. */
+	ft_victims_cost(&cost, node, idx, n_idx, pdb);
+	out->outcome = FT_PREEMPT_VICTIMS;
+	out->pdb_violations = cost.pdb_violations;
+	snprintf(reason, sizeof(reason), "level %s%s%s",
+		 ft_level_name(set->level), set->exact ? "" : " (not exact: ",
+		 set->exact ? "" : fallback_reason(set->fallback));
+	ft_log(FT_LOG_DEBUG, "preempt", pod->name, n->name, reason,
+	       "%u victims chosen (scheduler proposed %u)", out->n,
+	       n->n_victims);
+	if ((row =
+		 ft_decision_add_node(dec, n->name, FT_VERDICT_KEPT, reason))) {
+		row->level = (uint8_t)set->level;
+		row->exact = set->exact;
+		row->n_victims = out->n;
+	}
+	note_victims(dec, row, node, out);
+}
+
+void ft_app_preempt_decide(ft_preempt_choice_t *out, ft_app_t *app,
+			   const ft_snapshot_t *snap, const ft_pod_t *pod,
+			   const ft_preempt_node_t *n, ft_decision_t *dec)
 {
 	const ft_node_t *node = ft_snapshot_find(snap, n->name);
 	ft_demand_t demand = pod->demand;
 	ft_pdb_view_t pdb;
 	ft_victim_set_t set;
-	ft_victim_cost_t cost;
-	ft_decision_node_t *row;
-	uint16_t idx[FT_VICTIM_MAX * 2];
-	unsigned n_idx;
-	victims_t v;
 	char reason[160];
 
-	if (!node || !node->topology)
-		return pass_through(r, n, "no topology for this node",
-				    pod->name, dec);
-	if (!ft_demand_wants_devices(&pod->demand))
-		return pass_through(r, n, "pod asks for no devices", pod->name,
-				    dec);
+	out->outcome = FT_PREEMPT_DROPPED;
+	out->n = out->pdb_violations = 0;
+	if (!node || !node->topology) {
+		pass_through(out, n, "no topology for this node", pod->name,
+			     dec);
+		return;
+	}
+	if (!ft_demand_wants_devices(&pod->demand)) {
+		pass_through(out, n, "pod asks for no devices", pod->name, dec);
+		return;
+	}
 	if (node->dra && wants_gpus(&demand) &&
 	    dra_gpu_shortage(app, node, pod, &demand, dec))
-		return 0;
+		return;
 	ft_state_pdb_view(app->state, node, &pdb);
 	ft_victims_search(&set, node, &demand, pod->priority, &pdb);
 	ft_metrics_victim_search(app->metrics, set.fallback);
-	if (!set.found) {
-		snprintf(reason, sizeof(reason),
-			 "no set of lower-priority pods frees a %s placement",
-			 ft_level_name(ft_place_effective_level(&demand)));
-		ft_log(FT_LOG_DEBUG, "preempt", pod->name, n->name, reason,
-		       "node dropped");
-		ft_decision_add_node(dec, n->name, FT_VERDICT_DROPPED, reason);
-		return 0;
+	if (set.found) {
+		choose(out, app, node, pod, n, &set, &pdb, dec);
+		return;
 	}
-	n_idx = ft_victims_with_proposed(idx, FT_VICTIM_MAX * 2, node, &set,
-					 n->victim_uids, n->n_victims);
-	merge(&v, app, node, idx, n_idx, n);
-	if (!v.n)
-		return pass_through(r, n, "fits without eviction", pod->name,
-				    dec);
-	/* Budgets are counted over every victim of the reply. */
-	ft_victims_cost(&cost, node, idx, n_idx, &pdb);
-	snprintf(reason, sizeof(reason), "level %s%s%s",
-		 ft_level_name(set.level), set.exact ? "" : " (not exact: ",
-		 set.exact ? "" : fallback_reason(set.fallback));
+	snprintf(reason, sizeof(reason),
+		 "no set of lower-priority pods frees a %s placement",
+		 ft_level_name(ft_place_effective_level(&demand)));
 	ft_log(FT_LOG_DEBUG, "preempt", pod->name, n->name, reason,
-	       "%u victims chosen (scheduler proposed %u)", v.n, n->n_victims);
-	if ((row =
-		 ft_decision_add_node(dec, n->name, FT_VERDICT_KEPT, reason))) {
-		row->level = (uint8_t)set.level;
-		row->exact = set.exact;
-		row->n_victims = v.n;
-	}
-	note_victims(dec, row, node, &v);
-	return keep_node(r, n, &v, cost.pdb_violations);
+	       "node dropped");
+	ft_decision_add_node(dec, n->name, FT_VERDICT_DROPPED, reason);
+}
+
+/* One node of the reply: the victims decided, the scheduler's, or none. */
+static int decide(ft_preempt_reply_t *r, ft_app_t *app,
+		  const ft_snapshot_t *snap, const ft_pod_t *pod,
+		  const ft_preempt_node_t *n, ft_decision_t *dec)
+{
+	ft_preempt_choice_t c;
+
+	ft_app_preempt_decide(&c, app, snap, pod, n, dec);
+	if (c.outcome == FT_PREEMPT_VICTIMS)
+		return keep_node(r, n, &c);
+	if (c.outcome == FT_PREEMPT_PASSED)
+		return ft_codec_preempt_reply_node(r, n->name, n->victim_uids,
+						   n->n_victims,
+						   n->pdb_violations);
+	return 0;
 }
 
 void ft_app_preempt(ft_http_response_t *out, const ft_http_request_t *req,

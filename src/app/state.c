@@ -1492,3 +1492,16 @@ void ft_state_mix(ft_state_t *state, ft_mix_t *out)
 	*out = state->mix;
 	pthread_mutex_unlock(&state->mu);
 }
+
+void ft_state_rank(ft_state_t *state, int64_t *ranks,
+		   const ft_node_t *const *nodes, unsigned n,
+		   const ft_demand_t *d, ft_policy_t policy)
+{
+	ft_mix_t mix;
+
+	ft_state_mix(state, &mix);
+	ft_mix_weigh(&mix, nodes, n);
+	for (unsigned i = 0; i < n; i++)
+		ranks[i] = nodes[i] ? ft_place_rank(nodes[i], d, policy, &mix)
+				    : FT_RANK_NONE;
+}
