@@ -25,7 +25,7 @@ declare -A stage_of=(
 	[arena]=codec [codec]=codec [debugview]=codec [decision]=codec
 	[sharing]=codec [yamljson]=codec
 	[config]=config [kube]=kube [discover]=discover [server]=server
-	[access]=app [app]=app [debug]=app [decisions]=app [metrics]=app
+	[access]=app [app]=app [debug]=app [decisions]=app [embed]=app [metrics]=app
 	[state]=app [upkeep]=app [webhook]=app
 )
 

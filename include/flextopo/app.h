@@ -46,6 +46,10 @@ typedef struct ft_app {
 	ft_decisions_t *decisions;   /* decisionLogSize records (debug.h) */
 	ft_metrics_t *metrics;
 	atomic_bool snapshot_loaded;
+	/* Embedded in another scheduler (embed.h): its informers feed the
+	 * state, and it says when they have synced. */
+	bool embedded;
+	atomic_bool embedded_synced;
 } ft_app_t;
 
 /*
@@ -66,6 +70,14 @@ bool ft_app_needs_model(const ft_demand_t *d);
  */
 void ft_app_node_verdict(ft_verdict_t *out, const ft_node_t *node,
 			 const ft_demand_t *d);
+
+/*
+ * Note verdict `v` on node `node_name` (`node`: its model, or NULL) as a
+ * row of filter decision `dec`, and log a refusal at debug level.
+ */
+void ft_app_note_verdict(ft_decision_t *dec, const ft_node_t *node,
+			 const char *node_name, const ft_verdict_t *v,
+			 const char *pod_name);
 
 #define FT_PREEMPT_VICTIMS_MAX (FT_VICTIM_MAX * 2)
 
@@ -100,6 +112,22 @@ void ft_app_preempt_decide(ft_preempt_choice_t *out, ft_app_t *app,
 			   const ft_snapshot_t *snap, const ft_pod_t *pod,
 			   const ft_preempt_node_t *n, ft_decision_t *dec);
 
+/*
+ * DRA chose the pod's GPUs (dra.h): it has claims, or asks for GPUs on a
+ * node whose GPUs DRA serves (KEP-5004). Then the placement is assumed at
+ * bind, around the devices of its claims (ft_state_assume_dra).
+ */
+bool ft_app_dra_chooses(ft_app_t *app, const ft_pod_t *pod, const char *node);
+
+/*
+ * Assume `pod` on DRA node `node` around the devices of its `n` claims
+ * (ft_state_assume_dra) unless `rc`, the outcome of reading them, is an
+ * error, which is returned; the claims are disposed of either way.
+ */
+int ft_app_assume_claims(char **annotation, ft_app_t *app, const ft_pod_t *pod,
+			 const char *node, ft_dra_claim_t *claims, unsigned n,
+			 int rc);
+
 /* Route handlers; `payload` is the ft_app_t. */
 void ft_app_filter(ft_http_response_t *out, const ft_http_request_t *req,
 		   void *payload);
@@ -120,7 +148,9 @@ void ft_app_version(ft_http_response_t *out, const ft_http_request_t *req,
  * Truth before answers: the model may answer only while it holds what the
  * API server holds, as kube-scheduler's own informers must have synced
  * before it schedules (client-go's WaitForCacheSync). In sync: the snapshot
- * file is loaded, or every informer (nodes, pods, PodDisruptionBudgets) is
+ * file is loaded, embedded: the host's informers have delivered their first
+ * lists (ft_embed_set_synced), or every informer (nodes, pods,
+ * PodDisruptionBudgets) is
  * synced now (ft_informer_synced: a list delivered, and no watch failure or
  * 410 since, or a relist after it). When not, `why` (when not NULL) gets a
  * sentence naming the kinds that are not ("not in sync with the API server:

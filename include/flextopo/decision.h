@@ -145,6 +145,13 @@ void ft_decision_add_verdict(ft_decision_t *d, const char *node,
 /* A prioritize score as a row; the best node so far becomes d->node. */
 void ft_decision_add_score(ft_decision_t *d, const char *node, int score);
 
+/*
+ * Add the node rows, their victims and the counts of `from` (a decision of
+ * the same verb and pod, built apart: one candidate node of a preemption
+ * searched on its own thread) to `d`, as if they had been added to it.
+ */
+void ft_decision_merge(ft_decision_t *d, const ft_decision_t *from);
+
 /* A victim on row `row` (a value returned by ft_decision_add_node). */
 void ft_decision_add_victim(ft_decision_t *d, const ft_decision_node_t *row,
 			    const char *ns, const char *name, const char *uid,

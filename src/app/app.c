@@ -99,6 +99,15 @@ bool ft_app_in_sync(const ft_app_t *app, char *why, size_t size)
 		why[0] = '\0';
 	if (atomic_load(&app->snapshot_loaded))
 		return true;
+	if (app->embedded) {
+		if (atomic_load(&app->embedded_synced))
+			return true;
+		if (why && size)
+			snprintf(
+			    why, size,
+			    "not in sync with the API server: waiting for the scheduler's informers to deliver their first lists");
+		return false;
+	}
 	nodes = kind_synced(kinds, sizeof(kinds), app->node_informer, "nodes");
 	pods = kind_synced(kinds, sizeof(kinds), app->pod_informer, "pods");
 	pdbs = kind_synced(kinds, sizeof(kinds), app->pdb_informer,

@@ -128,6 +128,24 @@ void ft_app_node_verdict(ft_verdict_t *out, const ft_node_t *node,
 	snprintf(out->reason, sizeof(out->reason), "%s", FT_APP_NOT_CACHED);
 }
 
+void ft_app_note_verdict(ft_decision_t *dec, const ft_node_t *node,
+			 const char *node_name, const ft_verdict_t *v,
+			 const char *pod_name)
+{
+	if (!node) {
+		ft_decision_add_node(dec, node_name,
+				     v->fit == FT_FIT ? FT_VERDICT_PASS
+						      : FT_VERDICT_FAIL,
+				     FT_APP_NOT_CACHED);
+		return;
+	}
+	ft_decision_add_verdict(dec, node->name, v);
+	/* Checked here: a call that logs nothing still costs, per node. */
+	if (v->fit != FT_FIT && ft_log_enabled(FT_LOG_DEBUG))
+		ft_log(FT_LOG_DEBUG, "filter", pod_name, node->name, v->reason,
+		       "node rejected");
+}
+
 static void filter_node(ft_filter_reply_t *r, unsigned i, const ft_node_t *node,
 			const ft_demand_t *d, const char *pod_name,
 			ft_decision_t *dec, const char *node_name)
@@ -135,24 +153,12 @@ static void filter_node(ft_filter_reply_t *r, unsigned i, const ft_node_t *node,
 	ft_verdict_t v;
 
 	ft_app_node_verdict(&v, node, d);
-	if (!node) {
-		ft_decision_add_node(dec, node_name,
-				     v.fit == FT_FIT ? FT_VERDICT_PASS
-						     : FT_VERDICT_FAIL,
-				     FT_APP_NOT_CACHED);
-	} else {
-		ft_decision_add_verdict(dec, node->name, &v);
-	}
-	if (v.fit == FT_FIT) {
+	ft_app_note_verdict(dec, node, node_name, &v, pod_name);
+	if (v.fit == FT_FIT)
 		ft_codec_filter_reply_pass(r, i);
-		return;
-	}
-	/* Checked here: a call that logs nothing still costs, per node. */
-	if (node && ft_log_enabled(FT_LOG_DEBUG))
-		ft_log(FT_LOG_DEBUG, "filter", pod_name, node->name, v.reason,
-		       "node rejected");
-	ft_codec_filter_reply_fail(r, i, v.reason,
-				   v.fit == FT_UNFIT_UNRESOLVABLE);
+	else
+		ft_codec_filter_reply_fail(r, i, v.reason,
+					   v.fit == FT_UNFIT_UNRESOLVABLE);
 }
 
 /*
@@ -476,6 +482,22 @@ static int read_claims(ft_dra_claim_t *claims, unsigned *n, ft_app_t *app,
 	return rc;
 }
 
+int ft_app_assume_claims(char **annotation, ft_app_t *app, const ft_pod_t *pod,
+			 const char *node, ft_dra_claim_t *claims, unsigned n,
+			 int rc)
+{
+	const ft_dra_claim_t *ptrs[FT_DRA_POD_CLAIMS_MAX];
+
+	for (unsigned i = 0; i < n && i < FT_DRA_POD_CLAIMS_MAX; i++)
+		ptrs[i] = &claims[i];
+	if (rc == 0)
+		rc = ft_state_assume_dra(app->state, pod, node, app->cfg.policy,
+					 ptrs, n, annotation);
+	for (unsigned i = 0; i < n; i++)
+		ft_dra_claim_dispose(&claims[i]);
+	return rc;
+}
+
 /*
  * Bind on a DRA node: the pod and its claims read fresh (a cache may lag
  * the write PreBind just made), then the CPUs near DRA's devices. Without
@@ -485,7 +507,6 @@ static int assume_dra(char **annotation, ft_app_t *app, const ft_bind_args_t *b,
 		      const ft_pod_t *cached)
 {
 	ft_dra_claim_t claims[FT_DRA_POD_CLAIMS_MAX];
-	const ft_dra_claim_t *ptrs[FT_DRA_POD_CLAIMS_MAX];
 	unsigned n = 0;
 	cJSON *obj = NULL;
 	ft_pod_t pod;
@@ -506,23 +527,16 @@ static int assume_dra(char **annotation, ft_app_t *app, const ft_bind_args_t *b,
 		    pod.ns, pod.name, pod.n_claims, FT_DRA_POD_CLAIMS_MAX);
 		goto cleanup;
 	}
-	if ((rc = read_claims(claims, &n, app, &pod)) < 0)
-		goto cleanup;
-	for (unsigned i = 0; i < n; i++)
-		ptrs[i] = &claims[i];
-	rc = ft_state_assume_dra(app->state, &pod, b->node, app->cfg.policy,
-				 ptrs, n, annotation);
+	rc = read_claims(claims, &n, app, &pod);
+	rc =
+	    ft_app_assume_claims(annotation, app, &pod, b->node, claims, n, rc);
 cleanup:
-	for (unsigned i = 0; i < n; i++)
-		ft_dra_claim_dispose(&claims[i]);
 	ft_pod_dispose(&pod);
 	cJSON_Delete(obj);
 	return rc;
 }
 
-/* DRA chose this pod's GPUs: it has claims, or asks for GPUs on a node
- * where DRA serves them (KEP-5004). */
-static bool dra_chooses(ft_app_t *app, const ft_pod_t *pod, const char *node)
+bool ft_app_dra_chooses(ft_app_t *app, const ft_pod_t *pod, const char *node)
 {
 	return (pod->n_claims || ft_demand_wants_devices(&pod->demand)) &&
 	       ft_state_node_dra(app->state, node);
@@ -545,7 +559,7 @@ static int do_bind(ft_app_t *app, const ft_bind_args_t *b)
 				  pod.demand_error);
 		goto cleanup;
 	}
-	if (dra_chooses(app, &pod, b->node))
+	if (ft_app_dra_chooses(app, &pod, b->node))
 		rc = assume_dra(&annotation, app, b, &pod);
 	else
 		rc = ft_state_assume(app->state, &pod, b->node, app->cfg.policy,

@@ -141,6 +141,29 @@ void ft_decision_add_victim(ft_decision_t *d, const ft_decision_node_t *row,
 	v->row = (uint8_t)(row - d->nodes);
 }
 
+void ft_decision_merge(ft_decision_t *d, const ft_decision_t *from)
+{
+	uint8_t rows[FT_DECISION_NODES];
+
+	for (unsigned v = 0; v < FT_VERDICT_COUNT; v++)
+		d->counts[v] += from->counts[v];
+	d->n_nodes_total += from->n_nodes_total;
+	d->n_victims_total += from->n_victims_total;
+	for (unsigned i = 0; i < from->n_nodes; i++) {
+		rows[i] = d->n_nodes;
+		if (d->n_nodes < FT_DECISION_NODES)
+			d->nodes[d->n_nodes++] = from->nodes[i];
+	}
+	/* A victim whose row found no room is counted, not listed. */
+	for (unsigned i = 0; i < from->n_victims; i++) {
+		if (rows[from->victims[i].row] >= FT_DECISION_NODES ||
+		    d->n_victims >= FT_DECISION_VICTIMS)
+			continue;
+		d->victims[d->n_victims] = from->victims[i];
+		d->victims[d->n_victims++].row = rows[from->victims[i].row];
+	}
+}
+
 static void put_gpus(ft_decision_placement_t *out, const ft_topology_t *t,
 		     uint16_t gpus)
 {

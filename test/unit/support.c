@@ -1,6 +1,7 @@
 /* Shared helpers for the unit tests. */
 #include "support.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -220,4 +221,43 @@ ft_topology_t *ft_test_topology_fixture(const char *name)
 	must(ft_codec_topology_parse(&t, json, len));
 	free(json);
 	return t;
+}
+
+static int is_request(const struct dirent *e)
+{
+	size_t n = strlen(e->d_name), s = strlen(".request.json");
+
+	return e->d_name[0] != '.' && n > s &&
+	       strcmp(e->d_name + n - s, ".request.json") == 0;
+}
+
+int ft_test_wire_cases(const char *verb, const char *label,
+		       bool (*run)(const char *name, void *payload),
+		       void *payload)
+{
+	char dir[512];
+	struct dirent **list = NULL;
+	int n, failed = 0;
+
+	snprintf(dir, sizeof(dir), "%s/wire/%s", FT_FIXTURES_DIR, verb);
+	if ((n = scandir(dir, &list, is_request, alphasort)) <= 0) {
+		printf("    no cases in %s\n", dir);
+		free(list);
+		return -1;
+	}
+	for (int i = 0; i < n; i++) {
+		char name[256];
+		size_t len = strlen(list[i]->d_name) - strlen(".request.json");
+		bool ok;
+
+		snprintf(name, sizeof(name), "%.*s", (int)len, list[i]->d_name);
+		ok = run(name, payload);
+		printf("    [%s] %s%s/%s\n", ok ? "  OK  " : " FAIL ", label,
+		       verb, name);
+		failed += !ok;
+		free(list[i]);
+	}
+	free(list);
+	printf("    %d %s%s cases, %d failed\n", n, label, verb, failed);
+	return failed;
 }

@@ -2,6 +2,7 @@
 #ifndef FLEXTOPO_TEST_SUPPORT_H
 #define FLEXTOPO_TEST_SUPPORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Read FT_FIXTURES_DIR/relpath into a NUL-terminated heap buffer; NULL on
@@ -10,6 +11,15 @@ char *ft_test_read_fixture(const char *relpath, size_t *len);
 
 /* Read any file into a NUL-terminated heap buffer; NULL on failure. */
 char *ft_test_read_file(const char *path, size_t *len);
+
+/*
+ * Run `run` on every golden wire case of `verb` (FT_FIXTURES_DIR/wire/
+ * <verb>/<case>.request.json) in name order, printing a line per case
+ * with `label`; returns how many failed, or -1 when there is none.
+ */
+int ft_test_wire_cases(const char *verb, const char *label,
+		       bool (*run)(const char *name, void *payload),
+		       void *payload);
 
 /* Parse JSON written with single quotes (no quote characters inside);
  * aborts, printing it, when it does not parse. The caller deletes it. */

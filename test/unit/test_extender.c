@@ -16,7 +16,6 @@
  * real HTTP server, and Bindings whose outcome is unknown until the upkeep
  * round (upkeep.h) reads the pod.
  */
-#include <dirent.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -193,40 +192,16 @@ static bool run_case(const verb_t *v, const char *name)
 	return ok;
 }
 
-static int is_request(const struct dirent *e)
+static bool run_verb_case(const char *name, void *payload)
 {
-	size_t n = strlen(e->d_name), s = strlen(".request.json");
-
-	return e->d_name[0] != '.' && n > s &&
-	       strcmp(e->d_name + n - s, ".request.json") == 0;
+	return run_case(payload, name);
 }
 
 /* Run every case of one verb in name order; fail if any case fails. */
 static void run_verb(const verb_t *v)
 {
-	char dir[512];
-	struct dirent **list = NULL;
-	int n, failed = 0;
-
-	snprintf(dir, sizeof(dir), "%s/%s", WIRE, v->verb);
-	n = scandir(dir, &list, is_request, alphasort);
-	if (n <= 0)
-		fail_msg("no cases in %s", dir);
-	for (int i = 0; i < n; i++) {
-		char name[256];
-		size_t len = strlen(list[i]->d_name) - strlen(".request.json");
-		bool ok;
-
-		snprintf(name, sizeof(name), "%.*s", (int)len, list[i]->d_name);
-		ok = run_case(v, name);
-		printf("    [%s] %s/%s\n", ok ? "  OK  " : " FAIL ", v->verb,
-		       name);
-		failed += !ok;
-		free(list[i]);
-	}
-	free(list);
-	printf("    %d %s cases, %d failed\n", n, v->verb, failed);
-	assert_int_equal(failed, 0);
+	assert_int_equal(
+	    ft_test_wire_cases(v->verb, "", run_verb_case, (void *)v), 0);
 }
 
 static void test_extender__wire_filter(void **state)
