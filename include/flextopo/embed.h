@@ -102,6 +102,9 @@ void ft_embed_set_synced(ft_embed_t *e, bool synced);
 /* Whether the configuration asks for ResourceSlices and ResourceClaims. */
 bool ft_embed_dra(const ft_embed_t *e);
 
+/* The configured annotation prefix ("flextopo.io"); borrowed. */
+const char *ft_embed_annotation_prefix(const ft_embed_t *e);
+
 /*
  * A pod of one scheduling cycle: the v1 Pod `json` decoded once, with the
  * GPUs of its unallocated claims (ft_state_claim_gpus), and a reference to

@@ -141,6 +141,11 @@ bool ft_embed_dra(const ft_embed_t *e)
 	return e->app.cfg.dra == FT_ON;
 }
 
+const char *ft_embed_annotation_prefix(const ft_embed_t *e)
+{
+	return e->app.cfg.annotation_prefix;
+}
+
 /* ---- one pod's cycle ---- */
 
 /* A filter decision that refuses the pod before any node: out of sync, or

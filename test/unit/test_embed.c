@@ -9,6 +9,7 @@
  * the preemption dry run's removed pods, refusals before the informers
  * sync, and the decisions recorded for the debug API.
  */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -668,6 +669,61 @@ static void test_embed__decisions(void **state)
 	ft_embed_free(e);
 }
 
+typedef struct {
+	ft_embed_pod_t *pod;
+	ft_fit_t want[2];
+	bool same;
+} filter_run_t;
+
+static void *filter_many(void *arg)
+{
+	filter_run_t *r = arg;
+	static const char *const nodes[2] = {"pairs-free", "rtx4090-0"};
+
+	for (unsigned i = 0; i < 2000; i++)
+		r->same &= filter(r->pod, nodes[i % 2]) == r->want[i % 2];
+	return NULL;
+}
+
+/*
+ * kube-scheduler filters nodes in parallel while its informers feed the
+ * model and the next cycles assume: one pod's verdicts stay those of its
+ * snapshot throughout (run under ThreadSanitizer by scripts/test.sh).
+ */
+static void test_embed__parallel_filter(void **state)
+{
+	ft_embed_t *e = embed_new_from(CLUSTER);
+	ft_embed_pod_t *p = new_pod(e, "a", "uid-a", 2, "nvlink", 0);
+	filter_run_t runs[4];
+	pthread_t threads[4];
+	char uid[32], *annotation = NULL;
+
+	for (unsigned t = 0; t < 4; t++) {
+		runs[t] =
+		    (filter_run_t){p, {FT_FIT, FT_UNFIT_UNRESOLVABLE}, true};
+		assert_int_equal(
+		    pthread_create(&threads[t], NULL, filter_many, &runs[t]),
+		    0);
+	}
+	/* Meanwhile other pods take and free pairs-free's pair. */
+	for (unsigned i = 0; i < 50; i++) {
+		ft_embed_pod_t *o;
+		snprintf(uid, sizeof(uid), "uid-o%u", i);
+		o = new_pod(e, "o", uid, 2, "nvlink", 0);
+		if (ft_embed_assume(o, "pairs-free", &annotation) == 0)
+			ft_embed_forget(e, uid);
+		free(annotation);
+		annotation = NULL;
+		ft_embed_pod_free(o);
+	}
+	for (unsigned t = 0; t < 4; t++) {
+		assert_int_equal(pthread_join(threads[t], NULL), 0);
+		assert_true(runs[t].same);
+	}
+	ft_embed_pod_free(p);
+	ft_embed_free(e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -680,6 +736,7 @@ int main(void)
 	    cmocka_unit_test(test_embed__refused_until_synced),
 	    cmocka_unit_test(test_embed__bad_objects),
 	    cmocka_unit_test(test_embed__decisions),
+	    cmocka_unit_test(test_embed__parallel_filter),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
