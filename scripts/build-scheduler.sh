@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Builds flextopo-scheduler: kube-scheduler v1.36.3 with flextopo's
+# framework plugins (scheduler/, module flextopo.dev/scheduler), linked
+# through cgo against the C core's static libraries.
+#
+#   scripts/build-scheduler.sh [OUT]     default OUT: build/flextopo-scheduler
+#
+# 1. cmake configures and builds the C stages (ft_base ... ft_app) in
+#    ${FLEXTOPO_BUILD_DIR:-build} (tests and fuzzers off when it configures
+#    a new tree).
+# 2. go build in scheduler/ with CGO_CFLAGS=-I include and
+#    CGO_LDFLAGS=-L <build dir>; the libraries the C build links
+#    (libmicrohttpd, gnutls, libcjson, libcurl, yaml-0.1) come from
+#    pkg-config, as CMakeLists.txt finds them. The version flags are
+#    k8s-testenv's (scripts/e2e.sh), so /version and the scheduler's metrics
+#    say v1.36.3.
+# Go's module and build caches stay at their defaults.
+set -euo pipefail
+
+repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build_dir=${FLEXTOPO_BUILD_DIR:-$repo_root/build}
+[[ $build_dir == /* ]] || build_dir=$repo_root/$build_dir
+out=${1:-$build_dir/flextopo-scheduler}
+[[ $out == /* ]] || out=$PWD/$out
+k8s_version=v1.36.3
+ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$k8s_version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36"
+
+if [[ ! -f $build_dir/CMakeCache.txt ]]; then
+	cmake -S "$repo_root" -B "$build_dir" -DFLEXTOPO_TESTS=OFF >/dev/null
+fi
+cmake --build "$build_dir" --target ft_app -j"$(nproc)"
+
+cd "$repo_root/scheduler"
+CGO_ENABLED=1 \
+	CGO_CFLAGS="-I$repo_root/include ${CGO_CFLAGS:-}" \
+	CGO_LDFLAGS="-L$build_dir ${CGO_LDFLAGS:-}" \
+	go build -trimpath -ldflags "$ldflags" -o "$out" ./cmd/flextopo-scheduler
+echo "$out"
