@@ -35,6 +35,9 @@
 #    sources, go.mod, go.sum and the Go version; it lives outside cmd/, so
 #    the k8s-testenv key above does not move with it.
 #
+# 2d. For the framework-plugin scenarios (plugin_test.go): flextopo-scheduler,
+#    FLEXTOPO_SCHEDULER or built by scripts/build-scheduler.sh (below).
+#
 # With CI=true a missing extender binary fails the run; otherwise the
 # placement scenarios are skipped and only the control plane is checked.
 # FLEXTOPO_E2E_REPORT=FILE writes the preemption comparison tables (flextopo's
@@ -191,6 +194,20 @@ if [[ ! -x $extender ]]; then
 	echo "e2e.sh: note: extender $extender not found (build it first); $consequence"
 fi
 
+# flextopo-scheduler for plugin_test.go: FLEXTOPO_SCHEDULER when set (taken
+# as is), else built by scripts/build-scheduler.sh into build/ from the C
+# libraries beside the extender (Go's build cache makes a rebuild quick).
+# FLEXTOPO_E2E_NO_PLUGIN=1 skips the build (the plugin tests then skip, or
+# fail with CI=true).
+scheduler=${FLEXTOPO_SCHEDULER:-}
+if [[ -z $scheduler && ${FLEXTOPO_E2E_NO_PLUGIN:-0} != 1 ]]; then
+	scheduler_start=$SECONDS
+	scheduler=$("$repo_root/scripts/build-scheduler.sh" | tail -n 1)
+	echo "e2e.sh: flextopo-scheduler built in $((SECONDS - scheduler_start))s"
+fi
+scheduler=${scheduler:-build/flextopo-scheduler}
+[[ $scheduler == /* ]] || scheduler=$repo_root/$scheduler
+
 report=${FLEXTOPO_E2E_REPORT:-}
 if [[ -n $report && $report != /* ]]; then
 	report=$repo_root/$report
@@ -203,7 +220,7 @@ test_start=$SECONDS
 rc=0
 (
 	cd "$e2e_dir"
-	FLEXTOPO_EXTENDER=$extender K8S_TESTENV=$testenv FLEXTOPO_E2E_REPORT=$report \
+	FLEXTOPO_EXTENDER=$extender FLEXTOPO_SCHEDULER=$scheduler K8S_TESTENV=$testenv FLEXTOPO_E2E_REPORT=$report \
 		CONTAINERD_DIR=$containerd_dir FLEXTOPO_NODE=$node_agent KWOK=$kwok_dir/kwok DRA_PLUGIN=$draplugin \
 		go test -v -count=1 -timeout 30m -p 1 "${packages[@]}" "$@"
 ) || rc=$?

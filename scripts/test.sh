@@ -37,11 +37,11 @@ scripts/fuzz.sh --seconds 10
 
 echo "== ThreadSanitizer (the per-node fragmentation cache, the state)"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFLEXTOPO_TSAN=ON -DFLEXTOPO_BENCH=OFF >/dev/null
-cmake --build build-tsan --target test_frag test_state test_place
-ctest --test-dir build-tsan --output-on-failure -R '^test_(frag|state|place)$'
+cmake --build build-tsan --target test_frag test_state test_place test_embed
+ctest --test-dir build-tsan --output-on-failure -R '^test_(frag|state|place|embed)$'
 
 echo "== valgrind (core and verbs)"
-for t in test_place test_victims test_frag test_extender test_state test_decisions test_debug; do
+for t in test_place test_victims test_frag test_extender test_state test_decisions test_debug test_embed; do
 	if [[ -x build/test/$t ]]; then
 		valgrind -q --leak-check=full --error-exitcode=1 build/test/$t >/dev/null
 		echo "valgrind $t: clean"
@@ -55,6 +55,18 @@ echo "== node agent (gofmt, go vet, go test -race: the mapping, golden fixtures,
 	[[ -z $unformatted ]] || { echo "gofmt: not formatted: $unformatted" >&2; exit 1; }
 	go vet ./...
 	go test -race -count=1 ./...
+)
+
+echo "== flextopo-scheduler (gofmt, go vet, the cgo glue under -race, the plugin's arguments; builds the binary)"
+scripts/build-scheduler.sh >/dev/null
+(
+	cd scheduler
+	unformatted=$(gofmt -l .)
+	[[ -z $unformatted ]] || { echo "gofmt: not formatted: $unformatted" >&2; exit 1; }
+	export CGO_CFLAGS="-I$PWD/../include" CGO_LDFLAGS="-L$PWD/../build"
+	go vet ./...
+	go test -race -count=1 ./internal/...
+	go test -count=1 ./pkg/...
 )
 
 echo "== API: schemathesis on both listeners, /metrics through prometheus_client, a demo node's SVG in headless Chromium"
