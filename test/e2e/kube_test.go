@@ -312,6 +312,19 @@ func (s *scenario) podObject(ps podSpec) *corev1.Pod {
 	}
 }
 
+// getPod reads a pod of the test from the API server; the test fails when
+// it cannot.
+func (s *scenario) getPod(name string) *corev1.Pod {
+	s.t.Helper()
+	cx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pod, err := s.c.Client.CoreV1().Pods(s.ns).Get(cx, name, metav1.GetOptions{})
+	if err != nil {
+		s.t.Fatalf("get pod %s/%s: %v", s.ns, name, err)
+	}
+	return pod
+}
+
 // waitBound waits until the pod has a node (and, with needAllocation, an
 // allocation annotation).
 func (s *scenario) waitBound(name string, needAllocation bool) *corev1.Pod {
@@ -323,12 +336,7 @@ func (s *scenario) waitBound(name string, needAllocation bool) *corev1.Pod {
 				s.t.Fatal(err)
 			}
 		}
-		cx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		pod, err := s.c.Client.CoreV1().Pods(s.ns).Get(cx, name, metav1.GetOptions{})
-		cancel()
-		if err != nil {
-			s.t.Fatalf("get pod %s/%s: %v", s.ns, name, err)
-		}
+		pod := s.getPod(name)
 		if pod.Spec.NodeName != "" && (!needAllocation || pod.Annotations[flextopo.AnnAllocation] != "") {
 			return pod
 		}
@@ -371,12 +379,7 @@ func (s *scenario) waitUnschedulable(name string) string {
 	deadline := time.Now().Add(podTimeout)
 	var msg string
 	for {
-		cx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		pod, err := s.c.Client.CoreV1().Pods(s.ns).Get(cx, name, metav1.GetOptions{})
-		cancel()
-		if err != nil {
-			s.t.Fatalf("get pod %s/%s: %v", s.ns, name, err)
-		}
+		pod := s.getPod(name)
 		if pod.Spec.NodeName != "" {
 			s.t.Fatalf("pod %s/%s was bound to %s, want it Pending; allocation %s",
 				s.ns, name, pod.Spec.NodeName, pod.Annotations[flextopo.AnnAllocation])

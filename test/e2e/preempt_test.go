@@ -522,6 +522,14 @@ func TestPreemptionNodeCacheIncapable(t *testing.T) {
 	table := comparisonTable("Paper scenario, nodeCacheCapable false:", o)
 	t.Log("\n" + table)
 	writeReport(t, c, table)
+	checkPaperOutcome(t, o, topo, held)
+}
+
+// checkPaperOutcome: in the paper's scenario (paperHeld) the victims are
+// the cheapest aligned set, {gpu-b, cpu-c}, and the preemptor binds with
+// its GPU and six CPUs on one NUMA node, on units that are free.
+func checkPaperOutcome(t *testing.T, o *preemptionOutcome, topo *flextopo.Topology, held []heldPod) {
+	t.Helper()
 	if want := []string{"cpu-c", "gpu-b"}; !sameSet(o.victims, want) {
 		t.Errorf("victims %v, want %v", o.victims, want)
 	}

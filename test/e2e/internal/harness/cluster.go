@@ -369,6 +369,12 @@ func (c *Cluster) startScheduler(bin string, extPort int) error {
 // runScheduler starts a kube-scheduler named name (its directory and log
 // are named after it) with configuration cfg and waits until it is ready.
 func (c *Cluster) runScheduler(bin, name string, cfg []byte) (*Process, error) {
+	return c.runSchedulerBin(bin, []string{"kube-scheduler"}, name, cfg)
+}
+
+// runSchedulerBin is runScheduler for any binary that takes kube-scheduler's
+// flags after the arguments sub (k8s-testenv's subcommand, or none).
+func (c *Cluster) runSchedulerBin(bin string, sub []string, name string, cfg []byte) (*Process, error) {
 	dir, err := c.Dir(name)
 	if err != nil {
 		return nil, err
@@ -381,7 +387,7 @@ func (c *Cluster) runScheduler(bin, name string, cfg []byte) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := StartProcess(name, filepath.Join(dir, name+".log"), bin, "kube-scheduler",
+	args := append(append([]string(nil), sub...),
 		"--config="+cfgPath,
 		"--leader-elect=false",
 		fmt.Sprintf("--secure-port=%d", port),
@@ -389,6 +395,7 @@ func (c *Cluster) runScheduler(bin, name string, cfg []byte) (*Process, error) {
 		"--cert-dir="+filepath.Join(dir, "certs"),
 		"--v=2",
 	)
+	p, err := StartProcess(name, filepath.Join(dir, name+".log"), bin, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -81,9 +81,20 @@ func TestProcess(t *testing.T, name, dir, bin string, args ...string) *Process {
 // (relative to the repository root when not absolute), else
 // build/flextopo-extender.
 func ExtenderBinary(root string) string {
-	bin := os.Getenv("FLEXTOPO_EXTENDER")
+	return binary(root, "FLEXTOPO_EXTENDER", "flextopo-extender")
+}
+
+// SchedulerBinary is the flextopo-scheduler the run uses (scripts/
+// build-scheduler.sh builds it): FLEXTOPO_SCHEDULER (relative to the
+// repository root when not absolute), else build/flextopo-scheduler.
+func SchedulerBinary(root string) string {
+	return binary(root, "FLEXTOPO_SCHEDULER", "flextopo-scheduler")
+}
+
+func binary(root, env, name string) string {
+	bin := os.Getenv(env)
 	if bin == "" {
-		return filepath.Join(root, "build", "flextopo-extender")
+		return filepath.Join(root, "build", name)
 	}
 	if !filepath.IsAbs(bin) {
 		return filepath.Join(root, bin)
