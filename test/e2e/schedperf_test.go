@@ -2,9 +2,11 @@ package e2e
 
 // A scheduler_perf-style throughput benchmark (issue: keep kube-scheduler
 // fast): the e2e's real kube-apiserver, etcd and kube-scheduler, N A100-like
-// nodes created through the API, M GPU pods, and two arms alternating in one
-// run - kube-scheduler alone, and kube-scheduler with flextopo as the
-// shipped configuration registers it. It prints figures; it asserts no
+// nodes created through the API, M GPU pods, and the arms alternating in one
+// run - kube-scheduler alone, kube-scheduler with flextopo as the
+// shipped configuration registers it, and flextopo-scheduler (flextopo's
+// framework plugins in the scheduler process, when FLEXTOPO_SCHEDULER or
+// build/flextopo-scheduler is there). It prints figures; it asserts no
 // speed. Run it with scripts/schedperf.sh (FLEXTOPO_SCHEDPERF=NODESxPODS,...);
 // without that variable it is skipped.
 //
@@ -359,6 +361,16 @@ func perfSize1(t *testing.T, c *harness.Cluster, size perfSize, pairs, qps int, 
 	ext := c.StartTestExtender(t, fmt.Sprintf("perf-extender-%d", size.nodes), extCfg)
 	exts := map[string]*harness.TestExtender{"flextopo": ext}
 	arms := []string{"alone", "flextopo"}
+	// The plugin arm: flextopo-scheduler (scheduler/), the same core as
+	// framework plugins in the scheduler process; its metrics are read
+	// from its debug listener once it runs.
+	plugin := harness.SchedulerBinary(c.RepoRoot)
+	if harness.IsExecutable(plugin) {
+		exts["plugin"] = &harness.TestExtender{Name: "plugin"}
+		arms = append(arms, "plugin")
+	} else {
+		t.Logf("no plugin arm: %s not found", plugin)
+	}
 	if base := os.Getenv("FLEXTOPO_SCHEDPERF_BASELINE"); base != "" {
 		baseCfg := map[string]interface{}{"logLevel": "info"}
 		if th := envInt("FLEXTOPO_SCHEDPERF_BASELINE_THREADS", 0); th > 0 {
@@ -389,6 +401,12 @@ func perfSize1(t *testing.T, c *harness.Cluster, size perfSize, pairs, qps int, 
 			arm := arm
 			schedName := fmt.Sprintf("perf-%s-%d-%d", arm, size.nodes, pair)
 			start := func() *harness.Process {
+				if arm == "plugin" {
+					ps := c.StartPluginScheduler(t, schedName, plugin, schedName, map[string]interface{}{"logLevel": "info"},
+						func(cfg map[string]interface{}) error { withSettings(cfg); return nil })
+					exts[arm].URL = ps.DebugURL
+					return ps.Proc
+				}
 				p, err := c.StartExtraScheduler(schedName, schedName, func(cfg map[string]interface{}) error {
 					withSettings(cfg)
 					if arm == "alone" {
@@ -405,7 +423,7 @@ func perfSize1(t *testing.T, c *harness.Cluster, size perfSize, pairs, qps int, 
 				return p
 			}
 			procs["flextopo-extender"] = nil
-			if e := exts[arm]; e != nil {
+			if e := exts[arm]; e != nil && e.Proc != nil {
 				procs["flextopo-extender"] = e.Proc
 			}
 			r := runArm(t, s, fmt.Sprintf("%s-%d", arm, pair), schedName, pods, start, procs, exts[arm])
