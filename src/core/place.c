@@ -409,7 +409,8 @@ static ft_level_t reachable_level(const ask_t *a, ft_level_t from)
 /*
  * Reasons are written by hand rather than with snprintf: a filter over
  * thousands of nodes writes one per refused node, and formatting was most of
- * the filter's cost (bench/README.md).
+ * the filter's cost (docs/bench-history.md, "Where filter and prioritize
+ * spend their time").
  */
 typedef struct {
 	char *p;
