@@ -88,9 +88,9 @@ func (l *migLedger) freeOn(profile string) map[string]int {
 }
 
 // policyGPUs are the GPUs an instance of profile may come from under
-// policy (README, "The policy decides which MIG instance a pod gets"): of
-// the GPUs with a free one, those with the most busy slices (packed) or
-// the fewest (distributed). Sorted; ties are all listed.
+// policy (docs/annotations.md, "The policy decides which MIG instance a pod
+// gets"): of the GPUs with a free one, those with the most busy slices
+// (packed) or the fewest (distributed). Sorted; ties are all listed.
 func (l *migLedger) policyGPUs(profile, policy string) []string {
 	busy, cand := l.busySlices(), map[string]int{}
 	for gpu := range l.freeOn(profile) {
@@ -498,7 +498,7 @@ func (l *replicaLedger) take(t *testing.T, pod string, got []flextopo.ReplicaAll
 }
 
 // policyGPUs are the GPUs a rank of `need` replicas may take under policy
-// (README, "Shared GPUs"): of those with room, the ones with the most
+// (docs/annotations.md, "Shared GPUs"): of those with room, the ones with the most
 // replicas used (packed, filling leftovers) or the fewest (distributed).
 func (l *replicaLedger) policyGPUs(need int, policy string) []string {
 	cand := map[string]int{}
