@@ -1,8 +1,8 @@
 package e2e
 
 // MIG placement under the packed and distributed policies, capability
-// matching (flextopo.io/requires) and fractions of time-sliced GPUs
-// (issue 4), each against a real kube-scheduler.
+// matching (flextopo.io/requires) and fractions of time-sliced GPUs, each
+// against a real kube-scheduler.
 //
 // Every pod sets flextopo.io/allocation-policy, so both policies run in one
 // cluster whatever the extender's configured default. Pods are created one
