@@ -5,7 +5,8 @@ For each tracked *.md file, every inline link or image [text](target) whose
 target is not a URL must name an existing file or directory, relative to the
 Markdown file; a #fragment must match a heading of the target file, slugged as
 GitHub slugs it (lower case, punctuation dropped, spaces to hyphens, -1, -2 for
-repeats). Links inside code blocks and inline code are not links.
+repeats). Links inside code blocks and inline code are not links, and a code
+fence left open (which would swallow the rest of the file) is an error too.
 
     scripts/check-doc-links.py          check, print each broken link, exit 1 if any
 
@@ -60,6 +61,9 @@ def anchors(path, cache={}):
 def check(md):
     broken = []
     text = md.read_text(encoding="utf-8")
+    fences = [n for n, line in enumerate(text.split("\n"), 1) if FENCE.match(line)]
+    if len(fences) % 2:
+        broken.append("%s:%d: code fence never closed" % (md.relative_to(ROOT), fences[-1]))
     for number, line in prose_lines(text):
         for m in LINK.finditer(INLINE_CODE.sub("", line)):
             target = m.group(1)

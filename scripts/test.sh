@@ -17,7 +17,7 @@ scripts/install-deps.sh
 echo "== clang-format"
 git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror
 
-echo "== Markdown: every relative link and #heading resolves"
+echo "== Markdown: every relative link and #heading resolves, every code fence closes"
 scripts/check-doc-links.py
 
 echo "== build (warnings are errors)"
