@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole test suite: format check, warnings-as-errors build, unit tests,
+# The whole test suite: format check, Markdown links, warnings-as-errors build, unit tests,
 # fuzz-corpus replays, the same under AddressSanitizer/UBSan, a short libFuzzer
 # run of every fuzz target, the core tests under valgrind, the node agent's Go
 # tests, the container image's build (its Release flags under GCC and clang,
@@ -16,6 +16,9 @@ scripts/install-deps.sh
 
 echo "== clang-format"
 git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror
+
+echo "== Markdown: every relative link and #heading resolves, every code fence closes"
+scripts/check-doc-links.py
 
 echo "== layers (no stage includes a header of a stage above it)"
 scripts/check-layers.sh

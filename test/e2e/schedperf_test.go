@@ -1,7 +1,7 @@
 package e2e
 
-// A scheduler_perf-style throughput benchmark (issue: keep kube-scheduler
-// fast): the e2e's real kube-apiserver, etcd and kube-scheduler, N A100-like
+// A scheduler_perf-style throughput benchmark (how much flextopo slows
+// kube-scheduler): the e2e's real kube-apiserver, etcd and kube-scheduler, N A100-like
 // nodes created through the API, M GPU pods, and two arms alternating in one
 // run - kube-scheduler alone, and kube-scheduler with flextopo as the
 // shipped configuration registers it. It prints figures; it asserts no

@@ -13,7 +13,7 @@
 //     CDI devices checked against its allocation;
 //   - publish: keeps the node's flextopo.io/topology equal to discovery.
 //
-// See README.md, "Node agent", for the node settings it needs.
+// See docs/node-agent.md, "Node settings", for the node settings it needs.
 package main
 
 import (

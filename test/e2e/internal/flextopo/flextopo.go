@@ -191,7 +191,7 @@ func (t *Topology) NodeCapacity() corev1.ResourceList {
 }
 
 // migSingle says whether the node runs MIG strategy single, by the rule of
-// README.md ("migStrategy"): the explicit key, else every GPU MIG-enabled
+// docs/annotations.md ("migStrategy"): the explicit key, else every GPU MIG-enabled
 // with instances of one profile.
 func (t *Topology) migSingle() bool {
 	if t.MIGStrategy != "" {
