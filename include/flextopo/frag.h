@@ -127,13 +127,13 @@ void ft_mix_init(ft_mix_t *mix, unsigned window);
 /*
  * Count a placed pod of demand `d` and node rules `rules` (its nodeSelector,
  * node affinity and tolerations, noderules.h; NULL: none). Its class is its
- * class key (its GPU shape, affinity, mode, capabilities and GPU models) with its rules, equal when written alike in
- * the same order (the pods of one controller are). The oldest pod leaves a
- * full window. A new class when all FT_MIX_CLASSES are in use replaces the
- * one with the fewest pods, whose pods leave the window. A demand asking no
- * GPU unit, or a mix with window 0, is ignored. The points of the class the
- * pod joins, and of the class of the pod leaving the window, are worked out
- * again from the window.
+ * class key (its GPU shape, affinity, mode, capabilities and GPU models) with
+ * its rules, equal when written alike in the same order (the pods of one
+ * controller are). The oldest pod leaves a full window. A new class when all
+ * FT_MIX_CLASSES are in use replaces the one with the fewest pods, whose pods
+ * leave the window. A demand asking no GPU unit, or a mix with window 0, is
+ * ignored. The points of the class the pod joins, and of the class of the pod
+ * leaving the window, are worked out again from the window.
  */
 void ft_mix_add(ft_mix_t *mix, const ft_demand_t *d,
 		const ft_node_rules_t *rules);

@@ -177,7 +177,7 @@ static void put_numa(ft_decision_placement_t *out, const ft_topology_t *t,
 
 /* The chosen node and placement (positions resolved against `node`). */
 static void set_placement(ft_decision_t *d, const ft_node_t *node,
-			       const ft_placement_t *p)
+			  const ft_placement_t *p)
 {
 	ft_decision_placement_t *out = &d->placement;
 
