@@ -16,6 +16,18 @@
 // requirements and fractions of shared GPUs (issue 4); README.md lists the
 // scenarios of every file.
 //
+// dra_test.go runs flextopo on a DRA cluster of its own (docs/dra.md): etcd,
+// kube-apiserver, kube-controller-manager (resourceclaim controller and
+// garbage collector), kube-scheduler registered without managedResources,
+// the extender with its admission webhook; NVIDIA-shaped ResourceSlices on
+// DRA nodes beside device-plugin nodes. Seeded random pods with claim
+// templates, shared claims, nvidia.com/gpu (KEP-5004) and MIG claims are
+// created, scheduled and deleted while invariants are checked all along
+// (dra_check_test.go): no device in two claims, flextopo's model equal to
+// the claims, every allocation naming exactly its claims' devices, the
+// model unchanged by an extender restart (SIGKILL). dra_rig_test.go builds
+// the rig.
+//
 // Run it with scripts/e2e.sh. Environment:
 //
 //	K8S_TESTENV          path to the k8s-testenv binary (required)
@@ -33,4 +45,6 @@
 //	                     test log) to this file; a relative path is taken
 //	                     from the repository root
 //	CI=true              a missing binary fails the run instead of skipping
+//	FLEXTOPO_E2E_DRA_PODS  random pods of the DRA scenario (default 300)
+//	FLEXTOPO_E2E_DRA_SEED  their seed (default 1)
 package e2e
