@@ -234,8 +234,12 @@ func (e *draExtender) start(t *testing.T) {
 	}
 }
 
-// kill ends the extender with SIGKILL, as a crash would.
-func (e *draExtender) kill() { e.proc.Kill() }
+// kill ends the extender with SIGKILL, as a crash would (Stop then only
+// closes its log).
+func (e *draExtender) kill() {
+	e.proc.Kill()
+	e.proc.Stop(0)
+}
 
 // registerWebhook registers the extender's admission webhook for the
 // scenario's namespace, as the chart's webhook.yaml does, but with

@@ -503,6 +503,13 @@ type draKind struct {
 	spec   func(name string, rng *rand.Rand) draPodSpec
 }
 
+// draKinds is the random mix. Its guaranteed numa pods with more than one
+// GPU take templates the webhook gives a numaNode constraint: without one,
+// DRA's first fit may put the GPUs on two NUMA nodes while an aligned set is
+// free, and flextopo's bind then refuses the pod at every try (measured:
+// a nvidia.com/gpu: 2 numa pod retried bind for as long as it was watched).
+// kube-scheduler makes a KEP-5004 claim itself, where no webhook annotation
+// reaches, so guaranteed numa nvidia.com/gpu pods ask for one GPU.
 func draKinds() []draKind {
 	tmpl := func(t, cpu, mem string) func(string, *rand.Rand) draPodSpec {
 		return func(n string, _ *rand.Rand) draPodSpec {
