@@ -595,26 +595,11 @@ func reservedFor(c *resourceapi.ResourceClaim, uid string) bool {
 }
 
 // draAllocationAnn is flextopo.io/allocation with its dra key
-// (api/allocation.schema.json).
-type draAllocationAnn struct {
-	flextopo.Allocation
-	DRA *struct {
-		Devices []struct {
-			Claim    string `json:"claim"`
-			ClaimUID string `json:"claimUID"`
-			Request  string `json:"request"`
-			Driver   string `json:"driver"`
-			Pool     string `json:"pool"`
-			Device   string `json:"device"`
-			UUID     string `json:"uuid"`
-		} `json:"devices"`
-	} `json:"dra"`
-}
+// (api/allocation.schema.json), as the node agent reads it.
+type draAllocationAnn = flextopo.Allocation
 
+// parseDRAAllocation decodes and validates the annotation as the node agent
+// does (flextopo.dev/node/alloc).
 func parseDRAAllocation(raw string) (*draAllocationAnn, error) {
-	var a draAllocationAnn
-	if err := json.Unmarshal([]byte(raw), &a); err != nil {
-		return nil, err
-	}
-	return &a, nil
+	return flextopo.ParseAllocation(raw)
 }

@@ -278,7 +278,7 @@ func (r *draRig) numaPinned(t *testing.T, k *draChecker) {
 	if !sameSet(a.GPUs, uuids) {
 		t.Errorf("pod pinned: allocation gpus %v, its claim holds %v", a.GPUs, uuids)
 	}
-	checkNUMAAllocation(t, "pinned", &a.Allocation, node.topo, 8, 2)
+	checkNUMAAllocation(t, "pinned", a, node.topo, 8, 2)
 	if a.DRA == nil || len(a.DRA.Devices) != 2 {
 		t.Fatalf("pod pinned: allocation has no dra key with two devices: %+v", a.DRA)
 	}
@@ -819,7 +819,7 @@ func (r *draRig) noVictims(t *testing.T, k *draChecker) {
 		!slices.Contains([]string{"gpu-0", "gpu-1", "gpu-3"}, devs[1]) {
 		t.Errorf("pod urgent: DRA allocated %v, want two of gpu-0, gpu-1, gpu-3 (NUMA node 0)", devs)
 	}
-	checkNUMAAllocation(t, "urgent", &a.Allocation, node.topo, 8, 2)
+	checkNUMAAllocation(t, "urgent", a, node.topo, 8, 2)
 	if err := k.debugGet(cx, "/debug/decisions?limit=4096", &decisions); err != nil {
 		t.Fatal(err)
 	}

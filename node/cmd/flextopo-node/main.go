@@ -39,8 +39,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"flextopo.dev/node/alloc"
 	"flextopo.dev/node/internal/agent"
-	"flextopo.dev/node/internal/alloc"
 	"flextopo.dev/node/internal/enforce"
 	"flextopo.dev/node/internal/inventory"
 )
