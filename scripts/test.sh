@@ -40,8 +40,8 @@ scripts/fuzz.sh --seconds 10
 
 echo "== ThreadSanitizer (the per-node fragmentation cache, the state)"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFLEXTOPO_TSAN=ON -DFLEXTOPO_BENCH=OFF >/dev/null
-cmake --build build-tsan --target test_frag test_state test_place
-ctest --test-dir build-tsan --output-on-failure -R '^test_(frag|state|place)$'
+cmake --build build-tsan --target test_frag test_state test_state_dra test_place
+ctest --test-dir build-tsan --output-on-failure -R '^test_(frag|state|state_dra|place)$'
 
 echo "== valgrind (core and verbs)"
 for t in test_place test_victims test_frag test_extender test_state test_decisions test_debug; do

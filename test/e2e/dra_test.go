@@ -714,11 +714,13 @@ func (r *draRig) noVictims(t *testing.T, k *draChecker) {
 		r.createPod(r.s, draPodSpec{name: name, template: "gpu-1", cpu: "1", memory: "1Gi", priority: "dra-low", node: node.name})
 	}
 	held := map[string]bool{}
+	holder := map[string]string{} // device -> the low pod whose claim holds it
 	for _, name := range low {
 		pod, _ := r.waitBound(t, name)
 		for _, cn := range podClaimNames(pod) {
 			for _, d := range claimDevices(r.getClaim(t, ns, cn)) {
 				held[d] = true
+				holder[d] = name
 			}
 		}
 	}
@@ -804,12 +806,13 @@ func (r *draRig) noVictims(t *testing.T, k *draChecker) {
 	}
 	t.Logf("pod urgent stays pending: %s; flextopo's event: %s", podConditionText(pod), msg)
 
-	// The control: low-0 and low-1 leave, and NUMA node 0 has gpu-0, gpu-1
-	// and gpu-3 free. Now evicting the CPU-only hog gives urgent an aligned
-	// placement: flextopo keeps kube-scheduler's victim, hog is evicted, and
-	// urgent binds with two GPUs of NUMA node 0 (DRA's first fit: gpu-0 and
-	// gpu-1) and CPUs there.
-	r.deleteAndWaitFree(t, k, []string{"low-0", "low-1"}, node.name)
+	// The control: the low pods holding gpu-0 and gpu-1 leave (which ones
+	// depends on the order kube-scheduler bound them in), and NUMA node 0
+	// has gpu-0, gpu-1 and gpu-3 free. Now evicting the CPU-only hog gives
+	// urgent an aligned placement: flextopo keeps kube-scheduler's victim,
+	// hog is evicted, and urgent binds with two GPUs of NUMA node 0 (DRA's
+	// first fit: gpu-0 and gpu-1) and CPUs there.
+	r.deleteAndWaitFree(t, k, []string{holder["gpu-0"], holder["gpu-1"]}, node.name)
 	pod, a := r.waitBound(t, "urgent")
 	if _, err := r.c.Client.CoreV1().Pods(ns).Get(cx, "hog", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("pod hog: %v; want it evicted for urgent", err)
