@@ -39,6 +39,8 @@ RUN scripts/release-build.sh /build
 FROM golang:1.26-bookworm AS node-build
 WORKDIR /src/node
 COPY node/go.mod node/go.sum ./
+# The annotation codec, a module of its own that go.mod replaces locally.
+COPY node/alloc/go.mod ./alloc/
 RUN go mod download
 COPY node/ ./
 RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/flextopo-node ./cmd/flextopo-node

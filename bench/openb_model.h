@@ -1,5 +1,5 @@
 /*
- * The openb replay's plain cluster model (bench/README.md, "openb trace
+ * The openb replay's plain cluster model (bench/README.md, "The openb trace
  * replay"): the trace's nodes and pods, the pod sequence of one seed, a
  * per-node model of GPU milli-capacities, CPU and memory, the three baseline
  * policies of the FGD paper (Random, BestFit, FGD) and its two measures,

@@ -1,7 +1,7 @@
 /*
  * flextopo-openb-replay: the FGD paper's openb trace replay (Weng et al.,
  * USENIX ATC '23) with the real extender in the loop, next to the paper's
- * baselines (bench/README.md, "openb trace replay").
+ * baselines (bench/README.md, "The openb trace replay").
  *
  * For each trace variant and seed it builds one pod sequence (the trace
  * shuffled, then sampled with replacement until the arrived GPU request

@@ -1,7 +1,6 @@
 /*
  * flextopo-policy-table: packed vs distributed, each with and without the
- * FGD fragmentation penalty, on one synthetic cluster (issue 4, "Done when";
- * bench/README.md).
+ * FGD fragmentation penalty, on one synthetic cluster (bench/README.md).
  *
  * For each of four runs (packed+FGD, packed, distributed+FGD, distributed)
  * it builds an empty cluster of N nodes cycling through the reference

@@ -3,6 +3,7 @@ module flextopo.dev/node
 go 1.26.0
 
 require (
+	flextopo.dev/node/alloc v0.0.0
 	github.com/containerd/nri v0.12.5
 	github.com/prometheus/client_golang v1.23.2
 	github.com/prometheus/client_model v0.6.2
@@ -63,3 +64,8 @@ require (
 	sigs.k8s.io/structured-merge-diff/v6 v6.3.3 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
+
+// The annotation codec is a module of its own, with no dependency, so that
+// the e2e module reads the annotations through it without taking on the
+// agent's dependencies.
+replace flextopo.dev/node/alloc => ./alloc

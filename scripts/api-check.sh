@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The API checks on a running extender (issue 5):
+# The API checks on a running extender:
 #   - api/openapi.yaml is valid OpenAPI 3.0 and its annotation schemas match
 #     api/topology.schema.json and api/allocation.schema.json;
 #   - headless Chromium draws the SVG of a demo node (DOM and screenshot), and

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Real fuzzing (issue 14): every target test/fuzz/fuzz_<name>.c built with
+# Real fuzzing: every target test/fuzz/fuzz_<name>.c built with
 # clang's libFuzzer, AddressSanitizer and UBSan (FLEXTOPO_FUZZ, in
 # build-fuzz/), run for a fixed time from its corpus test/fuzz/corpus/<name>/
 # with the dictionary test/fuzz/dict/<name>.dict when there is one. ctest

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build and run flextopo-openb-replay (bench/README.md, "openb trace
+# Build and run flextopo-openb-replay (bench/README.md, "The openb trace
 # replay"): the FGD paper's openb trace through the extender over HTTP and
 # through Random, BestFit and FGD, 5 seeds of the variants default,
 # multigpu50, gpushare100 and gpuspec33, with a markdown report and an SVG

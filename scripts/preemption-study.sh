@@ -13,7 +13,7 @@
 # openb reads ../shared/data/openb/csv/openb_pod_list_default.csv beside the
 # repository (FLEXTOPO_OPENB overrides); nothing of it is copied here.
 # Writes bench/study-<source>-<N>n-seed<S>.md and its two SVG plots, and
-# rewrites the generated block of bench/README.md ("Preemption study") from
+# rewrites the generated block of bench/README.md ("The preemption study") from
 # every bench/study-*.md present.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole test suite: format check, warnings-as-errors build, unit tests,
+# The whole test suite: format check, Markdown links, warnings-as-errors build, unit tests,
 # fuzz-corpus replays, the same under AddressSanitizer/UBSan, a short libFuzzer
 # run of every fuzz target, the core tests under valgrind, the node agent's Go
 # tests, the container image's build (its Release flags under GCC and clang,
@@ -16,6 +16,9 @@ scripts/install-deps.sh
 
 echo "== clang-format"
 git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror
+
+echo "== Markdown: every relative link and #heading resolves, every code fence closes"
+scripts/check-doc-links.py
 
 echo "== layers (no stage includes a header of a stage above it)"
 scripts/check-layers.sh
@@ -37,8 +40,8 @@ scripts/fuzz.sh --seconds 10
 
 echo "== ThreadSanitizer (the per-node fragmentation cache, the state)"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFLEXTOPO_TSAN=ON -DFLEXTOPO_BENCH=OFF >/dev/null
-cmake --build build-tsan --target test_frag test_state test_place test_embed
-ctest --test-dir build-tsan --output-on-failure -R '^test_(frag|state|place|embed)$'
+cmake --build build-tsan --target test_frag test_state test_state_dra test_place test_embed
+ctest --test-dir build-tsan --output-on-failure -R '^test_(frag|state|state_dra|place|embed)$'
 
 echo "== valgrind (core and verbs)"
 for t in test_place test_victims test_frag test_extender test_state test_decisions test_debug test_embed; do
@@ -55,6 +58,8 @@ echo "== node agent (gofmt, go vet, go test -race: the mapping, golden fixtures,
 	[[ -z $unformatted ]] || { echo "gofmt: not formatted: $unformatted" >&2; exit 1; }
 	go vet ./...
 	go test -race -count=1 ./...
+	# The annotation codec is a module of its own (the e2e reads through it).
+	cd alloc && go vet ./... && go test -race -count=1 ./...
 )
 
 echo "== flextopo-scheduler (gofmt, go vet, the cgo glue under -race, the plugin's arguments; builds the binary)"

@@ -44,6 +44,9 @@ void ft_buf_put_json_string(ft_buf_t *b, const char *s);
  */
 size_t ft_utf8_sequence_len(const unsigned char *s);
 
+/* Whether the NUL-terminated `s` is valid UTF-8 throughout (RFC 3629). */
+bool ft_utf8_valid(const char *s);
+
 /* `n` bytes of `data` in standard base64 (RFC 4648 section 4), padded. */
 void ft_buf_put_base64(ft_buf_t *b, const void *data, size_t n);
 

@@ -173,7 +173,7 @@ const char *ft_observed_source_name(ft_observed_source_t source);
  * The observed annotation (flextopo.io/observed, api/observed.schema.json)
  * as decoded: what the node really gave the pod's containers (their union),
  * written on the pod by the node agent flextopo-node (node/, Go package
- * node/internal/alloc). `units` holds GPU and MIG uuids, replicas per shared
+ * node/alloc). `units` holds GPU and MIG uuids, replicas per shared
  * GPU and the exclusive CPUs ("" in the annotation, an empty set here: the
  * containers run on the shared pool); its level, mode and memory are unused.
  * The per-container list of the annotation is checked, not kept. Owns its

@@ -238,7 +238,7 @@ int ft_codec_allocation_from_placement(ft_allocation_t *out,
 
 /*
  * The observed annotation (flextopo.io/observed, api/observed.schema.json),
- * written by the node agent flextopo-node (node/internal/alloc, Observed).
+ * written by the node agent flextopo-node (node/alloc, Observed).
  * Checked as that package's ParseObserved checks it: the keys version,
  * node, source, gpus, mig and cpuset are required; version is 1; node is
  * not empty; source is "nri" or "podresources"; uuids are non-empty strings,

@@ -18,9 +18,10 @@
  * fractions cannot use do. On the openb trace this left 0.09 points less
  * GPU capacity unallocated at 100 % arrived on the default variant (0.11
  * over 20 seeds), 0.18 on multigpu50 and 0.30 on gpuspec33, and the same
- * on gpushare100 (bench/README.md). flextopo adds topology to "could take": a
- * unit is usable by m only when it meets m's capabilities and lies in a domain
- * of m's affinity level where m fits now (ft_place_usable). So a GPU without a
+ * on gpushare100 (docs/bench-history.md, "Fractional classes weighed by their
+ * pods per GPU"). flextopo adds topology to "could take": a unit is usable by
+ * m only when it meets m's capabilities and lies in a domain of m's affinity
+ * level where m fits now (ft_place_usable). So a GPU without a
  * free NVLink peer is a fragment for pods asking for an NVLink pair, and a
  * 1-GPU pod that takes one GPU of the last free pair raises F_n while one that
  * takes an unpaired GPU lowers it (NVIDIA/k8s-device-plugin #1193).
@@ -152,8 +153,9 @@ void ft_mix_add(ft_mix_t *mix, const ft_demand_t *d,
  * FGD weighs a typical pod only by how often it comes, so a pod shape that
  * few nodes can hold counts for as little as it is frequent, and the last
  * such nodes go to pods that fit anywhere (the openb trace's 120-CPU 8-GPU
- * pods fit only 39 of its 1,213 nodes: bench/README.md). Weighed, spending
- * such a node costs in proportion to how few are left. Scarcities below
+ * pods fit only 39 of its 1,213 nodes: docs/bench-history.md, "flextopo on
+ * the trace"). Weighed, spending such a node costs in proportion to how few
+ * are left. Scarcities below
  * FT_WEIGHT_FROM stay at 1: weighing them cost the default openb trace
  * placement quality and protects nothing scarce. A class bound to GPU
  * models (by a node affinity on their label) is weighed from
@@ -162,7 +164,8 @@ void ft_mix_add(ft_mix_t *mix, const ft_demand_t *d,
  * although a third of the nodes have it (openb's gpuspec33: 404 of 1,213
  * nodes are T4 nodes, 13.5 % of the GPUs, for 16 % of the pods, which may
  * use only T4; weighing those pods' points from 2 instead of 4 left 0.42
- * points less GPU capacity unallocated at 100 % arrived, bench/README.md).
+ * points less GPU capacity unallocated at 100 % arrived,
+ * docs/bench-history.md, "flextopo on the trace").
  * So is a class whose node rules rule out some of the nodes (a node pool,
  * a zone, a taint), for the same reason.
  */
@@ -211,7 +214,7 @@ uint32_t ft_frag_of(const ft_node_t *node, const ft_demand_t *m);
  * takes, so a pod that may run anywhere would otherwise take the GPUs that
  * a model's bound pods need at no cost: on openb's gpuspec33 this term left
  * 0.30 points less GPU capacity unallocated at 100 % arrived
- * (bench/README.md).
+ * (docs/bench-history.md, "flextopo on the trace").
  * FT_ENOTFOUND when there is no placement; FT_EINVAL without topology.
  */
 int ft_frag_delta(int64_t *out, const ft_node_t *node, const ft_demand_t *d,

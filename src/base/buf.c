@@ -130,6 +130,18 @@ size_t ft_utf8_sequence_len(const unsigned char *s)
 	return n;
 }
 
+bool ft_utf8_valid(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = 1;
+
+	while (*p && n > 0) {
+		n = *p < 0x80 ? 1 : ft_utf8_sequence_len(p);
+		p += n;
+	}
+	return n > 0;
+}
+
 /* The escape of the byte at `s` into `esc`; returns the bytes of `s` it
  * stands for (a whole UTF-8 sequence is copied as it is). */
 static size_t escape_one(char esc[8], size_t *len, const unsigned char *s)

@@ -53,6 +53,14 @@ int ft_codec_admission_decode(ft_admission_t *out, const char *body, size_t len)
 		    FT_EINVAL,
 		    "AdmissionReview: request.uid, request.kind.kind and request.object are required");
 	}
+	/* The reply must echo the uid byte for byte, which JSON can only do
+	 * for text: kube-apiserver sends a UUID. */
+	if (!ft_utf8_valid(out->uid)) {
+		ft_admission_dispose(out);
+		return ft_error_set(
+		    FT_EINVAL,
+		    "AdmissionReview: request.uid is not UTF-8 text");
+	}
 	return 0;
 }
 

@@ -16,7 +16,7 @@
  * indexes are renumbered; indexes and NUMA ids are there for people.
  *
  * The allocation is read leniently (missing keys take defaults), as it
- * always was; the observed annotation is checked as node/internal/alloc
+ * always was; the observed annotation is checked as node/alloc
  * (ParseObserved) checks it, so that both read the golden fixtures of
  * test/fixtures/observed alike: required keys, version 1, a node, a known
  * source, uuid strings each listed once, replica counts 1-100, cpulists.
@@ -375,7 +375,7 @@ static bool dra_listed(const cJSON *devices, const cJSON *d, unsigned i)
 
 /*
  * One device of the dra key, as the node agent's reader checks it too
- * (node/internal/alloc, the same golden fixtures): every field set, the
+ * (node/alloc, the same golden fixtures): every field set, the
  * claim as namespace/name, listed once, its uuid in gpus or mig.
  */
 static int decode_dra_device(const ft_allocation_t *out, const cJSON *devices,

@@ -418,7 +418,8 @@ void ft_codec_bind_args_dispose(ft_bind_args_t *args)
 /*
  * The filter and prioritize replies are written straight into a buffer: with
  * thousands of nodes per request, building and printing a cJSON tree cost
- * more than the placement itself (bench/README.md).
+ * more than the placement itself (docs/bench-history.md, "Where filter and
+ * prioritize spend their time").
  */
 /* A string literal without strlen: a reply writes some per node. */
 #define PUT_LITERAL(b, literal) ft_buf_put((b), (literal), sizeof(literal) - 1)

@@ -3,7 +3,8 @@
  * what the tightest domain of the level has, and which capabilities
  * (flextopo.io/requires) rule units out. Written by hand rather than with
  * snprintf: a filter over thousands of nodes writes one per refused node,
- * and formatting was most of the filter's cost (bench/README.md).
+ * and formatting was most of the filter's cost (docs/bench-history.md,
+ * "Where filter and prioritize spend their time").
  */
 #include <flextopo/mig.h>
 #include <flextopo/place.h>

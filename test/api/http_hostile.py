@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Malformed and hostile HTTP against the real extender (issue 14).
+"""Malformed and hostile HTTP against the real extender.
 
     http_hostile.py EXTENDER [CASE...]
 

@@ -1,6 +1,6 @@
 package e2e
 
-// Fragmentation-aware scoring (README, "Scoring"; include/flextopo/frag.h)
+// Fragmentation-aware scoring (docs/scoring.md; include/flextopo/frag.h)
 // against a real kube-scheduler: after a run of NVLink-pair pods, a 1-GPU
 // pod takes the GPU whose peer is held rather than break a free pair
 // (NVIDIA/k8s-device-plugin #1193), although the policy alone prefers the

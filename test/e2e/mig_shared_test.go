@@ -1,8 +1,8 @@
 package e2e
 
 // MIG placement under the packed and distributed policies, capability
-// matching (flextopo.io/requires) and fractions of time-sliced GPUs
-// (issue 4), each against a real kube-scheduler.
+// matching (flextopo.io/requires) and fractions of time-sliced GPUs, each
+// against a real kube-scheduler.
 //
 // Every pod sets flextopo.io/allocation-policy, so both policies run in one
 // cluster whatever the extender's configured default. Pods are created one
@@ -88,9 +88,9 @@ func (l *migLedger) freeOn(profile string) map[string]int {
 }
 
 // policyGPUs are the GPUs an instance of profile may come from under
-// policy (README, "The policy decides which MIG instance a pod gets"): of
-// the GPUs with a free one, those with the most busy slices (packed) or
-// the fewest (distributed). Sorted; ties are all listed.
+// policy (docs/annotations.md, "The policy decides which MIG instance a pod
+// gets"): of the GPUs with a free one, those with the most busy slices
+// (packed) or the fewest (distributed). Sorted; ties are all listed.
 func (l *migLedger) policyGPUs(profile, policy string) []string {
 	busy, cand := l.busySlices(), map[string]int{}
 	for gpu := range l.freeOn(profile) {
@@ -498,7 +498,7 @@ func (l *replicaLedger) take(t *testing.T, pod string, got []flextopo.ReplicaAll
 }
 
 // policyGPUs are the GPUs a rank of `need` replicas may take under policy
-// (README, "Shared GPUs"): of those with room, the ones with the most
+// (docs/annotations.md, "Shared GPUs"): of those with room, the ones with the most
 // replicas used (packed, filling leftovers) or the fewest (distributed).
 func (l *replicaLedger) policyGPUs(need int, policy string) []string {
 	cand := map[string]int{}

@@ -1,6 +1,6 @@
 package e2e
 
-// Topology-aware preemption (issue 3) against a real kube-scheduler.
+// Topology-aware preemption against a real kube-scheduler.
 //
 // The lower-priority pods are created already bound to their node, with the
 // allocation annotation flextopo would have written: the scenarios need an
@@ -179,7 +179,7 @@ func llmPreemptor(mode string) podSpec {
 		affinity: "numa", mode: mode, priorityClass: pcHigh}
 }
 
-// TestPreemptionPaperScenario (issue 3, end to end): the paper's scenario
+// TestPreemptionPaperScenario (end to end): the paper's scenario
 // with flextopo's preempt verb and, on a second kube-scheduler, without it;
 // both outcomes are printed side by side.
 func TestPreemptionPaperScenario(t *testing.T) {
@@ -216,7 +216,7 @@ func TestPreemptionPaperScenario(t *testing.T) {
 	}
 }
 
-// TestPreemptionBestEffortNeverEvictsMore (issue 3): a best-effort preemptor
+// TestPreemptionBestEffortNeverEvictsMore: a best-effort preemptor
 // on a node where every aligned set costs two victims and one victim is
 // enough by count; flextopo must not evict more pods than kube-scheduler.
 func TestPreemptionBestEffortNeverEvictsMore(t *testing.T) {
@@ -261,7 +261,7 @@ func levelRank(l string) int {
 	return 99
 }
 
-// TestPreemptionAvoidsPDBProtectedPod (issue 3): two aligned victim sets of
+// TestPreemptionAvoidsPDBProtectedPod: two aligned victim sets of
 // equal cost, one holding a pod a PodDisruptionBudget protects
 // (maxUnavailable 0). The protected pod started later, so without PDB
 // accounting the start-time tie-break would pick it.
@@ -308,7 +308,7 @@ func TestPreemptionAvoidsPDBProtectedPod(t *testing.T) {
 	checkPlacementFree(t, o, topo, held)
 }
 
-// TestPreemptionMIGProfile (issue 3): a pod asking nvidia.com/mig-3g.40gb
+// TestPreemptionMIGProfile: a pod asking nvidia.com/mig-3g.40gb
 // evicts the low-priority holder of a 3g.40gb instance, not the
 // lower-priority pods on 1g.10gb instances, nor the higher-priority 3g.40gb
 // holder.
@@ -373,7 +373,7 @@ func TestPreemptionMIGProfile(t *testing.T) {
 	}
 }
 
-// TestPreemptionEmptyVictimList (issue 3, kubernetes PR #135486): a node the
+// TestPreemptionEmptyVictimList (kubernetes PR #135486): a node the
 // in-tree filters pass with zero victims (a free GPU, enough CPUs by count)
 // but whose free GPU has no free CPUs beside it:
 //
@@ -446,7 +446,7 @@ func TestPreemptionEmptyVictimList(t *testing.T) {
 	checkPlacementFree(t, o, topo, held)
 }
 
-// TestPreemptionDropsNodeWithoutAlignedSet (issue 3, guaranteed mode): two
+// TestPreemptionDropsNodeWithoutAlignedSet (guaranteed mode): two
 // 8x RTX 4090 nodes. On "scattered" every GPU is held by a low-priority pod
 // with one CPU, and six more CPUs of each NUMA node are pinned by pods of the
 // preemptor's own priority (never victims): evicting everything evictable
@@ -504,7 +504,7 @@ func TestPreemptionDropsNodeWithoutAlignedSet(t *testing.T) {
 	checkPlacementFree(t, o, topoC, costly)
 }
 
-// TestPreemptionNodeCacheIncapable (issue 3, both nodeCacheCapable modes):
+// TestPreemptionNodeCacheIncapable (both nodeCacheCapable modes):
 // the paper's scenario through a kube-scheduler whose extender entry has
 // nodeCacheCapable false, so the preempt verb receives NodeNameToVictims with
 // full Pod objects instead of UIDs. The outcome must be the same.

@@ -1,13 +1,13 @@
 package e2e
 
-// A scheduler_perf-style throughput benchmark (issue: keep kube-scheduler
-// fast): the e2e's real kube-apiserver, etcd and kube-scheduler, N A100-like
-// nodes created through the API, M GPU pods, and the arms alternating in one
-// run - kube-scheduler alone, kube-scheduler with flextopo as the
-// shipped configuration registers it, and flextopo-scheduler (flextopo's
-// framework plugins in the scheduler process, when FLEXTOPO_SCHEDULER or
-// build/flextopo-scheduler is there). It prints figures; it asserts no
-// speed. Run it with scripts/schedperf.sh (FLEXTOPO_SCHEDPERF=NODESxPODS,...);
+// A scheduler_perf-style throughput benchmark (how much flextopo slows
+// kube-scheduler): the e2e's real kube-apiserver, etcd and kube-scheduler, N
+// A100-like nodes created through the API, M GPU pods, and the arms
+// alternating in one run - kube-scheduler alone, kube-scheduler with flextopo
+// as the shipped configuration registers it, and flextopo-scheduler
+// (flextopo's framework plugins in the scheduler process, when
+// FLEXTOPO_SCHEDULER or build/flextopo-scheduler is there). It prints
+// figures; it asserts no speed. Run it with scripts/schedperf.sh (FLEXTOPO_SCHEDPERF=NODESxPODS,...);
 // without that variable it is skipped.
 //
 // Settings, as kube-scheduler's scheduler_perf sets them: the schedulers'

@@ -78,6 +78,22 @@ static void test_admission__decodes_a_claim_review(void **state)
 	assert_int_equal(ft_codec_admission_decode(&a, "nope", 4), FT_EINVAL);
 }
 
+/* A uid that is not text cannot be echoed byte for byte: refused. */
+static void test_admission__uid_must_be_text(void **state)
+{
+	static const char body[] =
+	    "{\"request\":{\"uid\":\"\xff\x01\",\"kind\":{\"kind\":\"Pod\"},"
+	    "\"object\":{}}}";
+	ft_admission_t a;
+
+	(void)state;
+	assert_int_equal(ft_codec_admission_decode(&a, body, sizeof(body) - 1),
+			 FT_EINVAL);
+	assert_string_equal(ft_error_last(),
+			    "AdmissionReview: request.uid is not UTF-8 text");
+	assert_null(a.root);
+}
+
 /* No constraints yet: the list is added, over the GPU requests only. */
 static void test_admission__adds_the_constraint_list(void **state)
 {
@@ -317,6 +333,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_admission__decodes_a_claim_review),
+	    cmocka_unit_test(test_admission__uid_must_be_text),
 	    cmocka_unit_test(test_admission__adds_the_constraint_list),
 	    cmocka_unit_test(test_admission__appends_or_leaves_alone),
 	    cmocka_unit_test(test_admission__published_claim),

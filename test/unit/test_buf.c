@@ -117,6 +117,19 @@ static void test_buf__json_string_utf8(void **state)
 	}
 }
 
+/* Validation agrees with the writer: what it would replace is not valid. */
+static void test_buf__utf8_valid(void **state)
+{
+	(void)state;
+	assert_true(ft_utf8_valid(""));
+	assert_true(ft_utf8_valid("705ab4f5-6393-11e8"));
+	assert_true(ft_utf8_valid("gpu \xe2\x82\xac \xf0\x9f\x9a\x80"));
+	assert_false(ft_utf8_valid("cut \xe2\x82"));
+	assert_false(ft_utf8_valid("overlong \xc0\xaf"));
+	assert_false(ft_utf8_valid("surrogate \xed\xa0\x80"));
+	assert_false(ft_utf8_valid("\xff"));
+}
+
 /* RFC 4648's test vectors (section 10), and bytes with the high bit set. */
 static void test_buf__base64_rfc4648_vectors(void **state)
 {
@@ -142,6 +155,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_buf__json_string_escapes_every_position),
 	    cmocka_unit_test(test_buf__json_string_utf8),
+	    cmocka_unit_test(test_buf__utf8_valid),
 	    cmocka_unit_test(test_buf__base64_rfc4648_vectors),
 	};
 

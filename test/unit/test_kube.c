@@ -745,8 +745,9 @@ static int bind_p1(ft_kube_client_t *client)
 
 /*
  * Which answers to a Binding are a refusal and which leave its outcome
- * unknown (issue 23: a reply cut short by a kube-apiserver killed while it
- * answered, a timeout while etcd was frozen; both Bindings had landed).
+ * unknown (as test/e2e/fault_test.go found: a reply cut short by a
+ * kube-apiserver killed while it answered, a timeout while etcd was frozen;
+ * both Bindings had landed).
  */
 static void test_kube__bind_pod_outcomes(void **state)
 {

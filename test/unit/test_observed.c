@@ -248,7 +248,7 @@ static void allocation_rejects(const char *path, const char *text)
 
 /*
  * The allocation fixtures the node agent's reader is tested on
- * (node/internal/alloc): every valid one decodes here too, and the dra key
+ * (node/alloc): every valid one decodes here too, and the dra key
  * is held to the same rules with the same messages. (The extender reads
  * the rest of the annotation more leniently: it wrote it.)
  */

@@ -871,7 +871,7 @@ static void test_place__requires_interconnect_and_domain(void **state)
 }
 
 /*
- * The issue's case on a mixed H100: memoryPerGpu 40Gi and fp8 are met by a
+ * The requirement case on a mixed H100: memoryPerGpu 40Gi and fp8 are met by a
  * 3g.40gb slice or a whole H100, never by a 1g.10gb.
  */
 static void test_place__requires_mig_slice_or_whole_gpu(void **state)

@@ -13,7 +13,7 @@
 //     CDI devices checked against its allocation;
 //   - publish: keeps the node's flextopo.io/topology equal to discovery.
 //
-// See README.md, "Node agent", for the node settings it needs.
+// See docs/node-agent.md, "Node settings", for the node settings it needs.
 package main
 
 import (
@@ -39,8 +39,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"flextopo.dev/node/alloc"
 	"flextopo.dev/node/internal/agent"
-	"flextopo.dev/node/internal/alloc"
 	"flextopo.dev/node/internal/enforce"
 	"flextopo.dev/node/internal/inventory"
 )

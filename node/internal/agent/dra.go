@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	podresourcesapi "k8s.io/kubelet/pkg/apis/podresources/v1"
 
-	"flextopo.dev/node/internal/alloc"
+	"flextopo.dev/node/alloc"
 	"flextopo.dev/node/internal/enforce"
 )
 

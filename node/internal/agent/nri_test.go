@@ -19,7 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"flextopo.dev/node/internal/alloc"
+	"flextopo.dev/node/alloc"
 	"flextopo.dev/node/internal/enforce"
 )
 

@@ -15,7 +15,7 @@ import (
 	"github.com/containerd/nri/pkg/api"
 	corev1 "k8s.io/api/core/v1"
 
-	"flextopo.dev/node/internal/alloc"
+	"flextopo.dev/node/alloc"
 	"flextopo.dev/node/internal/enforce"
 )
 

@@ -3,7 +3,7 @@ package agent
 import (
 	"sync"
 
-	"flextopo.dev/node/internal/alloc"
+	"flextopo.dev/node/alloc"
 )
 
 // PodKey names a pod.

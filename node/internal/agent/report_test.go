@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	podresourcesapi "k8s.io/kubelet/pkg/apis/podresources/v1"
 
-	"flextopo.dev/node/internal/alloc"
+	"flextopo.dev/node/alloc"
 	"flextopo.dev/node/internal/enforce"
 )
 

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
-	"flextopo.dev/node/internal/alloc"
+	"flextopo.dev/node/alloc"
 )
 
 // Publisher keeps the node's flextopo.io/topology annotation equal to what

@@ -18,7 +18,7 @@ import (
 	"regexp"
 	"strings"
 
-	"flextopo.dev/node/internal/alloc"
+	"flextopo.dev/node/alloc"
 )
 
 // NvidiaDriver is the DRA driver name of NVIDIA's GPU driver.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"flextopo.dev/node/internal/alloc"
+	"flextopo.dev/node/alloc"
 )
 
 const (

@@ -39,7 +39,7 @@ import (
 	"strconv"
 	"strings"
 
-	"flextopo.dev/node/internal/alloc"
+	"flextopo.dev/node/alloc"
 )
 
 // VisibleDevicesEnv is the NVIDIA container toolkit's device selector.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"flextopo.dev/node/internal/alloc"
+	"flextopo.dev/node/alloc"
 )
 
 func inv() *Inventory {

@@ -22,7 +22,7 @@ import (
 	"strconv"
 	"strings"
 
-	"flextopo.dev/node/internal/alloc"
+	"flextopo.dev/node/alloc"
 	"flextopo.dev/node/internal/enforce"
 )
 

@@ -254,8 +254,9 @@ func gpuPlaces(t *flextopo.Topology) (map[int]gpuPlace, map[int]map[int]bool, ma
 }
 
 // judgeAligned says whether GPUs gpus with pinned CPUs cpus on topology t
-// meet affinity level (README "What each affinity level requires"), judged
-// from the topology alone, independently of the extender's own level.
+// meet affinity level (docs/annotations.md, "What each affinity level
+// requires"), judged from the topology alone, independently of the
+// extender's own level.
 func judgeAligned(t *flextopo.Topology, level string, gpus []int, cpus map[int]bool) bool {
 	places, numaCPUs, numaSocket := gpuPlaces(t)
 	allowed := map[int]bool{} // NUMA nodes the CPUs may sit in

@@ -1,11 +1,17 @@
-// Command k8s-testenv is a single busybox-style binary holding the three
+// Command k8s-testenv is a single busybox-style binary holding the
 // control-plane components the flextopo end-to-end test needs, and the
 // kubelet of its real node (realnode_test.go):
 //
 //	k8s-testenv etcd [etcd flags...]
 //	k8s-testenv kube-apiserver [kube-apiserver flags...]
+//	k8s-testenv kube-controller-manager [kube-controller-manager flags...]
 //	k8s-testenv kube-scheduler [kube-scheduler flags...]
 //	k8s-testenv kubelet [kubelet flags...]
+//
+// kube-controller-manager serves the DRA scenario (dra_test.go): its
+// resourceclaim controller makes the claims of ResourceClaimTemplates and
+// deallocates claims whose pods are gone, and its garbage collector deletes
+// the claims of deleted pods.
 //
 // Linking them into one binary lets the large shared dependency graph
 // (client-go, apimachinery, apiserver, ...) compile and link once, which keeps
@@ -24,12 +30,13 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/clientgo" // client-go metrics
 	_ "k8s.io/component-base/metrics/prometheus/version"  // version metric registration
 	apiserver "k8s.io/kubernetes/cmd/kube-apiserver/app"
+	controllermanager "k8s.io/kubernetes/cmd/kube-controller-manager/app"
 	scheduler "k8s.io/kubernetes/cmd/kube-scheduler/app"
 	kubelet "k8s.io/kubernetes/cmd/kubelet/app"
 )
 
 func usage() {
-	fmt.Fprintf(os.Stderr, "usage: %s etcd|kube-apiserver|kube-scheduler|kubelet [flags...]\n", os.Args[0])
+	fmt.Fprintf(os.Stderr, "usage: %s etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kubelet [flags...]\n", os.Args[0])
 	os.Exit(2)
 }
 
@@ -44,6 +51,10 @@ func main() {
 		etcdmain.Main(append([]string{"etcd"}, rest...))
 	case "kube-apiserver":
 		cmd := apiserver.NewAPIServerCommand()
+		cmd.SetArgs(rest)
+		os.Exit(cli.Run(cmd))
+	case "kube-controller-manager":
+		cmd := controllermanager.NewControllerManagerCommand()
 		cmd.SetArgs(rest)
 		os.Exit(cli.Run(cmd))
 	case "kube-scheduler":

@@ -12,6 +12,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"flextopo.dev/node/alloc"
 )
 
 // Annotation keys of the flextopo contract.
@@ -80,35 +82,20 @@ type MIGInstance struct {
 	UUID    string `json:"uuid"`
 }
 
-// Allocation is the pod annotation flextopo.io/allocation written at bind.
-type Allocation struct {
-	Version    int                 `json:"version"`
-	Node       string              `json:"node"`
-	Level      string              `json:"level"`
-	Mode       string              `json:"mode"`
-	GPUs       []string            `json:"gpus"`
-	GPUIndexes []int               `json:"gpuIndexes"`
-	MIG        []MIGAllocation     `json:"mig"`
-	Replicas   []ReplicaAllocation `json:"replicas,omitempty"`
-	CPUSet     string              `json:"cpuset"`
-	NUMANodes  []int               `json:"numaNodes"`
-	MemoryMiB  int64               `json:"memoryMiB"`
-}
+// Allocation is the pod annotation flextopo.io/allocation written at bind,
+// as the node agent reads it (flextopo.dev/node/alloc): one Go type for the
+// annotation in the agent and the e2e. ParseAllocation validates it against
+// api/allocation.schema.json's rules.
+type Allocation = alloc.Allocation
 
 // MIGAllocation is one MIG instance of an allocation.
-type MIGAllocation struct {
-	UUID    string `json:"uuid"`
-	Profile string `json:"profile"`
-	GPU     string `json:"gpu"` // UUID of the physical GPU
-	Start   int    `json:"start"`
-	Size    int    `json:"size"`
-}
+type MIGAllocation = alloc.MIG
 
 // ReplicaAllocation is the replicas an allocation holds on one shared GPU.
-type ReplicaAllocation struct {
-	GPU   string `json:"gpu"`
-	Count int    `json:"count"`
-}
+type ReplicaAllocation = alloc.Replica
+
+// ParseAllocation decodes and validates an allocation annotation.
+func ParseAllocation(text string) (*Allocation, error) { return alloc.ParseAllocation(text) }
 
 // GPUUUID is the UUID of GPU index of node in the tests' topologies:
 // "GPU-<node>-<index>".
@@ -191,7 +178,7 @@ func (t *Topology) NodeCapacity() corev1.ResourceList {
 }
 
 // migSingle says whether the node runs MIG strategy single, by the rule of
-// README.md ("migStrategy"): the explicit key, else every GPU MIG-enabled
+// docs/annotations.md ("migStrategy"): the explicit key, else every GPU MIG-enabled
 // with instances of one profile.
 func (t *Topology) migSingle() bool {
 	if t.MIGStrategy != "" {

@@ -21,7 +21,8 @@ import (
 )
 
 // Cluster is a control plane (etcd, kube-apiserver) with, as started,
-// kube-scheduler processes and a flextopo-extender.
+// kube-scheduler processes, a flextopo-extender and a
+// kube-controller-manager.
 type Cluster struct {
 	WorkDir    string
 	RepoRoot   string
@@ -31,6 +32,9 @@ type Cluster struct {
 	Kubeconfig string
 
 	Etcd, APIServer, Scheduler, Extender *Process
+	// ControllerManager runs only where a test starts it
+	// (StartControllerManager).
+	ControllerManager *Process
 
 	// extraSchedulers are further kube-scheduler processes started by tests
 	// (StartExtraScheduler), each with its own profile; stopped with the
@@ -72,7 +76,7 @@ func (c *Cluster) Dir(name string) (string, error) {
 
 func (c *Cluster) processes() []*Process {
 	var ps []*Process
-	for _, p := range []*Process{c.Etcd, c.APIServer, c.Extender, c.Scheduler} {
+	for _, p := range []*Process{c.Etcd, c.APIServer, c.ControllerManager, c.Extender, c.Scheduler} {
 		if p != nil {
 			ps = append(ps, p)
 		}
@@ -145,7 +149,7 @@ func (c *Cluster) Stop() {
 	for _, p := range extra {
 		p.Stop(15 * time.Second)
 	}
-	for _, p := range []*Process{c.Scheduler, c.Extender, c.APIServer, c.Etcd} {
+	for _, p := range []*Process{c.Scheduler, c.Extender, c.ControllerManager, c.APIServer, c.Etcd} {
 		p.Stop(15 * time.Second)
 	}
 }
@@ -366,6 +370,66 @@ func (c *Cluster) startScheduler(bin string, extPort int) error {
 	return err
 }
 
+// StartScheduler starts the cluster's kube-scheduler (c.Scheduler) from the
+// run's scheduler configuration, pointed at the extender on extPort, with
+// mutate (when not nil) applied to the configuration (a map as read from
+// YAML) before it is written: for a cluster of a test's own
+// (StartControlPlane), whose extender the test starts itself.
+func (c *Cluster) StartScheduler(extPort int, mutate func(cfg map[string]interface{}) error) error {
+	cfg, err := c.SchedulerConfigMap(extPort)
+	if err != nil {
+		return err
+	}
+	if mutate != nil {
+		if err := mutate(cfg); err != nil {
+			return err
+		}
+	}
+	raw, err := yaml.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	c.ExtPort = extPort
+	c.Scheduler, err = c.runScheduler(c.Testenv, "kube-scheduler", raw)
+	return err
+}
+
+// StartControllerManager starts kube-controller-manager with only the
+// named controllers (its --controllers flag, e.g. resourceclaim-controller)
+// and waits until it is healthy. It talks to the API server as the admin.
+func (c *Cluster) StartControllerManager(controllers []string) error {
+	dir, err := c.Dir("kube-controller-manager")
+	if err != nil {
+		return err
+	}
+	port, err := FreePort()
+	if err != nil {
+		return err
+	}
+	c.ControllerManager, err = StartProcess("kube-controller-manager",
+		filepath.Join(dir, "kube-controller-manager.log"), c.Testenv, "kube-controller-manager",
+		"--kubeconfig="+c.Kubeconfig,
+		"--authentication-kubeconfig="+c.Kubeconfig,
+		"--authorization-kubeconfig="+c.Kubeconfig,
+		"--controllers="+strings.Join(controllers, ","),
+		"--leader-elect=false",
+		"--use-service-account-credentials=false",
+		fmt.Sprintf("--secure-port=%d", port),
+		"--bind-address=127.0.0.1",
+		"--cert-dir="+filepath.Join(dir, "certs"),
+		"--v=2",
+	)
+	if err != nil {
+		return err
+	}
+	err = WaitHTTP(c.ControllerManager, HTTPClient(nil), "https://"+HostPort(port)+"/healthz", nil, 90*time.Second,
+		func(code int, _ string) bool { return code == 200 })
+	if err != nil {
+		return fmt.Errorf("kube-controller-manager: %w", err)
+	}
+	return nil
+}
+
 // runScheduler starts a kube-scheduler named name (its directory and log
 // are named after it) with configuration cfg and waits until it is ready.
 func (c *Cluster) runScheduler(bin, name string, cfg []byte) (*Process, error) {
@@ -546,7 +610,7 @@ func WaitHTTP(p *Process, client *http.Client, url string, hdr http.Header, time
 
 // DumpLogs prints the end of every process's log.
 func (c *Cluster) DumpLogs() {
-	limits := map[string]int{"etcd": 40, "kube-apiserver": 80, "kube-scheduler": 300, "flextopo-extender": 1000}
+	limits := map[string]int{"etcd": 40, "kube-apiserver": 80, "kube-controller-manager": 80, "kube-scheduler": 300, "flextopo-extender": 1000}
 	for _, p := range c.processes() {
 		n, ok := limits[p.Name]
 		if !ok {

@@ -27,6 +27,11 @@ type PKI struct {
 	Token      string // admin bearer token (group system:masters)
 }
 
+// ServingCert is the certificate and key files kube-apiserver serves with:
+// valid for 127.0.0.1 and signed by CAPEM, so another server on loopback
+// that kube-apiserver calls (an admission webhook) may serve them too.
+func (p *PKI) ServingCert() (certFile, keyFile string) { return p.servingCrt, p.servingKey }
+
 func writePEM(path, typ string, der []byte) error {
 	return os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600)
 }

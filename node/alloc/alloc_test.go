@@ -11,7 +11,7 @@ import (
 // fixtures is the shared golden directory, also read by the extender's tests.
 func fixtures(t *testing.T, kind, sub string) []string {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join("..", "..", "..", "test", "fixtures", kind, sub, "*.json"))
+	files, err := filepath.Glob(filepath.Join("..", "..", "test", "fixtures", kind, sub, "*.json"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no fixtures in test/fixtures/%s/%s: %v", kind, sub, err)
 	}
@@ -53,7 +53,7 @@ func TestAllocationGoldenInvalid(t *testing.T) {
 }
 
 func TestAllocationFields(t *testing.T) {
-	a, err := ParseAllocation(read(t, "../../../test/fixtures/allocation/valid/whole-gpus-pinned.json"))
+	a, err := ParseAllocation(read(t, "../../test/fixtures/allocation/valid/whole-gpus-pinned.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestAllocationFields(t *testing.T) {
 		len(a.CPUs) != 8 || a.CPUs[0] != 16 || !reflect.DeepEqual(a.NUMANodes, []int{1}) || a.Level != "nvlink" {
 		t.Errorf("decoded %+v", a)
 	}
-	m, err := ParseAllocation(read(t, "../../../test/fixtures/allocation/valid/mig-mixed.json"))
+	m, err := ParseAllocation(read(t, "../../test/fixtures/allocation/valid/mig-mixed.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestAllocationFields(t *testing.T) {
 }
 
 func TestAllocationDRA(t *testing.T) {
-	a, err := ParseAllocation(read(t, "../../../test/fixtures/allocation/valid/dra-gpus.json"))
+	a, err := ParseAllocation(read(t, "../../test/fixtures/allocation/valid/dra-gpus.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestAllocationDRA(t *testing.T) {
 	if a.DRA == nil || len(a.DRA.Devices) != 2 || a.DRA.Devices[1] != want {
 		t.Fatalf("dra %+v, want two devices, the second %+v", a.DRA, want)
 	}
-	plain, err := ParseAllocation(read(t, "../../../test/fixtures/allocation/valid/whole-gpus-pinned.json"))
+	plain, err := ParseAllocation(read(t, "../../test/fixtures/allocation/valid/whole-gpus-pinned.json"))
 	if err != nil || plain.DRA != nil {
 		t.Errorf("allocation without dra: %+v, %v; want DRA nil", plain, err)
 	}
@@ -109,7 +109,7 @@ func TestAllocationDRA(t *testing.T) {
 // The observed fixtures are written for the extender's decoder; the agent's
 // encoder must produce what it accepts and read them back the same.
 func TestObservedGolden(t *testing.T) {
-	dir := filepath.Join("..", "..", "..", "test", "fixtures", "observed")
+	dir := filepath.Join("..", "..", "test", "fixtures", "observed")
 	if _, err := os.Stat(dir); err != nil {
 		t.Skip("no observed fixtures")
 	}

@@ -1,0 +1,3 @@
+module flextopo.dev/node/alloc
+
+go 1.26.0
