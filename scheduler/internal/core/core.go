@@ -114,10 +114,10 @@ const (
 type Fit int
 
 const (
-	Fits               Fit = C.FT_FIT
-	Unfit              Fit = C.FT_UNFIT
-	UnfitUnresolvable  Fit = C.FT_UNFIT_UNRESOLVABLE
-	RankNone               = int64(-1) // FT_RANK_NONE: no placement there
+	Fits              Fit = C.FT_FIT
+	Unfit             Fit = C.FT_UNFIT
+	UnfitUnresolvable Fit = C.FT_UNFIT_UNRESOLVABLE
+	RankNone              = int64(-1) // FT_RANK_NONE: no placement there
 )
 
 // Error is a failure of the C core: its code (error.h) and message.

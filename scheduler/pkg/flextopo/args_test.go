@@ -24,7 +24,9 @@ func TestArgsDecodeAndValidate(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte("policy: distributed\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	raw := func(s string) runtime.Object { return &runtime.Unknown{Raw: []byte(s), ContentType: runtime.ContentTypeJSON} }
+	raw := func(s string) runtime.Object {
+		return &runtime.Unknown{Raw: []byte(s), ContentType: runtime.ContentTypeJSON}
+	}
 	a, err := decodeArgs(raw(`{"configFile":"` + cfg + `","minCandidateNodesAbsolute":5}`))
 	if err != nil {
 		t.Fatal(err)
