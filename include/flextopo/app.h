@@ -187,6 +187,13 @@ int ft_app_init(ft_app_t *app);
 /* Free everything ft_app_init and later steps created; keeps nothing. */
 void ft_app_dispose(ft_app_t *app);
 
+/*
+ * The API server client app->kube, from cfg.kubeconfig or, when that is "",
+ * the pod's service account (in-cluster). FT_EINVAL for credentials that
+ * cannot be read (named), FT_ENOMEM.
+ */
+int ft_app_connect(ft_app_t *app);
+
 /* Register the routes on `server`. */
 int ft_app_routes(ft_app_t *app, ft_server_t *server);
 

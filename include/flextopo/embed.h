@@ -38,7 +38,8 @@
  * goroutine) reads the message in the same call (scheduler/'s C shims).
  *
  * Observability: the debug API and /metrics of the extender (api/
- * openapi.yaml) are served from the host process on debugListen
+ * openapi.yaml) are served from the host process on debugListen, and
+ * /metrics to bearer tokens the API server allows on metricsListen
  * (ft_embed_serve). Decisions are recorded per pod and verb as the extender
  * records them: filter (once per scheduling cycle, when the cycle moves on
  * to scoring, reserving or preemption, or when the handle is freed),
@@ -61,15 +62,20 @@ typedef struct ft_embed_pod ft_embed_pod_t;
 /*
  * A state with the configuration of `config_path` (configs/flextopo.yaml
  * documents the keys; NULL or "": the defaults). Keys that only the
- * extender's own process reads (listen, kubeconfig, snapshot, the TLS and
- * metrics listeners, the webhook) are ignored. FT_EIO / FT_EINVAL as
+ * extender's own process reads (listen, snapshot, tlsClientCAFile, the
+ * webhook) are ignored. FT_EIO / FT_EINVAL as
  * ft_config_load_file(), FT_ENOMEM.
  */
 int ft_embed_new(ft_embed_t **out, const char *config_path);
 
 /*
- * Serve the debug API and /metrics on the configuration's debugListen
- * (nothing when it is ""). FT_EINVAL / FT_EIO as ft_server_start().
+ * Serve the debug API and /metrics on the configuration's debugListen, and
+ * /metrics over HTTPS to authorized bearer tokens on metricsListen, as the
+ * extender does (tlsCertFile/tlsKeyFile, or a certificate made at start).
+ * Each is off when its address is "". metricsListen reviews tokens with
+ * the API server: its client comes from kubeconfig, or the pod's service
+ * account when that is "" (ft_app_connect). FT_EINVAL / FT_EIO as
+ * ft_server_start() and ft_app_connect(), FT_ENOMEM.
  */
 int ft_embed_serve(ft_embed_t *e);
 

@@ -360,7 +360,7 @@ static int start_dra_watch(ft_app_t *app)
 	    app->cfg.watch_backoff_initial_ms, app->cfg.watch_backoff_max_ms);
 }
 
-static int start_watch(ft_app_t *app)
+int ft_app_connect(ft_app_t *app)
 {
 	ft_kube_credentials_t creds;
 	int rc;
@@ -369,33 +369,38 @@ static int start_watch(ft_app_t *app)
 	rc = app->cfg.kubeconfig[0] ? ft_kube_credentials_from_kubeconfig(
 					  &creds, app->cfg.kubeconfig)
 				    : ft_kube_credentials_in_cluster(&creds);
-	if (rc < 0)
-		goto cleanup;
-	if ((rc = ft_kube_client_new(&app->kube, &creds,
-				     (long)app->cfg.api_timeout_ms)) < 0)
-		goto cleanup;
+	if (rc == 0)
+		rc = ft_kube_client_new(&app->kube, &creds,
+					(long)app->cfg.api_timeout_ms);
+	ft_kube_credentials_dispose(&creds);
+	return rc;
+}
+
+static int start_watch(ft_app_t *app)
+{
+	int rc;
+
+	if ((rc = ft_app_connect(app)) < 0)
+		return rc;
 	if ((rc = ft_informer_start(&app->node_informer, app->kube,
 				    "/api/v1/nodes", &node_handler, app,
 				    app->cfg.watch_backoff_initial_ms,
 				    app->cfg.watch_backoff_max_ms)) < 0)
-		goto cleanup;
+		return rc;
 	if ((rc = ft_informer_start(&app->pod_informer, app->kube,
 				    "/api/v1/pods", &pod_handler, app,
 				    app->cfg.watch_backoff_initial_ms,
 				    app->cfg.watch_backoff_max_ms)) < 0)
-		goto cleanup;
+		return rc;
 	if ((rc = ft_informer_start(&app->pdb_informer, app->kube,
 				    "/apis/policy/v1/poddisruptionbudgets",
 				    &pdb_handler, app,
 				    app->cfg.watch_backoff_initial_ms,
 				    app->cfg.watch_backoff_max_ms)) < 0)
-		goto cleanup;
+		return rc;
 	if (app->cfg.dra && (rc = start_dra_watch(app)) < 0)
-		goto cleanup;
-	rc = ft_upkeep_start(&app->upkeep, app);
-cleanup:
-	ft_kube_credentials_dispose(&creds);
-	return rc;
+		return rc;
+	return ft_upkeep_start(&app->upkeep, app);
 }
 
 int ft_app_routes(ft_app_t *app, ft_server_t *server)

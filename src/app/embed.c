@@ -79,7 +79,16 @@ int ft_embed_new(ft_embed_t **out, const char *config_path)
 
 int ft_embed_serve(ft_embed_t *e)
 {
-	return ft_app_debug_start(&e->app);
+	ft_app_t *app = &e->app;
+	int rc;
+
+	if ((rc = ft_app_debug_start(app)) < 0 || !app->cfg.metrics_listen[0])
+		return rc;
+	/* The scrapers' tokens are reviewed by the API server: the host's
+	 * client lives in Go, so the listener gets one of its own. */
+	if (!app->kube && (rc = ft_app_connect(app)) < 0)
+		return rc;
+	return ft_app_metrics_start(app);
 }
 
 void ft_embed_free(ft_embed_t *e)

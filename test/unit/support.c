@@ -2,12 +2,19 @@
 #include "support.h"
 
 #include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
+#include <cmocka.h>
 
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+
+#include <flextopo/buf.h>
 #include <flextopo/codec.h>
 #include <flextopo/cpuset.h>
 #include <flextopo/error.h>
@@ -260,4 +267,39 @@ int ft_test_wire_cases(const char *verb, const char *label,
 	free(list);
 	printf("    %d %s%s cases, %d failed\n", n, label, verb, failed);
 	return failed;
+}
+
+static size_t keep_body(char *data, size_t size, size_t n, void *userdata)
+{
+	ft_buf_put(userdata, data, size * n);
+	return size * n;
+}
+
+long ft_test_scrape_metrics(unsigned port, const char *token, char **body)
+{
+	CURL *curl = curl_easy_init();
+	struct curl_slist *headers = NULL;
+	char url[64], auth[256];
+	long status = 0;
+	ft_buf_t b;
+
+	ft_buf_init(&b, 0);
+	snprintf(url, sizeof(url), "https://127.0.0.1:%u/metrics", port);
+	curl_easy_setopt(curl, CURLOPT_URL, url);
+	curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 0L);
+	curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 0L);
+	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, keep_body);
+	curl_easy_setopt(curl, CURLOPT_WRITEDATA, &b);
+	curl_easy_setopt(curl, CURLOPT_TIMEOUT, 10L);
+	if (token) {
+		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
+		headers = curl_slist_append(headers, auth);
+		curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+	}
+	assert_int_equal(curl_easy_perform(curl), CURLE_OK);
+	curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+	curl_slist_free_all(headers);
+	curl_easy_cleanup(curl);
+	assert_int_equal(ft_buf_detach(body, &b), 0);
+	return status;
 }

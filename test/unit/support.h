@@ -25,6 +25,14 @@ int ft_test_wire_cases(const char *verb, const char *label,
  * aborts, printing it, when it does not parse. The caller deletes it. */
 struct cJSON *ft_test_json(const char *text);
 
+/*
+ * GET https://127.0.0.1:`port`/metrics as a scraper does: the server's
+ * certificate unchecked, `token` as the bearer token (none when NULL). The
+ * status is returned; *body gets the reply, to free. Fails the test when
+ * the request does not complete.
+ */
+long ft_test_scrape_metrics(unsigned port, const char *token, char **body);
+
 #endif
 
 #include <flextopo/cluster.h>

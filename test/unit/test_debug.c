@@ -1163,26 +1163,10 @@ static void test_debug__listener_off_by_default(void **state)
 /* GET https://127.0.0.1:port/metrics with `token` (or none), unverified. */
 static reply_t scrape(unsigned port, const char *token)
 {
-	CURL *curl = curl_easy_init();
-	struct curl_slist *headers = NULL;
-	char url[128], auth[256];
 	reply_t r;
 
 	memset(&r, 0, sizeof(r));
-	assert_non_null(curl);
-	snprintf(url, sizeof(url), "https://127.0.0.1:%u/metrics", port);
-	curl_easy_setopt(curl, CURLOPT_URL, url);
-	curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 0L);
-	curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 0L);
-	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(curl, CURLOPT_WRITEDATA, &r);
-	curl_easy_setopt(curl, CURLOPT_TIMEOUT, 10L);
-	if (token) {
-		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
-		headers = curl_slist_append(headers, auth);
-		curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-	}
-	perform(curl, headers, &r);
+	r.status = ft_test_scrape_metrics(port, token, &r.body);
 	return r;
 }
 

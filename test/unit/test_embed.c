@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -29,6 +30,7 @@
 #include <flextopo/log.h>
 #include <flextopo/yamljson.h>
 
+#include "fakeapi.h"
 #include "support.h"
 
 #define CLUSTER		FT_FIXTURES_DIR "/cluster/small.yaml"
@@ -609,6 +611,65 @@ static void test_embed__refused_until_synced(void **state)
 	ft_embed_free(e);
 }
 
+static ft_embed_t *embed_of_config(const char *yaml)
+{
+	char path[] = "/tmp/flextopo-embed-XXXXXX";
+	int fd = mkstemp(path);
+	ft_embed_t *e = NULL;
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, yaml, strlen(yaml)), (ssize_t)strlen(yaml));
+	close(fd);
+	assert_int_equal(ft_embed_new(&e, path), 0);
+	unlink(path);
+	return e;
+}
+
+/*
+ * metricsListen in the scheduler process: /metrics over HTTPS to a bearer
+ * token the API server reviews, as the extender serves it. The client for
+ * the reviews comes from kubeconfig: one that cannot be read is named.
+ */
+static void test_embed__metrics_listener(void **state)
+{
+	static const char *const reviewed[] = {
+	    "{\"status\":{\"authenticated\":true,\"user\":{\"username\":\"system:serviceaccount:monitoring:prometheus\",\"groups\":[]}}}",
+	    NULL};
+	static const char *const allowed[] = {"{\"status\":{\"allowed\":true}}",
+					      NULL};
+	static const ft_fake_step_t steps[] = {
+	    {"POST /apis/authentication.k8s.io/v1/tokenreviews ", "201 Created",
+	     reviewed, FT_FAKE_END},
+	    {"POST /apis/authorization.k8s.io/v1/subjectaccessreviews ",
+	     "201 Created", allowed, FT_FAKE_END},
+	};
+	ft_embed_t *e =
+	    embed_of_config("logLevel: error\nmetricsListen: 127.0.0.1:0\n"
+			    "kubeconfig: /nonexistent/kubeconfig\n");
+	ft_fake_api_t api;
+	char *body = NULL;
+
+	(void)state;
+	assert_int_not_equal(ft_embed_serve(e), 0);
+	assert_non_null(strstr(ft_error_last(), "/nonexistent/kubeconfig"));
+	ft_embed_free(e);
+
+	e = embed_of_config("logLevel: error\nmetricsListen: 127.0.0.1:0\n");
+	ft_fake_api_start(&api, steps, 2);
+	ft_embed_app(e)->kube = ft_fake_api_client(&api, NULL, 5000);
+	ft_embed_set_synced(e, true);
+	assert_int_equal(ft_embed_serve(e), 0);
+	assert_int_equal(ft_test_scrape_metrics(
+			     ft_server_port(ft_embed_app(e)->metrics_server),
+			     "prometheus-token", &body),
+			 200);
+	assert_non_null(strstr(body, "flextopo_ready 1"));
+	free(body);
+	ft_fake_api_finish(&api);
+	ft_fake_api_dispose(&api);
+	ft_embed_free(e);
+}
+
 static void test_embed__bad_objects(void **state)
 {
 	ft_embed_t *e = embed_new_from(CLUSTER);
@@ -734,6 +795,7 @@ int main(void)
 	    cmocka_unit_test(test_embed__assume_and_forget),
 	    cmocka_unit_test(test_embed__filter_without_removed_pods),
 	    cmocka_unit_test(test_embed__refused_until_synced),
+	    cmocka_unit_test(test_embed__metrics_listener),
 	    cmocka_unit_test(test_embed__bad_objects),
 	    cmocka_unit_test(test_embed__decisions),
 	    cmocka_unit_test(test_embed__parallel_filter),
