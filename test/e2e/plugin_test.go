@@ -280,3 +280,27 @@ func waitPluginHolds(t *testing.T, ps *harness.PluginScheduler, node string, pod
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// TestPluginPreemptionAvoidsPDBProtectedPod: the PDB scenario
+// (TestPreemptionAvoidsPDBProtectedPod) through flextopo-scheduler's
+// PostFilter. The victims must be the extender mode's: {twin}, never the
+// pod its PodDisruptionBudget protects.
+func TestPluginPreemptionAvoidsPDBProtectedPod(t *testing.T) {
+	c := requireExtender(t)
+	ps := requirePluginScheduler(t, c)
+	ensurePriorityClasses(t, c)
+	s := newScenario(t, c, "pdb-plg")
+	s.newPDB("guarded", map[string]string{"app": "guarded"}, 1)
+	held := pdbHeld()
+	topo := rtx4090Node(s.nodeName("rtx"))
+	node := s.addTopologyNode("rtx", topo)
+	s.createHeldPods(node, pluginSchedulerName, held)
+	waitPluginHolds(t, ps, node, len(held))
+
+	preemptor := llmPreemptor("guaranteed")
+	preemptor.schedulerName = pluginSchedulerName
+	o := s.runPreemption("flextopo-scheduler PostFilter", node, held, preemptor, preemptMinPending, preemptSettle)
+	checkFreedAligned(o, topo, held, 1, 6)
+	t.Log("\n" + comparisonTable("PDB scenario, flextopo-scheduler (framework plugins):", o))
+	checkPDBOutcome(t, o, topo, held)
+}

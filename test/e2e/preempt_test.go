@@ -275,13 +275,7 @@ func TestPreemptionAvoidsPDBProtectedPod(t *testing.T) {
 	requirePreemptVerb(t, c)
 	ensurePriorityClasses(t, c)
 
-	held := []heldPod{
-		{name: "guarded", class: pcBatch, gpus: []int{0}, cpus: "0-3", labels: map[string]string{"app": "guarded"}, startAgo: 1 * time.Hour},
-		{name: "twin", class: pcBatch, gpus: []int{1}, cpus: "8-11", labels: map[string]string{"app": "twin"}, startAgo: 2 * time.Hour},
-	}
-	for k := 2; k < 8; k++ {
-		held = append(held, heldPod{name: fmt.Sprintf("hold-%d", k), class: pcMid, gpus: []int{k}, cpus: cpuRange(8*k, 8*k+3), startAgo: 3 * time.Hour})
-	}
+	held := pdbHeld()
 	s := newScenario(t, c, "pdb")
 	s.newPDB("guarded", map[string]string{"app": "guarded"}, 1)
 	topo := rtx4090Node(s.nodeName("rtx"))
@@ -295,6 +289,26 @@ func TestPreemptionAvoidsPDBProtectedPod(t *testing.T) {
 	table := comparisonTable("PDB scenario, 8x RTX 4090: {guarded} (PDB maxUnavailable 0) vs {twin}, equal cost otherwise:", o)
 	t.Log("\n" + table)
 	writeReport(t, c, table)
+	checkPDBOutcome(t, o, topo, held)
+}
+
+// pdbHeld: the PDB scenario's lower-priority pods (see
+// TestPreemptionAvoidsPDBProtectedPod).
+func pdbHeld() []heldPod {
+	held := []heldPod{
+		{name: "guarded", class: pcBatch, gpus: []int{0}, cpus: "0-3", labels: map[string]string{"app": "guarded"}, startAgo: 1 * time.Hour},
+		{name: "twin", class: pcBatch, gpus: []int{1}, cpus: "8-11", labels: map[string]string{"app": "twin"}, startAgo: 2 * time.Hour},
+	}
+	for k := 2; k < 8; k++ {
+		held = append(held, heldPod{name: fmt.Sprintf("hold-%d", k), class: pcMid, gpus: []int{k}, cpus: cpuRange(8*k, 8*k+3), startAgo: 3 * time.Hour})
+	}
+	return held
+}
+
+// checkPDBOutcome: {twin} evicted, never the PDB-protected pod, and the
+// preemptor bound NUMA-aligned on what was freed.
+func checkPDBOutcome(t *testing.T, o *preemptionOutcome, topo *flextopo.Topology, held []heldPod) {
+	t.Helper()
 	if setOf(o.victims)["guarded"] {
 		t.Errorf("the PDB-protected pod guarded was evicted (victims %v) although {twin} is an aligned set of equal cost with no PDB violation", o.victims)
 	}
