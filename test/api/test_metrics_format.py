@@ -45,6 +45,12 @@ FAMILIES = {
     "flextopo_drift_pods": "gauge",
     "flextopo_conflict_pods": "gauge",
     "flextopo_conflicts_found": "counter",
+    "flextopo_victim_searches": "counter",
+    "flextopo_dra_preemption_refused": "counter",
+    "flextopo_dra_nodes": "gauge",
+    "flextopo_dra_node_errors": "gauge",
+    "flextopo_dra_double_published_nodes": "gauge",
+    "flextopo_resource_claims_allocated": "gauge",
 }
 VERBS = {"filter", "prioritize", "preempt", "bind"}
 
