@@ -143,16 +143,17 @@ void ft_decision_add_victim(ft_decision_t *d, const ft_decision_node_t *row,
 
 void ft_decision_merge(ft_decision_t *d, const ft_decision_t *from)
 {
-	uint8_t rows[FT_DECISION_NODES];
+	uint8_t rows[FT_DECISION_NODES]; /* FT_DECISION_NODES: no room */
 
 	for (unsigned v = 0; v < FT_VERDICT_COUNT; v++)
 		d->counts[v] += from->counts[v];
 	d->n_nodes_total += from->n_nodes_total;
 	d->n_victims_total += from->n_victims_total;
-	for (unsigned i = 0; i < from->n_nodes; i++) {
-		rows[i] = d->n_nodes;
-		if (d->n_nodes < FT_DECISION_NODES)
-			d->nodes[d->n_nodes++] = from->nodes[i];
+	memset(rows, FT_DECISION_NODES, sizeof(rows));
+	for (unsigned i = 0;
+	     i < from->n_nodes && d->n_nodes < FT_DECISION_NODES; i++) {
+		rows[i] = (uint8_t)d->n_nodes;
+		d->nodes[d->n_nodes++] = from->nodes[i];
 	}
 	/* A victim whose row found no room is counted, not listed. */
 	for (unsigned i = 0; i < from->n_victims; i++) {
