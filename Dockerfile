@@ -1,14 +1,19 @@
-# flextopo container images: the extender (the default target) and the node
-# agent (target node: flextopo-node with flextopo-discover).
+# flextopo container images: the extender (the default target), the node
+# agent (target node: flextopo-node with flextopo-discover) and
+# flextopo-scheduler (target scheduler: kube-scheduler with flextopo's
+# framework plugins, scheduler/README.md; the chart's scheduler mode).
 #
 # Build (with a Docker/BuildKit engine, or without one by buildah):
 #   docker build -t flextopo/extender:0.1.0 .
 #   docker build --target node -t flextopo/node:0.1.0 .
+#   docker build --target scheduler -t flextopo/scheduler:0.1.0 .
 # CI has no engine. scripts/image-check.sh builds the build stage's files with its
 # script (scripts/release-build.sh) under GCC and clang, then the extender image
 # itself with Debian's buildah, and runs its entrypoint once.
-# The runtime stage holds the binary and the shared libraries it links, runs
-# as an unprivileged user, and works with a read-only root filesystem.
+# Each runtime stage holds its binaries and the shared libraries they link,
+# and works with a read-only root filesystem; the extender and the scheduler
+# run as an unprivileged user. The extender's runtime stage stays last: it is
+# the target a build without --target makes.
 
 # The base is one Debian release for both stages; pin it by digest when publishing
 # (docker build --build-arg BASE=debian:bookworm-slim@sha256:...).
@@ -64,6 +69,51 @@ LABEL org.opencontainers.image.title="flextopo-node" \
 USER 0:0
 EXPOSE 8095
 ENTRYPOINT ["/usr/local/bin/flextopo-node"]
+
+# flextopo-scheduler: the C core's static libraries and kube-scheduler's Go
+# modules, linked by cgo. scripts/build-scheduler.sh is the build (CMake for
+# the libraries, then go build with the flags it sets), as it is outside the
+# image; a Release build of the libraries here.
+FROM golang:1.26-bookworm AS scheduler-build
+# hadolint ignore=DL3008
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      cmake ninja-build pkg-config \
+      libmicrohttpd-dev libcjson-dev libcurl4-openssl-dev libyaml-dev libhwloc-dev uthash-dev \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src/scheduler
+COPY scheduler/go.mod scheduler/go.sum ./
+RUN go mod download
+WORKDIR /src
+COPY CMakeLists.txt ./
+COPY configs configs
+COPY include include
+COPY src src
+COPY bench bench
+COPY scheduler scheduler
+COPY scripts/build-scheduler.sh scripts/
+RUN CMAKE_BUILD_TYPE=Release CMAKE_GENERATOR=Ninja FLEXTOPO_BUILD_DIR=/build \
+      scripts/build-scheduler.sh /out/flextopo-scheduler
+
+FROM ${BASE} AS scheduler
+# What the binary links (ldd): libmicrohttpd (with gnutls), libcjson, libcurl,
+# libyaml; no hwloc, which only discovery uses.
+# hadolint ignore=DL3008
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      libmicrohttpd12 libcjson1 libcurl4 libyaml-0-2 ca-certificates \
+ && rm -rf /var/lib/apt/lists/* \
+ && useradd --system --uid 65532 --no-create-home --shell /usr/sbin/nologin flextopo
+COPY --from=scheduler-build /out/flextopo-scheduler /usr/local/bin/
+LABEL org.opencontainers.image.title="flextopo-scheduler" \
+      org.opencontainers.image.description="kube-scheduler v1.36.3 with flextopo's topology-aware GPU placement as framework plugins" \
+      org.opencontainers.image.version="0.1.0" \
+      org.opencontainers.image.licenses="Apache-2.0"
+USER 65532:65532
+# 10259: kube-scheduler's secure port (/healthz, /readyz, /metrics). The
+# debug API and /metrics of flextopo are on flextopo.yaml's debugListen.
+EXPOSE 10259
+ENTRYPOINT ["/usr/local/bin/flextopo-scheduler"]
 
 FROM ${BASE} AS runtime
 # hadolint ignore=DL3008

@@ -10,13 +10,14 @@ package e2e
 //   - TestChartRBAC creates the rendered RBAC objects for real and asks the
 //     API server (SubjectAccessReview) what the chart's service account may
 //     and may not do, in both modes.
-//   - TestChartSchedulesWithItsConfiguration runs kube-scheduler and the
-//     extender with the files and command lines the chart renders
-//     (scheduler mode), under the chart's service account, and schedules a
-//     GPU pod through them with schedulerName flextopo-scheduler.
-//   - TestChartSchedulesOverTLS does the same with tls.enabled: a CA and a
-//     serving certificate made by the test stand in for the Secret, the
-//     extender serves HTTPS and kube-scheduler verifies it.
+//   - TestChartSchedulesWithItsConfiguration runs flextopo-scheduler with
+//     the files and command line the chart renders (scheduler mode), under
+//     the chart's service account, and schedules a GPU pod through it with
+//     schedulerName flextopo-scheduler.
+//   - TestChartExtenderOverTLS runs the extender of extender mode with
+//     tls.enabled: a CA and a serving certificate made by the test stand in
+//     for the Secret, and the extender serves HTTPS for the name the
+//     printed extenders[] entry verifies.
 //
 // HELM names the helm binary (scripts/chart-check.sh builds it and sets it
 // with --e2e). Without HELM the tests skip, or fail when CI=true.
@@ -345,14 +346,16 @@ func TestChartServerSideDryRun(t *testing.T) {
 		agentKinds []string
 		noAgent    bool
 	}{
-		// Every case binds system:auth-delegator for the extender's
-		// /metrics (extender.metricsPort): one more ClusterRoleBinding.
+		// Every extender case binds system:auth-delegator for the
+		// extender's /metrics (extender.metricsPort): one more
+		// ClusterRoleBinding. Scheduler mode binds the plugin's role,
+		// system:kube-scheduler, system:volume-scheduler and its events
+		// role.
 		{
-			name: "scheduler",
-			sets: []string{"mode=scheduler"},
-			wantKinds: []string{"ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "ClusterRoleBinding",
-				"ClusterRoleBinding", "ClusterRoleBinding", "ConfigMap", "ConfigMap", "Deployment", "Role", "RoleBinding", "RoleBinding", "ServiceAccount"},
-			notes: []string{"schedulerName: " + chartSchedName},
+			name:      "scheduler",
+			sets:      []string{"mode=scheduler"},
+			wantKinds: chartSchedulerKinds,
+			notes:     []string{"schedulerName: " + chartSchedName, "runs flextopo-scheduler", "port-forward deployment/flextopo 8889"},
 		},
 		{
 			name:      "extender",
@@ -362,19 +365,15 @@ func TestChartServerSideDryRun(t *testing.T) {
 		},
 		{
 			name: "scheduler-ha",
-			sets: []string{"mode=scheduler", "replicaCount=2", "registration.pods=devices", "registration.managedResources[0].name=nvidia.com/gpu",
-				"scheduler.extraArgs[0]=--kube-api-qps=50", "priorityClassName=system-cluster-critical"},
-			wantKinds: []string{"ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "ClusterRoleBinding",
-				"ClusterRoleBinding", "ClusterRoleBinding", "ConfigMap", "ConfigMap", "Deployment", "PodDisruptionBudget", "Role", "RoleBinding",
-				"RoleBinding", "ServiceAccount"},
+			sets: []string{"mode=scheduler", "replicaCount=2", "scheduler.extraArgs[0]=--kube-api-qps=50",
+				"priorityClassName=system-cluster-critical", "scheduler.debugListenHost=0.0.0.0"},
+			wantKinds: append([]string{"PodDisruptionBudget"}, chartSchedulerKinds...),
+			notes:     []string{"no authentication, on the pod's addresses"},
 		},
 		{
-			name: "scheduler-tls",
-			sets: []string{"mode=scheduler", "tls.enabled=true", "tls.secretName=flextopo-tls"},
-			wantKinds: []string{"ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "ClusterRoleBinding",
-				"ClusterRoleBinding", "ClusterRoleBinding", "ConfigMap", "ConfigMap", "Deployment", "Role", "RoleBinding", "RoleBinding", "ServiceAccount"},
-			notes: []string{"kube-scheduler calls it over HTTPS", "for the name \"flextopo.chart-dry-scheduler-tls.svc\"",
-				"rollout restart deployment/flextopo"},
+			name:      "scheduler-dra",
+			sets:      []string{"mode=scheduler", "gpuMode=dra"},
+			wantKinds: chartSchedulerKinds,
 		},
 		{
 			name:      "extender-tls",
@@ -399,10 +398,9 @@ func TestChartServerSideDryRun(t *testing.T) {
 			noAgent:   true,
 		},
 		{
-			name: "scheduler-node-observe",
-			sets: []string{"mode=scheduler", "nodeAgent.mode=observe", "nodeAgent.restrictToOwnNode=false"},
-			wantKinds: []string{"ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "ClusterRoleBinding",
-				"ClusterRoleBinding", "ClusterRoleBinding", "ConfigMap", "ConfigMap", "Deployment", "Role", "RoleBinding", "RoleBinding", "ServiceAccount"},
+			name:       "scheduler-node-observe",
+			sets:       []string{"mode=scheduler", "nodeAgent.mode=observe", "nodeAgent.restrictToOwnNode=false"},
+			wantKinds:  chartSchedulerKinds,
 			agentKinds: []string{"ClusterRole", "ClusterRoleBinding", "DaemonSet", "ServiceAccount"},
 		},
 	}
@@ -467,6 +465,14 @@ func TestChartServerSideDryRun(t *testing.T) {
 		})
 	}
 }
+
+// chartSchedulerKinds are the objects of scheduler mode besides the node
+// agent's: the plugin's and the events ClusterRoles and their bindings,
+// system:kube-scheduler's and system:volume-scheduler's bindings, the two
+// ConfigMaps, the Lease's Role and binding, the authentication reader's
+// binding in kube-system.
+var chartSchedulerKinds = []string{"ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "ClusterRoleBinding",
+	"ClusterRoleBinding", "ConfigMap", "ConfigMap", "Deployment", "Role", "RoleBinding", "RoleBinding", "ServiceAccount"}
 
 // chartNodeAgentKinds are the objects of the node agent (flextopo-node) in
 // the chart's default values.
@@ -567,7 +573,8 @@ func TestChartRBAC(t *testing.T) {
 	e := requireChart(t)
 	const other = "chart-rbac-other"
 	e.createNamespace(other)
-	extenderNeeds := func(podNS string) []chartAccess {
+	// What flextopo reads and writes in both modes.
+	flextopoNeeds := func(podNS string) []chartAccess {
 		return []chartAccess{
 			{true, "", "list", "", "nodes", "", ""},
 			{true, "", "watch", "", "nodes", "", ""},
@@ -575,16 +582,10 @@ func TestChartRBAC(t *testing.T) {
 			{true, "", "list", "", "pods", "", ""},
 			{true, "", "watch", "", "pods", "", ""},
 			{true, podNS, "get", "", "pods", "", "p"},
-			{true, podNS, "patch", "", "pods", "", "p"},
 			{true, podNS, "create", "", "pods", "binding", "p"},
 			{true, "", "list", "policy", "poddisruptionbudgets", "", ""},
 			{true, "", "watch", "policy", "poddisruptionbudgets", "", ""},
-			// Allocation conflicts are reported on the pods.
-			{true, podNS, "create", "", "events", "", ""},
-			// The extender's /metrics checks each scraper's token.
-			{true, "", "create", "authentication.k8s.io", "tokenreviews", "", ""},
-			{true, "", "create", "authorization.k8s.io", "subjectaccessreviews", "", ""},
-			// Never needed by either container.
+			// Never needed in either mode.
 			{false, podNS, "get", "", "secrets", "", "s"},
 			{false, "", "list", "", "secrets", "", ""},
 			{false, "", "update", "", "nodes", "", "n1"},
@@ -594,6 +595,17 @@ func TestChartRBAC(t *testing.T) {
 			{false, podNS, "patch", "apps", "deployments", "", "d"},
 			{false, podNS, "create", "policy", "poddisruptionbudgets", "", ""},
 		}
+	}
+	extenderNeeds := func(podNS string) []chartAccess {
+		return append(flextopoNeeds(podNS),
+			// bind writes the allocation annotation with a patch.
+			chartAccess{true, podNS, "patch", "", "pods", "", "p"},
+			// Allocation conflicts are reported on the pods.
+			chartAccess{true, podNS, "create", "", "events", "", ""},
+			// The extender's /metrics checks each scraper's token.
+			chartAccess{true, "", "create", "authentication.k8s.io", "tokenreviews", "", ""},
+			chartAccess{true, "", "create", "authorization.k8s.io", "subjectaccessreviews", "", ""},
+		)
 	}
 	t.Run("extender", func(t *testing.T) {
 		ns := "chart-rbac-extender"
@@ -614,11 +626,18 @@ func TestChartRBAC(t *testing.T) {
 	t.Run("scheduler", func(t *testing.T) {
 		ns := "chart-rbac-scheduler"
 		e.createNamespace(ns)
-		r := e.render(ns, "mode=scheduler")
+		r := e.render(ns, "mode=scheduler", "gpuMode=dra")
 		e.applyForReal(chartRBACObjects(r))
 		user, groups := chartSA(r, t, "Deployment")
 		lease := r.one(t, "Deployment", "").GetName()
-		want := append(extenderNeeds(other),
+		want := append(flextopoNeeds(other),
+			// The plugin puts the annotation in the Binding: no pod
+			// patch.
+			chartAccess{false, other, "patch", "", "pods", "", "p"},
+			// DRA (gpuMode dra): the slices, claims and classes.
+			chartAccess{true, "", "list", "resource.k8s.io", "resourceslices", "", ""},
+			chartAccess{true, "", "watch", "resource.k8s.io", "deviceclasses", "", ""},
+			chartAccess{true, other, "get", "resource.k8s.io", "resourceclaims", "", "c"},
 			// Leader election on the release's own Lease.
 			chartAccess{true, ns, "create", "coordination.k8s.io", "leases", "", ""},
 			chartAccess{true, ns, "get", "coordination.k8s.io", "leases", "", lease},
@@ -867,63 +886,25 @@ func (s *chartTLSSecret) localPath(t *testing.T, dep *unstructured.Unstructured,
 }
 
 // TestChartSchedulesWithItsConfiguration runs what the chart's scheduler
-// mode runs, on loopback and under the chart's service account: the
-// extender with the rendered flextopo.yaml and its container's arguments,
-// kube-scheduler with the rendered KubeSchedulerConfiguration and its
-// container's flags (leader election on, through the rendered Lease), and
-// the rendered exec probes. Then a pod with schedulerName
-// flextopo-scheduler is scheduled and bound through them.
+// mode runs, on loopback and under the chart's service account:
+// flextopo-scheduler with the rendered KubeSchedulerConfiguration and its
+// container's flags (leader election on, through the rendered Lease), the
+// FlexTopo plugin reading the rendered flextopo.yaml it finds through
+// pluginConfig's configFile and the Deployment's mounts, and the rendered
+// exec readiness probe. Then a pod with schedulerName flextopo-scheduler is
+// scheduled and bound through it.
 func TestChartSchedulesWithItsConfiguration(t *testing.T) {
-	chartSchedules(t, false)
-}
-
-// TestChartSchedulesOverTLS is the same with tls.enabled: the extender
-// serves HTTPS with a certificate for the rendered tlsConfig.serverName and
-// kube-scheduler verifies it with the CA it finds at the rendered caFile
-// (both files are followed through the Deployment's Secret volumes). Go's
-// client offers h2 by ALPN and the extender answers HTTP/1.1; the pod is
-// bound only if kube-scheduler's real HTTPS calls to every verb work.
-func TestChartSchedulesOverTLS(t *testing.T) {
-	chartSchedules(t, true)
-}
-
-func chartSchedules(t *testing.T, withTLS bool) {
 	e := requireChart(t)
 	c := e.c
-	testenv := os.Getenv("K8S_TESTENV")
-	name, id, sets := "chart-run", "chart", []string{"mode=scheduler"}
-	if withTLS {
-		name, id = "chart-run-tls", "chart-tls"
-		sets = append(sets, "tls.enabled=true", "tls.secretName=flextopo-tls")
-	}
-	ns := name
-	e.createNamespace(ns)
-	r := e.render(ns, sets...)
-	e.applyForReal(chartRBACObjects(r))
-	dep := r.one(t, "Deployment", "")
-	sa := r.workloadSA(t, "Deployment")
-	dir, err := c.Dir(name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ns, id := "chart-run", "chart"
+	r, dep, dir, kubeconfig := e.chartRun(t, ns, "mode=scheduler")
 
-	// The service account's token, as the pod would have it.
-	cx := harness.Ctx(t, 30*time.Second)
-	expiry := int64(3600)
-	tr, err := c.Client.CoreV1().ServiceAccounts(ns).CreateToken(cx, sa.GetName(), &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("token for %s: %v", chartObjName(sa), err)
-	}
-	kubeconfig := e.chartKubeconfig(dir, tr.Status.Token)
-
-	// Nodes first, so that the extender's first list holds them.
+	// Nodes first, so that the plugin's first lists hold them.
 	s := newScenario(t, c, id)
+	schedBin := harness.SchedulerBinary(c.RepoRoot)
+	haveScheduler := harness.IsExecutable(schedBin)
 	var nvlink, pcie string
-	extBin := harness.ExtenderBinary(c.RepoRoot)
-	haveExtender := harness.IsExecutable(extBin)
-	if haveExtender {
+	if haveScheduler {
 		pb := newTopo(s.nodeName("pcie"))
 		pb.switchGPUs(pb.numa(pb.socket(), "0-31", 262144), 8)
 		pcie = s.addTopologyNode("pcie", pb.build())
@@ -933,11 +914,18 @@ func chartSchedules(t *testing.T, withTLS bool) {
 		nvlink = s.addTopologyNode("nvlink", nb.build())
 	}
 
-	// --- the kube-scheduler container's configuration ---
-	schedCtr := chartContainer(t, dep, "kube-scheduler")
+	// --- the one container: flextopo-scheduler ---
+	cs, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
+	if len(cs) != 1 {
+		t.Errorf("%s has %d containers, want flextopo-scheduler alone", chartObjName(dep), len(cs))
+	}
+	schedCtr := chartContainer(t, dep, "flextopo-scheduler")
+	if img, _ := schedCtr["image"].(string); !strings.HasPrefix(img, "flextopo/scheduler:") {
+		t.Errorf("flextopo-scheduler container image %q, want flextopo/scheduler", img)
+	}
 	schedArgs := chartArgs(schedCtr)
-	if len(schedArgs) < 2 || schedArgs[0] != "kube-scheduler" {
-		t.Fatalf("kube-scheduler container runs %v", schedArgs)
+	if len(schedArgs) < 2 || schedArgs[0] != "flextopo-scheduler" {
+		t.Fatalf("flextopo-scheduler container runs %v", schedArgs)
 	}
 	var cfgRaw string
 	for i, a := range schedArgs {
@@ -947,163 +935,69 @@ func chartSchedules(t *testing.T, withTLS bool) {
 		}
 	}
 	if cfgRaw == "" {
-		t.Fatalf("kube-scheduler container has no --config= flag: %v", schedArgs)
+		t.Fatalf("flextopo-scheduler container has no --config= flag: %v", schedArgs)
 	}
 	var cfg map[string]interface{}
 	if err := yaml.Unmarshal([]byte(cfgRaw), &cfg); err != nil {
 		t.Fatalf("rendered KubeSchedulerConfiguration: %v", err)
 	}
-	exts, _ := cfg["extenders"].([]interface{})
-	if len(exts) != 1 {
-		t.Fatalf("extenders %v, want one", exts)
+	if cfg["extenders"] != nil {
+		t.Errorf("extenders %v in scheduler mode, want none", cfg["extenders"])
 	}
-	ext0 := exts[0].(map[string]interface{})
-	scheme := "http"
-	var secret *chartTLSSecret
-	if withTLS {
-		scheme = "https"
-		tc, _ := ext0["tlsConfig"].(map[string]interface{})
-		wantName := dep.GetName() + "." + ns + ".svc"
-		if ext0["enableHTTPS"] != true || tc == nil || tc["serverName"] != wantName || tc["insecure"] == true {
-			t.Fatalf("extenders[0]: enableHTTPS %v, tlsConfig %v; want true and serverName %s, verified", ext0["enableHTTPS"], tc, wantName)
-		}
-		caFile, _ := tc["caFile"].(string)
-		if caFile == "" || tc["caData"] != nil {
-			t.Fatalf("extenders[0].tlsConfig %v: want the CA as caFile, from the Secret", tc)
-		}
-		secret = newChartTLSSecret(t, dir, "flextopo-tls", wantName)
-		tc["caFile"] = secret.localPath(t, dep, schedCtr, caFile)
-	} else if ext0["enableHTTPS"] != false || ext0["tlsConfig"] != nil {
-		t.Errorf("extenders[0]: enableHTTPS %v, tlsConfig %v; want plain HTTP", ext0["enableHTTPS"], ext0["tlsConfig"])
-	}
-
-	// --- the extender container ---
-	extCtr := chartContainer(t, dep, "extender")
-	extArgs := chartArgs(extCtr)
-	if len(extArgs) < 3 || path.Base(extArgs[0]) != "flextopo-extender" {
-		t.Fatalf("extender container runs %v, want flextopo-extender --config FILE", extArgs)
-	}
-	extPort, err := harness.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The probes' port as rendered, and where it is here.
-	probeFrom, probeTo := "/dev/tcp/127.0.0.1/8888", fmt.Sprintf("/dev/tcp/127.0.0.1/%d", extPort)
-	var extURL string
-	metricsPort := 0
-	for i := 1; i < len(extArgs); i++ {
-		if extArgs[i] == "--config" && i+1 < len(extArgs) {
-			cfg := chartMountedFile(t, r, dep, extCtr, extArgs[i+1])
-			var m map[string]interface{}
-			if err := yaml.Unmarshal([]byte(cfg), &m); err != nil {
-				t.Fatalf("rendered flextopo.yaml: %v", err)
-			}
-			if m["listen"] != "127.0.0.1:8888" || m["kubeconfig"] != "" || m["snapshot"] != "" {
-				t.Errorf("rendered flextopo.yaml: listen %v, kubeconfig %q, snapshot %q; want 127.0.0.1:8888 and in-cluster watch",
-					m["listen"], m["kubeconfig"], m["snapshot"])
-			}
-			if withTLS {
-				cfg, probeFrom, probeTo = chartTLSExtenderConfig(t, m, secret, dep, extCtr)
-			} else if m["tlsCertFile"] != "" || m["tlsKeyFile"] != "" || m["debugListen"] != "" {
-				t.Errorf("rendered flextopo.yaml: tlsCertFile %q, tlsKeyFile %q, debugListen %q; want all off",
-					m["tlsCertFile"], m["tlsKeyFile"], m["debugListen"])
-			}
-			cfg, metricsPort = chartMetricsListener(t, cfg)
-			p := filepath.Join(dir, "flextopo.yaml")
-			if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			extArgs[i+1] = p
-		}
-	}
-	extURL = scheme + "://" + harness.HostPort(extPort)
-	if haveExtender {
-		// The file as rendered; the in-cluster account and the fixed
-		// port are replaced by flags (which override the file).
-		args := append(extArgs[1:], "--kubeconfig", kubeconfig, "--listen", harness.HostPort(extPort))
-		ext := harness.TestProcess(t, "chart-extender", dir, extBin, args...)
-		client := harness.HTTPClient(nil)
-		if withTLS {
-			client = chartTLSClient(secret.caPEM, ext0["tlsConfig"].(map[string]interface{})["serverName"].(string))
-		}
-		if err := harness.WaitHTTP(ext, client, extURL+"/readyz", nil, 60*time.Second, func(code int, _ string) bool {
-			return code == 200
-		}); err != nil {
-			t.Fatalf("extender with the chart's flextopo.yaml: %v", err)
-		}
-		if withTLS {
-			chartCheckTLSExtender(t, client, extURL, extPort)
-		}
-		chartCheckMetrics(t, metricsPort, e.c.PKI.Token)
-		// The rendered exec probes, pointed at this port.
-		for _, probe := range []string{"livenessProbe", "readinessProbe"} {
-			cmd, found, _ := unstructured.NestedStringSlice(extCtr, probe, "exec", "command")
-			if !found || len(cmd) == 0 {
-				t.Errorf("extender %s: no exec command", probe)
-				continue
-			}
-			rewritten := false
-			for i := range cmd {
-				rewritten = rewritten || strings.Contains(cmd[i], probeFrom)
-				cmd[i] = strings.ReplaceAll(cmd[i], probeFrom, probeTo)
-			}
-			if !rewritten {
-				t.Errorf("extender %s %q does not call %s", probe, cmd, probeFrom)
-			}
-			pcx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			out, err := exec.CommandContext(pcx, cmd[0], cmd[1:]...).CombinedOutput()
-			cancel()
-			if err != nil {
-				t.Errorf("extender %s %q: %v: %s", probe, cmd, err, out)
-			}
-		}
-		// And a probe of a port nobody listens on must fail.
-		if cmd, found, _ := unstructured.NestedStringSlice(extCtr, "livenessProbe", "exec", "command"); found && len(cmd) > 0 {
-			closed, err := harness.FreePort()
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i := range cmd {
-				cmd[i] = strings.ReplaceAll(cmd[i], probeFrom, fmt.Sprintf("/dev/tcp/127.0.0.1/%d", closed))
-			}
-			pcx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			if exec.CommandContext(pcx, cmd[0], cmd[1:]...).Run() == nil {
-				t.Errorf("the liveness probe passes against a closed port")
-			}
-			cancel()
-		}
-	} else {
-		if harness.IsCI() {
-			t.Fatalf("extender binary %s not found", extBin)
-		}
-		t.Logf("no extender binary at %s: loading the scheduler configuration only", extBin)
-	}
-
-	// --- the kube-scheduler container ---
 	le, _ := cfg["leaderElection"].(map[string]interface{})
 	if le["leaderElect"] != true || le["resourceNamespace"] != ns || le["resourceName"] != dep.GetName() {
 		t.Errorf("leaderElection %v: want leaderElect true on Lease %s/%s", le, ns, dep.GetName())
 	}
 	profiles, _ := cfg["profiles"].([]interface{})
-	if len(profiles) != 1 || profiles[0].(map[string]interface{})["schedulerName"] != chartSchedName {
-		t.Errorf("profiles %v, want one named %s", profiles, chartSchedName)
+	if len(profiles) != 1 {
+		t.Fatalf("profiles %v, want one", profiles)
 	}
-	if ext0["urlPrefix"] != scheme+"://127.0.0.1:8888" || ext0["nodeCacheCapable"] != true {
-		t.Errorf("extenders[0] %v: want urlPrefix %s://127.0.0.1:8888 and nodeCacheCapable true", ext0, scheme)
+	prof := profiles[0].(map[string]interface{})
+	if prof["schedulerName"] != chartSchedName {
+		t.Errorf("profile %v, want schedulerName %s", prof["schedulerName"], chartSchedName)
 	}
-	for _, verb := range []string{"filter", "prioritize", "preempt", "bind"} {
-		if ext0[verb+"Verb"] != verb {
-			t.Errorf("extenders[0].%sVerb = %v, want %s", verb, ext0[verb+"Verb"], verb)
+	enabled, _, _ := unstructured.NestedSlice(prof, "plugins", "multiPoint", "enabled")
+	if len(enabled) != 1 || enabled[0].(map[string]interface{})["name"] != "FlexTopo" {
+		t.Errorf("plugins.multiPoint.enabled %v, want FlexTopo", enabled)
+	}
+	pcs, _ := prof["pluginConfig"].([]interface{})
+	var args map[string]interface{}
+	for _, pc := range pcs {
+		if m, _ := pc.(map[string]interface{}); m["name"] == "FlexTopo" {
+			args, _ = m["args"].(map[string]interface{})
 		}
 	}
-	// Only what ties it to the pod changes: the account, the port and (with
-	// TLS) where the CA file is.
+	configFile, _ := args["configFile"].(string)
+	if configFile == "" {
+		t.Fatalf("pluginConfig %v: no FlexTopo configFile", pcs)
+	}
+
+	// flextopo.yaml as the plugin finds it: the file configFile names in
+	// the container. Its debug listener moves to a free port here.
+	ftRaw := chartMountedFile(t, r, dep, schedCtr, configFile)
+	var ft map[string]interface{}
+	if err := yaml.Unmarshal([]byte(ftRaw), &ft); err != nil {
+		t.Fatalf("rendered flextopo.yaml: %v", err)
+	}
+	const debugRendered = "127.0.0.1:8889"
+	if ft["debugListen"] != debugRendered {
+		t.Fatalf("rendered flextopo.yaml: debugListen %v, want %s", ft["debugListen"], debugRendered)
+	}
+	debugPort, err := harness.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ftPath := filepath.Join(dir, "flextopo.yaml")
+	if err := os.WriteFile(ftPath, []byte(chartSetKey(t, ftRaw, "debugListen", harness.HostPort(debugPort))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Only what ties it to the pod changes: the account and the files.
+	args["configFile"] = ftPath
 	cc, _ := cfg["clientConnection"].(map[string]interface{})
 	if cc == nil {
 		t.Fatalf("no clientConnection in %s", cfgRaw)
 	}
 	cc["kubeconfig"] = kubeconfig
-	ext0["urlPrefix"] = extURL
 	out, err := yaml.Marshal(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -1111,11 +1005,18 @@ func chartSchedules(t *testing.T, withTLS bool) {
 	if err := os.WriteFile(filepath.Join(dir, "scheduler-config.yaml"), out, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	if !haveScheduler {
+		if harness.IsCI() {
+			t.Fatalf("flextopo-scheduler binary %s not found", schedBin)
+		}
+		t.Skipf("no flextopo-scheduler at %s (scripts/build-scheduler.sh builds it): checked the rendered configuration only", schedBin)
+	}
+
 	schedPort, err := harness.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := append(schedArgs[1:],
+	runArgs := append(schedArgs[1:],
 		fmt.Sprintf("--secure-port=%d", schedPort), // after the chart's: the last one wins
 		"--bind-address=127.0.0.1",
 		"--cert-dir="+filepath.Join(dir, "certs"),
@@ -1123,50 +1024,55 @@ func chartSchedules(t *testing.T, withTLS bool) {
 		"--authentication-kubeconfig="+kubeconfig,
 		"--authorization-kubeconfig="+kubeconfig,
 	)
-	sched := harness.TestProcess(t, "chart-kube-scheduler", dir, testenv, append([]string{"kube-scheduler"}, args...)...)
-	// The probe the chart gives kube-scheduler: HTTPS /healthz on the
-	// secure port.
+	sched := harness.TestProcess(t, "chart-flextopo-scheduler", dir, schedBin, runArgs...)
+	// The liveness probe: kube-scheduler's HTTPS /healthz on the secure port.
 	lp, _, _ := unstructured.NestedString(schedCtr, "livenessProbe", "httpGet", "path")
 	probeScheme, _, _ := unstructured.NestedString(schedCtr, "livenessProbe", "httpGet", "scheme")
 	if lp != "/healthz" || probeScheme != "HTTPS" {
-		t.Errorf("kube-scheduler liveness probe %s %s, want HTTPS /healthz", probeScheme, lp)
+		t.Errorf("liveness probe %s %s, want HTTPS /healthz", probeScheme, lp)
 	}
 	if err := harness.WaitHTTP(sched, harness.HTTPClient(nil), "https://"+harness.HostPort(schedPort)+"/healthz", nil, 90*time.Second, func(code int, _ string) bool {
 		return code == 200
 	}); err != nil {
-		t.Fatalf("kube-scheduler with the chart's configuration: %v", err)
+		t.Fatalf("flextopo-scheduler with the chart's configuration: %v", err)
 	}
-
-	// Leader election through the chart's Role: the Lease is created
-	// (create), then renewed (get, update) every retryPeriod.
-	deadline := time.Now().Add(60 * time.Second)
-	var firstRenew *metav1.MicroTime
-	for {
-		lcx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		lease, err := c.Client.CoordinationV1().Leases(ns).Get(lcx, dep.GetName(), metav1.GetOptions{})
+	if err := harness.WaitHTTP(sched, harness.HTTPClient(nil), "http://"+harness.HostPort(debugPort)+"/readyz", nil, 60*time.Second, func(code int, _ string) bool {
+		return code == 200
+	}); err != nil {
+		t.Fatalf("flextopo's model under the chart's account: %v", err)
+	}
+	// The rendered exec readiness probe, pointed at this port, passes;
+	// pointed at a port nobody listens on, it fails.
+	probeFrom := "/dev/tcp/" + strings.Replace(debugRendered, ":", "/", 1)
+	closed, err := harness.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		port int
+		pass bool
+	}{{debugPort, true}, {closed, false}} {
+		cmd, found, _ := unstructured.NestedStringSlice(schedCtr, "readinessProbe", "exec", "command")
+		if !found || len(cmd) == 0 {
+			t.Fatalf("readiness probe: no exec command")
+		}
+		rewritten := false
+		for i := range cmd {
+			rewritten = rewritten || strings.Contains(cmd[i], probeFrom+" ")
+			cmd[i] = strings.ReplaceAll(cmd[i], probeFrom+" ", fmt.Sprintf("/dev/tcp/127.0.0.1/%d ", tc.port))
+		}
+		if !rewritten {
+			t.Fatalf("readiness probe %q does not call %s", cmd, probeFrom)
+		}
+		pcx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		pout, err := exec.CommandContext(pcx, cmd[0], cmd[1:]...).CombinedOutput()
 		cancel()
-		if err == nil && lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "" && lease.Spec.RenewTime != nil {
-			if firstRenew == nil {
-				firstRenew = lease.Spec.RenewTime
-				t.Logf("Lease %s/%s taken by %s", ns, lease.Name, *lease.Spec.HolderIdentity)
-			} else if !lease.Spec.RenewTime.Equal(firstRenew) {
-				t.Logf("Lease %s/%s renewed at %s", ns, lease.Name, lease.Spec.RenewTime.Format(time.RFC3339Nano))
-				break
-			}
+		if (err == nil) != tc.pass {
+			t.Errorf("readiness probe on port %d: error %v (%s), want pass=%v", tc.port, err, pout, tc.pass)
 		}
-		if err := sched.CheckAlive(); err != nil {
-			t.Fatal(err)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("kube-scheduler did not take and renew Lease %s/%s within 60s (taken: %v, last error: %v)",
-				ns, dep.GetName(), firstRenew != nil, err)
-		}
-		time.Sleep(250 * time.Millisecond)
 	}
 
-	if !haveExtender {
-		t.Skipf("no extender: the chart's scheduler loaded its configuration; not scheduling a pod")
-	}
+	chartWaitLease(t, c, sched, ns, dep.GetName())
 
 	// A GPU pod for the chart's scheduler: only it may place it (the
 	// e2e's default-scheduler ignores other scheduler names).
@@ -1205,6 +1111,129 @@ func chartSchedules(t *testing.T, withTLS bool) {
 	}
 }
 
+// chartRun renders the chart into namespace ns (also the name of the
+// test's directory), creates its RBAC objects, and writes a kubeconfig with
+// a token of the Deployment's service account, as the pod would have it.
+func (e *chartEnv) chartRun(t *testing.T, ns string, sets ...string) (r *chartRender, dep *unstructured.Unstructured, dir, kubeconfig string) {
+	t.Helper()
+	e.createNamespace(ns)
+	r = e.render(ns, sets...)
+	e.applyForReal(chartRBACObjects(r))
+	dep = r.one(t, "Deployment", "")
+	sa := r.workloadSA(t, "Deployment")
+	dir, err := e.c.Dir(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cx := harness.Ctx(t, 30*time.Second)
+	expiry := int64(3600)
+	tr, err := e.c.Client.CoreV1().ServiceAccounts(ns).CreateToken(cx, sa.GetName(), &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("token for %s: %v", chartObjName(sa), err)
+	}
+	return r, dep, dir, e.chartKubeconfig(dir, tr.Status.Token)
+}
+
+// chartWaitLease waits until the scheduler takes the Lease through the
+// chart's Role (create) and renews it (get, update) every retryPeriod.
+func chartWaitLease(t *testing.T, c *harness.Cluster, sched *harness.Process, ns, name string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	var firstRenew *metav1.MicroTime
+	for {
+		lcx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		lease, err := c.Client.CoordinationV1().Leases(ns).Get(lcx, name, metav1.GetOptions{})
+		cancel()
+		if err == nil && lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "" && lease.Spec.RenewTime != nil {
+			if firstRenew == nil {
+				firstRenew = lease.Spec.RenewTime
+				t.Logf("Lease %s/%s taken by %s", ns, lease.Name, *lease.Spec.HolderIdentity)
+			} else if !lease.Spec.RenewTime.Equal(firstRenew) {
+				t.Logf("Lease %s/%s renewed at %s", ns, lease.Name, lease.Spec.RenewTime.Format(time.RFC3339Nano))
+				return
+			}
+		}
+		if err := sched.CheckAlive(); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the scheduler did not take and renew Lease %s/%s within 60s (taken: %v, last error: %v)",
+				ns, name, firstRenew != nil, err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// TestChartExtenderOverTLS runs the extender of extender mode with
+// tls.enabled and client certificates off, as rendered: its flextopo.yaml
+// (followed through the Deployment's mounts, the key pair through its
+// Secret volume, a CA and certificate made by the test standing in for the
+// Secret) and its container's arguments, under the chart's service
+// account. It serves HTTPS for the name NOTES.txt's extenders[] entry
+// verifies (HTTP/1.1 to a client that offers h2), refuses plain HTTP and
+// other names, and serves /metrics to a reviewed token.
+func TestChartExtenderOverTLS(t *testing.T) {
+	e := requireChart(t)
+	c := e.c
+	ns := "chart-ext-tls"
+	r, dep, dir, kubeconfig := e.chartRun(t, ns, "mode=extender", "tls.enabled=true", "tls.secretName=flextopo-tls")
+	extBin := harness.ExtenderBinary(c.RepoRoot)
+	if !harness.IsExecutable(extBin) {
+		if harness.IsCI() {
+			t.Fatalf("extender binary %s not found", extBin)
+		}
+		t.Skipf("no extender binary at %s", extBin)
+	}
+	extCtr := chartContainer(t, dep, "extender")
+	extArgs := chartArgs(extCtr)
+	if len(extArgs) < 3 || path.Base(extArgs[0]) != "flextopo-extender" {
+		t.Fatalf("extender container runs %v, want flextopo-extender --config FILE", extArgs)
+	}
+	serverName := dep.GetName() + "." + ns + ".svc"
+	secret := newChartTLSSecret(t, dir, "flextopo-tls", serverName)
+	extPort, err := harness.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	metricsPort := 0
+	for i := 1; i < len(extArgs); i++ {
+		if extArgs[i] != "--config" || i+1 >= len(extArgs) {
+			continue
+		}
+		raw := chartMountedFile(t, r, dep, extCtr, extArgs[i+1])
+		var m map[string]interface{}
+		if err := yaml.Unmarshal([]byte(raw), &m); err != nil {
+			t.Fatalf("rendered flextopo.yaml: %v", err)
+		}
+		if m["listen"] != "0.0.0.0:8888" || m["kubeconfig"] != "" || m["snapshot"] != "" {
+			t.Errorf("rendered flextopo.yaml: listen %v, kubeconfig %q, snapshot %q; want 0.0.0.0:8888 and in-cluster watch",
+				m["listen"], m["kubeconfig"], m["snapshot"])
+		}
+		cfg := chartTLSExtenderConfig(t, raw, m, secret, dep, extCtr)
+		cfg, metricsPort = chartMetricsListener(t, cfg)
+		p := filepath.Join(dir, "flextopo.yaml")
+		if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		extArgs[i+1] = p
+	}
+	// The file as rendered; the in-cluster account and the fixed port are
+	// replaced by flags (which override the file).
+	args := append(extArgs[1:], "--kubeconfig", kubeconfig, "--listen", harness.HostPort(extPort))
+	ext := harness.TestProcess(t, "chart-extender", dir, extBin, args...)
+	extURL := "https://" + harness.HostPort(extPort)
+	client := chartTLSClient(secret.caPEM, serverName)
+	if err := harness.WaitHTTP(ext, client, extURL+"/readyz", nil, 60*time.Second, func(code int, _ string) bool {
+		return code == 200
+	}); err != nil {
+		t.Fatalf("extender with the chart's flextopo.yaml: %v", err)
+	}
+	chartCheckTLSExtender(t, client, extURL, extPort)
+	chartCheckMetrics(t, metricsPort, e.c.PKI.Token)
+}
+
 // chartMetricsListener checks that the rendered flextopo.yaml serves the
 // extender's /metrics on every address of the pod (metricsListen) and moves
 // it to a free port here.
@@ -1221,12 +1250,7 @@ func chartMetricsListener(t *testing.T, cfg string) (string, int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m["metricsListen"] = harness.HostPort(port)
-	out, err := yaml.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(out), port
+	return chartSetKey(t, cfg, "metricsListen", harness.HostPort(port)), port
 }
 
 // chartCheckMetrics scrapes the extender's /metrics as the chart's
@@ -1263,10 +1287,9 @@ func chartCheckMetrics(t *testing.T, port int, token string) {
 }
 
 // chartTLSExtenderConfig checks the TLS part of the rendered flextopo.yaml
-// (scheduler mode) and points it at the test's files and a free probe port.
-// It returns the configuration to run and the probes' rendered and local
-// /dev/tcp targets.
-func chartTLSExtenderConfig(t *testing.T, m map[string]interface{}, secret *chartTLSSecret, dep *unstructured.Unstructured, extCtr map[string]interface{}) (cfg, probeFrom, probeTo string) {
+// (extender mode, no client certificates) and points it at the test's
+// files. It returns the configuration to run.
+func chartTLSExtenderConfig(t *testing.T, raw string, m map[string]interface{}, secret *chartTLSSecret, dep *unstructured.Unstructured, extCtr map[string]interface{}) string {
 	t.Helper()
 	certFile, _ := m["tlsCertFile"].(string)
 	keyFile, _ := m["tlsKeyFile"].(string)
@@ -1274,26 +1297,33 @@ func chartTLSExtenderConfig(t *testing.T, m map[string]interface{}, secret *char
 		t.Fatalf("rendered flextopo.yaml: tlsCertFile %q, tlsKeyFile %q, tlsClientCAFile %q; want a key pair and no client CA",
 			m["tlsCertFile"], m["tlsKeyFile"], m["tlsClientCAFile"])
 	}
-	m["tlsCertFile"] = secret.localPath(t, dep, extCtr, certFile)
-	m["tlsKeyFile"] = secret.localPath(t, dep, extCtr, keyFile)
-	if filepath.Base(m["tlsCertFile"].(string)) != "tls.crt" || filepath.Base(m["tlsKeyFile"].(string)) != "tls.key" {
-		t.Errorf("the extender reads %s and %s of the Secret, want tls.crt and tls.key", m["tlsCertFile"], m["tlsKeyFile"])
+	cert, key := secret.localPath(t, dep, extCtr, certFile), secret.localPath(t, dep, extCtr, keyFile)
+	if filepath.Base(cert) != "tls.crt" || filepath.Base(key) != "tls.key" {
+		t.Errorf("the extender reads %s and %s of the Secret, want tls.crt and tls.key", cert, key)
 	}
-	// The probes speak plain HTTP to the debug API on loopback.
-	debug, _ := m["debugListen"].(string)
-	if !strings.HasPrefix(debug, "127.0.0.1:") || debug == "127.0.0.1:8888" {
-		t.Fatalf("rendered flextopo.yaml: debugListen %q, want a loopback port for the probes other than 8888", debug)
+	if m["debugListen"] != "" {
+		t.Errorf("rendered flextopo.yaml: debugListen %q, want off", m["debugListen"])
 	}
-	port, err := harness.FreePort()
-	if err != nil {
-		t.Fatal(err)
+	return chartSetKey(t, chartSetKey(t, raw, "tlsCertFile", cert), "tlsKeyFile", key)
+}
+
+// chartSetKey sets a top-level string key of a rendered flextopo.yaml in
+// its text. A YAML round trip would not do: it reads "dra: off" as a
+// boolean (YAML 1.1), which flextopo's configuration refuses.
+func chartSetKey(t *testing.T, cfg, key, value string) string {
+	t.Helper()
+	lines := strings.Split(cfg, "\n")
+	found := false
+	for i, l := range lines {
+		if strings.HasPrefix(l, key+":") {
+			lines[i] = fmt.Sprintf("%s: %q", key, value)
+			found = true
+		}
 	}
-	m["debugListen"] = harness.HostPort(port)
-	out, err := yaml.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
+	if !found {
+		t.Fatalf("flextopo.yaml has no key %s:\n%s", key, cfg)
 	}
-	return string(out), "/dev/tcp/" + strings.Replace(debug, ":", "/", 1), fmt.Sprintf("/dev/tcp/127.0.0.1/%d", port)
+	return strings.Join(lines, "\n")
 }
 
 // chartTLSClient trusts only caPEM, checks the certificate for serverName

@@ -56,28 +56,34 @@ app.kubernetes.io/part-of: flextopo
 {{- end -}}
 
 {{- define "flextopo.schedulerImage" -}}
-{{- printf "%s:%s" .Values.scheduler.image.repository .Values.scheduler.image.tag -}}
+{{- printf "%s:%s" .Values.scheduler.image.repository (default .Chart.AppVersion .Values.scheduler.image.tag) -}}
 {{- end -}}
 
-{{/* The address the extender binds. */}}
+{{/*
+The kube-scheduler release flextopo-scheduler is built from (scheduler/go.mod,
+k8s.io/kubernetes): the version-skew check compares it with the cluster's.
+*/}}
+{{- define "flextopo.kubeSchedulerVersion" -}}v1.36.3{{- end -}}
+
+{{/* Where flextopo-scheduler serves flextopo's debug API (debugListen). */}}
+{{- define "flextopo.debugListen" -}}
+{{- printf "%s:%d" .Values.scheduler.debugListenHost (int .Values.scheduler.debugPort) -}}
+{{- end -}}
+
+{{/* Whether that listener is on loopback only (the probes then run inside the container). */}}
+{{- define "flextopo.debugLoopback" -}}
+{{- if eq .Values.scheduler.debugListenHost "127.0.0.1" -}}true{{- end -}}
+{{- end -}}
+
+{{/* The address the extender binds (extender mode). */}}
 {{- define "flextopo.listenHost" -}}
-{{- if .Values.extender.listenHost -}}
-{{- .Values.extender.listenHost -}}
-{{- else if eq .Values.mode "scheduler" -}}
-127.0.0.1
-{{- else -}}
-0.0.0.0
-{{- end -}}
+{{- default "0.0.0.0" .Values.extender.listenHost -}}
 {{- end -}}
 
-{{/* The URL kube-scheduler calls. */}}
+{{/* The URL kube-scheduler calls (extender mode). */}}
 {{- define "flextopo.urlPrefix" -}}
 {{- $scheme := ternary "https" "http" .Values.tls.enabled -}}
-{{- if eq .Values.mode "scheduler" -}}
-{{- printf "%s://127.0.0.1:%d" $scheme (int .Values.extender.port) -}}
-{{- else -}}
 {{- printf "%s://%s.%s.svc:%d" $scheme (include "flextopo.fullname" .) .Release.Namespace (int .Values.service.port) -}}
-{{- end -}}
 {{- end -}}
 
 {{/* The name kube-scheduler verifies the extender's certificate for. */}}
@@ -93,7 +99,6 @@ its mount point.
 */}}
 {{- define "flextopo.tlsDir" -}}/etc/flextopo-tls{{- end -}}
 {{- define "flextopo.clientCADir" -}}/etc/flextopo-client-ca{{- end -}}
-{{- define "flextopo.schedulerCADir" -}}/etc/kubernetes/flextopo-tls{{- end -}}
 
 {{/* The Secret whose ca.crt signs kube-scheduler's client certificate. */}}
 {{- define "flextopo.clientCASecret" -}}
@@ -101,8 +106,8 @@ its mount point.
 {{- end -}}
 
 {{/*
-The extenders[] entry of a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1):
-the scheduler ConfigMap uses it, and NOTES.txt prints it in extender mode.
+The extenders[] entry of a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1)
+for the cluster's own kube-scheduler: NOTES.txt prints it in extender mode.
 */}}
 {{- define "flextopo.extenderEntry" -}}
 - urlPrefix: {{ include "flextopo.urlPrefix" . | quote }}
@@ -116,9 +121,6 @@ the scheduler ConfigMap uses it, and NOTES.txt prints it in extender mode.
 {{- if .Values.tls.enabled }}
   tlsConfig:
     serverName: {{ include "flextopo.serverName" . | quote }}
-{{- if eq .Values.mode "scheduler" }}
-    caFile: {{ printf "%s/ca.crt" (include "flextopo.schedulerCADir" .) | quote }}
-{{- else }}
     # ca.crt of Secret {{ .Values.tls.secretName }}, copied to the scheduler's host
     caFile: "/etc/kubernetes/flextopo/ca.crt"
 {{- if .Values.tls.clientAuth.enabled }}
@@ -126,7 +128,6 @@ the scheduler ConfigMap uses it, and NOTES.txt prints it in extender mode.
     # ca.crt of Secret {{ include "flextopo.clientCASecret" . }}
     certFile: "/etc/kubernetes/flextopo/client.crt"
     keyFile: "/etc/kubernetes/flextopo/client.key"
-{{- end }}
 {{- end }}
 {{- end }}
   httpTimeout: {{ .Values.registration.httpTimeout | quote }}
@@ -151,10 +152,9 @@ the scheduler ConfigMap uses it, and NOTES.txt prints it in extender mode.
 {{- end -}}
 
 {{/*
-registration.pods resolved: auto is all for the second scheduler (its pods
-opt in, and CPU-only ones are then ranked by the GPUs their CPUs would
-strand) and devices for an existing scheduler (most of its pods are not GPU
-pods and need no round trip to flextopo).
+registration.pods resolved (extender mode): auto is devices, since most pods
+of an existing scheduler are not GPU pods and need no round trip to flextopo.
+With DRA every pod goes (claims are no extended resources).
 */}}
 {{- define "flextopo.registrationPods" -}}
 {{- $p := .Values.registration.pods -}}
@@ -164,7 +164,7 @@ pods and need no round trip to flextopo).
 {{- end -}}
 all
 {{- else if eq $p "auto" -}}
-{{- ternary "all" "devices" (eq .Values.mode "scheduler") -}}
+devices
 {{- else -}}
 {{- $p -}}
 {{- end -}}
@@ -184,8 +184,9 @@ shared name, and one MIG resource per registration.migProfiles entry.
 {{- end -}}
 
 {{/*
-An in-container probe of the extender on loopback: bash builtins only (no
-curl in the image). Passes when the status line says 200.
+An in-container probe of flextopo's debug listener on loopback (scheduler
+mode): bash builtins only (no curl in the image). Passes when the status line
+says 200.
 */}}
 {{- define "flextopo.loopbackProbe" -}}
 exec:
@@ -223,21 +224,24 @@ exec:
 {{- end -}}
 {{- if eq .Values.mode "scheduler" -}}
 {{- $re := "^v?[0-9]+\\.[0-9]+\\.[0-9]+" -}}
-{{- $tag := regexFind $re .Values.scheduler.image.tag -}}
+{{- $sched := include "flextopo.kubeSchedulerVersion" . -}}
 {{- $server := regexFind $re .Capabilities.KubeVersion.Version -}}
-{{- if and $tag $server -}}
-{{- $img := semver $tag -}}
+{{- if $server -}}
+{{- $img := semver $sched -}}
 {{- $kube := semver $server -}}
 {{- if or (ne $img.Major $kube.Major) (gt $img.Minor $kube.Minor) -}}
-{{- fail (printf "scheduler.image.tag: kube-scheduler %s is newer than the cluster's Kubernetes %s; a kube-scheduler may not be newer than its API server (version skew policy). Set scheduler.image.tag to the cluster's version, e.g. --set scheduler.image.tag=v%d.%d.%d" .Values.scheduler.image.tag .Capabilities.KubeVersion.Version $kube.Major $kube.Minor $kube.Patch) -}}
+{{- fail (printf "mode: flextopo-scheduler %s is kube-scheduler %s, newer than the cluster's Kubernetes %s; a kube-scheduler may not be newer than its API server (version skew policy). Use --set mode=extender and register the extender in the cluster's own kube-scheduler" .Chart.AppVersion $sched .Capabilities.KubeVersion.Version) -}}
 {{- end -}}
+{{- end -}}
+{{- if eq (int .Values.scheduler.debugPort) (int .Values.scheduler.securePort) -}}
+{{- fail "scheduler.debugPort: flextopo's debug listener needs a port other than scheduler.securePort" -}}
+{{- end -}}
+{{- if .Values.webhook.enabled -}}
+{{- fail "webhook.enabled: the admission webhook is served by flextopo-extender, which scheduler mode does not run; use mode=extender for it" -}}
 {{- end -}}
 {{- end -}}
 {{- if gt (int .Values.extender.config.watchBackoffInitialMs) (int .Values.extender.config.watchBackoffMaxMs) -}}
 {{- fail "extender.config.watchBackoffInitialMs may not exceed extender.config.watchBackoffMaxMs" -}}
-{{- end -}}
-{{- if and (eq .Values.mode "scheduler") (ne (include "flextopo.listenHost" .) "127.0.0.1") (ne (include "flextopo.listenHost" .) "0.0.0.0") -}}
-{{- fail "extender.listenHost: in scheduler mode kube-scheduler calls http://127.0.0.1, so the extender must listen on 127.0.0.1 (the default) or 0.0.0.0" -}}
 {{- end -}}
 {{- if and .Values.tls.enabled (not .Values.tls.secretName) -}}
 {{- fail "tls.secretName: tls.enabled needs a kubernetes.io/tls Secret in the release namespace with tls.crt, tls.key and ca.crt (cert-manager's Certificate writes all three)" -}}
@@ -246,10 +250,10 @@ exec:
 {{- fail "tls.clientAuth.enabled: client certificates are asked for over TLS only; set tls.enabled=true and tls.secretName too" -}}
 {{- end -}}
 {{- if and .Values.tls.clientAuth.enabled (eq .Values.mode "scheduler") -}}
-{{- fail "tls.clientAuth.enabled: in scheduler mode only the pod's own containers reach the extender on 127.0.0.1; client certificates are for mode=extender" -}}
+{{- fail "tls.clientAuth.enabled: scheduler mode has no extender to call; client certificates are for mode=extender" -}}
 {{- end -}}
-{{- if and .Values.tls.enabled (eq .Values.mode "scheduler") (eq (int .Values.tls.probePort) (int .Values.extender.port)) -}}
-{{- fail "tls.probePort: the probes' plain-HTTP port must differ from extender.port, which serves TLS" -}}
+{{- if and .Values.tls.enabled (eq .Values.mode "scheduler") -}}
+{{- fail "tls.enabled: in scheduler mode flextopo runs inside kube-scheduler and no call crosses a connection to protect; TLS is for mode=extender" -}}
 {{- end -}}
 {{- end -}}
 
