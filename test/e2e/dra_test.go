@@ -701,7 +701,7 @@ func (r *draRig) noVictims(t *testing.T, k *draChecker) {
 	ns := r.s.ns
 	node := r.nodes[r.s.nodeName("pre")]
 	cx := harness.Ctx(t, 5*time.Minute)
-	err := harness.CreatePriorityClasses(cx, r.c.Client, map[string]int32{"dra-low": 10, "dra-high": 1000}, nil,
+	err := harness.CreatePriorityClasses(cx, r.c.Client, map[string]int32{"dra-hog": 5, "dra-low": 10, "dra-high": 1000}, nil,
 		"flextopo e2e: DRA preemption")
 	if err != nil {
 		t.Fatal(err)
@@ -727,8 +727,11 @@ func (r *draRig) noVictims(t *testing.T, k *draChecker) {
 	if want := []string{"gpu-0", "gpu-1", "gpu-2", "gpu-4", "gpu-5", "gpu-6"}; !sameSet(keys(held), want) {
 		t.Fatalf("node %s: the low pods' claims hold %v, want %v (first fit in slice order)", node.name, keys(held), want)
 	}
-	// 6 + 120 of the node's 128 CPUs requested.
-	r.createPod(r.s, draPodSpec{name: "hog", cpu: "120", memory: "1Gi", priority: "dra-low", node: node.name})
+	// 6 + 120 of the node's 128 CPUs requested. hog ranks below the low
+	// pods: kube-scheduler reprieves the more important pods first, and
+	// these pods have no start time (no kubelet) to order equal priorities,
+	// so with one priority it could as well evict four low pods as hog.
+	r.createPod(r.s, draPodSpec{name: "hog", cpu: "120", memory: "1Gi", priority: "dra-hog", node: node.name})
 	s := *r.s
 	s.t = t
 	s.waitBound("hog", false) // no devices: no allocation annotation
