@@ -125,6 +125,8 @@ cases=(
 	"scheduler-dra --set mode=scheduler --set gpuMode=dra"
 	"extender-mixed --set mode=extender --set gpuMode=mixed"
 	"extender-webhook --set mode=extender --set gpuMode=dra --set webhook.enabled=true --set webhook.secretName=flextopo-webhook --set webhook.certManagerCertificate=flextopo-system/flextopo-webhook"
+	"scheduler-webhook --set mode=scheduler --set gpuMode=dra --set replicaCount=2 --set webhook.enabled=true --set webhook.secretName=flextopo-webhook --set webhook.certManagerCertificate=flextopo-system/flextopo-webhook"
+	"scheduler-no-metrics --set mode=scheduler --set extender.metricsPort=0 --set serviceMonitor.enabled=true --set scheduler.debugListenHost=0.0.0.0"
 )
 
 # --- 2. lint -------------------------------------------------------------
@@ -171,26 +173,34 @@ done
 # What each mode must render. Scheduler mode: one container, flextopo-
 # scheduler, whose KubeSchedulerConfiguration enables FlexTopo and points it
 # at the mounted flextopo.yaml (scheduler_config_check, below).
-for f in scheduler scheduler-full scheduler-dra; do
+for f in scheduler scheduler-full scheduler-dra scheduler-webhook scheduler-no-metrics; do
 	[[ -s $out/$f.yaml ]] || continue
 	expect "$out/$f.yaml" Deployment 1
 	expect "$out/$f.yaml" ConfigMap 2
 	expect "$out/$f.yaml" ServiceAccount 2
 	expect "$out/$f.yaml" ClusterRole 3
-	expect "$out/$f.yaml" ClusterRoleBinding 5
+	# system:auth-delegator for flextopo's /metrics unless metricsPort is 0.
+	bindings=6
+	[[ $f != scheduler-no-metrics ]] || bindings=5
+	expect "$out/$f.yaml" ClusterRoleBinding $bindings
 	expect "$out/$f.yaml" Role 1
 	expect "$out/$f.yaml" RoleBinding 2
 	grep -q 'kind: KubeSchedulerConfiguration' "$out/$f.yaml" || fail "$f: no KubeSchedulerConfiguration"
 	! grep -qE 'name: (extender|kube-scheduler)$|registry.k8s.io/kube-scheduler|flextopo/extender' "$out/$f.yaml" ||
 		fail "$f: scheduler mode still renders the extender sidecar or the upstream kube-scheduler"
-	! grep -qE '^    (listen|metricsListen|tlsCertFile|kubeconfig|webhookListen):' "$out/$f.yaml" ||
+	! grep -qE '^    (listen|snapshot|tlsCertFile|tlsClientCAFile):' "$out/$f.yaml" ||
 		fail "$f: flextopo.yaml has keys only the extender reads"
 	weight=5
 	[[ $f == scheduler-full ]] || weight=10
-	python3 - "$out/$f.yaml" "$weight" <<'PY' || fail "$f: the scheduler's configuration is wrong (above)"
+	metrics=10262
+	[[ $f != scheduler-no-metrics ]] || metrics=0
+	webhook=0
+	[[ $f != scheduler-webhook ]] || webhook=9443
+	python3 - "$out/$f.yaml" "$weight" "$metrics" "$webhook" <<'PY' || fail "$f: the scheduler's configuration is wrong (above)"
 import sys, posixpath, yaml
 docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
 want_weight = int(sys.argv[2])
+want_metrics, want_webhook = int(sys.argv[3]), int(sys.argv[4])
 dep = next(d for d in docs if d["kind"] == "Deployment")
 spec = dep["spec"]["template"]["spec"]
 errs = []
@@ -235,6 +245,39 @@ if pc["name"] != "FlexTopo" or args["minCandidateNodesPercentage"] != 10 or args
 ft = yaml.safe_load(mounted(args["configFile"]))
 if not ft.get("debugListen"):
     errs.append("configFile %s has no debugListen" % args["configFile"])
+ports = {p["name"]: p["containerPort"] for p in c.get("ports", [])}
+mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
+secrets = {v["name"]: v["secret"]["secretName"] for v in spec["volumes"] if "secret" in v}
+# extender.metricsPort: flextopo's /metrics over HTTPS to reviewed tokens,
+# the reviews through the pod's service account, and its RBAC.
+delegator = [d for d in docs if d["kind"] == "ClusterRoleBinding"
+             and d["roleRef"]["name"] == "system:auth-delegator"]
+if want_metrics:
+    if ft.get("metricsListen") != "0.0.0.0:%d" % want_metrics or ft.get("kubeconfig") != "":
+        errs.append("metricsListen %r, kubeconfig %r; want 0.0.0.0:%d and the in-cluster account"
+                    % (ft.get("metricsListen"), ft.get("kubeconfig"), want_metrics))
+    if ports.get("metrics") != want_metrics:
+        errs.append("container ports %s lack metrics: %d" % (ports, want_metrics))
+    sa = spec["serviceAccountName"]
+    if len(delegator) != 1 or delegator[0]["subjects"] != [
+            {"kind": "ServiceAccount", "name": sa, "namespace": dep["metadata"]["namespace"]}]:
+        errs.append("system:auth-delegator bindings %s, want one for ServiceAccount %s" % (delegator, sa))
+else:
+    if "metricsListen" in ft or "kubeconfig" in ft or "metrics" in ports or delegator:
+        errs.append("extender.metricsPort 0: metricsListen %r, kubeconfig %r, ports %s, %d auth-delegator bindings"
+                    % (ft.get("metricsListen"), ft.get("kubeconfig"), ports, len(delegator)))
+# webhook.enabled: the webhook's key pair mounted where flextopo.yaml reads it.
+if want_webhook:
+    if ft.get("webhookListen") != "0.0.0.0:%d" % want_webhook or ports.get("webhook") != want_webhook:
+        errs.append("webhookListen %r, container ports %s; want 0.0.0.0:%d served"
+                    % (ft.get("webhookListen"), ports, want_webhook))
+    for key in ("webhookCertFile", "webhookKeyFile"):
+        d, base = posixpath.split(ft.get(key) or "")
+        if mounts.get("webhook-tls") != d or secrets.get("webhook-tls") != "flextopo-webhook" or base not in ("tls.crt", "tls.key"):
+            errs.append("%s %r is not in the mounted webhook Secret (mounts %s)" % (key, ft.get(key), mounts))
+else:
+    if any(k.startswith("webhook") for k in ft) or "webhook" in ports or "webhook-tls" in mounts:
+        errs.append("webhook off, yet flextopo.yaml %s, ports %s, mounts %s" % (sorted(ft), ports, mounts))
 for e in errs:
     print("%s: %s" % (sys.argv[1], e), file=sys.stderr)
 sys.exit(1 if errs else 0)
@@ -270,9 +313,37 @@ if [[ -s $out/scheduler-full.yaml ]]; then
 	expect "$f" ServiceMonitor 1
 	expect "$f" Service 1
 	grep -q 'debugListen: "0.0.0.0:8889"' "$f" || fail "scheduler-full: the debug API is not on the pod's addresses"
-	grep -q 'name: http-flextopo-metrics' "$f" || fail "scheduler-full: the metrics Service has no port for flextopo's /metrics"
-	grep -q 'port: http-flextopo-metrics' "$f" || fail "scheduler-full: the ServiceMonitor does not scrape flextopo's /metrics"
 	grep -q 'https-extender-metrics' "$f" && fail "scheduler-full: scrapes an extender that scheduler mode does not run"
+	grep -q 'http-flextopo-metrics' "$f" && fail "scheduler-full: scrapes the unauthenticated debug port while extender.metricsPort serves /metrics"
+	python3 - "$f" <<'PY' || fail "scheduler-full: the ServiceMonitor does not scrape flextopo's and kube-scheduler's /metrics as extender mode does (above)"
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+svc = next(d for d in docs if d["kind"] == "Service" and d["metadata"]["name"].endswith("-metrics"))
+ports = {p["name"]: (p["port"], p["targetPort"]) for p in svc["spec"]["ports"]}
+want = {"https-metrics": (10259, "https"), "https-flextopo-metrics": (10262, "metrics")}
+(sm,) = [d for d in docs if d["kind"] == "ServiceMonitor"]
+eps = {e["port"]: e for e in sm["spec"]["endpoints"]}
+errs = []
+if ports != want:
+    errs.append("metrics Service ports %s, want %s" % (ports, want))
+if sorted(eps) != sorted(want):
+    errs.append("ServiceMonitor endpoints %s, want %s" % (sorted(eps), sorted(want)))
+for name, e in eps.items():
+    if e.get("scheme") != "https" or e.get("bearerTokenFile") != "/var/run/secrets/kubernetes.io/serviceaccount/token" \
+            or e.get("tlsConfig") != {"insecureSkipVerify": True}:
+        errs.append("endpoint %s: %s, want HTTPS with the service account's token" % (name, e))
+for e in errs:
+    print("%s: %s" % (sys.argv[1], e), file=sys.stderr)
+sys.exit(1 if errs else 0)
+PY
+fi
+# extender.metricsPort 0 in scheduler mode: flextopo's metrics are scraped
+# from the debug listener when that is on the pod's addresses.
+if [[ -s $out/scheduler-no-metrics.yaml ]]; then
+	f=$out/scheduler-no-metrics.yaml
+	grep -q 'name: http-flextopo-metrics' "$f" || fail "scheduler-no-metrics: the metrics Service has no port for the debug listener"
+	grep -q 'port: http-flextopo-metrics' "$f" || fail "scheduler-no-metrics: the ServiceMonitor does not scrape the debug listener"
+	grep -q 'https-flextopo-metrics' "$f" && fail "scheduler-no-metrics: scrapes a metrics port that extender.metricsPort: 0 turns off"
 fi
 for f in extender extender-tls; do
 	[[ ! -s $out/$f.yaml ]] || expect "$out/$f.yaml" Service 1
@@ -354,6 +425,17 @@ if [[ -s $out/extender-webhook.yaml ]]; then
 	grep -q 'webhookListen: "0.0.0.0:9443"' "$f" || fail "extender-webhook: the extender does not serve the webhook"
 	grep -q 'mountPath: /etc/flextopo-webhook' "$f" || fail "extender-webhook: the webhook's key pair is not mounted"
 fi
+# Scheduler mode: flextopo-scheduler serves it, on every replica (the
+# Service selects them all); the check of each scheduler case above follows
+# its files to the mounted Secret.
+if [[ -s $out/scheduler-webhook.yaml ]]; then
+	f=$out/scheduler-webhook.yaml
+	expect "$f" MutatingWebhookConfiguration 1
+	expect "$f" PodDisruptionBudget 1
+	grep -q 'name: flextopo-webhook$' "$f" || fail "scheduler-webhook: no webhook Service"
+	grep -q 'targetPort: webhook$' "$f" || fail "scheduler-webhook: the webhook Service does not target the container's webhook port"
+	grep -q 'cert-manager.io/inject-ca-from: "flextopo-system/flextopo-webhook"' "$f" || fail "scheduler-webhook: no CA injection"
+fi
 "$helm" package "$chart" --destination "$out" >"$out/package.log" 2>&1 || {
 	fail "helm package:"
 	cat "$out/package.log" >&2
@@ -384,7 +466,9 @@ bad=(
 	"tls.clientAuth.enabled=true|tls.clientAuth.enabled: client certificates are asked for over TLS only"
 	"tls.enabled=true tls.secretName=x tls.clientAuth.enabled=true|client certificates are for mode=extender"
 	"tls.enabled=true tls.secretName=x|tls.enabled: in scheduler mode flextopo runs inside kube-scheduler"
-	"gpuMode=dra webhook.enabled=true webhook.secretName=w webhook.caBundle=Zm9v|the admission webhook is served by flextopo-extender"
+	"extender.metricsPort=10259|extender.metricsPort: flextopo's /metrics needs a port other than scheduler.securePort"
+	"extender.metricsPort=8889|extender.metricsPort: flextopo's /metrics needs a port other than scheduler.securePort and scheduler.debugPort"
+	"gpuMode=dra webhook.enabled=true webhook.secretName=w webhook.caBundle=Zm9v webhook.port=10262|webhook.port: the admission webhook needs a port other than"
 	"scheduler.debugPort=10259|scheduler.debugPort: flextopo's debug listener needs a port other than scheduler.securePort"
 	"scheduler.debugListenHost=10.0.0.1|at '/scheduler/debugListenHost': value must be one of"
 	"scheduler.preemption.minCandidateNodesPercentage=101|at '/scheduler/preemption/minCandidateNodesPercentage': maximum"

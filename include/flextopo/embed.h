@@ -40,7 +40,8 @@
  * Observability: the debug API and /metrics of the extender (api/
  * openapi.yaml) are served from the host process on debugListen, and
  * /metrics to bearer tokens the API server allows on metricsListen
- * (ft_embed_serve). Decisions are recorded per pod and verb as the extender
+ * (ft_embed_serve), which also serves the DRA claim admission webhook on
+ * webhookListen. Decisions are recorded per pod and verb as the extender
  * records them: filter (once per scheduling cycle, when the cycle moves on
  * to scoring, reserving or preemption, or when the handle is freed),
  * prioritize, preempt and bind.
@@ -61,21 +62,25 @@ typedef struct ft_embed_pod ft_embed_pod_t;
 
 /*
  * A state with the configuration of `config_path` (configs/flextopo.yaml
- * documents the keys; NULL or "": the defaults). Keys that only the
- * extender's own process reads (listen, snapshot, tlsClientCAFile, the
- * webhook) are ignored. FT_EIO / FT_EINVAL as
+ * documents the keys; NULL or "": the defaults). Keys of the extender's
+ * API listener and watch (listen, tlsClientCAFile, maxConnections, threads,
+ * snapshot, watchBackoff*) are ignored: the host's informers feed the
+ * state. FT_EIO / FT_EINVAL as
  * ft_config_load_file(), FT_ENOMEM.
  */
 int ft_embed_new(ft_embed_t **out, const char *config_path);
 
 /*
- * Serve the debug API and /metrics on the configuration's debugListen, and
- * /metrics over HTTPS to authorized bearer tokens on metricsListen, as the
- * extender does (tlsCertFile/tlsKeyFile, or a certificate made at start).
- * Each is off when its address is "". metricsListen reviews tokens with
- * the API server: its client comes from kubeconfig, or the pod's service
- * account when that is "" (ft_app_connect). FT_EINVAL / FT_EIO as
- * ft_server_start() and ft_app_connect(), FT_ENOMEM.
+ * Serve, as the extender does: the debug API and /metrics on the
+ * configuration's debugListen; /metrics over HTTPS to authorized bearer
+ * tokens on metricsListen (tlsCertFile/tlsKeyFile, or a certificate made
+ * at start); and the admission webhook, POST /mutate over HTTPS with
+ * webhookCertFile/webhookKeyFile, on webhookListen (webhook.h). Each is off
+ * when its address is "". metricsListen reviews tokens with the API
+ * server: its client comes from kubeconfig, or the pod's service account
+ * when that is "" (ft_app_connect). The webhook answers from the
+ * DeviceClasses the host feeds (ft_embed_apply) and calls no API server.
+ * FT_EINVAL / FT_EIO as ft_server_start() and ft_app_connect(), FT_ENOMEM.
  */
 int ft_embed_serve(ft_embed_t *e);
 

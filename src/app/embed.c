@@ -20,6 +20,7 @@
 #include <flextopo/frag.h>
 #include <flextopo/log.h>
 #include <flextopo/victims.h>
+#include <flextopo/webhook.h>
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -82,13 +83,17 @@ int ft_embed_serve(ft_embed_t *e)
 	ft_app_t *app = &e->app;
 	int rc;
 
-	if ((rc = ft_app_debug_start(app)) < 0 || !app->cfg.metrics_listen[0])
+	if ((rc = ft_app_debug_start(app)) < 0)
 		return rc;
 	/* The scrapers' tokens are reviewed by the API server: the host's
 	 * client lives in Go, so the listener gets one of its own. */
-	if (!app->kube && (rc = ft_app_connect(app)) < 0)
+	if (app->cfg.metrics_listen[0] &&
+	    ((!app->kube && (rc = ft_app_connect(app)) < 0) ||
+	     (rc = ft_app_metrics_start(app)) < 0))
 		return rc;
-	return ft_app_metrics_start(app);
+	/* The admission webhook reads the state's DeviceClasses, which the
+	 * host's informers feed, and never calls the API server. */
+	return ft_app_webhook_start(app);
 }
 
 void ft_embed_free(ft_embed_t *e)

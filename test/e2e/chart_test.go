@@ -346,11 +346,10 @@ func TestChartServerSideDryRun(t *testing.T) {
 		agentKinds []string
 		noAgent    bool
 	}{
-		// Every extender case binds system:auth-delegator for the
-		// extender's /metrics (extender.metricsPort): one more
-		// ClusterRoleBinding. Scheduler mode binds the plugin's role,
-		// system:kube-scheduler, system:volume-scheduler and its events
-		// role.
+		// Every case binds system:auth-delegator for flextopo's /metrics
+		// (extender.metricsPort): one more ClusterRoleBinding. Scheduler
+		// mode binds the plugin's role, system:kube-scheduler,
+		// system:volume-scheduler and its events role too.
 		{
 			name:      "scheduler",
 			sets:      []string{"mode=scheduler"},
@@ -468,11 +467,11 @@ func TestChartServerSideDryRun(t *testing.T) {
 
 // chartSchedulerKinds are the objects of scheduler mode besides the node
 // agent's: the plugin's and the events ClusterRoles and their bindings,
-// system:kube-scheduler's and system:volume-scheduler's bindings, the two
-// ConfigMaps, the Lease's Role and binding, the authentication reader's
-// binding in kube-system.
+// system:kube-scheduler's, system:volume-scheduler's and
+// system:auth-delegator's bindings, the two ConfigMaps, the Lease's Role
+// and binding, the authentication reader's binding in kube-system.
 var chartSchedulerKinds = []string{"ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "ClusterRoleBinding",
-	"ClusterRoleBinding", "ConfigMap", "ConfigMap", "Deployment", "Role", "RoleBinding", "RoleBinding", "ServiceAccount"}
+	"ClusterRoleBinding", "ClusterRoleBinding", "ConfigMap", "ConfigMap", "Deployment", "Role", "RoleBinding", "RoleBinding", "ServiceAccount"}
 
 // chartNodeAgentKinds are the objects of the node agent (flextopo-node) in
 // the chart's default values.
@@ -891,8 +890,10 @@ func (s *chartTLSSecret) localPath(t *testing.T, dep *unstructured.Unstructured,
 // container's flags (leader election on, through the rendered Lease), the
 // FlexTopo plugin reading the rendered flextopo.yaml it finds through
 // pluginConfig's configFile and the Deployment's mounts, and the rendered
-// exec readiness probe. Then a pod with schedulerName flextopo-scheduler is
-// scheduled and bound through it.
+// exec readiness probe. flextopo's /metrics (extender.metricsPort) is
+// scraped over HTTPS with a token, as the ServiceMonitor scrapes it. Then a
+// pod with schedulerName flextopo-scheduler is scheduled and bound through
+// it.
 func TestChartSchedulesWithItsConfiguration(t *testing.T) {
 	e := requireChart(t)
 	c := e.c
@@ -973,7 +974,9 @@ func TestChartSchedulesWithItsConfiguration(t *testing.T) {
 	}
 
 	// flextopo.yaml as the plugin finds it: the file configFile names in
-	// the container. Its debug listener moves to a free port here.
+	// the container. Its debug and metrics listeners move to free ports
+	// here, and the metrics listener's token reviews go through the test's
+	// kubeconfig of the chart's account instead of the in-cluster one.
 	ftRaw := chartMountedFile(t, r, dep, schedCtr, configFile)
 	var ft map[string]interface{}
 	if err := yaml.Unmarshal([]byte(ftRaw), &ft); err != nil {
@@ -987,8 +990,16 @@ func TestChartSchedulesWithItsConfiguration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if ft["kubeconfig"] != "" {
+		t.Errorf("rendered flextopo.yaml: kubeconfig %v, want \"\" (the in-cluster account)", ft["kubeconfig"])
+	}
+	if p, _, _ := unstructured.NestedSlice(schedCtr, "ports"); !chartHasPort(p, "metrics", 10262) {
+		t.Errorf("flextopo-scheduler container ports %v lack metrics: 10262", p)
+	}
+	ftRun, metricsPort := chartMetricsListener(t, ftRaw)
+	ftRun = chartSetKey(t, chartSetKey(t, ftRun, "debugListen", harness.HostPort(debugPort)), "kubeconfig", kubeconfig)
 	ftPath := filepath.Join(dir, "flextopo.yaml")
-	if err := os.WriteFile(ftPath, []byte(chartSetKey(t, ftRaw, "debugListen", harness.HostPort(debugPort))), 0o600); err != nil {
+	if err := os.WriteFile(ftPath, []byte(ftRun), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	// Only what ties it to the pod changes: the account and the files.
@@ -1071,6 +1082,10 @@ func TestChartSchedulesWithItsConfiguration(t *testing.T) {
 			t.Errorf("readiness probe on port %d: error %v (%s), want pass=%v", tc.port, err, pout, tc.pass)
 		}
 	}
+
+	// flextopo's /metrics, as the ServiceMonitor scrapes it: the chart's
+	// account has the scraper's token reviewed (system:auth-delegator).
+	chartCheckMetrics(t, metricsPort, e.c.PKI.Token)
 
 	chartWaitLease(t, c, sched, ns, dep.GetName())
 
@@ -1234,9 +1249,9 @@ func TestChartExtenderOverTLS(t *testing.T) {
 	chartCheckMetrics(t, metricsPort, e.c.PKI.Token)
 }
 
-// chartMetricsListener checks that the rendered flextopo.yaml serves the
-// extender's /metrics on every address of the pod (metricsListen) and moves
-// it to a free port here.
+// chartMetricsListener checks that the rendered flextopo.yaml serves
+// flextopo's /metrics on every address of the pod (metricsListen), in the
+// extender or in flextopo-scheduler, and moves it to a free port here.
 func chartMetricsListener(t *testing.T, cfg string) (string, int) {
 	t.Helper()
 	var m map[string]interface{}
@@ -1253,10 +1268,10 @@ func chartMetricsListener(t *testing.T, cfg string) (string, int) {
 	return chartSetKey(t, cfg, "metricsListen", harness.HostPort(port)), port
 }
 
-// chartCheckMetrics scrapes the extender's /metrics as the chart's
+// chartCheckMetrics scrapes flextopo's /metrics as the chart's
 // ServiceMonitor does: HTTPS without verifying the self-made certificate
-// and a bearer token, which the extender (under the chart's service account)
-// has the API server review. No token is refused; the cluster admin's gets
+// and a bearer token, which the extender or flextopo-scheduler (under the
+// chart's service account) has the API server review. No token is refused; the cluster admin's gets
 // the metrics, flextopo_ready among them.
 func chartCheckMetrics(t *testing.T, port int, token string) {
 	t.Helper()
@@ -1305,6 +1320,19 @@ func chartTLSExtenderConfig(t *testing.T, raw string, m map[string]interface{}, 
 		t.Errorf("rendered flextopo.yaml: debugListen %q, want off", m["debugListen"])
 	}
 	return chartSetKey(t, chartSetKey(t, raw, "tlsCertFile", cert), "tlsKeyFile", key)
+}
+
+// chartHasPort reports whether a container's ports include `name` on
+// containerPort `port`.
+func chartHasPort(ports []interface{}, name string, port int64) bool {
+	for _, p := range ports {
+		m, _ := p.(map[string]interface{})
+		// A float64: render decodes the manifests with encoding/json.
+		if m["name"] == name && m["containerPort"] == float64(port) {
+			return true
+		}
+	}
+	return false
 }
 
 // chartSetKey sets a top-level string key of a rendered flextopo.yaml in

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -275,16 +276,17 @@ static size_t keep_body(char *data, size_t size, size_t n, void *userdata)
 	return size * n;
 }
 
-long ft_test_scrape_metrics(unsigned port, const char *token, char **body)
+long ft_test_https(unsigned port, const char *path, const char *token,
+		   const char *post, char **body)
 {
 	CURL *curl = curl_easy_init();
 	struct curl_slist *headers = NULL;
-	char url[64], auth[256];
+	char url[256], auth[256];
 	long status = 0;
 	ft_buf_t b;
 
 	ft_buf_init(&b, 0);
-	snprintf(url, sizeof(url), "https://127.0.0.1:%u/metrics", port);
+	snprintf(url, sizeof(url), "https://127.0.0.1:%u%s", port, path);
 	curl_easy_setopt(curl, CURLOPT_URL, url);
 	curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 0L);
 	curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 0L);
@@ -294,12 +296,71 @@ long ft_test_scrape_metrics(unsigned port, const char *token, char **body)
 	if (token) {
 		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
 		headers = curl_slist_append(headers, auth);
-		curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
 	}
+	if (post) {
+		headers = curl_slist_append(headers,
+					    "Content-Type: application/json");
+		curl_easy_setopt(curl, CURLOPT_POSTFIELDS, post);
+	}
+	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
 	assert_int_equal(curl_easy_perform(curl), CURLE_OK);
 	curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
 	curl_slist_free_all(headers);
 	curl_easy_cleanup(curl);
 	assert_int_equal(ft_buf_detach(body, &b), 0);
 	return status;
+}
+
+long ft_test_scrape_metrics(unsigned port, const char *token, char **body)
+{
+	return ft_test_https(port, "/metrics", token, NULL, body);
+}
+
+bool ft_test_make_cert(char *dir, size_t size)
+{
+	char cmd[512];
+
+	if (system("openssl version >/dev/null 2>&1") != 0)
+		return false;
+	snprintf(dir, size, "/tmp/flextopo-cert-XXXXXX");
+	if (!mkdtemp(dir))
+		fail_msg("mkdtemp: %s", dir);
+	snprintf(
+	    cmd, sizeof(cmd),
+	    "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 "
+	    "-nodes -keyout %s/tls.key -out %s/tls.crt -subj /CN=localhost "
+	    "-addext subjectAltName=IP:127.0.0.1,DNS:localhost -days 2 "
+	    ">%s/openssl.log 2>&1",
+	    dir, dir, dir);
+	if (system(cmd) != 0)
+		fail_msg(
+		    "making a certificate in %s failed (openssl.log there)",
+		    dir);
+	return true;
+}
+
+void ft_test_remove_cert(const char *dir)
+{
+	static const char *const names[] = {"tls.key", "tls.crt",
+					    "openssl.log"};
+	char path[256];
+
+	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		unlink(path);
+	}
+	rmdir(dir);
+}
+
+void ft_test_assert_review_patch(const char *reply, size_t len,
+				 const char *patch)
+{
+	cJSON *root = cJSON_ParseWithLength(reply, len);
+	const cJSON *resp = cJSON_GetObjectItemCaseSensitive(root, "response");
+	const cJSON *got = cJSON_GetObjectItemCaseSensitive(resp, "patch");
+
+	if (!cJSON_IsString(got))
+		fail_msg("no response.patch in %.*s", (int)len, reply);
+	assert_string_equal(got->valuestring, patch);
+	cJSON_Delete(root);
 }

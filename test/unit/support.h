@@ -33,6 +33,40 @@ struct cJSON *ft_test_json(const char *text);
  */
 long ft_test_scrape_metrics(unsigned port, const char *token, char **body);
 
+/*
+ * The same for any `path`: a POST of `post` (JSON) when not NULL, a GET
+ * otherwise.
+ */
+long ft_test_https(unsigned port, const char *path, const char *token,
+		   const char *post, char **body);
+
+/*
+ * A self-signed certificate for 127.0.0.1 and localhost, tls.crt and
+ * tls.key, in a new directory under /tmp whose name goes to `dir` (`size`
+ * bytes). false when there is no openssl command (the caller skips the
+ * case); fails the test when openssl fails. ft_test_remove_cert removes it.
+ */
+bool ft_test_make_cert(char *dir, size_t size);
+void ft_test_remove_cert(const char *dir);
+
+/*
+ * An AdmissionReview of a ResourceClaimTemplate whose claims are guaranteed
+ * numa (the affinity on its spec.metadata), asking 2 GPUs of class
+ * gpu.nvidia.com and a NIC of another class, and the patch the webhook
+ * answers on the DRA cluster (test/fixtures/cluster/dra.yaml): base64 of
+ * the JSONPatch that constrains only the "gpus" request to one
+ * resource.kubernetes.io/numaNode.
+ */
+#define FT_TEST_REVIEW_NUMA_TEMPLATE                                           \
+	"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{\"uid\":\"r-1\",\"kind\":{\"group\":\"resource.k8s.io\",\"version\":\"v1\",\"kind\":\"ResourceClaimTemplate\"},\"namespace\":\"ml\",\"operation\":\"CREATE\",\"object\":{\"metadata\":{\"name\":\"t\"},\"spec\":{\"metadata\":{\"annotations\":{\"flextopo.io/affinity\":\"numa\"}},\"spec\":{\"devices\":{\"requests\":[{\"name\":\"gpus\",\"exactly\":{\"deviceClassName\":\"gpu.nvidia.com\",\"count\":2}},{\"name\":\"nic\",\"exactly\":{\"deviceClassName\":\"rdma.example.com\"}}]}}}}}}"
+#define FT_TEST_REVIEW_NUMA_TEMPLATE_PATCH                                     \
+	"W3sib3AiOiJhZGQiLCJ2YWx1ZSI6W3sicmVxdWVzdHMiOlsiZ3B1cyJdLCJtYXRjaEF0dHJpYnV0ZSI6InJlc291cmNlLmt1YmVybmV0ZXMuaW8vbnVtYU5vZGUifV0sInBhdGgiOiIvc3BlYy9zcGVjL2RldmljZXMvY29uc3RyYWludHMifV0="
+
+/* Fail the test unless `reply` (`len` bytes) is an AdmissionReview whose
+ * response carries `patch`. */
+void ft_test_assert_review_patch(const char *reply, size_t len,
+				 const char *patch);
+
 #endif
 
 #include <flextopo/cluster.h>

@@ -64,15 +64,13 @@ static void feed_item(ft_embed_t *e, const cJSON *item)
 	free(json);
 }
 
-/* An embedded state fed `cluster` item by item, as the informers feed it:
- * each kind's first list bracketed, then synced. */
-static ft_embed_t *embed_new_from(const char *cluster)
+/* Feed `e` with `cluster` item by item, as the informers feed it: each
+ * kind's first list bracketed, then synced. */
+static ft_embed_t *embed_feed(ft_embed_t *e, const char *cluster)
 {
 	cJSON *root = NULL;
 	const cJSON *item;
-	ft_embed_t *e = NULL;
 
-	assert_int_equal(ft_embed_new(&e, NULL), 0);
 	ft_log_set_level(FT_LOG_ERROR);
 	if (ft_yaml_file_to_json(&root, cluster) < 0)
 		fail_msg("%s: %s", cluster, ft_error_last());
@@ -85,6 +83,15 @@ static ft_embed_t *embed_new_from(const char *cluster)
 	cJSON_Delete(root);
 	ft_embed_set_synced(e, true);
 	return e;
+}
+
+/* An embedded state with the defaults, fed `cluster`. */
+static ft_embed_t *embed_new_from(const char *cluster)
+{
+	ft_embed_t *e = NULL;
+
+	assert_int_equal(ft_embed_new(&e, NULL), 0);
+	return embed_feed(e, cluster);
 }
 
 static ft_embed_pod_t *pod_of(ft_embed_t *e, const cJSON *pod)
@@ -670,6 +677,49 @@ static void test_embed__metrics_listener(void **state)
 	ft_embed_free(e);
 }
 
+/*
+ * webhookListen in the scheduler process: POST /mutate over HTTPS with
+ * webhookCertFile/webhookKeyFile answers an AdmissionReview from the
+ * DeviceClasses the host fed, as the extender's webhook answers it.
+ */
+static void test_embed__admission_webhook(void **state)
+{
+	char dir[64], yaml[512];
+	ft_embed_t *e;
+	char *body = NULL;
+
+	(void)state;
+	if (!ft_test_make_cert(dir, sizeof(dir))) {
+		print_message(
+		    "openssl not found: the webhook case is skipped\n");
+		return;
+	}
+	snprintf(yaml, sizeof(yaml),
+		 "logLevel: error\nwebhookListen: 127.0.0.1:0\n"
+		 "webhookCertFile: %s/tls.crt\nwebhookKeyFile: %s/tls.key\n",
+		 dir, dir);
+	e = embed_feed(embed_of_config(yaml), DRA_CLUSTER);
+	assert_int_equal(ft_embed_serve(e), 0);
+	/* Neither the debug nor the metrics listener, nor an API client. */
+	assert_null(ft_embed_app(e)->debug_server);
+	assert_null(ft_embed_app(e)->metrics_server);
+	assert_null(ft_embed_app(e)->kube);
+	assert_int_equal(
+	    ft_test_https(ft_server_port(ft_embed_app(e)->webhook_server),
+			  "/mutate", NULL, FT_TEST_REVIEW_NUMA_TEMPLATE, &body),
+	    200);
+	ft_test_assert_review_patch(body, strlen(body),
+				    FT_TEST_REVIEW_NUMA_TEMPLATE_PATCH);
+	free(body);
+	assert_int_equal(
+	    ft_test_https(ft_server_port(ft_embed_app(e)->webhook_server),
+			  "/mutate", NULL, "{}", &body),
+	    400);
+	free(body);
+	ft_embed_free(e);
+	ft_test_remove_cert(dir);
+}
+
 static void test_embed__bad_objects(void **state)
 {
 	ft_embed_t *e = embed_new_from(CLUSTER);
@@ -796,6 +846,7 @@ int main(void)
 	    cmocka_unit_test(test_embed__filter_without_removed_pods),
 	    cmocka_unit_test(test_embed__refused_until_synced),
 	    cmocka_unit_test(test_embed__metrics_listener),
+	    cmocka_unit_test(test_embed__admission_webhook),
 	    cmocka_unit_test(test_embed__bad_objects),
 	    cmocka_unit_test(test_embed__decisions),
 	    cmocka_unit_test(test_embed__parallel_filter),

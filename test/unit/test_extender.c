@@ -1146,22 +1146,14 @@ static void test_extender__dra_bind_pins_cpus_near_dra_gpus(void **state)
 static void test_extender__webhook_uses_watched_classes(void **state)
 {
 	ft_app_t *app = app_new_from(DRA_CLUSTER);
-	const char *review =
-	    "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{\"uid\":\"r-1\",\"kind\":{\"group\":\"resource.k8s.io\",\"version\":\"v1\",\"kind\":\"ResourceClaimTemplate\"},\"namespace\":\"ml\",\"operation\":\"CREATE\",\"object\":{\"metadata\":{\"name\":\"t\"},\"spec\":{\"metadata\":{\"annotations\":{\"flextopo.io/affinity\":\"numa\"}},\"spec\":{\"devices\":{\"requests\":[{\"name\":\"gpus\",\"exactly\":{\"deviceClassName\":\"gpu.nvidia.com\",\"count\":2}},{\"name\":\"nic\",\"exactly\":{\"deviceClassName\":\"rdma.example.com\"}}]}}}}}}";
+	const char *review = FT_TEST_REVIEW_NUMA_TEMPLATE;
 	ft_http_response_t res;
-	const cJSON *resp;
-	cJSON *reply;
 
 	post(&res, app, ft_app_mutate, "/mutate", review, strlen(review));
 	if (res.status != 200)
 		fail_msg("%d %s", res.status, res.body);
-	reply = cJSON_ParseWithLength(res.body, res.body_len);
-	resp = cJSON_GetObjectItemCaseSensitive(reply, "response");
-	assert_string_equal(
-	    cJSON_GetObjectItemCaseSensitive(resp, "patch")->valuestring,
-	    /* base64 of the JSONPatch that constrains only "gpus" */
-	    "W3sib3AiOiJhZGQiLCJ2YWx1ZSI6W3sicmVxdWVzdHMiOlsiZ3B1cyJdLCJtYXRjaEF0dHJpYnV0ZSI6InJlc291cmNlLmt1YmVybmV0ZXMuaW8vbnVtYU5vZGUifV0sInBhdGgiOiIvc3BlYy9zcGVjL2RldmljZXMvY29uc3RyYWludHMifV0=");
-	cJSON_Delete(reply);
+	ft_test_assert_review_patch(res.body, res.body_len,
+				    FT_TEST_REVIEW_NUMA_TEMPLATE_PATCH);
 	free(res.body);
 	post(&res, app, ft_app_mutate, "/mutate", "{}", 2);
 	assert_int_equal(res.status, 400);

@@ -236,8 +236,12 @@ exec:
 {{- if eq (int .Values.scheduler.debugPort) (int .Values.scheduler.securePort) -}}
 {{- fail "scheduler.debugPort: flextopo's debug listener needs a port other than scheduler.securePort" -}}
 {{- end -}}
-{{- if .Values.webhook.enabled -}}
-{{- fail "webhook.enabled: the admission webhook is served by flextopo-extender, which scheduler mode does not run; use mode=extender for it" -}}
+{{- $taken := list (int .Values.scheduler.securePort) (int .Values.scheduler.debugPort) -}}
+{{- if and .Values.extender.metricsPort (has (int .Values.extender.metricsPort) $taken) -}}
+{{- fail "extender.metricsPort: flextopo's /metrics needs a port other than scheduler.securePort and scheduler.debugPort" -}}
+{{- end -}}
+{{- if and .Values.webhook.enabled (has (int .Values.webhook.port) (append $taken (int .Values.extender.metricsPort))) -}}
+{{- fail "webhook.port: the admission webhook needs a port other than scheduler.securePort, scheduler.debugPort and extender.metricsPort" -}}
 {{- end -}}
 {{- end -}}
 {{- if gt (int .Values.extender.config.watchBackoffInitialMs) (int .Values.extender.config.watchBackoffMaxMs) -}}

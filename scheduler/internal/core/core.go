@@ -181,8 +181,10 @@ func New(configFile string) (*Embed, error) {
 	return &Embed{p: p}, nil
 }
 
-// Serve starts the debug API and /metrics on the configuration's
-// debugListen (nothing when it is unset).
+// Serve starts the configuration's listeners (ft_embed_serve): the debug
+// API and /metrics on debugListen, /metrics to reviewed bearer tokens on
+// metricsListen, and the admission webhook on webhookListen; each is off
+// when its address is unset.
 func (m *Embed) Serve() error {
 	var e errBuf
 	return e.err(C.shim_serve(m.p, e.ptr()))

@@ -76,7 +76,7 @@ func sharedEmbed(ctx context.Context, h fwk.Handle, configFile string) (*core.Em
 		return nil, fmt.Errorf("%s: informers: %w", Name, err)
 	}
 	if err := embed.Serve(); err != nil {
-		return nil, fmt.Errorf("%s: debug listener: %w", Name, err)
+		return nil, fmt.Errorf("%s: listeners: %w", Name, err)
 	}
 	shared.embed, shared.configFile = embed, configFile
 	return embed, nil
