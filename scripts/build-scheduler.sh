@@ -30,9 +30,12 @@ if [[ ! -f $build_dir/CMakeCache.txt ]]; then
 fi
 cmake --build "$build_dir" --target ft_app -j"$(nproc)"
 
+# go's build cache does not look into the static libraries that cgo links:
+# their digest in the flags makes a changed core relink the binary.
+libs_digest=$(cat "$build_dir"/libft_*.a | sha256sum | cut -c1-16)
 cd "$repo_root/scheduler"
 CGO_ENABLED=1 \
-	CGO_CFLAGS="-I$repo_root/include ${CGO_CFLAGS:-}" \
+	CGO_CFLAGS="-I$repo_root/include -DFT_CORE_LIBS_DIGEST=$libs_digest ${CGO_CFLAGS:-}" \
 	CGO_LDFLAGS="-L$build_dir ${CGO_LDFLAGS:-}" \
 	go build -trimpath -ldflags "$ldflags" -o "$out" ./cmd/flextopo-scheduler
 echo "$out"
