@@ -17,7 +17,8 @@
 #    at a time as they share the machine) with FLEXTOPO_EXTENDER (default
 #    build/flextopo-extender; relative paths are taken from the repository
 #    root) and K8S_TESTENV (the cached binary). FLEXTOPO_E2E_PACKAGES
-#    replaces ./... (scripts/preemption-study.sh runs ./study alone).
+#    replaces ./... (scripts/preemption-study.sh runs ./study alone). A
+#    -timeout among the arguments replaces the 30 minutes.
 #
 # 2a. For the real-node scenario (realnode_test.go): builds containerd, its runc
 #    shim and ctr from containerd's Go module (Debian 12 ships containerd 1.6,
@@ -224,13 +225,20 @@ fi
 # The packages to test, split on spaces (FLEXTOPO_E2E_PACKAGES, default all).
 read -ra packages <<<"${FLEXTOPO_E2E_PACKAGES:-./...}"
 
+# 30 minutes unless the caller passes its own -timeout (go test keeps the
+# first of two).
+timeout=(-timeout 30m)
+for arg in "$@"; do
+	[[ $arg == -timeout || $arg == -timeout=* || $arg == --timeout* ]] && timeout=()
+done
+
 test_start=$SECONDS
 rc=0
 (
 	cd "$e2e_dir"
 	FLEXTOPO_EXTENDER=$extender FLEXTOPO_SCHEDULER=$scheduler K8S_TESTENV=$testenv FLEXTOPO_E2E_REPORT=$report \
 		CONTAINERD_DIR=$containerd_dir FLEXTOPO_NODE=$node_agent KWOK=$kwok_dir/kwok DRA_PLUGIN=$draplugin \
-		go test -v -count=1 -timeout 30m -p 1 "${packages[@]}" "$@"
+		go test -v -count=1 "${timeout[@]}" -p 1 "${packages[@]}" "$@"
 ) || rc=$?
 test_secs=$((SECONDS - test_start))
 
