@@ -233,11 +233,27 @@ func mustGet(t *testing.T, url string) string {
 // extender mode's ({gpu-b, cpu-c}: the cheapest set that frees a GPU with
 // six CPUs beside it), and the preemptor must bind aligned.
 func TestPluginPreemptionPaperScenario(t *testing.T) {
+	ps, s, o, topo, held := runPluginPreemption(t, "paper-plg", "Paper scenario", paperHeld(), nil)
+	checkPaperOutcome(t, o, topo, held)
+	if body := mustGet(t, ps.DebugURL+"/debug/pods/"+s.ns+"/llm"); !strings.Contains(body, `"preempt"`) {
+		t.Errorf("plugin /debug/pods/%s/llm shows no preempt decision: %s", s.ns, body)
+	}
+}
+
+// runPluginPreemption runs a preemption scenario of preempt_test.go on an
+// 8x RTX 4090 node through flextopo-scheduler's PostFilter: `held` bound
+// there, then the guaranteed llm preemptor; setup (or nil) runs on the
+// scenario before the node is made. The freed set must leave an aligned
+// GPU with six CPUs.
+func runPluginPreemption(t *testing.T, prefix, title string, held []heldPod, setup func(*scenario)) (*harness.PluginScheduler, *scenario, *preemptionOutcome, *flextopo.Topology, []heldPod) {
+	t.Helper()
 	c := requireExtender(t)
 	ps := requirePluginScheduler(t, c)
 	ensurePriorityClasses(t, c)
-	s := newScenario(t, c, "paper-plg")
-	held := paperHeld()
+	s := newScenario(t, c, prefix)
+	if setup != nil {
+		setup(s)
+	}
 	topo := rtx4090Node(s.nodeName("rtx"))
 	node := s.addTopologyNode("rtx", topo)
 	s.createHeldPods(node, pluginSchedulerName, held)
@@ -247,11 +263,8 @@ func TestPluginPreemptionPaperScenario(t *testing.T) {
 	preemptor.schedulerName = pluginSchedulerName
 	o := s.runPreemption("flextopo-scheduler PostFilter", node, held, preemptor, preemptMinPending, preemptSettle)
 	checkFreedAligned(o, topo, held, 1, 6)
-	t.Log("\n" + comparisonTable("Paper scenario, flextopo-scheduler (framework plugins):", o))
-	checkPaperOutcome(t, o, topo, held)
-	if body := mustGet(t, ps.DebugURL+"/debug/pods/"+s.ns+"/llm"); !strings.Contains(body, `"preempt"`) {
-		t.Errorf("plugin /debug/pods/%s/llm shows no preempt decision: %s", s.ns, body)
-	}
+	t.Log("\n" + comparisonTable(title+", flextopo-scheduler (framework plugins):", o))
+	return ps, s, o, topo, held
 }
 
 // waitPluginHolds waits until the plugin's model holds `pods` pods on node
@@ -286,21 +299,8 @@ func waitPluginHolds(t *testing.T, ps *harness.PluginScheduler, node string, pod
 // PostFilter. The victims must be the extender mode's: {twin}, never the
 // pod its PodDisruptionBudget protects.
 func TestPluginPreemptionAvoidsPDBProtectedPod(t *testing.T) {
-	c := requireExtender(t)
-	ps := requirePluginScheduler(t, c)
-	ensurePriorityClasses(t, c)
-	s := newScenario(t, c, "pdb-plg")
-	s.newPDB("guarded", map[string]string{"app": "guarded"}, 1)
-	held := pdbHeld()
-	topo := rtx4090Node(s.nodeName("rtx"))
-	node := s.addTopologyNode("rtx", topo)
-	s.createHeldPods(node, pluginSchedulerName, held)
-	waitPluginHolds(t, ps, node, len(held))
-
-	preemptor := llmPreemptor("guaranteed")
-	preemptor.schedulerName = pluginSchedulerName
-	o := s.runPreemption("flextopo-scheduler PostFilter", node, held, preemptor, preemptMinPending, preemptSettle)
-	checkFreedAligned(o, topo, held, 1, 6)
-	t.Log("\n" + comparisonTable("PDB scenario, flextopo-scheduler (framework plugins):", o))
+	_, _, o, topo, held := runPluginPreemption(t, "pdb-plg", "PDB scenario", pdbHeld(), func(s *scenario) {
+		s.newPDB("guarded", map[string]string{"app": "guarded"}, 1)
+	})
 	checkPDBOutcome(t, o, topo, held)
 }
