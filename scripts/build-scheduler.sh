@@ -14,6 +14,8 @@
 #    pkg-config, as CMakeLists.txt finds them. The version flags are
 #    k8s-testenv's (scripts/e2e.sh), so /version and the scheduler's metrics
 #    say v1.36.3.
+# FLEXTOPO_SCHEDULER_SYMBOLS=1 keeps the symbol tables (Go's and the C
+# core's) that a release build strips, for perf and pprof.
 # Go's module and build caches stay at their defaults.
 set -euo pipefail
 
@@ -23,7 +25,8 @@ build_dir=${FLEXTOPO_BUILD_DIR:-$repo_root/build}
 out=${1:-$build_dir/flextopo-scheduler}
 [[ $out == /* ]] || out=$PWD/$out
 k8s_version=v1.36.3
-ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$k8s_version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36"
+ldflags="-X k8s.io/component-base/version.gitVersion=$k8s_version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36"
+[[ ${FLEXTOPO_SCHEDULER_SYMBOLS:-0} == 1 ]] || ldflags="-s -w $ldflags"
 
 if [[ ! -f $build_dir/CMakeCache.txt ]]; then
 	cmake -S "$repo_root" -B "$build_dir" -DFLEXTOPO_TESTS=OFF >/dev/null

@@ -14,7 +14,10 @@
 # FLEXTOPO_SCHEDPERF_BASELINE_THREADS (its threads),
 # FLEXTOPO_SCHEDPERF_NODES_TO_SCORE (the schedulers'
 # percentageOfNodesToScore; default 0, kube-scheduler's adaptive share; the
-# shipped configuration sets 100). The table
+# shipped configuration sets 100), FLEXTOPO_SCHEDPERF_PERF (a folder: each
+# arm's scheduler and extender are profiled with perf record into
+# <folder>/<arm>-<pair>.perf.data), FLEXTOPO_SCHEDPERF_ARMS (the arms to
+# run besides alone, e.g. "plugin"; default all). The table
 # goes to the log and to build/schedperf.md.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

@@ -157,11 +157,31 @@ node_rec_t *ft_state_node_rec(ft_state_t *state, const char *name, bool create)
 	return r;
 }
 
+void ft_state_mark_dirty(ft_state_t *state, node_rec_t *n)
+{
+	if (!n->dirty) {
+		DL_APPEND2(state->dirty_nodes, n, dirty_prev, dirty_next);
+		state->n_dirty++;
+	}
+	n->dirty = true;
+	state->dirty = true;
+}
+
+void ft_state_clear_dirty(ft_state_t *state, node_rec_t *n)
+{
+	if (n->dirty) {
+		DL_DELETE2(state->dirty_nodes, n, dirty_prev, dirty_next);
+		state->n_dirty--;
+	}
+	n->dirty = false;
+}
+
 /* Drop a node record nothing refers to any more. */
 void ft_state_node_rec_gc(ft_state_t *state, node_rec_t *r)
 {
 	if (r->present || r->pods || r->claims || r->slices)
 		return;
+	ft_state_clear_dirty(state, r);
 	HASH_DEL(state->nodes, r);
 	node_rec_free(r);
 }
@@ -209,8 +229,7 @@ node_rec_t *ft_state_link(ft_state_t *state, const char *name, char **linked)
 
 void ft_state_node_changed(ft_state_t *state, node_rec_t *n)
 {
-	n->dirty = true;
-	state->dirty = true;
+	ft_state_mark_dirty(state, n);
 	ft_state_node_rec_gc(state, n);
 }
 
@@ -552,8 +571,7 @@ void ft_state_apply_node(ft_state_t *state, const cJSON *obj)
 	r->src = src;
 	state->membership_changed |= !r->present;
 	r->present = true;
-	r->dirty = true;
-	state->dirty = true;
+	ft_state_mark_dirty(state, r);
 	ft_state_dra_stale(r);
 	r->mark = state->replace_mark[FT_KIND_NODE];
 	ft_state_maybe_publish(state);
@@ -564,7 +582,7 @@ cleanup:
 static void remove_node(ft_state_t *state, node_rec_t *r)
 {
 	r->present = false;
-	r->dirty = false;
+	ft_state_clear_dirty(state, r);
 	state->membership_changed = true;
 	ft_node_source_dispose(&r->src);
 	ft_node_unref(r->built);
@@ -838,7 +856,7 @@ static int rebuild_node(ft_state_t *state, node_rec_t *n)
 	ft_node_unref(n->built);
 	n->built = built;
 	built = NULL;
-	n->dirty = false;
+	ft_state_clear_dirty(state, n);
 cleanup:
 	ft_node_unref(built);
 	free(holders);
@@ -848,22 +866,39 @@ cleanup:
 	return rc;
 }
 
+/* Node `n` for the next snapshot: built again when dirty (the previous
+ * model is kept when that fails); NULL when it has no model. */
+static ft_node_t *node_for_publish(ft_state_t *state, node_rec_t *n)
+{
+	if (!n->present) {
+		/* Its Node's arrival marks it again. */
+		ft_state_clear_dirty(state, n);
+		return NULL;
+	}
+	if (n->dirty && rebuild_node(state, n) < 0)
+		return NULL;
+	return n->built;
+}
+
+/* Every node (`full`), or the dirty ones alone, into *out. */
 static int collect(ft_state_t *state, ft_node_t ***out, unsigned *count,
-		   bool dirty_only)
+		   bool full)
 {
 	node_rec_t *n, *tmp;
-	unsigned cap = HASH_COUNT(state->nodes), i = 0;
+	unsigned cap = full ? HASH_COUNT(state->nodes) : state->n_dirty, i = 0;
+	ft_node_t *built;
 
 	*out = calloc(cap ? cap : 1, sizeof(**out));
 	if (!*out)
 		return ft_error_set(FT_ENOMEM, "state: out of memory");
-	HASH_ITER (hh, state->nodes, n, tmp) {
-		if (!n->present || (dirty_only && !n->dirty))
-			continue;
-		if (n->dirty && rebuild_node(state, n) < 0)
-			continue; /* keep the previous model of this node */
-		if (n->built)
-			(*out)[i++] = n->built;
+	if (full) {
+		HASH_ITER (hh, state->nodes, n, tmp)
+			if ((built = node_for_publish(state, n)))
+				(*out)[i++] = built;
+	} else {
+		DL_FOREACH_SAFE2(state->dirty_nodes, n, tmp, dirty_next)
+		if ((built = node_for_publish(state, n)))
+			(*out)[i++] = built;
 	}
 	*count = i;
 	return 0;
@@ -893,7 +928,7 @@ static void publish(ft_state_t *state)
 	if (!full && !state->dirty)
 		return;
 	state->dirty = false;
-	if ((rc = collect(state, &nodes, &count, !full)) < 0)
+	if ((rc = collect(state, &nodes, &count, full)) < 0)
 		goto cleanup;
 	if (!full && !count)
 		goto cleanup;

@@ -92,7 +92,8 @@ typedef struct node_rec {
 	char *name;
 	ft_node_source_t src;
 	bool present; /* a Node object exists */
-	bool dirty;
+	bool dirty;   /* on the state's dirty list; built at the next publish */
+	struct node_rec *dirty_prev, *dirty_next;
 	uint64_t mark;
 	ft_node_t *built;
 	pod_rec_t *pods;     /* utlist of linked pods */
@@ -126,7 +127,12 @@ struct ft_state {
 	uint64_t next_mark;
 	unsigned observed; /* records with observed_only set */
 	bool dirty;	   /* some node record is dirty */
-	ft_mix_t mix;	   /* pods as they were first placed on a node */
+	/* The dirty node records (utlist, dirty_prev/dirty_next), so that a
+	 * publish visits those alone: a walk of every record cost more than
+	 * anything else a watch event did at 5,000 nodes. */
+	node_rec_t *dirty_nodes;
+	unsigned n_dirty;
+	ft_mix_t mix; /* pods as they were first placed on a node */
 	conflict_rec_t *conflicts; /* pairs reported */
 	ft_conflict_note_t *notes; /* found, not yet taken */
 	unsigned n_notes;
@@ -151,6 +157,10 @@ void ft_state_node_rec_gc(ft_state_t *state, node_rec_t *r);
 node_rec_t *ft_state_link(ft_state_t *state, const char *name, char **linked);
 node_rec_t *ft_state_unlink(ft_state_t *state, char **linked);
 void ft_state_node_changed(ft_state_t *state, node_rec_t *n);
+/* Put node `n` on, or take it off, the list of those the next publish
+ * builds. */
+void ft_state_mark_dirty(ft_state_t *state, node_rec_t *n);
+void ft_state_clear_dirty(ft_state_t *state, node_rec_t *n);
 void ft_state_maybe_publish(ft_state_t *state);
 
 /* state_dra.c: free every slice and claim record. */

@@ -24,6 +24,8 @@ import (
 	"math"
 	"math/rand"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -233,6 +235,7 @@ func runArm(t *testing.T, s *scenario, arm, schedName string, pods []podSpec, st
 	}
 	sched := start()
 	cpu0["kube-scheduler"] = cpuSeconds(sched)
+	stopProfile := profileArm(t, arm, sched, procs["flextopo-extender"])
 	metrics0 := ""
 	if ext != nil {
 		_, metrics0 = httpGet(ext.URL + "/metrics")
@@ -270,6 +273,7 @@ func runArm(t *testing.T, s *scenario, arm, schedName string, pods []podSpec, st
 		r.cpu[name] = cpuSeconds(p) - cpu0[name]
 	}
 	r.cpu["kube-scheduler"] = cpuSeconds(sched) - cpu0["kube-scheduler"]
+	stopProfile()
 	if ext != nil {
 		_, metrics1 := httpGet(ext.URL + "/metrics")
 		r.extLatent = verbLatency(metrics0, metrics1)
@@ -289,6 +293,34 @@ func runArm(t *testing.T, s *scenario, arm, schedName string, pods []podSpec, st
 		time.Sleep(500 * time.Millisecond)
 	}
 	return r
+}
+
+// profileArm records a CPU profile of the arm's scheduler and extender
+// with perf (Go and C frames alike) while its pods bind, when
+// FLEXTOPO_SCHEDPERF_PERF names a folder: <folder>/<arm>.perf.data, read
+// with `perf report -i`. It returns the function that stops the recording.
+func profileArm(t *testing.T, arm string, procs ...*harness.Process) func() {
+	dir := os.Getenv("FLEXTOPO_SCHEDPERF_PERF")
+	if dir == "" {
+		return func() {}
+	}
+	var pids []string
+	for _, p := range procs {
+		if pid := p.Pid(); pid != 0 {
+			pids = append(pids, strconv.Itoa(pid))
+		}
+	}
+	out := filepath.Join(dir, arm+".perf.data")
+	cmd := exec.Command("perf", "record", "--quiet", "-F", "499", "-g", "-o", out, "-p", strings.Join(pids, ","))
+	if err := cmd.Start(); err != nil {
+		t.Logf("%s: no profile: %v", arm, err)
+		return func() {}
+	}
+	return func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait() // perf exits on the signal it was stopped with
+		t.Logf("%s: profile in %s", arm, out)
+	}
 }
 
 // verbLatency is the extender's mean latency per verb between two /metrics
@@ -379,6 +411,9 @@ func perfSize1(t *testing.T, c *harness.Cluster, size perfSize, pairs, qps int, 
 		exts["baseline"] = c.StartTestExtenderBin(t, fmt.Sprintf("perf-baseline-%d", size.nodes), base, baseCfg)
 		arms = append(arms, "baseline")
 	}
+	if only := os.Getenv("FLEXTOPO_SCHEDPERF_ARMS"); only != "" {
+		arms = pickArms(t, arms, only)
+	}
 	s.addPerfNodes(t, size.nodes)
 	pods := perfPods(size.pods, 1)
 	procs := map[string]*harness.Process{"kube-apiserver": c.APIServer, "etcd": c.Etcd}
@@ -445,6 +480,26 @@ func perfSize1(t *testing.T, c *harness.Cluster, size perfSize, pairs, qps int, 
 		fmt.Fprintf(report, "| %d / %d | ratio %s/alone | | %.2f ± %.2f (%d pairs) |||||||\n",
 			size.nodes, size.pods, arm, mean, sd, len(ratios[arm]))
 	}
+}
+
+// pickArms keeps the arms a comma-separated list names, alone first: the
+// ratios are to it.
+func pickArms(t *testing.T, arms []string, only string) []string {
+	out := []string{"alone"}
+	for _, name := range strings.Split(only, ",") {
+		name = strings.TrimSpace(name)
+		found := false
+		for _, a := range arms {
+			found = found || a == name
+		}
+		if !found {
+			t.Fatalf("FLEXTOPO_SCHEDPERF_ARMS: no arm %q here (%s)", name, strings.Join(arms, ", "))
+		}
+		if name != "alone" {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 func meanSD(xs []float64) (float64, float64) {

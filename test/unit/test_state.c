@@ -287,6 +287,53 @@ static void test_state__pod_before_its_node(void **state)
 	ft_state_free(s);
 }
 
+/*
+ * A publish builds the nodes marked since the last one and no other: also
+ * across a relist, where many are marked before one publish, and when a
+ * marked record goes (a pod on a node that never came, then deleted).
+ */
+static void test_state__publish_builds_marked_nodes(void **state)
+{
+	ft_state_t *s = state_new();
+	char *a1 = allocation("n1", 0x1), *a3 = allocation("n3", 0x2);
+	pod_spec_t p1 = {
+	    .uid = "p1", .node = "n1", .gpus = 1, .allocation = a1};
+	pod_spec_t p3 = {
+	    .uid = "p3", .node = "n3", .gpus = 1, .allocation = a3};
+	pod_spec_t lost = {.uid = "lost", .node = "gone", .gpus = 1};
+	ft_snapshot_t *s1, *s2;
+
+	apply_node(s, "n1");
+	apply_node(s, "n2");
+	apply_node(s, "n3");
+	s1 = ft_state_snapshot(s);
+	ft_state_replace_begin(s, FT_KIND_POD);
+	apply_pod(s, &lost);
+	apply_pod(s, &p1);
+	delete_pod(s, &lost);
+	apply_pod(s, &p3);
+	ft_state_replace_end(s, FT_KIND_POD);
+	s2 = ft_state_snapshot(s);
+	assert_int_equal(s2->n_nodes, 3);
+	assert_ptr_equal(ft_snapshot_find(s2, "n2"),
+			 ft_snapshot_find(s1, "n2"));
+	assert_int_equal(ft_snapshot_find(s2, "n1")->gpus_used, 0x1);
+	assert_int_equal(ft_snapshot_find(s2, "n3")->gpus_used, 0x2);
+	assert_null(ft_snapshot_find(s2, "gone"));
+	ft_snapshot_unref(s1);
+	/* Nothing left marked: the next event builds its own node alone. */
+	delete_pod(s, &p3);
+	s1 = ft_state_snapshot(s);
+	assert_ptr_equal(ft_snapshot_find(s1, "n1"),
+			 ft_snapshot_find(s2, "n1"));
+	assert_int_equal(ft_snapshot_find(s1, "n3")->gpus_used, 0);
+	ft_snapshot_unref(s1);
+	ft_snapshot_unref(s2);
+	free(a1);
+	free(a3);
+	ft_state_free(s);
+}
+
 static void test_state__generations_and_sharing(void **state)
 {
 	ft_state_t *s = state_new();
@@ -1182,6 +1229,7 @@ int main(void)
 	    cmocka_unit_test(test_state__workload_mix),
 	    cmocka_unit_test(test_state__apply_nodes_and_pods),
 	    cmocka_unit_test(test_state__pod_before_its_node),
+	    cmocka_unit_test(test_state__publish_builds_marked_nodes),
 	    cmocka_unit_test(test_state__generations_and_sharing),
 	    cmocka_unit_test(test_state__pods_without_devices_count_requests),
 	    cmocka_unit_test(test_state__pinned_cpus_are_devices),
