@@ -977,23 +977,79 @@ cleanup:
 	return rc;
 }
 
+struct ft_snapshot_chunk {
+	atomic_int refcount;
+	unsigned n;
+	ft_node_t *nodes[FT_SNAPSHOT_CHUNK]; /* each holds a reference */
+};
+
+/* A chunk of the `n` nodes at `nodes`, each referenced. */
+static ft_snapshot_chunk_t *chunk_new(ft_node_t *const *nodes, unsigned n)
+{
+	ft_snapshot_chunk_t *c = malloc(sizeof(*c));
+
+	if (!c)
+		return NULL;
+	atomic_init(&c->refcount, 1);
+	c->n = n;
+	for (unsigned i = 0; i < n; i++)
+		c->nodes[i] = ft_node_ref(nodes[i]);
+	return c;
+}
+
+static void chunk_unref(ft_snapshot_chunk_t *c)
+{
+	if (!c || atomic_fetch_sub(&c->refcount, 1) != 1)
+		return;
+	for (unsigned i = 0; i < c->n; i++)
+		ft_node_unref(c->nodes[i]);
+	free(c);
+}
+
+static unsigned chunks_for(unsigned n)
+{
+	return (n + FT_SNAPSHOT_CHUNK - 1) / FT_SNAPSHOT_CHUNK;
+}
+
+/* The arrays of a snapshot of `n` nodes, unfilled. */
+static int snapshot_alloc(ft_snapshot_t **out, unsigned n, uint64_t generation)
+{
+	ft_snapshot_t *s = calloc(1, sizeof(*s));
+
+	*out = s;
+	if (!s)
+		return ft_error_set(FT_ENOMEM, "snapshot: out of memory");
+	atomic_init(&s->refcount, 1);
+	s->generation = generation;
+	if (n && (!(s->nodes = malloc(n * sizeof(*s->nodes))) ||
+		  !(s->chunks = calloc(chunks_for(n), sizeof(*s->chunks)))))
+		return ft_error_set(FT_ENOMEM, "snapshot: out of memory");
+	return 0;
+}
+
 int ft_snapshot_new(ft_snapshot_t **out, ft_node_t *const *nodes, unsigned n,
 		    uint64_t generation)
 {
-	ft_snapshot_t *s = calloc(1, sizeof(*s));
-	int rc = 0;
+	ft_snapshot_t *s = NULL;
+	int rc;
 
 	*out = NULL;
-	if (!s || (n && !(s->nodes = malloc(n * sizeof(*s->nodes))))) {
-		rc = ft_error_set(FT_ENOMEM, "snapshot: out of memory");
+	if ((rc = snapshot_alloc(&s, n, generation)) < 0)
 		goto cleanup;
-	}
-	atomic_init(&s->refcount, 1);
-	s->generation = generation;
-	for (unsigned i = 0; i < n; i++)
-		s->nodes[s->n_nodes++] = ft_node_ref(nodes[i]);
-	if (n)
+	if (n) {
+		memcpy(s->nodes, nodes, n * sizeof(*s->nodes));
 		qsort(s->nodes, n, sizeof(*s->nodes), by_name);
+	}
+	for (unsigned at = 0; at < n; at += FT_SNAPSHOT_CHUNK) {
+		unsigned len =
+		    n - at < FT_SNAPSHOT_CHUNK ? n - at : FT_SNAPSHOT_CHUNK;
+		if (!(s->chunks[s->n_chunks] = chunk_new(s->nodes + at, len))) {
+			rc = ft_error_set(FT_ENOMEM, "snapshot: out of memory");
+			goto cleanup;
+		}
+		s->n_chunks++;
+	}
+	s->n_nodes = n;
 	for (unsigned i = 1; i < n; i++) {
 		if (strcmp(s->nodes[i - 1]->name, s->nodes[i]->name) == 0) {
 			rc = ft_error_set(FT_EINVAL, "snapshot: node %s twice",
@@ -1021,9 +1077,10 @@ void ft_snapshot_unref(ft_snapshot_t *s)
 {
 	if (!s || atomic_fetch_sub(&s->refcount, 1) != 1)
 		return;
-	for (unsigned i = 0; i < s->n_nodes; i++)
-		ft_node_unref(s->nodes[i]);
+	for (unsigned i = 0; i < s->n_chunks; i++)
+		chunk_unref(s->chunks[i]);
 	index_unref(s->index);
+	free(s->chunks);
 	free(s->nodes);
 	free(s);
 }
@@ -1045,6 +1102,29 @@ const ft_node_t *ft_snapshot_find(const ft_snapshot_t *s, const char *name)
 	return at < 0 ? NULL : s->nodes[at];
 }
 
+/*
+ * Put `node` at position `at` of `s`, in a chunk of its own: the chunk is
+ * copied first while another snapshot shares it.
+ */
+static int replace_at(ft_snapshot_t *s, const ft_snapshot_t *base, unsigned at,
+		      ft_node_t *node)
+{
+	unsigned c = at / FT_SNAPSHOT_CHUNK, i = at % FT_SNAPSHOT_CHUNK;
+	ft_snapshot_chunk_t *chunk = s->chunks[c];
+
+	if (chunk == base->chunks[c]) {
+		if (!(chunk = chunk_new(chunk->nodes, chunk->n)))
+			return ft_error_set(FT_ENOMEM,
+					    "snapshot: out of memory");
+		chunk_unref(s->chunks[c]);
+		s->chunks[c] = chunk;
+	}
+	ft_node_unref(chunk->nodes[i]);
+	chunk->nodes[i] = ft_node_ref(node);
+	s->nodes[at] = node;
+	return 0;
+}
+
 int ft_snapshot_with(ft_snapshot_t **out, const ft_snapshot_t *base,
 		     ft_node_t *const *replacements, unsigned n,
 		     uint64_t generation)
@@ -1052,28 +1132,28 @@ int ft_snapshot_with(ft_snapshot_t **out, const ft_snapshot_t *base,
 	ft_snapshot_t *s = NULL;
 	int rc;
 
-	if ((rc = ft_snapshot_new(&s, NULL, 0, generation)) < 0)
+	*out = NULL;
+	if ((rc = snapshot_alloc(&s, base->n_nodes, generation)) < 0)
 		goto cleanup;
-	s->nodes =
-	    base->n_nodes ? malloc(base->n_nodes * sizeof(*s->nodes)) : NULL;
-	if (base->n_nodes && !s->nodes) {
-		rc = ft_error_set(FT_ENOMEM, "snapshot: out of memory");
-		goto cleanup;
+	if (base->n_nodes)
+		memcpy(s->nodes, base->nodes,
+		       base->n_nodes * sizeof(*s->nodes));
+	s->n_nodes = base->n_nodes;
+	for (unsigned c = 0; c < base->n_chunks; c++) {
+		atomic_fetch_add(&base->chunks[c]->refcount, 1);
+		s->chunks[s->n_chunks++] = base->chunks[c];
 	}
-	for (unsigned i = 0; i < base->n_nodes; i++)
-		s->nodes[s->n_nodes++] = ft_node_ref(base->nodes[i]);
 	s->index = index_ref(base->index);
-	for (unsigned i = 0; i < n; i++) {
+	for (unsigned i = 0; i < n && rc == 0; i++) {
 		int at = find_index(s, replacements[i]->name);
-		if (at < 0) {
-			rc = ft_error_set(FT_ENOTFOUND,
-					  "snapshot: node %s not in base",
-					  replacements[i]->name);
-			goto cleanup;
-		}
-		ft_node_unref(s->nodes[at]);
-		s->nodes[at] = ft_node_ref(replacements[i]);
+		rc = at < 0
+			 ? ft_error_set(FT_ENOTFOUND,
+					"snapshot: node %s not in base",
+					replacements[i]->name)
+			 : replace_at(s, base, (unsigned)at, replacements[i]);
 	}
+	if (rc < 0)
+		goto cleanup;
 	*out = s;
 	s = NULL;
 cleanup:

@@ -397,11 +397,23 @@ static void test_state__snapshot_finds_every_name(void **state)
 	assert_null(ft_snapshot_find(s2, "node-"));
 	assert_null(ft_snapshot_find(s2, "node-1000"));
 	assert_null(ft_snapshot_find(s2, ""));
+	/* A third from the second, which then goes: the chunks they shared
+	 * keep their nodes, the positions stay sorted. */
+	assert_int_equal(ft_snapshot_with(&s1, s2, nodes, 1, 3), 0);
+	ft_snapshot_unref(s2);
+	for (unsigned i = 0; i < N; i++)
+		assert_ptr_equal(ft_snapshot_find(s1, nodes[i]->name),
+				 i % 3 && i ? nodes[i]
+				 : i	    ? swapped[i / 3]
+					    : nodes[0]);
+	for (unsigned i = 1; i < s1->n_nodes; i++)
+		assert_true(strcmp(s1->nodes[i - 1]->name, s1->nodes[i]->name) <
+			    0);
 	for (unsigned i = 0; i < N; i++)
 		ft_node_unref(nodes[i]);
 	for (unsigned i = 0; i < N / 3; i++)
 		ft_node_unref(swapped[i]);
-	ft_snapshot_unref(s2);
+	ft_snapshot_unref(s1);
 }
 
 /*
