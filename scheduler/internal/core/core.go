@@ -128,11 +128,29 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Message }
 
-type errBuf [C.ERR_MAX]C.char
+// scratch is C memory for what C writes back (error messages, filter
+// reasons): a Go array whose address goes to C is moved to the heap at
+// every call, which at one Filter call per node was most of the plugin's
+// garbage. The buffers are reused through a pool and freed when the pool
+// drops them.
+type scratch struct{ p *C.char }
 
-func (b *errBuf) ptr() *C.char { return &b[0] }
+var scratchPool = sync.Pool{New: func() any {
+	s := &scratch{p: (*C.char)(C.malloc(C.ERR_MAX))}
+	runtime.AddCleanup(s, func(p *C.char) { C.free(unsafe.Pointer(p)) }, s.p)
+	return s
+}}
 
-func (b *errBuf) err(rc C.int) error {
+// errBuf receives the C core's message of one call; release it after.
+type errBuf struct{ s *scratch }
+
+func newErrBuf() errBuf { return errBuf{scratchPool.Get().(*scratch)} }
+
+func (b errBuf) ptr() *C.char { return b.s.p }
+
+func (b errBuf) release() { scratchPool.Put(b.s) }
+
+func (b errBuf) err(rc C.int) error {
 	if rc >= 0 {
 		return nil
 	}
@@ -168,7 +186,8 @@ type Embed struct {
 // New makes the state from flextopo's configuration file (configs/
 // flextopo.yaml; "" for the defaults).
 func New(configFile string) (*Embed, error) {
-	var e errBuf
+	e := newErrBuf()
+	defer e.release()
 	var p *C.ft_embed_t
 	var cfg *C.char
 	if configFile != "" {
@@ -186,7 +205,8 @@ func New(configFile string) (*Embed, error) {
 // metricsListen, and the admission webhook on webhookListen; each is off
 // when its address is unset.
 func (m *Embed) Serve() error {
-	var e errBuf
+	e := newErrBuf()
+	defer e.release()
 	return e.err(C.shim_serve(m.p, e.ptr()))
 }
 
@@ -197,7 +217,8 @@ func (m *Embed) Apply(kind Kind, obj []byte) error { return m.feed(0, kind, obj)
 func (m *Embed) Delete(kind Kind, obj []byte) error { return m.feed(1, kind, obj) }
 
 func (m *Embed) feed(del C.int, kind Kind, obj []byte) error {
-	var e errBuf
+	e := newErrBuf()
+	defer e.release()
 	return e.err(C.shim_feed(m.p, del, C.int(kind), bytesPtr(obj), C.size_t(len(obj)), e.ptr()))
 }
 
@@ -225,7 +246,8 @@ func (m *Embed) Forget(uid string) {
 // AssumeDRA assumes a pod on a DRA node at bind, around the devices of its
 // claims (a JSON array of ResourceClaims), and returns the annotation.
 func (m *Embed) AssumeDRA(pod []byte, node string, claims []byte) (string, error) {
-	var e errBuf
+	e := newErrBuf()
+	defer e.release()
 	var out *C.char
 	n := C.CString(node)
 	defer C.free(unsafe.Pointer(n))
@@ -281,7 +303,8 @@ var errFreed = errors.New("flextopo: pod handle already freed")
 // NewPod decodes a v1 Pod (JSON) for one scheduling cycle; an *Error with
 // code FT_EUNAVAIL (error.h) while the model is not in sync yet.
 func (m *Embed) NewPod(pod []byte) (*Pod, error) {
-	var e errBuf
+	e := newErrBuf()
+	defer e.release()
 	var p *C.ft_embed_pod_t
 	if err := e.err(C.shim_pod_new(&p, m.p, bytesPtr(pod), C.size_t(len(pod)), e.ptr())); err != nil {
 		return nil, err
@@ -316,13 +339,17 @@ func (p *Pod) WantsTopology() bool {
 // Filter is the verdict on one node, and why not. removed lists the uids of
 // pods the preemption dry run took off the node.
 func (p *Pod) Filter(node string, removed []byte, nRemoved int) (Fit, string) {
-	var reason [256]C.char
+	reason := newErrBuf()
+	defer reason.release()
 	fit := UnfitUnresolvable
 	msg := errFreed.Error()
 	p.with(func(c *C.ft_embed_pod_t) {
 		f := C.ft_embed_filter(c, (*C.char)(unsafe.Pointer(unsafe.StringData(node))), C.size_t(len(node)),
-			bytesPtr(removed), C.unsigned(nRemoved), &reason[0], C.size_t(len(reason)))
-		fit, msg = Fit(f), C.GoString(&reason[0])
+			bytesPtr(removed), C.unsigned(nRemoved), reason.ptr(), C.ERR_MAX)
+		fit, msg = Fit(f), ""
+		if Fit(f) != Fits {
+			msg = C.GoString(reason.ptr())
+		}
 	})
 	return fit, msg
 }
@@ -337,7 +364,8 @@ func (p *Pod) Rank(nodes []string) ([]int64, error) {
 	names := joined(nodes)
 	err := errFreed
 	p.with(func(c *C.ft_embed_pod_t) {
-		var e errBuf
+		e := newErrBuf()
+		defer e.release()
 		err = e.err(C.shim_rank(c, bytesPtr(names), C.unsigned(len(nodes)), (*C.int64_t)(unsafe.Pointer(&ranks[0])), e.ptr()))
 	})
 	return ranks[:len(nodes)], err
@@ -351,7 +379,8 @@ func (p *Pod) Assume(node string) (annotation string, draAtBind bool, err error)
 	n := C.CString(node)
 	defer C.free(unsafe.Pointer(n))
 	p.with(func(c *C.ft_embed_pod_t) {
-		var e errBuf
+		e := newErrBuf()
+		defer e.release()
 		var out *C.char
 		rc := C.shim_assume(c, n, &out, e.ptr())
 		if err = e.err(rc); err != nil {
@@ -407,7 +436,8 @@ func (p *Pod) Victims(node string, proposed []string, proposedPDB int) (Victims,
 	defer C.free(unsafe.Pointer(n))
 	list := joined(proposed)
 	p.with(func(c *C.ft_embed_pod_t) {
-		var e errBuf
+		e := newErrBuf()
+		defer e.release()
 		var out C.ft_embed_victims_t
 		err = e.err(C.shim_victims(&out, c, n, bytesPtr(list), C.unsigned(len(proposed)), C.unsigned(proposedPDB), e.ptr()))
 		if err != nil {
