@@ -20,6 +20,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand"
@@ -163,6 +164,28 @@ func cpuSeconds(p *harness.Process) float64 {
 	return (ut + st) / 100 // USER_HZ
 }
 
+// rssMiB is a process's resident memory (VmRSS) in MiB; NaN when it has
+// none to read.
+func rssMiB(p *harness.Process) float64 {
+	pid := p.Pid()
+	if pid == 0 {
+		return math.NaN()
+	}
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return math.NaN()
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kib, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 64)
+			if err == nil {
+				return kib / 1024
+			}
+		}
+	}
+	return math.NaN()
+}
+
 type armResult struct {
 	arm       string
 	pods      int
@@ -171,6 +194,7 @@ type armResult struct {
 	cpu       map[string]float64
 	unbound   int
 	extLatent string
+	rss       map[string]float64 // MiB resident when the last pod bound
 }
 
 func (r armResult) avg() float64 { return float64(r.pods-r.unbound) / r.seconds }
@@ -272,11 +296,15 @@ func runArm(t *testing.T, s *scenario, arm, schedName string, pods []podSpec, st
 	for name, p := range procs {
 		r.cpu[name] = cpuSeconds(p) - cpu0[name]
 	}
+	r.rss = map[string]float64{"kube-scheduler": rssMiB(sched), "flextopo-extender": rssMiB(procs["flextopo-extender"])}
 	r.cpu["kube-scheduler"] = cpuSeconds(sched) - cpu0["kube-scheduler"]
 	stopProfile()
 	if ext != nil {
 		_, metrics1 := httpGet(ext.URL + "/metrics")
 		r.extLatent = verbLatency(metrics0, metrics1)
+		if n := filteredPerPod(ext.URL); n != "" {
+			r.extLatent += "; " + n
+		}
 	}
 	sched.Stop(10 * time.Second)
 
@@ -323,6 +351,33 @@ func profileArm(t *testing.T, arm string, procs ...*harness.Process) func() {
 	}
 }
 
+// filteredPerPod is the mean number of nodes flextopo's filter saw per
+// pod over the last pods of the arm (its decision log): the nodes that
+// passed kube-scheduler's own filters first.
+func filteredPerPod(url string) string {
+	code, body := httpGet(url + "/debug/decisions?limit=300")
+	var log struct {
+		Decisions []struct {
+			Verb       string `json:"verb"`
+			NodesTotal int    `json:"nodesTotal"`
+		} `json:"decisions"`
+	}
+	if code != 200 || json.Unmarshal([]byte(body), &log) != nil {
+		return ""
+	}
+	total, pods := 0, 0
+	for _, d := range log.Decisions {
+		if d.Verb == "filter" {
+			total += d.NodesTotal
+			pods++
+		}
+	}
+	if pods == 0 {
+		return ""
+	}
+	return fmt.Sprintf("filter saw %.0f nodes per pod (last %d pods)", float64(total)/float64(pods), pods)
+}
+
 // verbLatency is the extender's mean latency per verb between two /metrics
 // texts (from the request_duration_seconds histogram's sum and count).
 func verbLatency(before, after string) string {
@@ -364,8 +419,8 @@ func TestSchedulerThroughput(t *testing.T) {
 	qps := envInt("FLEXTOPO_SCHEDPERF_QPS", 5000)
 	t.Logf("percentageOfNodesToScore %d", envInt("FLEXTOPO_SCHEDPERF_NODES_TO_SCORE", 0))
 	var report strings.Builder
-	fmt.Fprintf(&report, "| nodes / pods | arm | pair | pods/s avg | p50 | p90 | p99 | s | CPU s (apiserver, etcd, scheduler, extender) | extender verbs |\n")
-	fmt.Fprintf(&report, "|---|---|---|---:|---:|---:|---:|---:|---|---|\n")
+	fmt.Fprintf(&report, "| nodes / pods | arm | pair | pods/s avg | p50 | p90 | p99 | s | CPU s (apiserver, etcd, scheduler, extender) | RSS MiB (scheduler, extender) | extender verbs |\n")
+	fmt.Fprintf(&report, "|---|---|---|---:|---:|---:|---:|---:|---|---|---|\n")
 	for _, size := range sizes {
 		// A subtest per size, so that its nodes and extenders are gone
 		// before the next size starts.
@@ -463,10 +518,10 @@ func perfSize1(t *testing.T, c *harness.Cluster, size perfSize, pairs, qps int, 
 			}
 			r := runArm(t, s, fmt.Sprintf("%s-%d", arm, pair), schedName, pods, start, procs, exts[arm])
 			results[arm] = r
-			fmt.Fprintf(report, "| %d / %d | %s | %d | %.1f | %.0f | %.0f | %.0f | %.1f | %.1f, %.1f, %.1f, %.1f | %s |\n",
+			fmt.Fprintf(report, "| %d / %d | %s | %d | %.1f | %.0f | %.0f | %.0f | %.1f | %.1f, %.1f, %.1f, %.1f | %.0f, %.0f | %s |\n",
 				size.nodes, size.pods, arm, pair, r.avg(), harness.Percentile(r.samples, 50), harness.Percentile(r.samples, 90),
 				harness.Percentile(r.samples, 99), r.seconds, r.cpu["kube-apiserver"], r.cpu["etcd"], r.cpu["kube-scheduler"],
-				r.cpu["flextopo-extender"], r.extLatent)
+				r.cpu["flextopo-extender"], r.rss["kube-scheduler"], r.rss["flextopo-extender"], r.extLatent)
 			if r.unbound > 0 {
 				fmt.Fprintf(report, "|  | %s: %d pods unbound at the timeout |||||||||\n", arm, r.unbound)
 			}
