@@ -997,6 +997,12 @@ static ft_snapshot_chunk_t *chunk_new(ft_node_t *const *nodes, unsigned n)
 	return c;
 }
 
+static ft_snapshot_chunk_t *chunk_ref(ft_snapshot_chunk_t *c)
+{
+	atomic_fetch_add(&c->refcount, 1);
+	return c;
+}
+
 static void chunk_unref(ft_snapshot_chunk_t *c)
 {
 	if (!c || atomic_fetch_sub(&c->refcount, 1) != 1)
@@ -1139,10 +1145,8 @@ int ft_snapshot_with(ft_snapshot_t **out, const ft_snapshot_t *base,
 		memcpy(s->nodes, base->nodes,
 		       base->n_nodes * sizeof(*s->nodes));
 	s->n_nodes = base->n_nodes;
-	for (unsigned c = 0; c < base->n_chunks; c++) {
-		atomic_fetch_add(&base->chunks[c]->refcount, 1);
-		s->chunks[s->n_chunks++] = base->chunks[c];
-	}
+	for (unsigned c = 0; c < base->n_chunks; c++)
+		s->chunks[s->n_chunks++] = chunk_ref(base->chunks[c]);
 	s->index = index_ref(base->index);
 	for (unsigned i = 0; i < n && rc == 0; i++) {
 		int at = find_index(s, replacements[i]->name);

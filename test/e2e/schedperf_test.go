@@ -27,6 +27,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -144,18 +145,23 @@ func (s *scenario) addPerfNodes(t *testing.T, count int) []string {
 	return names
 }
 
-// cpuSeconds is a process's user+system CPU time so far.
-func cpuSeconds(p *harness.Process) float64 {
+// procStat is /proc/<pid>/stat of a process from its fourth field on (after
+// the command name, which is in parentheses); nil when it has none.
+func procStat(p *harness.Process) []string {
 	pid := p.Pid()
 	if pid == 0 {
-		return math.NaN()
+		return nil
 	}
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return math.NaN()
+		return nil
 	}
-	// Fields after the command name, which is in parentheses.
-	fields := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
+	return strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
+}
+
+// cpuSeconds is a process's user+system CPU time so far.
+func cpuSeconds(p *harness.Process) float64 {
+	fields := procStat(p)
 	if len(fields) < 13 {
 		return math.NaN()
 	}
@@ -164,26 +170,15 @@ func cpuSeconds(p *harness.Process) float64 {
 	return (ut + st) / 100 // USER_HZ
 }
 
-// rssMiB is a process's resident memory (VmRSS) in MiB; NaN when it has
-// none to read.
+// rssMiB is a process's resident memory in MiB; NaN when it has none to
+// read.
 func rssMiB(p *harness.Process) float64 {
-	pid := p.Pid()
-	if pid == 0 {
+	fields := procStat(p)
+	if len(fields) < 22 {
 		return math.NaN()
 	}
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return math.NaN()
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kib, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 64)
-			if err == nil {
-				return kib / 1024
-			}
-		}
-	}
-	return math.NaN()
+	pages, _ := strconv.ParseFloat(fields[21], 64)
+	return pages * float64(os.Getpagesize()) / (1 << 20)
 }
 
 type armResult struct {
@@ -543,11 +538,7 @@ func pickArms(t *testing.T, arms []string, only string) []string {
 	out := []string{"alone"}
 	for _, name := range strings.Split(only, ",") {
 		name = strings.TrimSpace(name)
-		found := false
-		for _, a := range arms {
-			found = found || a == name
-		}
-		if !found {
+		if !slices.Contains(arms, name) {
 			t.Fatalf("FLEXTOPO_SCHEDPERF_ARMS: no arm %q here (%s)", name, strings.Join(arms, ", "))
 		}
 		if name != "alone" {
