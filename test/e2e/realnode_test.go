@@ -482,6 +482,14 @@ func (n *realNode) startKubelet(testenv string) {
 	if err := os.WriteFile(cfgPath, raw, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Every kubelet of this machine keeps its device manager's checkpoint
+	// in the one device-plugins directory (pluginapi.DevicePluginPath).
+	// A checkpoint an earlier node left counts its pods' devices as taken
+	// until the new kubelet's pod sources are ready, and a pod admitted
+	// before that is refused ("Available: 0").
+	if err := os.Remove(filepath.Join(pluginapi.DevicePluginPath, "kubelet_internal_checkpoint")); err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
 	p := harness.TestProcess(t, "kubelet", n.dir, testenv, "kubelet",
 		"--config", cfgPath,
 		"--kubeconfig", n.c.Kubeconfig,
