@@ -363,14 +363,18 @@ typedef struct ft_frag_memo {
 } ft_frag_memo_t;
 
 /*
- * What each class of the workload mix could use on a node, and the
- * fragmentation each class would see after the placements of the last pod
- * shapes weighed there, kept so that each is worked out once per node.
+ * What each class of the workload mix could use on a node, the node's room,
+ * and the fragmentation each class would see after the placements of the
+ * last pod shapes weighed there, kept so that each is worked out once per
+ * node.
  * `busy` guards the rest as a try-lock: a thread that finds it held works
  * without the cache.
  */
 typedef struct ft_node_frag {
 	atomic_flag busy;
+	bool room_known;     /* `room` is worked out */
+	ft_frag_room_t room; /* the node's room, beside `busy`: prioritize
+				reads it for every node */
 	ft_frag_cache_entry_t cache[FT_FRAG_CACHE];
 	ft_frag_memo_t memo[FT_FRAG_MEMO];
 	unsigned memo_next; /* the slot the next shape replaces */

@@ -229,10 +229,10 @@ int ft_frag_delta(int64_t *out, const ft_node_t *node, const ft_demand_t *d,
 
 /*
  * How good a node is for `d`, finely, to rank the nodes of one prioritize
- * request: larger is better, FT_RANK_NONE without room or (but see below)
- * topology. Three parts, each deciding only between nodes equal in the ones
- * before:
- *   1. the affinity level reachable (ft_place_level_points);
+ * request: larger is better, FT_RANK_NONE where filter would not pass it
+ * (ft_place_filter: no room now) or without (but see below) topology. Three
+ * parts, each deciding only between nodes equal in the ones before:
+ *   1. the affinity level reachable (ft_place_fit_points_memo);
  *   2. the fragmentation the placement adds under `mix`, and what it takes
  *      from scarce classes bound to nodes by label, in milli-GPU
  *      (ft_frag_delta; the less the better), its points weighed as the
@@ -246,6 +246,10 @@ int ft_frag_delta(int64_t *out, const ft_node_t *node, const ft_demand_t *d,
  * without topology ranks for a pod asking neither devices nor an affinity
  * as one where it strands nothing and no GPU or CPU is left: CPU-only pods
  * go to the nodes flextopo does not model before they strand GPUs.
+ * The parts that depend on the node alone come from its memos (the filter
+ * memo's verdict and level points, the fragmentation cache's room and
+ * placements), so a node unchanged since the last pod of the same shape
+ * costs a few cache lines.
  */
 int64_t ft_place_rank(const ft_node_t *node, const ft_demand_t *d,
 		      ft_policy_t policy, const ft_mix_t *mix);

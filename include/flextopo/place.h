@@ -311,6 +311,17 @@ int ft_place_score(const ft_node_t *node, const ft_demand_t *d,
 int ft_place_level_points(const ft_node_t *node, const ft_demand_t *d);
 
 /*
+ * ft_place_level_points() where `d` fits `node` now (ft_place_filter()'s
+ * FT_FIT), else -1: through the node's filter memo, as
+ * ft_place_filter_memo() gives the verdict, the points kept beside the
+ * verdict of a demand equal to `d`, byte for byte (an entry is added, its
+ * verdict worked out, when there is none). Prioritize asks it for every
+ * node kube-scheduler sends: a node where the pod does not fit is answered
+ * from the verdict, without trying a placement. Thread-safe.
+ */
+int ft_place_fit_points_memo(const ft_node_t *node, const ft_demand_t *d);
+
+/*
  * Choose the exact units for `d` on `node` under `policy` (the configured
  * one; the demand's own wins). FT_ENOTFOUND with a message when no placement
  * is acceptable under the demand's mode; FT_EINVAL when the node has no

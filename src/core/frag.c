@@ -413,6 +413,25 @@ static void room_of(ft_frag_room_t *out, const ft_node_t *node)
 	requests_room(out, node);
 }
 
+/*
+ * room_of() through the node's cache: the room reads the topology's GPUs
+ * and NUMA nodes, lines prioritize would otherwise fetch for every node.
+ * Only for a node with a topology.
+ */
+static void room_cached(ft_frag_room_t *out, const ft_node_t *node)
+{
+	if (!lock_node(node)) {
+		room_of(out, node);
+		return;
+	}
+	if (!node->frag->room_known) {
+		room_of(&node->frag->room, node);
+		node->frag->room_known = true;
+	}
+	*out = node->frag->room;
+	unlock_node(node);
+}
+
 /* Whether `r` holds the CPU and memory of point `k` of class `c`. */
 static bool point_fits(const ft_mix_t *mix, unsigned c, unsigned k,
 		       const ft_frag_room_t *r)
@@ -766,27 +785,41 @@ static int frag_after(ft_frag_after_t *out, const ft_node_t *node,
 	return 0;
 }
 
-int ft_frag_delta(int64_t *out, const ft_node_t *node, const ft_demand_t *d,
-		  ft_policy_t policy, const ft_mix_t *mix)
+/* ft_frag_delta() on a node with a topology whose room is `before`. */
+static int delta_of(int64_t *out, const ft_node_t *node,
+		    const ft_frag_room_t *before, const ft_demand_t *d,
+		    ft_policy_t policy, const ft_mix_t *mix)
 {
-	ft_frag_room_t before;
 	frag_sums_t s;
 	ft_frag_after_t after;
 	ft_placement_t p;
 	int rc;
 
 	*out = 0;
-	if (!mix || !mix->total || !node->topology)
+	if (!mix || !mix->total)
 		return (rc = ft_place_choose(&p, node, d, policy)) < 0 ? rc : 0;
 	memset(&after, 0, sizeof(after));
 	if ((rc = frag_after(&after, node, d, policy, mix)) < 0)
 		return rc;
-	room_of(&before, node);
-	sum_classes(&s, node, mix, &before, &after, NULL);
+	sum_classes(&s, node, mix, before, &after, NULL);
 	*out = (int64_t)weighted(s.after, s.mass) -
 	       (int64_t)weighted(s.before, s.mass) +
 	       (int64_t)weighted(s.taken, s.mass);
 	return 0;
+}
+
+int ft_frag_delta(int64_t *out, const ft_node_t *node, const ft_demand_t *d,
+		  ft_policy_t policy, const ft_mix_t *mix)
+{
+	ft_frag_room_t before;
+	ft_placement_t p;
+	int rc;
+
+	*out = 0;
+	if (!node->topology)
+		return (rc = ft_place_choose(&p, node, d, policy)) < 0 ? rc : 0;
+	room_cached(&before, node);
+	return delta_of(out, node, &before, d, policy, mix);
 }
 
 /* Bits of a rank (ft_place_rank), from the most significant part. */
@@ -801,15 +834,13 @@ static uint32_t clamp_u(uint64_t v, uint32_t max)
 	return v > max ? max : (uint32_t)v;
 }
 
-/* What the node has left: packed ranks less higher, distributed more. */
-static int64_t policy_part(const ft_node_t *node, const ft_demand_t *d,
+/* What the node has left (`room`): packed ranks less higher, distributed
+ * more. */
+static int64_t policy_part(const ft_frag_room_t *room, const ft_demand_t *d,
 			   ft_policy_t policy)
 {
-	/* A node without topology has no GPU flextopo knows of, nor CPUs. */
-	uint32_t gpu =
-	    node->topology ? clamp_u(free_milli(node, NULL), RANK_GPU_MAX) : 0;
-	uint32_t cpu =
-	    clamp_u(ft_node_free_cpu_millis(node) / FT_MILLI_CPU, RANK_CPU_MAX);
+	uint32_t gpu = clamp_u(room->free_milli, RANK_GPU_MAX);
+	uint32_t cpu = clamp_u(room->cpu_millis / FT_MILLI_CPU, RANK_CPU_MAX);
 
 	if ((d->has_policy ? d->policy : policy) == FT_POLICY_PACKED) {
 		gpu = RANK_GPU_MAX - gpu;
@@ -831,15 +862,21 @@ static int64_t frag_part(int64_t delta)
 int64_t ft_place_rank(const ft_node_t *node, const ft_demand_t *d,
 		      ft_policy_t policy, const ft_mix_t *mix)
 {
-	int level = ft_place_level_points(node, d);
+	int level = ft_place_fit_points_memo(node, d);
+	/* A node without topology has no GPU flextopo knows of, nor CPUs. */
+	ft_frag_room_t room = {0, 0, 0, false};
 	int64_t delta = 0;
 
-	if (level < 0 ||
-	    (node->topology && ft_frag_delta(&delta, node, d, policy, mix) < 0))
+	if (level < 0)
 		return FT_RANK_NONE;
+	if (node->topology) {
+		room_cached(&room, node);
+		if (delta_of(&delta, node, &room, d, policy, mix) < 0)
+			return FT_RANK_NONE;
+	}
 	return (int64_t)level << (RANK_FRAG_BITS + RANK_POLICY_BITS) |
 	       frag_part(delta) << RANK_POLICY_BITS |
-	       policy_part(node, d, policy);
+	       policy_part(&room, d, policy);
 }
 
 void ft_scores_of_ranks(int *out, const int64_t *ranks, unsigned n, int max)

@@ -7,7 +7,9 @@
  * verdict is a function of the node's value and the demand alone, so the
  * memo hands back the very verdict ft_place_filter() would work out,
  * reason included: a rejected node no longer costs a shortfall text per
- * pod. Demands are compared byte for byte (memcmp): two demands with the
+ * pod. Prioritize's level points (ft_place_level_points) are kept beside
+ * the verdict, worked out the first time they are asked. Demands are
+ * compared byte for byte (memcmp): two demands with the
  * same bytes are the same demand, padding included, and one that differs
  * only in padding is merely worked out again.
  */
@@ -17,8 +19,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Level points not worked out yet (ft_place_level_points gives -1..8). */
+#define POINTS_UNKNOWN INT8_MIN
+
 typedef struct {
 	bool used;
+	int8_t points; /* ft_place_level_points(), or POINTS_UNKNOWN */
 	ft_demand_t demand;
 	ft_verdict_t verdict;
 } memo_entry_t;
@@ -48,8 +54,7 @@ size_t ft_filter_memo_size(void)
 	return sizeof(ft_filter_memo_t);
 }
 
-static const memo_entry_t *memo_find(const ft_filter_memo_t *memo,
-				     const ft_demand_t *d)
+static memo_entry_t *memo_find(ft_filter_memo_t *memo, const ft_demand_t *d)
 {
 	for (unsigned i = 0; i < FT_FILTER_MEMO; i++)
 		if (memo->entries[i].used &&
@@ -58,33 +63,78 @@ static const memo_entry_t *memo_find(const ft_filter_memo_t *memo,
 	return NULL;
 }
 
-static void memo_add(ft_filter_memo_t *memo, const ft_demand_t *d,
-		     const ft_verdict_t *v)
+static memo_entry_t *memo_add(ft_filter_memo_t *memo, const ft_demand_t *d,
+			      const ft_verdict_t *v)
 {
 	memo_entry_t *e = &memo->entries[memo->next];
 
 	memo->next = (memo->next + 1) % FT_FILTER_MEMO;
 	e->used = true;
+	e->points = POINTS_UNKNOWN;
 	memcpy(&e->demand, d, sizeof(*d));
 	e->verdict = *v;
+	return e;
+}
+
+/* The node's memo held by this thread, or NULL: none, or another holds it. */
+static ft_filter_memo_t *memo_take(const ft_node_t *node)
+{
+	ft_filter_memo_t *memo = node->filter_memo;
+
+	return memo && !atomic_flag_test_and_set_explicit(&memo->busy,
+							  memory_order_acquire)
+		   ? memo
+		   : NULL;
+}
+
+static void memo_give(ft_filter_memo_t *memo)
+{
+	atomic_flag_clear_explicit(&memo->busy, memory_order_release);
+}
+
+/* The entry of `d`, worked out and added when it is not there yet. */
+static memo_entry_t *memo_entry(ft_filter_memo_t *memo, const ft_node_t *node,
+				const ft_demand_t *d)
+{
+	memo_entry_t *e = memo_find(memo, d);
+	ft_verdict_t v;
+
+	if (!e) {
+		ft_place_filter(&v, node, d);
+		e = memo_add(memo, d, &v);
+	}
+	return e;
 }
 
 void ft_place_filter_memo(ft_verdict_t *out, const ft_node_t *node,
 			  const ft_demand_t *d)
 {
-	ft_filter_memo_t *memo = node->filter_memo;
-	const memo_entry_t *hit;
+	ft_filter_memo_t *memo = memo_take(node);
 
-	if (!memo || atomic_flag_test_and_set_explicit(&memo->busy,
-						       memory_order_acquire)) {
+	if (!memo) {
 		ft_place_filter(out, node, d);
 		return;
 	}
-	if ((hit = memo_find(memo, d))) {
-		*out = hit->verdict;
-	} else {
-		ft_place_filter(out, node, d);
-		memo_add(memo, d, out);
+	*out = memo_entry(memo, node, d)->verdict;
+	memo_give(memo);
+}
+
+int ft_place_fit_points_memo(const ft_node_t *node, const ft_demand_t *d)
+{
+	ft_filter_memo_t *memo = memo_take(node);
+	memo_entry_t *e;
+	ft_verdict_t v;
+	int points = -1;
+
+	if (!memo) {
+		ft_place_filter(&v, node, d);
+		return v.fit == FT_FIT ? ft_place_level_points(node, d) : -1;
 	}
-	atomic_flag_clear_explicit(&memo->busy, memory_order_release);
+	e = memo_entry(memo, node, d);
+	if (e->verdict.fit == FT_FIT && e->points == POINTS_UNKNOWN)
+		e->points = (int8_t)ft_place_level_points(node, d);
+	if (e->verdict.fit == FT_FIT)
+		points = e->points;
+	memo_give(memo);
+	return points;
 }

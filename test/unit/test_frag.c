@@ -1152,11 +1152,33 @@ static int64_t rebuilt_delta(const ft_node_t *node, ft_pod_t *pods, unsigned n,
 }
 
 /*
+ * The rank of `d` on `node` read through the node's caches (the filter
+ * memo's verdict and level points, the fragmentation cache's room and
+ * placements), first filled and then read, is the rank of a value copy,
+ * which has no caches; under both policies.
+ */
+static void check_rank_caches(const ft_node_t *node, const ft_demand_t *d,
+			      const ft_mix_t *mix)
+{
+	ft_node_t copy;
+
+	ft_node_copy_value(&copy, node);
+	for (unsigned pol = 0; pol < 2; pol++) {
+		int64_t bare = ft_place_rank(&copy, d, (ft_policy_t)pol, mix);
+		assert_true(ft_place_rank(node, d, (ft_policy_t)pol, mix) ==
+			    bare);
+		assert_true(ft_place_rank(node, d, (ft_policy_t)pol, mix) ==
+			    bare);
+	}
+}
+
+/*
  * ft_frag_delta, with its node cache and its shortcut for classes the
  * placement leaves alone, equals the change of ft_frag_of computed from
  * scratch on the node rebuilt with the pod bound, on random nodes, mixes
  * and pods; asked twice (the second time from the cache) it answers the
- * same.
+ * same. The rank through the caches is a copy's without them, and none
+ * where no placement exists.
  */
 static void test_frag__delta_matches_reference(void **state)
 {
@@ -1181,10 +1203,13 @@ static void test_frag__delta_matches_reference(void **state)
 			ft_demand_t c = palette(rnd(&seed, 10));
 			ft_mix_add(&mix, &c, NULL);
 		}
+		check_rank_caches(node, &d, &mix);
 		if (ft_place_choose(&p, node, &d, FT_POLICY_PACKED) < 0) {
 			assert_int_equal(ft_frag_delta(&delta, node, &d,
 						       FT_POLICY_PACKED, &mix),
 					 FT_ENOTFOUND);
+			assert_true(ft_place_rank(node, &d, FT_POLICY_PACKED,
+						  &mix) == FT_RANK_NONE);
 		} else {
 			assert_int_equal(ft_frag_delta(&delta, node, &d,
 						       FT_POLICY_PACKED, &mix),

@@ -1758,7 +1758,15 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* Each demand of `pool` through the node's memo, as filter answers it. */
+/* What ft_place_fit_points_memo() answers, worked out without the memo. */
+static int fit_points(const ft_node_t *node, const ft_demand_t *d,
+		      const ft_verdict_t *v)
+{
+	return v->fit == FT_FIT ? ft_place_level_points(node, d) : -1;
+}
+
+/* Each demand of `pool` through the node's memo, as filter and prioritize
+ * answer it. */
 static void check_memo(const ft_node_t *node, const ft_demand_t *pool,
 		       unsigned n, unsigned *seed)
 {
@@ -1770,11 +1778,14 @@ static void check_memo(const ft_node_t *node, const ft_demand_t *pool,
 		assert_int_equal(fast.fit, full.fit);
 		assert_int_equal(fast.level, full.level);
 		assert_string_equal(fast.reason, full.reason);
+		assert_int_equal(ft_place_fit_points_memo(node, d),
+				 fit_points(node, d, &full));
 	}
 }
 
 /*
- * Property: the filter memo answers as ft_place_filter() does, on nodes
+ * Property: the filter memo answers as ft_place_filter() does, and its
+ * level points as ft_place_level_points() where the demand fits, on nodes
  * filled by random placements of the reference servers, for a pool of
  * random demands larger than the memo (entries are replaced) asked in
  * random order; a value copy has no memo.
@@ -1843,7 +1854,9 @@ static void *memo_racer(void *arg)
 			ft_place_filter_memo(&fast, race->nodes[n], d);
 			race->differ[me->id] +=
 			    fast.fit != full.fit || fast.level != full.level ||
-			    strcmp(fast.reason, full.reason) != 0;
+			    strcmp(fast.reason, full.reason) != 0 ||
+			    ft_place_fit_points_memo(race->nodes[n], d) !=
+				fit_points(race->nodes[n], d, &full);
 		}
 	return NULL;
 }
