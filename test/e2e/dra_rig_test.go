@@ -113,7 +113,7 @@ func newDRARig(t *testing.T, id string) *draRig {
 	r.logFeatureGates()
 	r.ext = r.newExtender()
 	r.ext.start(t)
-	r.registerWebhook()
+	r.registerWebhook("flextopo-dra-alignment", r.ext.webhookPort, r.s.ns)
 	err := c.StartScheduler(r.ext.port, func(cfg map[string]interface{}) error {
 		// The chart's gpuMode dra: every pod reaches the extender.
 		ext0 := cfg["extenders"].([]interface{})[0].(map[string]interface{})
@@ -241,19 +241,20 @@ func (e *draExtender) kill() {
 	e.proc.Stop(0)
 }
 
-// registerWebhook registers the extender's admission webhook for the
-// scenario's namespace, as the chart's webhook.yaml does, but with
-// failurePolicy Fail: a claim the webhook did not see is an error here.
-func (r *draRig) registerWebhook() {
+// registerWebhook registers, as `name`, the admission webhook served on
+// `port` (the extender's, or flextopo-scheduler's) for namespace `ns`, as
+// the chart's webhook.yaml does, but with failurePolicy Fail: a claim the
+// webhook did not see is an error here.
+func (r *draRig) registerWebhook(name string, port int, ns string) {
 	r.t.Helper()
-	url := "https://" + harness.HostPort(r.ext.webhookPort) + "/mutate"
+	url := "https://" + harness.HostPort(port) + "/mutate"
 	fail := admissionv1.Fail
 	none := admissionv1.SideEffectClassNone
 	ifNeeded := admissionv1.IfNeededReinvocationPolicy
 	timeout := int32(5)
 	scope := admissionv1.NamespacedScope
 	cfg := &admissionv1.MutatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "flextopo-dra-alignment"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Webhooks: []admissionv1.MutatingWebhook{{
 			Name:                    "dra-alignment.flextopo.io",
 			AdmissionReviewVersions: []string{"v1"},
@@ -263,7 +264,7 @@ func (r *draRig) registerWebhook() {
 			ReinvocationPolicy:      &ifNeeded,
 			ClientConfig:            admissionv1.WebhookClientConfig{URL: &url, CABundle: r.c.PKI.CAPEM},
 			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{
-				"kubernetes.io/metadata.name": r.s.ns,
+				"kubernetes.io/metadata.name": ns,
 			}},
 			Rules: []admissionv1.RuleWithOperations{{
 				Operations: []admissionv1.OperationType{admissionv1.Create},

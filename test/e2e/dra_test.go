@@ -31,6 +31,9 @@ package e2e
 //     proposes evicting a CPU-only pod, and flextopo drops the node (the
 //     GPU shortage needs KEP-5690), so nothing is evicted; once an aligned
 //     pair is free, the same eviction is let through.
+//   - Plugin: two guaranteed numa pods through flextopo-scheduler, its
+//     model fed by kube-scheduler's informers and its own webhook making the
+//     template's constraint (dra_plugin_test.go).
 
 import (
 	"context"
@@ -74,6 +77,10 @@ func TestDRA(t *testing.T) {
 	r.addDRANode("pre", "a100-8x.json", "resourceslice-a100-8x.json", func([]string) []string {
 		return []string{"gpu-0", "gpu-1", "gpu-2", "gpu-4", "gpu-5", "gpu-6", "gpu-3", "gpu-7"}
 	}, map[string]string{labelPool: "preempt"})
+	// The Plugin subtest's node, its devices in a fixed order: rng's
+	// draws stay those of the other nodes and pods.
+	r.addDRANode(pluginDRANode, "a100-8x.json", "resourceslice-a100-8x.json", slices.Clone,
+		map[string]string{labelPool: "plugin"})
 	r.setupClaims()
 	k := newDRAChecker(r)
 	r.waitModelHasNodes(k)
@@ -88,6 +95,7 @@ func TestDRA(t *testing.T) {
 	t.Run("ExtendedResource", func(t *testing.T) { r.extendedResource(t, k) })
 	t.Run("Randomized", func(t *testing.T) { r.randomized(t, k, rng, seed) })
 	t.Run("NoVictimsForDRAGPUs", func(t *testing.T) { r.noVictims(t, k) })
+	t.Run("Plugin", func(t *testing.T) { r.pluginFrontEnd(t) })
 
 	cancel()
 	<-done
@@ -265,6 +273,24 @@ func (r *draRig) numaPinned(t *testing.T, k *draChecker) {
 	if !hasNUMAConstraint(&claim.Spec) {
 		t.Errorf("claim %s: constraints %+v, want matchAttribute %s", claim.Name, claim.Spec.Devices.Constraints, attrNUMA)
 	}
+	uuids := checkPinnedClaim(t, ns, "pinned", node, claim, a)
+	if a.MemoryMiB != 16384 {
+		t.Errorf("pod pinned: memoryMiB %d, want 16384", a.MemoryMiB)
+	}
+	// In the model the claim holds the GPUs, the pod its CPUs.
+	r.waitHoldings(t, k, node.name, "claim "+claim.Name, func(hs []holding) bool {
+		c, p := findHolding(hs, claim.Name, true), findHolding(hs, "pinned", false)
+		return c != nil && p != nil && slices.Equal(c.GPUs, gpuIndexes(node, uuids)) && len(p.GPUs) == 0 && p.CPUs == a.CPUSet
+	})
+	r.deleteAndWaitFree(t, k, []string{"pinned"}, node.name)
+}
+
+// checkPinnedClaim checks a guaranteed numa pod of a numa-2 template in
+// namespace ns, bound to node with allocation a: its claim's two devices on
+// one NUMA node of node, the allocation naming them (and each in its dra
+// key), 8 CPUs on that NUMA node. It returns the devices' uuids.
+func checkPinnedClaim(t *testing.T, ns, pod string, node *draNode, claim *resourceapi.ResourceClaim, a *draAllocationAnn) []string {
+	t.Helper()
 	devs := claimDevices(claim)
 	var uuids []string
 	numa := map[int]bool{}
@@ -276,27 +302,19 @@ func (r *draRig) numaPinned(t *testing.T, k *draChecker) {
 		t.Fatalf("claim %s: devices %v on NUMA nodes %v of %q; want two on one NUMA node of %s", claim.Name, devs, numa, claimNode(claim), node.name)
 	}
 	if !sameSet(a.GPUs, uuids) {
-		t.Errorf("pod pinned: allocation gpus %v, its claim holds %v", a.GPUs, uuids)
+		t.Errorf("pod %s: allocation gpus %v, its claim holds %v", pod, a.GPUs, uuids)
 	}
-	checkNUMAAllocation(t, "pinned", a, node.topo, 8, 2)
+	checkNUMAAllocation(t, pod, a, node.topo, 8, 2)
 	if a.DRA == nil || len(a.DRA.Devices) != 2 {
-		t.Fatalf("pod pinned: allocation has no dra key with two devices: %+v", a.DRA)
+		t.Fatalf("pod %s: allocation has no dra key with two devices: %+v", pod, a.DRA)
 	}
 	for _, d := range a.DRA.Devices {
 		if d.Claim != ns+"/"+claim.Name || d.ClaimUID != string(claim.UID) || d.Pool != node.name || d.Request != claimRequest ||
 			!slices.Contains(devs, d.Device) || node.devices[d.Device].uuid != d.UUID {
-			t.Errorf("pod pinned: dra device %+v, want one of %v of claim %s (%s), pool %s", d, devs, claim.Name, claim.UID, node.name)
+			t.Errorf("pod %s: dra device %+v, want one of %v of claim %s (%s), pool %s", pod, d, devs, claim.Name, claim.UID, node.name)
 		}
 	}
-	if a.MemoryMiB != 16384 {
-		t.Errorf("pod pinned: memoryMiB %d, want 16384", a.MemoryMiB)
-	}
-	// In the model the claim holds the GPUs, the pod its CPUs.
-	r.waitHoldings(t, k, node.name, "claim "+claim.Name, func(hs []holding) bool {
-		c, p := findHolding(hs, claim.Name, true), findHolding(hs, "pinned", false)
-		return c != nil && p != nil && slices.Equal(c.GPUs, gpuIndexes(node, uuids)) && len(p.GPUs) == 0 && p.CPUs == a.CPUSet
-	})
-	r.deleteAndWaitFree(t, k, []string{"pinned"}, node.name)
+	return uuids
 }
 
 func hasNUMAConstraint(spec *resourceapi.ResourceClaimSpec) bool {

@@ -33,9 +33,9 @@ import (
 
 const pluginSchedulerName = "flextopo-plugin"
 
-// requirePluginScheduler starts a flextopo-scheduler for the test, or
-// skips (fails in CI) without the binary.
-func requirePluginScheduler(t *testing.T, c *harness.Cluster) *harness.PluginScheduler {
+// pluginSchedulerBinary is the flextopo-scheduler binary; without it the
+// test skips (fails in CI).
+func pluginSchedulerBinary(t *testing.T, c *harness.Cluster) string {
 	t.Helper()
 	bin := harness.SchedulerBinary(c.RepoRoot)
 	if !harness.IsExecutable(bin) {
@@ -45,6 +45,14 @@ func requirePluginScheduler(t *testing.T, c *harness.Cluster) *harness.PluginSch
 		}
 		t.Skip(msg)
 	}
+	return bin
+}
+
+// requirePluginScheduler starts a flextopo-scheduler for the test, or
+// skips (fails in CI) without the binary.
+func requirePluginScheduler(t *testing.T, c *harness.Cluster) *harness.PluginScheduler {
+	t.Helper()
+	bin := pluginSchedulerBinary(t, c)
 	// Without the fragmentation penalty, as the run's extender scores
 	// (harness.Cluster.startExtender says why).
 	return c.StartPluginScheduler(t, "flextopo-scheduler", bin, pluginSchedulerName,
