@@ -9,7 +9,9 @@
 #   docker build --target scheduler -t flextopo/scheduler:0.1.0 .
 # CI has no engine. scripts/image-check.sh builds the build stage's files with its
 # script (scripts/release-build.sh) under GCC and clang, then the extender image
-# itself with Debian's buildah, and runs its entrypoint once.
+# itself with Debian's buildah, and runs its entrypoint once; then the scheduler
+# image, on a Go base of the machine's own Go toolchain (GO_BASE) with the Go
+# modules from the machine's module cache (GOPROXY=file://...), and runs it once.
 # Each runtime stage holds its binaries and the shared libraries they link,
 # and works with a read-only root filesystem; the extender and the scheduler
 # run as an unprivileged user. The extender's runtime stage stays last: it is
@@ -18,6 +20,9 @@
 # The base is one Debian release for both stages; pin it by digest when publishing
 # (docker build --build-arg BASE=debian:bookworm-slim@sha256:...).
 ARG BASE=debian:bookworm-slim
+# The scheduler's build stage: Go of the release scheduler/go.mod names, on the same
+# Debian release.
+ARG GO_BASE=golang:1.26-bookworm
 
 FROM ${BASE} AS build
 # Debian's own packages of the release are the pin; exact versions would break with every
@@ -74,11 +79,14 @@ ENTRYPOINT ["/usr/local/bin/flextopo-node"]
 # modules, linked by cgo. scripts/build-scheduler.sh is the build (CMake for
 # the libraries, then go build with the flags it sets), as it is outside the
 # image; a Release build of the libraries here.
-FROM golang:1.26-bookworm AS scheduler-build
+FROM ${GO_BASE} AS scheduler-build
+# Where go mod download fetches the modules (go.sum checks each).
+ARG GOPROXY=https://proxy.golang.org,direct
+# gcc and libc6-dev for cgo: the golang image has them, a plain Debian base does not.
 # hadolint ignore=DL3008
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      cmake ninja-build pkg-config \
+      gcc libc6-dev cmake ninja-build pkg-config \
       libmicrohttpd-dev libcjson-dev libcurl4-openssl-dev libyaml-dev libhwloc-dev uthash-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src/scheduler

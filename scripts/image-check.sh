@@ -14,12 +14,20 @@
 #     archive and cached in ~/.cache/flextopo-image for a week. The image's entrypoint
 #     then runs once, as the image's user and with the image's configuration, on the
 #     demo cluster: /readyz must answer ok, and /filter must place the demo pod.
+#  3. The scheduler image (target scheduler), built by buildah the same way. Its build
+#     stage starts from a Go image (GO_BASE) that CI cannot pull either, so GO_BASE is
+#     the minbase root filesystem with this machine's Go toolchain (go env GOROOT), and
+#     go mod download reads the machine's module cache as its GOPROXY (file://, each
+#     module checked against go.sum). The image's entrypoint then prints its version,
+#     as the image's user.
 #
-#   scripts/image-check.sh                    both
-#   IMAGE_CHECK=build scripts/image-check.sh  only 1
+#   scripts/image-check.sh                       all three
+#   IMAGE_CHECK=build scripts/image-check.sh     only 1
+#   IMAGE_CHECK=extender scripts/image-check.sh  1 and 2
 #
-# Without buildah or mmdebstrap (scripts/install-deps.sh installs both) step 2 is
-# skipped with a message; under CI=true that is a failure. Step 2 runs as root.
+# Without buildah or mmdebstrap (scripts/install-deps.sh installs both) steps 2 and 3
+# are skipped with a message, and without go step 3; under CI=true that is a failure.
+# Steps 2 and 3 run as root.
 # CMAKE_BUILD_PARALLEL_LEVEL limits the build jobs of both steps.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -170,3 +178,38 @@ grep -q '"NodeNames":\["demo-a100-0","demo-h100-0"\]' <<<"$reply" ||
 	fail "the image's extender did not place the demo pod: $reply"
 echo "image-check: $entrypoint as user $user, --config $config: /readyz $ready," \
 	"/filter placed the demo pod on demo-a100-0 or demo-h100-0"
+
+if [[ ${IMAGE_CHECK:-all} == extender ]]; then
+	exit 0
+fi
+echo "== the scheduler image, built by buildah on this machine's Go toolchain, and run once"
+if ! command -v go >/dev/null 2>&1; then
+	[[ ${CI:-} != true ]] || fail "go is missing (scripts/install-deps.sh installs it)"
+	echo "image-check: go is missing; the scheduler image is not built"
+	exit 0
+fi
+goroot=$(go env GOROOT)
+modcache=$(go env GOMODCACHE)
+# The build stage's modules, into the module cache its GOPROXY reads.
+(cd scheduler && go mod download)
+start=$SECONDS
+container=$("${buildah_cmd[@]}" from localhost/flextopo-base:"$release")
+"${buildah_cmd[@]}" copy "$container" "$goroot" /usr/local/go >/dev/null
+"${buildah_cmd[@]}" config --env GOTOOLCHAIN=local \
+	--env PATH=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+	"$container"
+"${buildah_cmd[@]}" commit --quiet "$container" localhost/flextopo-go:check >/dev/null
+image=localhost/flextopo-scheduler:check
+"${buildah_cmd[@]}" bud --isolation chroot --layers=false --pull=never --target scheduler \
+	--build-arg BASE=localhost/flextopo-base:"$release" --build-arg GO_BASE=localhost/flextopo-go:check \
+	--build-arg GOPROXY=file:///gomodcache --volume "$modcache/cache/download:/gomodcache:ro" \
+	-t "$image" "$context" >"$work/bud-scheduler.log" 2>&1 ||
+	{ tail -n 40 "$work/bud-scheduler.log" >&2; fail "the scheduler image does not build"; }
+echo "image-check: $image built in $((SECONDS - start)) s"
+container=$("${buildah_cmd[@]}" from "$image")
+user=$("${buildah_cmd[@]}" inspect --format '{{.OCIv1.Config.User}}' "$image")
+entrypoint=$("${buildah_cmd[@]}" inspect --format '{{index .OCIv1.Config.Entrypoint 0}}' "$image")
+version=$("${buildah_cmd[@]}" run --isolation chroot --user "$user" "$container" -- "$entrypoint" --version) ||
+	fail "the scheduler image's $entrypoint does not run"
+grep -q '^Kubernetes v1\.36\.' <<<"$version" || fail "the scheduler image's $entrypoint --version: $version"
+echo "image-check: $entrypoint as user $user: $version"
