@@ -255,6 +255,16 @@ int64_t ft_place_rank(const ft_node_t *node, const ft_demand_t *d,
 		      ft_policy_t policy, const ft_mix_t *mix);
 
 /*
+ * ft_place_rank() of each of the `n` nodes (NULL ones rank FT_RANK_NONE)
+ * into ranks[i], the same values. The sweep asks for the lines a rank reads
+ * first (the node's filter memo and fragmentation cache) some nodes ahead,
+ * so that their cache misses overlap instead of coming one node at a time.
+ */
+void ft_place_rank_all(int64_t *ranks, const ft_node_t *const *nodes,
+		       unsigned n, const ft_demand_t *d, ft_policy_t policy,
+		       const ft_mix_t *mix);
+
+/*
  * Map the ranks of the `n` nodes of one request onto 0..max (10 for an
  * extender, MaxExtenderPriority in k8s.io/kube-scheduler/extender/v1): the
  * nodes of the highest rank get `max`, every other node less, linearly

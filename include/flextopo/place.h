@@ -284,6 +284,14 @@ void ft_place_filter_memo(ft_verdict_t *out, const ft_node_t *node,
 			  const ft_demand_t *d);
 
 /*
+ * Ask the processor for the first lines of `node`'s filter memo and
+ * fragmentation cache (cluster.h), which filter and rank read first: a
+ * sweep over many nodes calls it some nodes ahead. A hint that changes no
+ * result and takes no lock.
+ */
+void ft_place_prefetch(const ft_node_t *node);
+
+/*
  * A filter memo for ft_node_build() (NULL when out of memory), its free, and
  * its size in bytes (ft_node_footprint).
  */

@@ -1536,7 +1536,5 @@ void ft_state_rank(ft_state_t *state, int64_t *ranks,
 
 	ft_state_mix(state, &mix);
 	ft_mix_weigh(&mix, nodes, n);
-	for (unsigned i = 0; i < n; i++)
-		ranks[i] = nodes[i] ? ft_place_rank(nodes[i], d, policy, &mix)
-				    : FT_RANK_NONE;
+	ft_place_rank_all(ranks, nodes, n, d, policy, &mix);
 }

@@ -138,3 +138,17 @@ int ft_place_fit_points_memo(const ft_node_t *node, const ft_demand_t *d)
 	memo_give(memo);
 	return points;
 }
+
+void ft_place_prefetch(const ft_node_t *node)
+{
+	const ft_filter_memo_t *memo = node->filter_memo;
+
+	/* The lines a lookup compares first: each entry's head. */
+	for (unsigned i = 0; memo && i < FT_FILTER_MEMO; i++)
+		__builtin_prefetch(&memo->entries[i]);
+	if (node->frag) {
+		__builtin_prefetch(node->frag);
+		for (unsigned i = 0; i < FT_FRAG_MEMO; i++)
+			__builtin_prefetch(&node->frag->memo[i]);
+	}
+}

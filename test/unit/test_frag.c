@@ -1233,6 +1233,54 @@ static void test_frag__delta_matches_reference(void **state)
 		ft_topology_unref(boxes[b]);
 }
 
+#define SWEEP_NODES 40
+
+/*
+ * ft_place_rank_all, which asks for the nodes' caches ahead of the sweep,
+ * ranks each node as ft_place_rank does, NULL ones FT_RANK_NONE, over more
+ * nodes than it looks ahead; on fresh caches and on filled ones.
+ */
+static void test_frag__rank_all_matches_rank(void **state)
+{
+	ft_topology_t *boxes[3] = {ft_test_topology_a100("P"),
+				   ft_test_topology_mig(), shared_box(10)};
+	ft_pod_t pods[SWEEP_NODES][FT_GPU_MAX + FT_MIG_MAX + 1];
+	const ft_node_t *nodes[SWEEP_NODES];
+	ft_node_t *owned[SWEEP_NODES];
+	unsigned counts[SWEEP_NODES], seed = 11;
+	int64_t ranks[SWEEP_NODES];
+	ft_mix_t mix;
+
+	(void)state;
+	ft_mix_init(&mix, 32);
+	for (unsigned k = 0; k < 6; k++) {
+		ft_demand_t c = palette(rnd(&seed, 10));
+		ft_mix_add(&mix, &c, NULL);
+	}
+	for (unsigned i = 0; i < SWEEP_NODES; i++) {
+		owned[i] =
+		    random_node(&seed, boxes[i % 3], pods[i], &counts[i]);
+		nodes[i] = i % 7 == 3 ? NULL : owned[i];
+	}
+	for (unsigned round = 0; round < 20; round++) {
+		ft_demand_t d = palette(rnd(&seed, 10));
+		ft_policy_t policy = (ft_policy_t)(round % 2);
+		ft_place_rank_all(ranks, nodes, SWEEP_NODES, &d, policy, &mix);
+		for (unsigned i = 0; i < SWEEP_NODES; i++)
+			assert_true(ranks[i] ==
+				    (nodes[i] ? ft_place_rank(nodes[i], &d,
+							      policy, &mix)
+					      : FT_RANK_NONE));
+	}
+	for (unsigned i = 0; i < SWEEP_NODES; i++) {
+		for (unsigned k = 0; k < counts[i]; k++)
+			ft_pod_dispose(&pods[i][k]);
+		ft_node_unref(owned[i]);
+	}
+	for (unsigned b = 0; b < 3; b++)
+		ft_topology_unref(boxes[b]);
+}
+
 /*
  * A class whose pods left the window keeps its slot; when its pods come
  * back, a node's memo of a shape weighed meanwhile must not answer for it
@@ -1431,6 +1479,7 @@ int main(void)
 	    cmocka_unit_test(test_frag__cpu_only_pod_ranked),
 	    cmocka_unit_test(test_frag__scores_of_ranks),
 	    cmocka_unit_test(test_frag__delta_matches_reference),
+	    cmocka_unit_test(test_frag__rank_all_matches_rank),
 	    cmocka_unit_test(test_frag__memo_ignores_classes_without_pods),
 	    cmocka_unit_test(test_frag__concurrent_weighing),
 	    cmocka_unit_test(test_frag__unknown_gpu_locality),
