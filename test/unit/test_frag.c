@@ -1244,7 +1244,9 @@ static void test_frag__rank_all_matches_rank(void **state)
 {
 	ft_topology_t *boxes[3] = {ft_test_topology_a100("P"),
 				   ft_test_topology_mig(), shared_box(10)};
-	ft_pod_t pods[SWEEP_NODES][FT_GPU_MAX + FT_MIG_MAX + 1];
+	/* On the heap: 40 nodes' pods overflow a thread's stack. */
+	ft_pod_t(*pods)[FT_GPU_MAX + FT_MIG_MAX + 1] =
+	    calloc(SWEEP_NODES, sizeof(*pods));
 	const ft_node_t *nodes[SWEEP_NODES];
 	ft_node_t *owned[SWEEP_NODES];
 	unsigned counts[SWEEP_NODES], seed = 11;
@@ -1252,6 +1254,7 @@ static void test_frag__rank_all_matches_rank(void **state)
 	ft_mix_t mix;
 
 	(void)state;
+	assert_non_null(pods);
 	ft_mix_init(&mix, 32);
 	for (unsigned k = 0; k < 6; k++) {
 		ft_demand_t c = palette(rnd(&seed, 10));
@@ -1277,6 +1280,7 @@ static void test_frag__rank_all_matches_rank(void **state)
 			ft_pod_dispose(&pods[i][k]);
 		ft_node_unref(owned[i]);
 	}
+	free(pods);
 	for (unsigned b = 0; b < 3; b++)
 		ft_topology_unref(boxes[b]);
 }
