@@ -256,9 +256,8 @@ int64_t ft_place_rank(const ft_node_t *node, const ft_demand_t *d,
 
 /*
  * ft_place_rank() of each of the `n` nodes (NULL ones rank FT_RANK_NONE)
- * into ranks[i], the same values. The sweep asks for the lines a rank reads
- * first (the node's filter memo and fragmentation cache) some nodes ahead,
- * so that their cache misses overlap instead of coming one node at a time.
+ * into ranks[i], the same values, asking for each node's caches ahead of
+ * the sweep (ft_place_prefetch_ahead, place.h).
  */
 void ft_place_rank_all(int64_t *ranks, const ft_node_t *const *nodes,
 		       unsigned n, const ft_demand_t *d, ft_policy_t policy,

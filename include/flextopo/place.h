@@ -284,12 +284,17 @@ void ft_place_filter_memo(ft_verdict_t *out, const ft_node_t *node,
 			  const ft_demand_t *d);
 
 /*
- * Ask the processor for the first lines of `node`'s filter memo and
- * fragmentation cache (cluster.h), which filter and rank read first: a
- * sweep over many nodes calls it some nodes ahead. A hint that changes no
- * result and takes no lock.
+ * For node `i` of a sweep over `nodes` (n of them, NULL ones allowed), ask
+ * the processor for what filter and rank read first some nodes ahead: the
+ * record of the node 2 x FT_PREFETCH_AHEAD ahead, and the first lines of the
+ * filter memo and fragmentation cache (cluster.h) of the node
+ * FT_PREFETCH_AHEAD ahead, whose record is there by then. The misses of
+ * several nodes then overlap instead of coming one node at a time. A hint
+ * that changes no result and takes no lock.
  */
-void ft_place_prefetch(const ft_node_t *node);
+#define FT_PREFETCH_AHEAD 8
+void ft_place_prefetch_ahead(const ft_node_t *const *nodes, unsigned n,
+			     unsigned i);
 
 /*
  * A filter memo for ft_node_build() (NULL when out of memory), its free, and

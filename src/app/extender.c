@@ -239,24 +239,22 @@ static void release_all(node_ref_t *refs, unsigned n)
 	free(refs);
 }
 
-/* How many nodes ahead the filter sweep asks for a node's filter memo; its
- * record is asked for twice as far ahead (ft_place_rank_all does the same). */
-#define FILTER_AHEAD 8
-
-static void prefetch_ahead(const node_ref_t *refs, unsigned n, unsigned i)
+/* The nodes of `refs` as one array (NULL when out of memory). */
+static const ft_node_t **nodes_of(const node_ref_t *refs, unsigned n)
 {
-	if (i + 2 * FILTER_AHEAD < n && refs[i + 2 * FILTER_AHEAD].node)
-		__builtin_prefetch(
-		    &refs[i + 2 * FILTER_AHEAD].node->filter_memo);
-	if (i + FILTER_AHEAD < n && refs[i + FILTER_AHEAD].node)
-		ft_place_prefetch(refs[i + FILTER_AHEAD].node);
+	const ft_node_t **nodes = calloc(n ? n : 1, sizeof(*nodes));
+
+	for (unsigned i = 0; nodes && i < n; i++)
+		nodes[i] = refs[i].node;
+	return nodes;
 }
 
 static int filter_nodes(ft_filter_reply_t *r, ft_app_t *app,
 			const ft_extender_args_t *args, const ft_pod_t *pod)
 {
 	ft_snapshot_t *snap = ft_state_snapshot(app->state);
-	node_ref_t *refs;
+	node_ref_t *refs = NULL;
+	const ft_node_t **nodes = NULL;
 	ft_decision_t dec;
 	char msg[400], *pending;
 	bool unknown;
@@ -278,20 +276,23 @@ static int filter_nodes(ft_filter_reply_t *r, ft_app_t *app,
 		ft_decisions_record(app->decisions, &dec);
 		return ft_codec_filter_reply_error(r, msg);
 	}
-	if (!(refs = lookup_all(app, snap, args))) {
+	if (!(refs = lookup_all(app, snap, args)) ||
+	    !(nodes = nodes_of(refs, args->n_nodes))) {
+		release_all(refs, args->n_nodes);
 		ft_snapshot_unref(snap);
 		return ft_error_set(FT_ENOMEM, "filter: out of memory");
 	}
 	pending = ft_state_bind_pending(app->state, pod->uid, &unknown);
 	for (unsigned i = 0; i < args->n_nodes; i++) {
-		const ft_node_t *n = refs[i].node;
-		prefetch_ahead(refs, args->n_nodes, i);
-		if (!pending || !filter_pending(r, i, n, args->node_names[i],
-						pod, pending, unknown, &dec))
-			filter_node(r, i, n, &pod->demand, pod->name, &dec,
-				    args->node_names[i]);
+		ft_place_prefetch_ahead(nodes, args->n_nodes, i);
+		if (!pending ||
+		    !filter_pending(r, i, nodes[i], args->node_names[i], pod,
+				    pending, unknown, &dec))
+			filter_node(r, i, nodes[i], &pod->demand, pod->name,
+				    &dec, args->node_names[i]);
 	}
 	free(pending);
+	free(nodes);
 	release_all(refs, args->n_nodes);
 	ft_snapshot_unref(snap);
 	ft_decisions_record(app->decisions, &dec);
@@ -352,11 +353,9 @@ void ft_app_prioritize(ft_http_response_t *out, const ft_http_request_t *req,
 	snap = ft_state_snapshot(app->state);
 	scores = calloc(n, sizeof(*scores));
 	ranks = calloc(n, sizeof(*ranks));
-	nodes = calloc(n, sizeof(*nodes));
 	refs = lookup_all(app, snap, &args);
+	nodes = refs ? nodes_of(refs, args.n_nodes) : NULL;
 	if (scores && ranks && nodes && refs) {
-		for (unsigned i = 0; i < args.n_nodes; i++)
-			nodes[i] = refs[i].node;
 		ft_state_rank(app->state, ranks, nodes, args.n_nodes,
 			      &pod.demand, app->cfg.policy);
 		ft_scores_of_ranks(scores, ranks, args.n_nodes,

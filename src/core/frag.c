@@ -879,20 +879,12 @@ int64_t ft_place_rank(const ft_node_t *node, const ft_demand_t *d,
 	       policy_part(&room, d, policy);
 }
 
-/* How many nodes ahead ft_place_rank_all() asks for a node's caches; the
- * node's own record is asked for twice as far ahead, so that its pointers
- * are there when they are read. */
-#define RANK_AHEAD 8
-
 void ft_place_rank_all(int64_t *ranks, const ft_node_t *const *nodes,
 		       unsigned n, const ft_demand_t *d, ft_policy_t policy,
 		       const ft_mix_t *mix)
 {
 	for (unsigned i = 0; i < n; i++) {
-		if (i + 2 * RANK_AHEAD < n && nodes[i + 2 * RANK_AHEAD])
-			__builtin_prefetch(&nodes[i + 2 * RANK_AHEAD]->frag);
-		if (i + RANK_AHEAD < n && nodes[i + RANK_AHEAD])
-			ft_place_prefetch(nodes[i + RANK_AHEAD]);
+		ft_place_prefetch_ahead(nodes, n, i);
 		ranks[i] = nodes[i] ? ft_place_rank(nodes[i], d, policy, mix)
 				    : FT_RANK_NONE;
 	}

@@ -139,11 +139,12 @@ int ft_place_fit_points_memo(const ft_node_t *node, const ft_demand_t *d)
 	return points;
 }
 
-void ft_place_prefetch(const ft_node_t *node)
+/* The lines of `node`'s caches a lookup reads first. */
+static void prefetch_caches(const ft_node_t *node)
 {
 	const ft_filter_memo_t *memo = node->filter_memo;
 
-	/* The lines a lookup compares first: each entry's head. */
+	/* Each filter memo entry's head, compared first. */
 	for (unsigned i = 0; memo && i < FT_FILTER_MEMO; i++)
 		__builtin_prefetch(&memo->entries[i]);
 	if (node->frag) {
@@ -151,4 +152,16 @@ void ft_place_prefetch(const ft_node_t *node)
 		for (unsigned i = 0; i < FT_FRAG_MEMO; i++)
 			__builtin_prefetch(&node->frag->memo[i]);
 	}
+}
+
+void ft_place_prefetch_ahead(const ft_node_t *const *nodes, unsigned n,
+			     unsigned i)
+{
+	unsigned near = i + FT_PREFETCH_AHEAD, far = i + 2 * FT_PREFETCH_AHEAD;
+
+	/* The record's line with the caches' pointers. */
+	if (far < n && nodes[far])
+		__builtin_prefetch(&nodes[far]->filter_memo);
+	if (near < n && nodes[near])
+		prefetch_caches(nodes[near]);
 }
