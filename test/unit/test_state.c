@@ -414,6 +414,16 @@ static void test_state__snapshot_finds_every_name(void **state)
 	for (unsigned i = 0; i < N / 3; i++)
 		ft_node_unref(swapped[i]);
 	ft_snapshot_unref(s1);
+	/* One name: a table of two slots, one of them always empty. */
+	assert_int_equal(
+	    ft_node_build(&nodes[0], "only", NULL, "none", NULL, NULL, NULL, 0),
+	    0);
+	assert_int_equal(ft_snapshot_new(&s1, nodes, 1, 4), 0);
+	assert_ptr_equal(ft_snapshot_find(s1, "only"), nodes[0]);
+	assert_null(ft_snapshot_find(s1, "onl"));
+	assert_null(ft_snapshot_find(s1, "only2"));
+	ft_node_unref(nodes[0]);
+	ft_snapshot_unref(s1);
 }
 
 /*
