@@ -34,7 +34,10 @@ fi
 cmake --build "$build_dir" --target ft_app -j"$(nproc)"
 
 # go's build cache does not look into the static libraries that cgo links:
-# their digest in the flags makes a changed core relink the binary.
+# their digest, compiled into the core package as a string
+# (scheduler/internal/core/core.go), makes a changed core relink the
+# binary. A flag alone did not: go relinks only when a package's compiled
+# output changes, and kept an older binary at the same path.
 libs_digest=$(cat "$build_dir"/libft_*.a | sha256sum | cut -c1-16)
 cd "$repo_root/scheduler"
 CGO_ENABLED=1 \

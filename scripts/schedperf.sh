@@ -17,7 +17,9 @@
 # shipped configuration sets 100), FLEXTOPO_SCHEDPERF_PERF (a folder: each
 # arm's scheduler and extender are profiled with perf record into
 # <folder>/<arm>-<pair>.perf.data), FLEXTOPO_SCHEDPERF_ARMS (the arms to
-# run besides alone, e.g. "plugin"; default all). The table
+# run besides alone, e.g. "plugin"; default all), FLEXTOPO_SCHEDPERF_ALONE
+# ("flextopo-scheduler": the alone arm runs that binary without FlexTopo
+# enabled, the same build as the plugin arm). The table
 # goes to the log and to build/schedperf.md.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

@@ -479,6 +479,17 @@ func perfSize1(t *testing.T, c *harness.Cluster, size perfSize, pairs, qps int, 
 		// prioritize (10 times the names at 5,000 nodes).
 		cfg["percentageOfNodesToScore"] = nodesToScore
 	}
+	// FLEXTOPO_SCHEDPERF_ALONE=flextopo-scheduler: the alone arm runs
+	// flextopo-scheduler's binary with a profile that does not enable
+	// FlexTopo, so that its profile has the same build and symbols as the
+	// plugin arm's.
+	aloneOnPlugin := os.Getenv("FLEXTOPO_SCHEDPERF_ALONE") == "flextopo-scheduler"
+	if aloneOnPlugin && !harness.IsExecutable(plugin) {
+		t.Fatalf("FLEXTOPO_SCHEDPERF_ALONE: %s not found", plugin)
+	}
+	if aloneOnPlugin {
+		t.Logf("alone arm: %s, FlexTopo not enabled", plugin)
+	}
 	ratios := map[string][]float64{}
 	for pair := 1; pair <= pairs; pair++ {
 		results := map[string]armResult{}
@@ -492,7 +503,11 @@ func perfSize1(t *testing.T, c *harness.Cluster, size perfSize, pairs, qps int, 
 					exts[arm].URL = ps.DebugURL
 					return ps.Proc
 				}
-				p, err := c.StartExtraScheduler(schedName, schedName, func(cfg map[string]interface{}) error {
+				bin, sub := c.Testenv, []string{"kube-scheduler"}
+				if arm == "alone" && aloneOnPlugin {
+					bin, sub = plugin, nil
+				}
+				p, err := c.StartExtraSchedulerBin(bin, sub, schedName, schedName, func(cfg map[string]interface{}) error {
 					withSettings(cfg)
 					if arm == "alone" {
 						delete(cfg, "extenders")

@@ -27,6 +27,17 @@ package core
 
 #define ERR_MAX 512
 
+// scripts/build-scheduler.sh defines FT_CORE_LIBS_DIGEST, a digest of the
+// static libraries linked below. go's cache does not look into those
+// libraries, and it relinks a binary only when a package's compiled output
+// changes: a flag alone is not enough, this string in the object is.
+#ifdef FT_CORE_LIBS_DIGEST
+#define FT_STR2(x) #x
+#define FT_STR(x) FT_STR2(x)
+__attribute__((used)) static const char ft_core_libs_digest[] =
+	FT_STR(FT_CORE_LIBS_DIGEST);
+#endif
+
 static int took(int rc, char *err)
 {
 	if (rc < 0)

@@ -478,6 +478,13 @@ func (c *Cluster) runSchedulerBin(bin string, sub []string, name string, cfg []b
 // schedulerName and mutate applied to the configuration (a map as read from
 // YAML) before it is written. It runs until the cluster stops.
 func (c *Cluster) StartExtraScheduler(name, schedulerName string, mutate func(cfg map[string]interface{}) error) (*Process, error) {
+	return c.StartExtraSchedulerBin(c.Testenv, []string{"kube-scheduler"}, name, schedulerName, mutate)
+}
+
+// StartExtraSchedulerBin is StartExtraScheduler with another binary that
+// takes kube-scheduler's flags after the arguments sub (flextopo-scheduler
+// takes them with none).
+func (c *Cluster) StartExtraSchedulerBin(bin string, sub []string, name, schedulerName string, mutate func(cfg map[string]interface{}) error) (*Process, error) {
 	cfg, err := c.SchedulerConfigMap(c.ExtPort)
 	if err != nil {
 		return nil, err
@@ -492,7 +499,7 @@ func (c *Cluster) StartExtraScheduler(name, schedulerName string, mutate func(cf
 	if err != nil {
 		return nil, err
 	}
-	p, err := c.runScheduler(c.Testenv, name, raw)
+	p, err := c.runSchedulerBin(bin, sub, name, raw)
 	if p != nil {
 		c.extraMu.Lock()
 		c.extraSchedulers = append(c.extraSchedulers, p)
