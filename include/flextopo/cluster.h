@@ -101,6 +101,13 @@ typedef struct ft_demand {
 	 */
 	uint8_t n_gpu_products;
 	uint64_t gpu_products[FT_GPU_PRODUCTS_MAX];
+	/*
+	 * The demand's memo key (ft_demand_key(), place.h): equal keys mean
+	 * equal demands, for the life of the process; 0 when none was given.
+	 * The per-node filter memo compares keys instead of the demand's
+	 * bytes. A copy that is changed must drop it (ft_place_adapt does).
+	 */
+	uint64_t key;
 } ft_demand_t;
 
 #define FT_MILLI_CPU 1000 /* millicores per CPU */

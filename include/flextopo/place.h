@@ -275,10 +275,12 @@ void ft_place_filter(ft_verdict_t *out, const ft_node_t *node,
 
 /*
  * ft_place_filter() through the node's filter memo (cluster.h): the verdict
- * last worked out on `node` for a demand equal to `d`, byte for byte, else
- * worked out and remembered (the oldest of FT_FILTER_MEMO is replaced). The
- * same verdict as ft_place_filter() always; a node without a memo, or whose
- * memo another thread holds, is worked out without it. Thread-safe.
+ * last worked out on `node` for a demand equal to `d` (the same key, or for
+ * a demand without one, the same bytes), else worked out and remembered
+ * (the oldest of FT_FILTER_MEMO is replaced). The same verdict as
+ * ft_place_filter() always; a node without a memo, or whose memo another
+ * thread holds, is worked out without it. A keyed lookup that finds a fit
+ * reads one cache line of the memo. Thread-safe.
  */
 void ft_place_filter_memo(ft_verdict_t *out, const ft_node_t *node,
 			  const ft_demand_t *d);
@@ -295,6 +297,31 @@ void ft_place_filter_memo(ft_verdict_t *out, const ft_node_t *node,
 #define FT_PREFETCH_AHEAD 8
 void ft_place_prefetch_ahead(const ft_node_t *const *nodes, unsigned n,
 			     unsigned i);
+
+/*
+ * Demand keys (ft_demand_t.key): each distinct demand seen gets a key of
+ * its own, and an equal demand seen later the same key, so that a sweep
+ * over thousands of filter memos compares 8 bytes per node where it
+ * compared the whole demand. Keys come from one counter for the whole
+ * process and are never given twice; a table that holds FT_DEMAND_KEYS
+ * demands starts over empty, after which the demands it held get new keys
+ * (their memo entries then simply miss). The table is a cache: out of
+ * memory, a demand is left without a key (0), which the memo compares by
+ * its bytes.
+ */
+#define FT_DEMAND_KEYS 1024
+typedef struct ft_demand_keys ft_demand_keys_t;
+
+/* A table (FT_ENOMEM) and its free (NULL is fine). */
+int ft_demand_keys_new(ft_demand_keys_t **out);
+void ft_demand_keys_free(ft_demand_keys_t *keys);
+
+/*
+ * Set d->key: the key of a demand equal to `d` (its bytes, with the key
+ * left out) seen before, else a new one. Call it once the demand is final;
+ * a demand changed after must drop its key (0). Thread-safe.
+ */
+void ft_demand_key(ft_demand_keys_t *keys, ft_demand_t *d);
 
 /*
  * A filter memo for ft_node_build() (NULL when out of memory), its free, and

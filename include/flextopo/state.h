@@ -73,6 +73,14 @@ void ft_state_delete_class(ft_state_t *state, const cJSON *device_class);
  */
 uint32_t ft_state_claim_gpus(ft_state_t *state, const ft_pod_t *pod);
 
+/*
+ * Make a pod's decoded demand final for filter, prioritize and preempt: add
+ * the GPUs of its unallocated claims (ft_state_claim_gpus), then give it
+ * its memo key from the state's table (ft_demand_key, place.h), by which
+ * every node's filter memo finds it. Thread-safe.
+ */
+void ft_state_settle_demand(ft_state_t *state, ft_pod_t *pod);
+
 /* A DeviceClass name, copied out of the state. */
 typedef struct ft_class_name {
 	char name[254]; /* a DNS subdomain: at most 253 characters */

@@ -224,9 +224,9 @@ int ft_embed_pod_new(ft_embed_pod_t **out, ft_embed_t *e, const char *json,
 	}
 	pthread_mutex_init(&p->mu, NULL);
 	p->embed = e;
-	/* The GPUs its unallocated ResourceClaims ask (DRA nodes serve them).
-	 */
-	p->pod.demand.gpus += ft_state_claim_gpus(e->app.state, &p->pod);
+	/* The GPUs its unallocated ResourceClaims ask (DRA nodes serve them),
+	 * and its memo key. */
+	ft_state_settle_demand(e->app.state, &p->pod);
 	p->snap = ft_state_snapshot(e->app.state);
 	ft_decision_init(&p->filter, FT_VERB_FILTER, p->pod.ns, p->pod.name,
 			 p->pod.uid, p->pod.priority);

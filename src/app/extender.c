@@ -98,9 +98,9 @@ static int decode_request(ft_http_response_t *out, ft_extender_args_t *args,
 		ft_codec_extender_args_dispose(args);
 		return rc;
 	}
-	/* The GPUs its unallocated ResourceClaims ask (DRA nodes serve them).
-	 */
-	pod->demand.gpus += ft_state_claim_gpus(app->state, pod);
+	/* The GPUs its unallocated ResourceClaims ask (DRA nodes serve them),
+	 * and its memo key. */
+	ft_state_settle_demand(app->state, pod);
 	return 0;
 }
 

@@ -171,11 +171,12 @@ static bool dra_gpu_shortage(ft_app_t *app, const ft_node_t *node,
 			     .message = DRA_NO_GPU_PREEMPTION};
 
 	gpus_only.cpu_millis = gpus_only.exclusive_cpus = 0;
-	gpus_only.memory_mib = 0;
+	gpus_only.memory_mib = gpus_only.key = 0;
 	ft_place_filter(&v, node, &gpus_only);
 	if (v.fit == FT_FIT) {
 		*cpu_only = pod->demand;
 		cpu_only->gpus = cpu_only->ranks = cpu_only->mig_count = 0;
+		cpu_only->key = 0;
 		cpu_only->mig_profile[0] = '\0';
 		return false;
 	}
@@ -307,7 +308,7 @@ void ft_app_preempt(ft_http_response_t *out, const ft_http_request_t *req,
 				    ft_error_last());
 		goto cleanup;
 	}
-	pod.demand.gpus += ft_state_claim_gpus(app->state, &pod);
+	ft_state_settle_demand(app->state, &pod);
 	snap = ft_state_snapshot(app->state);
 	if ((rc = ft_codec_preempt_reply_new(&r)) < 0)
 		goto failed;

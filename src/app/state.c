@@ -55,7 +55,8 @@ int ft_state_new(ft_state_t **out, const ft_codec_options_t *opts)
 	pthread_mutex_init(&s->snap_mu, NULL);
 	atomic_init(&s->published_ns, ft_clock_ns());
 	ft_mix_init(&s->mix, 0);
-	if ((rc = ft_snapshot_new(&s->snapshot, NULL, 0, 0)) < 0) {
+	if ((rc = ft_demand_keys_new(&s->demand_keys)) < 0 ||
+	    (rc = ft_snapshot_new(&s->snapshot, NULL, 0, 0)) < 0) {
 		ft_state_free(s);
 		return rc;
 	}
@@ -136,9 +137,16 @@ void ft_state_free(ft_state_t *state)
 	forget_conflicts(state, NULL);
 	ft_conflict_notes_free(state->notes, state->n_notes);
 	ft_snapshot_unref(state->snapshot);
+	ft_demand_keys_free(state->demand_keys);
 	pthread_mutex_destroy(&state->mu);
 	pthread_mutex_destroy(&state->snap_mu);
 	free(state);
+}
+
+void ft_state_settle_demand(ft_state_t *state, ft_pod_t *pod)
+{
+	pod->demand.gpus += ft_state_claim_gpus(state, pod);
+	ft_demand_key(state->demand_keys, &pod->demand);
 }
 
 node_rec_t *ft_state_node_rec(ft_state_t *state, const char *name, bool create)

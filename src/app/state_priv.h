@@ -110,6 +110,7 @@ typedef struct node_rec {
 
 struct ft_state {
 	const ft_codec_options_t *opts;
+	ft_demand_keys_t *demand_keys; /* ft_state_settle_demand() */
 	pthread_mutex_t mu;
 	pthread_mutex_t snap_mu;
 	node_rec_t *nodes;

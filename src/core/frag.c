@@ -476,7 +476,8 @@ static void count_hosts(uint32_t (*hosts)[FT_MIX_POINTS], uint32_t *reach,
 {
 	ft_frag_room_t r;
 
-	requests_room(&r, node); /* point_fits reads no GPU capacity */
+	/* point_fits reads the room's CPU and memory, kept per node value. */
+	room_cached(&r, node);
 	for (unsigned c = 0; c < mix->n_classes; c++) {
 		ft_usable_t u;
 		if (!mix->counts[c])

@@ -62,6 +62,7 @@ void ft_place_adapt(ft_demand_t *out, const ft_topology_t *t,
 	const char *profile = t ? ft_topology_single_profile(t) : NULL;
 
 	*out = *d;
+	out->key = 0; /* it may change below: no longer the key's demand */
 	if (!profile && t && t->shared_gpus && d->gpus) {
 		out->ranks = d->gpus;
 		out->gpus = 0;

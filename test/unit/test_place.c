@@ -1766,13 +1766,17 @@ static int fit_points(const ft_node_t *node, const ft_demand_t *d,
 }
 
 /* Each demand of `pool` through the node's memo, as filter and prioritize
- * answer it. */
+ * answer it: as decoded (no key) or, one time in two, with its key, so that
+ * both kinds of entries share the memo. */
 static void check_memo(const ft_node_t *node, const ft_demand_t *pool,
-		       unsigned n, unsigned *seed)
+		       unsigned n, unsigned *seed, ft_demand_keys_t *keys)
 {
 	for (unsigned q = 0; q < 3 * n; q++) {
-		const ft_demand_t *d = &pool[(unsigned)rand_r(seed) % n];
+		ft_demand_t keyed = pool[(unsigned)rand_r(seed) % n];
+		const ft_demand_t *d = &keyed;
 		ft_verdict_t full, fast;
+		if (rand_r(seed) % 2)
+			ft_demand_key(keys, &keyed);
 		ft_place_filter(&full, node, d);
 		ft_place_filter_memo(&fast, node, d);
 		assert_int_equal(fast.fit, full.fit);
@@ -1788,15 +1792,17 @@ static void check_memo(const ft_node_t *node, const ft_demand_t *pool,
  * level points as ft_place_level_points() where the demand fits, on nodes
  * filled by random placements of the reference servers, for a pool of
  * random demands larger than the memo (entries are replaced) asked in
- * random order; a value copy has no memo.
+ * random order, with and without their keys; a value copy has no memo.
  */
 static void test_place__filter_memo_matches_filter(void **state)
 {
 	ft_topology_t *tops[6];
 	ft_demand_t pool[2 * FT_FILTER_MEMO + 1];
+	ft_demand_keys_t *keys;
 	unsigned seed = 77;
 	ft_node_t copy;
 
+	assert_int_equal(ft_demand_keys_new(&keys), 0);
 	random_tops(tops);
 	for (int round = 0; round < 60; round++) {
 		ft_topology_t *t = tops[round % 6];
@@ -1808,7 +1814,8 @@ static void test_place__filter_memo_matches_filter(void **state)
 		for (int step = 0; step < 20 && n < 48; step++) {
 			ft_demand_t d = random_demand(&seed, t);
 			ft_placement_t p;
-			check_memo(node, pool, 2 * FT_FILTER_MEMO + 1, &seed);
+			check_memo(node, pool, 2 * FT_FILTER_MEMO + 1, &seed,
+				   keys);
 			if (ft_place_choose(&p, node, &d, FT_POLICY_PACKED) < 0)
 				continue;
 			node = with_placement(node, &p, pods, &n);
@@ -1821,6 +1828,66 @@ static void test_place__filter_memo_matches_filter(void **state)
 	}
 	for (int i = 0; i < 6; i++)
 		ft_topology_unref(tops[i]);
+	ft_demand_keys_free(keys);
+}
+
+/* Whether `key` is among the `n` of `given`. */
+static bool key_given(const uint64_t *given, unsigned n, uint64_t key)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (given[i] == key)
+			return true;
+	return false;
+}
+
+/*
+ * Demand keys: equal demands (the key field left out) get one key, others
+ * their own; a full table starts over and gives the demands it forgot new
+ * keys, never one given before, in any table.
+ */
+static void test_place__demand_keys(void **state)
+{
+	enum { N = FT_DEMAND_KEYS + 6 };
+	uint64_t *given = calloc(N + 1, sizeof(*given));
+	ft_demand_keys_t *keys, *other;
+	ft_demand_t a = demand(2, 0, FT_LEVEL_NVLINK, FT_MODE_GUARANTEED);
+	ft_demand_t b = a, c = a, d;
+	uint64_t first;
+
+	assert_non_null(given);
+	assert_int_equal(ft_demand_keys_new(&keys), 0);
+	assert_int_equal(ft_demand_keys_new(&other), 0);
+	ft_demand_key(keys, &a);
+	b.key = 12345; /* whatever it held, it is not compared */
+	ft_demand_key(keys, &b);
+	c.gpus = 1;
+	ft_demand_key(keys, &c);
+	assert_true(a.key != 0);
+	assert_true(a.key == b.key);
+	assert_true(c.key != 0 && c.key != a.key);
+	first = a.key;
+	given[0] = a.key;
+	given[1] = c.key;
+	/* More new demands than the table holds, the last few in another
+	 * table: the first starts over once. */
+	for (unsigned i = 0; i < N - 2; i++) {
+		d = demand(0, 0, -1, FT_MODE_GUARANTEED);
+		d.cpu_millis = 1000 + i;
+		ft_demand_key(i < FT_DEMAND_KEYS ? keys : other, &d);
+		assert_true(d.key != 0);
+		assert_false(key_given(given, i + 2, d.key));
+		given[i + 2] = d.key;
+	}
+	/* `a` was forgotten: a new key, and an equal demand gets it too. */
+	ft_demand_key(keys, &a);
+	assert_true(a.key != first);
+	assert_false(key_given(given, N, a.key));
+	b.key = 0;
+	ft_demand_key(keys, &b);
+	assert_true(b.key == a.key);
+	ft_demand_keys_free(other);
+	ft_demand_keys_free(keys);
+	free(given);
 }
 
 #define MEMO_THREADS 4
@@ -1870,6 +1937,7 @@ static void *memo_racer(void *arg)
 static void test_place__filter_memo_concurrent(void **state)
 {
 	static memo_race_t race;
+	ft_demand_keys_t *keys;
 	ft_topology_t *tops[6];
 	pthread_t threads[MEMO_THREADS];
 	memo_racer_t args[MEMO_THREADS];
@@ -1878,8 +1946,14 @@ static void test_place__filter_memo_concurrent(void **state)
 	random_tops(tops);
 	for (unsigned n = 0; n < 6; n++)
 		race.nodes[n] = ft_test_node("n", tops[n], NULL);
-	for (unsigned k = 0; k < MEMO_DEMANDS; k++)
+	assert_int_equal(ft_demand_keys_new(&keys), 0);
+	/* Half keyed, as the extender and the plugin key them; the rest as
+	 * a caller that gives no key. */
+	for (unsigned k = 0; k < MEMO_DEMANDS; k++) {
 		race.demands[k] = random_demand(&seed, tops[k % 6]);
+		if (k % 2)
+			ft_demand_key(keys, &race.demands[k]);
+	}
 	assert_int_equal(pthread_barrier_init(&race.start, NULL, MEMO_THREADS),
 			 0);
 	for (unsigned i = 0; i < MEMO_THREADS; i++) {
@@ -1896,6 +1970,7 @@ static void test_place__filter_memo_concurrent(void **state)
 		ft_node_unref(race.nodes[n]);
 		ft_topology_unref(tops[n]);
 	}
+	ft_demand_keys_free(keys);
 }
 
 int main(void)
@@ -1944,6 +2019,7 @@ int main(void)
 	    cmocka_unit_test(test_place__graph_socket_gpus_reach_socket),
 	    cmocka_unit_test(test_place__graph_gpu_numa_edges_honoured),
 	    cmocka_unit_test(test_place__filter_memo_matches_filter),
+	    cmocka_unit_test(test_place__demand_keys),
 	    cmocka_unit_test(test_place__filter_memo_concurrent),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
