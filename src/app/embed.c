@@ -344,8 +344,11 @@ ft_fit_t ft_embed_filter(ft_embed_pod_t *p, const char *name, size_t name_len,
 		verdict_without(&v, node, &p->pod.demand, removed, n_removed);
 	else
 		ft_app_node_verdict(&v, node, &p->pod.demand);
-	if (size)
+	/* A fit has no reason: the plugin reads none. */
+	if (size && v.fit != FT_FIT)
 		snprintf(reason, size, "%s", v.reason);
+	else if (size)
+		reason[0] = '\0';
 	pthread_mutex_lock(&p->mu);
 	if (!p->filter_recorded) {
 		ft_app_note_verdict(&p->filter, node, key, &v, p->pod.name);

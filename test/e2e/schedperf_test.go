@@ -22,6 +22,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"math/rand"
 	"os"
@@ -301,6 +302,12 @@ func runArm(t *testing.T, s *scenario, arm, schedName string, pods []podSpec, st
 			r.extLatent += "; " + n
 		}
 	}
+	if n := schedulerWork(sched, schedName, len(pods)); n != "" {
+		if r.extLatent != "" {
+			r.extLatent += "; "
+		}
+		r.extLatent += n
+	}
 	sched.Stop(10 * time.Second)
 
 	// No namespace controller runs: the pods are deleted one collection.
@@ -371,6 +378,51 @@ func filteredPerPod(url string) string {
 		return ""
 	}
 	return fmt.Sprintf("filter saw %.0f nodes per pod (last %d pods)", float64(total)/float64(pods), pods)
+}
+
+// schedulerWork is what kube-scheduler's own metrics say of an arm, per
+// pod: the nodes its NodeResourcesFit filter evaluated
+// (scheduler_plugin_evaluation_total, one per node filtered:
+// pkg/scheduler/framework/runtime/instrumented_plugins.go) and its
+// scheduling attempts (scheduler_schedule_attempts_total). A placement that fills nodes makes the filter look
+// at more nodes before it finds percentageOfNodesToScore feasible ones.
+func schedulerWork(sched *harness.Process, profile string, pods int) string {
+	if sched == nil || sched.MetricsURL == "" || pods == 0 {
+		return ""
+	}
+	resp, err := harness.HTTPClient(nil).Get(sched.MetricsURL)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
+	if resp.StatusCode != 200 {
+		return ""
+	}
+	prof := `profile="` + profile + `"`
+	var fit, attempts float64
+	for _, line := range strings.Split(string(body), "\n") {
+		name, value, ok := strings.Cut(line, " ")
+		if !ok || !strings.Contains(name, prof) {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(name, "scheduler_plugin_evaluation_total{") &&
+			strings.Contains(name, `extension_point="Filter"`) && strings.Contains(name, `plugin="NodeResourcesFit"`):
+			fit += v
+		case strings.HasPrefix(name, "scheduler_schedule_attempts_total{"):
+			attempts += v
+		}
+	}
+	if fit == 0 && attempts == 0 {
+		return ""
+	}
+	return fmt.Sprintf("kube-scheduler: NodeResourcesFit filtered %.0f nodes per pod, %.2f attempts per pod",
+		fit/float64(pods), attempts/float64(pods))
 }
 
 // verbLatency is the extender's mean latency per verb between two /metrics

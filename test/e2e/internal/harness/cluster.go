@@ -457,12 +457,16 @@ func (c *Cluster) runSchedulerBin(bin string, sub []string, name string, cfg []b
 		fmt.Sprintf("--secure-port=%d", port),
 		"--bind-address=127.0.0.1",
 		"--cert-dir="+filepath.Join(dir, "certs"),
+		// Its metrics (scheduler_perf reads the same ones), to tests on
+		// loopback without a token.
+		"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
 		"--v=2",
 	)
 	p, err := StartProcess(name, filepath.Join(dir, name+".log"), bin, args...)
 	if err != nil {
 		return nil, err
 	}
+	p.MetricsURL = "https://" + HostPort(port) + "/metrics"
 	err = WaitHTTP(p, HTTPClient(nil), "https://"+HostPort(port)+"/readyz", nil, 90*time.Second, func(code int, _ string) bool {
 		return code == 200
 	})

@@ -27,11 +27,14 @@ import (
 type Process struct {
 	Name    string
 	LogPath string
-	cmd     *exec.Cmd
-	logFile *os.File
-	done    chan struct{} // closed when the process has exited
-	mu      sync.Mutex
-	waitErr error
+	// MetricsURL is a kube-scheduler's /metrics, open to any loopback
+	// client (--authorization-always-allow-paths); "" for other processes.
+	MetricsURL string
+	cmd        *exec.Cmd
+	logFile    *os.File
+	done       chan struct{} // closed when the process has exited
+	mu         sync.Mutex
+	waitErr    error
 }
 
 func StartProcess(name, logPath, bin string, args ...string) (*Process, error) {
