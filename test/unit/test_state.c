@@ -372,10 +372,15 @@ static void test_state__snapshot_finds_every_name(void **state)
 	enum { N = 300 };
 	ft_node_t *nodes[N], *swapped[N / 3];
 	ft_snapshot_t *s1 = NULL, *s2 = NULL;
-	char name[32];
+	char name[96];
 
 	for (unsigned i = 0; i < N; i++) {
-		snprintf(name, sizeof(name), "node-%u", (i * 7919u) % 1000u);
+		/* Every seventh name long, with a long shared prefix. */
+		snprintf(name, sizeof(name), "%s-%u",
+			 i % 7 ? "node"
+			       : "node-with-a-much-longer-name-than-the-others-"
+				 "have-here",
+			 (i * 7919u) % 1000u);
 		assert_int_equal(ft_node_build(&nodes[i], name, NULL, "none",
 					       NULL, NULL, NULL, 0),
 				 0);
@@ -413,6 +418,27 @@ static void test_state__snapshot_finds_every_name(void **state)
 		ft_node_unref(nodes[i]);
 	for (unsigned i = 0; i < N / 3; i++)
 		ft_node_unref(swapped[i]);
+	ft_snapshot_unref(s1);
+	/* Names that are prefixes of one another, 55 to 57 bytes. */
+	for (unsigned i = 0; i < 3; i++) {
+		memset(name, 'x', 55 + i);
+		name[55 + i] = '\0';
+		assert_int_equal(ft_node_build(&nodes[i], name, NULL, "none",
+					       NULL, NULL, NULL, 0),
+				 0);
+	}
+	assert_int_equal(ft_snapshot_new(&s1, nodes, 3, 5), 0);
+	for (unsigned i = 0; i < 3; i++) {
+		assert_ptr_equal(ft_snapshot_find(s1, nodes[i]->name),
+				 nodes[i]);
+		memset(name, 'x', 54 + i);
+		name[54 + i] = '\0';
+		assert_true(i == 0
+				? ft_snapshot_find(s1, name) == NULL
+				: ft_snapshot_find(s1, name) == nodes[i - 1]);
+		ft_node_unref(nodes[i]);
+	}
+	assert_null(ft_snapshot_find(s1, ""));
 	ft_snapshot_unref(s1);
 	/* One name: a table of two slots, one of them always empty. */
 	assert_int_equal(
