@@ -23,7 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Only HASH_VALUE, the snapshot name index's hash. */
+/* An index that cannot grow its buckets is dropped, never fatal. */
+#define HASH_NONFATAL_OOM 1
 #include <uthash.h>
 
 uint32_t ft_demand_cpu_millis(const ft_demand_t *d)
@@ -896,42 +897,29 @@ static int by_name(const void *a, const void *b)
 }
 
 /*
- * Node names hashed to their positions: an open-addressed table of
- * (hash, position) slots, at most half full, so that a lookup reads one or
- * two slots of one small array and then the name it found. uthash's chained
- * buckets walked several scattered entries per name, each a cache miss when
- * kube-scheduler's Filter asks for 500 nodes in turn. It owns copies of the
- * names, so that snapshots that replace nodes of the same names can share it
- * while the nodes it was built from are freed.
+ * Node names hashed to their positions. It owns copies of the names, so that
+ * snapshots that replace nodes of the same names can share it while the
+ * nodes it was built from are freed.
  */
 typedef struct {
-	uint32_t hash;
-	uint32_t position; /* position + 1; 0: an empty slot */
-} name_slot_t;
+	UT_hash_handle hh;
+	unsigned position;
+	char *name;
+} name_entry_t;
 
 struct ft_name_index {
 	atomic_int refcount;
-	uint32_t mask;	    /* slots - 1; slots a power of two >= 2 names */
-	name_slot_t *slots; /* mask + 1 of them */
-	const char **name;  /* by position, into `names` */
-	char *names;	    /* the names, NUL-separated, one block */
+	name_entry_t *head;
+	name_entry_t *entries; /* one block, n_nodes long */
+	char *names;	       /* the names, NUL-separated, one block */
 };
-
-/* uthash's hash of a name (HASH_VALUE), the one uthash would bucket by. */
-static uint32_t name_hash(const char *name, size_t len)
-{
-	unsigned hash;
-
-	HASH_VALUE(name, len, hash);
-	return (uint32_t)hash;
-}
 
 static void index_unref(ft_name_index_t *ix)
 {
 	if (!ix || atomic_fetch_sub(&ix->refcount, 1) != 1)
 		return;
-	free(ix->slots);
-	free(ix->name);
+	HASH_CLEAR(hh, ix->head);
+	free(ix->entries);
 	free(ix->names);
 	free(ix);
 }
@@ -946,7 +934,7 @@ static ft_name_index_t *index_ref(ft_name_index_t *ix)
 static int index_alloc(ft_name_index_t **out, const ft_snapshot_t *s)
 {
 	ft_name_index_t *ix = calloc(1, sizeof(*ix));
-	size_t bytes = 0, slots = 2;
+	size_t bytes = 0;
 
 	*out = ix;
 	if (!ix)
@@ -954,41 +942,10 @@ static int index_alloc(ft_name_index_t **out, const ft_snapshot_t *s)
 	atomic_init(&ix->refcount, 1);
 	for (unsigned i = 0; i < s->n_nodes; i++)
 		bytes += strlen(s->nodes[i]->name) + 1;
-	while (slots < 2 * (size_t)s->n_nodes)
-		slots *= 2;
-	ix->mask = (uint32_t)(slots - 1);
-	if (!(ix->slots = calloc(slots, sizeof(*ix->slots))) ||
-	    !(ix->name = calloc(s->n_nodes, sizeof(*ix->name))) ||
+	if (!(ix->entries = calloc(s->n_nodes, sizeof(*ix->entries))) ||
 	    !(ix->names = malloc(bytes)))
 		return ft_error_set(FT_ENOMEM, "snapshot: out of memory");
 	return 0;
-}
-
-/*
- * Position of `name` (`len` bytes) in `ix`, or -1. With `add` >= 0, the
- * name is not there yet and takes the free slot the probe reaches, for
- * position `add`.
- */
-static int index_probe(ft_name_index_t *ix, const char *name, size_t len,
-		       int add)
-{
-	uint32_t hash = name_hash(name, len), at = hash & ix->mask;
-	int position = -1;
-
-	for (;; at = (at + 1) & ix->mask) {
-		name_slot_t *slot = &ix->slots[at];
-		if (!slot->position) {
-			if (add >= 0)
-				*slot = (name_slot_t){hash, (uint32_t)add + 1};
-			break;
-		}
-		if (slot->hash == hash &&
-		    strcmp(ix->name[slot->position - 1], name) == 0) {
-			position = (int)slot->position - 1;
-			break;
-		}
-	}
-	return position;
 }
 
 /* The index of a snapshot with nodes (sorted, no duplicate names). */
@@ -1002,10 +959,16 @@ static int index_build(ft_name_index_t **out, const ft_snapshot_t *s)
 		goto cleanup;
 	at = ix->names;
 	for (unsigned i = 0; i < s->n_nodes; i++) {
+		name_entry_t *e = &ix->entries[i];
 		size_t len = strlen(s->nodes[i]->name);
-		ix->name[i] = memcpy(at, s->nodes[i]->name, len + 1);
+		e->position = i;
+		e->name = memcpy(at, s->nodes[i]->name, len + 1);
 		at += len + 1;
-		index_probe(ix, ix->name[i], len, (int)i);
+		HASH_ADD_KEYPTR(hh, ix->head, e->name, len, e);
+		if (HASH_COUNT(ix->head) != i + 1) {
+			rc = ft_error_set(FT_ENOMEM, "snapshot: out of memory");
+			goto cleanup;
+		}
 	}
 	*out = ix;
 	ix = NULL;
@@ -1130,7 +1093,12 @@ void ft_snapshot_unref(ft_snapshot_t *s)
 
 static int find_index(const ft_snapshot_t *s, const char *name)
 {
-	return s->index ? index_probe(s->index, name, strlen(name), -1) : -1;
+	name_entry_t *e = NULL;
+
+	if (!s->index)
+		return -1;
+	HASH_FIND_STR(s->index->head, name, e);
+	return e ? (int)e->position : -1;
 }
 
 const ft_node_t *ft_snapshot_find(const ft_snapshot_t *s, const char *name)
