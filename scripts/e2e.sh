@@ -44,7 +44,11 @@
 #    pods it creates, schedules and deletes, FLEXTOPO_E2E_DRA_SEED (default
 #    1) their seed; 1000 pods take about 3.5 minutes on a 2-core machine.
 #
-# 2d. For the framework-plugin scenarios (plugin_test.go): flextopo-scheduler,
+# 2e. gotestsum (gotest.tools/gotestsum) runs the tests, printing what go
+#    test -v prints and then the output of every failed test again at the end,
+#    where a CI log's tail shows it. Built from its Go module into
+#    <cache>/gotestsum-<version>-<go version>/ unless it is there.
+# 2f. For the framework-plugin scenarios (plugin_test.go): flextopo-scheduler,
 #    FLEXTOPO_SCHEDULER or built by scripts/build-scheduler.sh (below).
 #
 # With CI=true a missing extender binary fails the run; otherwise the
@@ -162,6 +166,33 @@ fi
 kwok_secs=$((SECONDS - kwok_start))
 echo "e2e.sh: kwok $kwok_version ready in ${kwok_secs}s"
 
+# gotestsum runs go test and repeats, after everything else, the output of
+# each test that failed: the component logs the e2e package prints on a
+# failure and the study's tables come later and would push it out of a CI
+# log's tail. Built from its Go module into <cache>/gotestsum-<version>-<go>/.
+# Without it (the build failed) the tests run under plain go test -v.
+gotestsum_version=v1.13.0
+gotestsum_dir=$cache_root/gotestsum-$gotestsum_version-$(go env GOVERSION)
+if [[ ! -x $gotestsum_dir/gotestsum ]]; then
+	echo "e2e.sh: building gotestsum $gotestsum_version into $gotestsum_dir"
+	mkdir -p "$cache_root"
+	tmp_gts=$(mktemp -d "$cache_root/.gotestsum.XXXXXX")
+	trap 'rm -rf "$tmp_gts"' EXIT
+	if (cd "$tmp_gts" && GOBIN=$tmp_gts CGO_ENABLED=0 GOFLAGS=-modcacherw go install -trimpath \
+		-ldflags "-s -w" "gotest.tools/gotestsum@$gotestsum_version"); then
+		rm -rf "$gotestsum_dir"
+		mv "$tmp_gts" "$gotestsum_dir"
+	else
+		echo "e2e.sh: note: gotestsum did not build; failed tests are not repeated at the end"
+		rm -rf "$tmp_gts"
+	fi
+	trap - EXIT
+fi
+go_test=(go test -v)
+if [[ -x $gotestsum_dir/gotestsum ]]; then
+	go_test=("$gotestsum_dir/gotestsum" --format standard-verbose --hide-summary skipped --)
+fi
+
 # The DRA kubelet plugin stand-in: a small binary, cached by its sources.
 draplugin_key=$(
 	cd "$e2e_dir"
@@ -238,7 +269,7 @@ rc=0
 	cd "$e2e_dir"
 	FLEXTOPO_EXTENDER=$extender FLEXTOPO_SCHEDULER=$scheduler K8S_TESTENV=$testenv FLEXTOPO_E2E_REPORT=$report \
 		CONTAINERD_DIR=$containerd_dir FLEXTOPO_NODE=$node_agent KWOK=$kwok_dir/kwok DRA_PLUGIN=$draplugin \
-		go test -v -count=1 "${timeout[@]}" -p 1 "${packages[@]}" "$@"
+		"${go_test[@]}" -count=1 "${timeout[@]}" -p 1 "${packages[@]}" "$@"
 ) || rc=$?
 test_secs=$((SECONDS - test_start))
 
