@@ -38,10 +38,25 @@ ctest --test-dir build-asan --output-on-failure -E bench
 echo "== fuzzing: every target under libFuzzer with ASan/UBSan, 10 s each"
 scripts/fuzz.sh --seconds 10
 
-echo "== ThreadSanitizer (the per-node fragmentation cache, the state)"
+echo "== ThreadSanitizer (the per-node fragmentation cache, the state, the core through the scheduler's cgo glue)"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFLEXTOPO_TSAN=ON -DFLEXTOPO_BENCH=OFF >/dev/null
-cmake --build build-tsan --target test_frag test_state test_state_dra test_place test_embed
+cmake --build build-tsan --target test_frag test_state test_state_dra test_place test_embed \
+	ft_app ft_server ft_kube ft_config ft_codec ft_core ft_base
 ctest --test-dir build-tsan --output-on-failure -R '^test_(frag|state|state_dra|place|embed)$'
+# The C core under ThreadSanitizer through the scheduler's cgo glue
+# (TestConcurrentCycles: parallel Filter, the Binding and informer events at
+# once). Go's -race instruments Go only, so this build links the TSan C
+# libraries into a test binary without it. halt_on_error: Go's os.Exit
+# skips TSan's exit code, so a race must stop the binary itself. The
+# libraries' digest makes go relink when only they changed.
+(
+	cd scheduler
+	digest=$(cat ../build-tsan/libft_*.a | sha256sum | cut -c1-16)
+	TSAN_OPTIONS=halt_on_error=1 \
+		CGO_CFLAGS="-I$PWD/../include -fsanitize=thread -DFT_CORE_LIBS_DIGEST=$digest" \
+		CGO_LDFLAGS="-L$PWD/../build-tsan -fsanitize=thread" \
+		go test -count=3 ./internal/core
+)
 
 echo "== valgrind (core and verbs)"
 for t in test_place test_victims test_frag test_extender test_state test_decisions test_debug test_embed; do
