@@ -307,8 +307,11 @@ func TestFragmentationSparesLastFreeNVLinkPair(t *testing.T) {
 	if r := d.WorkloadMix.Classes[0].Demand.NodeRules; r == nil || r.Requirements != 1 {
 		t.Errorf("%s: the pair pods' class has nodeRules %+v, want their one nodeSelector requirement", ext.Name, r)
 	}
-	s.setUnschedulable(big, false)
+	// small first: a scheduler's informer delivers node updates in order,
+	// so whenever it has seen big open it has seen small open too, and the
+	// pod below cannot land on big for want of small.
 	s.setUnschedulable(small, false)
+	s.setUnschedulable(big, false)
 
 	// What each extender would do with the 1-GPU pod.
 	pod := podSpec{name: "one-gpu", gpus: 1, cpu: "100m", memory: "64Mi",

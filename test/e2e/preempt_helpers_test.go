@@ -255,6 +255,39 @@ func (s *scenario) createHeldPods(node string, schedulerName string, pods []held
 			s.t.Fatalf("mark pod %s Running: %v", h.name, err)
 		}
 	}
+	s.waitSchedulerSaw(schedulerName)
+}
+
+// waitSchedulerSaw waits until scheduler schedulerName has tried a canary
+// pod created after everything before this call: its pod informer delivers
+// events in order, so by then its cache holds the held pods with their
+// start times, on which its victim order depends. A scheduler started
+// moments ago (the second and third kube-scheduler) may not have them yet
+// when the preemptor comes, and would then find no victim and leave the
+// preemptor waiting for an event that does not come. The canary selects no
+// node and has priority 0, so it can neither bind nor preempt; it is
+// deleted at once.
+func (s *scenario) waitSchedulerSaw(schedulerName string) {
+	s.t.Helper()
+	name := "canary"
+	s.createPod(podSpec{name: name, cpu: "10m", memory: "16Mi", schedulerName: schedulerName,
+		nodeSelector: map[string]string{labelTest: s.id + "-nowhere"}})
+	deadline := time.Now().Add(podTimeout)
+	for {
+		c := harness.PodCondition(s.getPod(name), corev1.PodScheduled)
+		if c != nil && c.Status == corev1.ConditionFalse {
+			break
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("scheduler %s did not try pod %s/%s within %s", schedulerName, s.ns, name, podTimeout)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	zero := int64(0)
+	cx := harness.Ctx(s.t, 30*time.Second)
+	if err := s.c.Client.CoreV1().Pods(s.ns).Delete(cx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		s.t.Fatalf("delete pod %s/%s: %v", s.ns, name, err)
+	}
 }
 
 // extenderFilter asks the extender's /filter directly for a probe pod.

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -38,7 +40,41 @@ func CreatePriorityClasses(cx context.Context, client kubernetes.Interface, valu
 			return fmt.Errorf("create PriorityClass %s: %w", name, err)
 		}
 	}
+	for name := range values {
+		if err := waitPriorityAdmits(cx, client, name); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// waitPriorityAdmits waits until kube-apiserver admits a pod of
+// PriorityClass name. Its Priority admission plugin reads the classes from
+// an informer's cache, so a pod created right after its class can be
+// refused with "no PriorityClass with name ... was found". The probe is a
+// dry-run create: nothing is stored.
+func waitPriorityAdmits(cx context.Context, client kubernetes.Interface, name string) error {
+	probe := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "priority-probe-"},
+		Spec: corev1.PodSpec{
+			PriorityClassName: name,
+			Containers:        []corev1.Container{{Name: "probe", Image: PauseImage}},
+		},
+	}
+	for {
+		_, err := client.CoreV1().Pods(metav1.NamespaceDefault).Create(cx, probe,
+			metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		// Any other answer ends the wait: the probe looks for that one
+		// refusal, and the test's own pods report anything else.
+		if err == nil || !strings.Contains(err.Error(), "no PriorityClass with name") {
+			return nil
+		}
+		select {
+		case <-cx.Done():
+			return fmt.Errorf("PriorityClass %s: kube-apiserver still refuses its pods: %w", name, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // PodCondition is the pod's condition of type t, or nil.
