@@ -131,7 +131,11 @@ func TestPluginPlacesAsExtender(t *testing.T) {
 	ext := newScenario(t, c, "pd-ext")
 	plg := newScenario(t, c, "pd-plg")
 	ext.waitExtenderSees(pluginNodes(ext)...)
-	pluginNodes(plg)
+	// Both sides start from the same nodes: the plugin's model (fed by
+	// kube-scheduler's own informers) must have them before the first pod.
+	for _, n := range pluginNodes(plg) {
+		waitPluginHolds(t, ps, n, 0)
+	}
 
 	// refusedBy: the pods only flextopo refuses (the in-tree filters
 	// pass), whose Unschedulable message must name the plugin.
