@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 )
@@ -91,7 +92,14 @@ func (p *standInDevicePlugin) serveAndRegister(ctx context.Context, kubeletSock 
 		old.Stop()
 	}
 
-	conn, err := grpc.NewClient("unix://"+kubeletSock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	// A short reconnect backoff: kubelet's device manager may replace
+	// kubelet.sock after waitForSocket saw it, and gRPC's default backoff
+	// grows to minutes between attempts, each Register failing fast.
+	conn, err := grpc.NewClient("unix://"+kubeletSock, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+			MinConnectTimeout: 5 * time.Second,
+		}))
 	if err != nil {
 		return err
 	}

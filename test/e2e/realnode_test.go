@@ -572,7 +572,8 @@ func (n *realNode) waitReady() {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	t.Logf("node %s ready: kubelet, containerd with NRI, stand-in %s plugin, flextopo-node", n.name,
+	t.Logf("node %s ready in %s: kubelet, containerd with NRI, stand-in %s plugin, flextopo-node", n.name,
+		time.Since(deadline.Add(-90*time.Second)).Round(100*time.Millisecond),
 		map[bool]string{true: "DRA kubelet", false: "device"}[n.strategy == strategyDRA])
 }
 
@@ -646,7 +647,8 @@ type probeResult struct {
 func (n *realNode) waitProbe(s *scenario, name string) *probeResult {
 	n.t.Helper()
 	path := filepath.Join(n.outDir, name)
-	deadline := time.Now().Add(90 * time.Second)
+	start := time.Now()
+	deadline := start.Add(90 * time.Second)
 	for {
 		raw, err := os.ReadFile(path)
 		if err == nil {
@@ -670,7 +672,8 @@ func (n *realNode) waitProbe(s *scenario, name string) *probeResult {
 					r.open[dev] = what
 				}
 			}
-			n.t.Logf("pod %s, in its container:\n%s", name, strings.TrimSpace(string(raw)))
+			n.t.Logf("pod %s, in its container (its record after %s):\n%s", name,
+				time.Since(start).Round(100*time.Millisecond), strings.TrimSpace(string(raw)))
 			return r
 		}
 		if time.Now().After(deadline) {
