@@ -52,6 +52,12 @@ func TestConcurrentCycles(t *testing.T) {
 		defer informer.Done()
 		churn(t, e, churned, stop)
 	}()
+	// Stopped however the test ends: a Fatalf below must not leave the
+	// informer logging to a finished test.
+	defer func() {
+		close(stop)
+		informer.Wait()
+	}()
 
 	for r := 0; r < rounds; r++ {
 		placed := fill(t, e, r, names, scheduled, workers)
@@ -66,8 +72,6 @@ func TestConcurrentCycles(t *testing.T) {
 			}
 		}
 	}
-	close(stop)
-	informer.Wait()
 }
 
 // fill places two-GPU pods on the scheduled nodes until every GPU is taken,
