@@ -40,16 +40,30 @@ func (p *Publisher) Current() string {
 	return p.last
 }
 
-// Run publishes now and then every interval.
+// firstRetry is the wait after a first failed Publish; it doubles with each
+// failure in a row, up to Run's interval.
+const firstRetry = time.Second
+
+// Run publishes now and then every interval. A failed Publish (the Node not
+// registered yet, the API server restarting, discovery failing) is retried
+// after firstRetry, doubling up to interval, so that a transient error does
+// not leave the node without its topology, and so unschedulable for
+// flextopo, for a whole interval.
 func (p *Publisher) Run(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
+	retry := firstRetry
 	for {
+		wait := interval
 		if err := p.Publish(ctx); err != nil {
-			p.Log.Warn("topology not published", "err", err)
+			wait = min(retry, interval)
+			retry = min(2*retry, interval)
+			p.Log.Warn("topology not published; retrying", "err", err, "in", wait)
+		} else {
+			retry = firstRetry
 		}
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
 		case <-t.C:
 		}
