@@ -531,7 +531,8 @@ func (n *realNode) startAgent(bin string) {
 // /readyz.
 func (n *realNode) waitReady() {
 	t := n.t
-	deadline := time.Now().Add(90 * time.Second)
+	start := time.Now()
+	deadline := start.Add(90 * time.Second)
 	last := ""
 	for {
 		cx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -573,7 +574,7 @@ func (n *realNode) waitReady() {
 		time.Sleep(500 * time.Millisecond)
 	}
 	t.Logf("node %s ready in %s: kubelet, containerd with NRI, stand-in %s plugin, flextopo-node", n.name,
-		time.Since(deadline.Add(-90*time.Second)).Round(100*time.Millisecond),
+		time.Since(start).Round(100*time.Millisecond),
 		map[bool]string{true: "DRA kubelet", false: "device"}[n.strategy == strategyDRA])
 }
 
