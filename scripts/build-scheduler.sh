@@ -33,15 +33,11 @@ if [[ ! -f $build_dir/CMakeCache.txt ]]; then
 fi
 cmake --build "$build_dir" --target ft_app -j"$(nproc)"
 
-# go's build cache does not look into the static libraries that cgo links:
-# their digest, compiled into the core package as a string
-# (scheduler/internal/core/core.go), makes a changed core relink the
-# binary. A flag alone did not: go relinks only when a package's compiled
-# output changes, and kept an older binary at the same path.
-libs_digest=$(cat "$build_dir"/libft_*.a | sha256sum | cut -c1-16)
+# The cgo flags, with the libraries' digest that makes go relink a changed
+# core (scripts/lib/cgo-core.sh).
+# shellcheck source=lib/cgo-core.sh
+. "$repo_root/scripts/lib/cgo-core.sh"
+cgo_core_env "$build_dir"
 cd "$repo_root/scheduler"
-CGO_ENABLED=1 \
-	CGO_CFLAGS="-I$repo_root/include -DFT_CORE_LIBS_DIGEST=$libs_digest ${CGO_CFLAGS:-}" \
-	CGO_LDFLAGS="-L$build_dir ${CGO_LDFLAGS:-}" \
-	go build -trimpath -ldflags "$ldflags" -o "$out" ./cmd/flextopo-scheduler
+go build -trimpath -ldflags "$ldflags" -o "$out" ./cmd/flextopo-scheduler
 echo "$out"

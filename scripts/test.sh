@@ -47,15 +47,16 @@ ctest --test-dir build-tsan --output-on-failure -R '^test_(frag|state|state_dra|
 # (TestConcurrentCycles: parallel Filter, the Binding and informer events at
 # once). Go's -race instruments Go only, so this build links the TSan C
 # libraries into a test binary without it. halt_on_error: Go's os.Exit
-# skips TSan's exit code, so a race must stop the binary itself. The
-# libraries' digest makes go relink when only they changed.
+# skips TSan's exit code, so a race must stop the binary itself.
 (
+	repo_root=$PWD
+	# shellcheck source=lib/cgo-core.sh
+	. scripts/lib/cgo-core.sh
+	CGO_CFLAGS=-fsanitize=thread
+	CGO_LDFLAGS=-fsanitize=thread
+	cgo_core_env "$repo_root/build-tsan"
 	cd scheduler
-	digest=$(cat ../build-tsan/libft_*.a | sha256sum | cut -c1-16)
-	TSAN_OPTIONS=halt_on_error=1 \
-		CGO_CFLAGS="-I$PWD/../include -fsanitize=thread -DFT_CORE_LIBS_DIGEST=$digest" \
-		CGO_LDFLAGS="-L$PWD/../build-tsan -fsanitize=thread" \
-		go test -count=3 ./internal/core
+	TSAN_OPTIONS=halt_on_error=1 go test -count=3 ./internal/core
 )
 
 echo "== valgrind (core and verbs)"
@@ -83,7 +84,10 @@ scripts/build-scheduler.sh >/dev/null
 	cd scheduler
 	unformatted=$(gofmt -l .)
 	[[ -z $unformatted ]] || { echo "gofmt: not formatted: $unformatted" >&2; exit 1; }
-	export CGO_CFLAGS="-I$PWD/../include" CGO_LDFLAGS="-L$PWD/../build"
+	repo_root=$(cd .. && pwd)
+	# shellcheck source=lib/cgo-core.sh
+	. ../scripts/lib/cgo-core.sh
+	cgo_core_env "$repo_root/build"
 	go vet ./...
 	go test -race -count=1 ./internal/...
 	go test -count=1 ./pkg/...
