@@ -440,7 +440,7 @@ static void test_state__snapshot_finds_every_name(void **state)
 	}
 	assert_null(ft_snapshot_find(s1, ""));
 	ft_snapshot_unref(s1);
-	/* One name: a table of two slots, one of them always empty. */
+	/* One name. */
 	assert_int_equal(
 	    ft_node_build(&nodes[0], "only", NULL, "none", NULL, NULL, NULL, 0),
 	    0);
