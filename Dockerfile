@@ -100,6 +100,7 @@ COPY src src
 COPY bench bench
 COPY scheduler scheduler
 COPY scripts/build-scheduler.sh scripts/
+COPY scripts/lib/cgo-core.sh scripts/lib/
 RUN CMAKE_BUILD_TYPE=Release CMAKE_GENERATOR=Ninja FLEXTOPO_BUILD_DIR=/build \
       scripts/build-scheduler.sh /out/flextopo-scheduler
 
