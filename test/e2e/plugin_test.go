@@ -194,6 +194,59 @@ func TestPluginPlacesAsExtender(t *testing.T) {
 	checkPluginDebug(t, ps, plg)
 }
 
+// TestPluginRanksCPUOnlyPods: a pod that asks flextopo for nothing (no
+// GPU, no pinned CPUs, no affinity) skips the plugin's Filter but is still
+// ranked, as the extender ranks every pod sent to it: its CPUs should go
+// where they strand no GPU, and a node flextopo does not model strands
+// none. Two nodes of equal CPU and memory, one an 8-GPU box with all its
+// GPUs free and one without GPUs or topology; every other score of the
+// profile ties between them, so without flextopo's rank each pod would go
+// to either at random.
+func TestPluginRanksCPUOnlyPods(t *testing.T) {
+	c := requireExtender(t)
+	ps := requirePluginScheduler(t, c)
+	s := newScenario(t, c, "pd-cpu")
+	gpu := s.addTopologyNode("gpu", perfNodeTopo(s.nodeName("gpu")))
+	plain := s.addNode("plain", "", 128, 1<<20, 0, nil)
+	for _, n := range []string{gpu, plain} {
+		waitPluginHolds(t, ps, n, 0)
+	}
+	const pods = 5
+	for i := 0; i < pods; i++ {
+		name := fmt.Sprintf("cpu-%d", i)
+		s.createPod(podSpec{name: name, cpu: "2", memory: "2Gi", schedulerName: pluginSchedulerName})
+		pod := s.waitBound(name, false)
+		if pod.Spec.NodeName != plain {
+			t.Errorf("pod %s on %s; want %s, where its CPUs strand no GPU", name, pod.Spec.NodeName, plain)
+		}
+		if a := pod.Annotations[flextopo.AnnAllocation]; a != "" {
+			t.Errorf("pod %s: an allocation for a pod that asks for no device: %s", name, a)
+		}
+	}
+	// Ranked (prioritize) and bound through the plugin, never filtered.
+	verbs := map[string]int{}
+	var log struct {
+		Decisions []struct {
+			Verb string `json:"verb"`
+			Pod  struct {
+				Namespace string `json:"namespace"`
+			} `json:"pod"`
+		} `json:"decisions"`
+	}
+	if err := json.Unmarshal([]byte(mustGet(t, ps.DebugURL+"/debug/decisions?limit=200")), &log); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range log.Decisions {
+		if d.Pod.Namespace == s.ns {
+			verbs[d.Verb]++
+		}
+	}
+	if verbs["prioritize"] != pods || verbs["bind"] != pods || verbs["filter"] != 0 {
+		t.Errorf("plugin decisions for %d CPU-only pods: %v; want %d prioritize, %d bind, no filter", pods, verbs, pods, pods)
+	}
+	waitPluginHolds(t, ps, plain, pods)
+}
+
 // checkPluginDebug reads the decisions and metrics the plugin served from
 // the scheduler process, on the extender's paths and schemas.
 func checkPluginDebug(t *testing.T, ps *harness.PluginScheduler, s *scenario) {

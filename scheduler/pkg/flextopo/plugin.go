@@ -105,6 +105,7 @@ func (pl *Plugin) Name() string { return Name }
 // cycle is the plugin's state of one scheduling cycle.
 type cycle struct {
 	pod        *core.Pod
+	scoreOnly  bool             // no topology demand: ranked and assumed, never filtered
 	removed    []string         // uids the preemption dry run took off the node
 	ranks      map[string]int64 // PreScore's, by node
 	annotation string           // Reserve's allocation annotation
@@ -129,7 +130,12 @@ func cycleOf(state fwk.CycleState) *cycle {
 }
 
 // PreFilter decodes the pod's demand once. A pod asking flextopo nothing
-// (no devices, affinity or capabilities) is skipped at every point.
+// (no devices, pinned CPUs, affinity or capabilities) skips Filter, where
+// the model has nothing to refuse it, but is still ranked and assumed, as
+// the extender ranks and binds every pod kube-scheduler sends it: its CPUs
+// and memory should go where they strand the fewest GPUs (docs/scoring.md),
+// and the next pod's rank must count them before the informer shows the
+// bind.
 func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	b, err := json.Marshal(pod)
 	if err != nil {
@@ -143,7 +149,7 @@ func (pl *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 		return nil, fwk.AsStatus(err)
 	}
 	if !p.WantsTopology() {
-		p.Free()
+		state.Write(stateKey, &cycle{pod: p, scoreOnly: true})
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	state.Write(stateKey, &cycle{pod: p})
@@ -183,7 +189,7 @@ func (pl *Plugin) RemovePod(_ context.Context, state fwk.CycleState, _ *v1.Pod, 
 // parallel Filter calls.
 func (pl *Plugin) Filter(_ context.Context, state fwk.CycleState, _ *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
 	c := cycleOf(state)
-	if c == nil {
+	if c == nil || c.scoreOnly {
 		return nil
 	}
 	var removed []byte
@@ -254,12 +260,19 @@ func (pl *Plugin) NormalizeScore(_ context.Context, _ fwk.CycleState, _ *v1.Pod,
 
 // Reserve assumes the pod's units in the model, so that the next cycle
 // sees them taken, and keeps the annotation for Bind.
-func (pl *Plugin) Reserve(_ context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
+func (pl *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
 	c := cycleOf(state)
 	if c == nil {
 		return nil
 	}
 	ann, draAtBind, err := c.pod.Assume(nodeName)
+	if err != nil && c.scoreOnly {
+		// Only the rank reads a CPU-only pod's assumption, and no
+		// filter of flextopo's chose the node: a node the model has
+		// not seen yet is no reason to fail the cycle.
+		klog.FromContext(ctx).V(4).Info("flextopo: not assumed", "pod", klog.KObj(pod), "node", nodeName, "err", err)
+		ann, draAtBind, err = "", false, nil
+	}
 	if err != nil {
 		return fwk.AsStatus(err)
 	}

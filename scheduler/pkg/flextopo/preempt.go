@@ -57,7 +57,11 @@ func (pl *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.
 	if c := cycleOf(state); c != nil {
 		c.pod.PreemptDone()
 		c.pod.Free()
-		wait(pl.h, pod)
+		if !c.scoreOnly {
+			// Only a pod flextopo may have refused waits for room in
+			// the model (waiting.go).
+			wait(pl.h, pod)
+		}
 	}
 	if msg := status.Message(); msg != "" {
 		return result, fwk.NewStatus(status.Code(), "preemption: "+msg)
