@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -54,9 +55,19 @@ func (f *feeder) remove(obj interface{}) {
 	if pod, ok := obj.(*v1.Pod); ok {
 		placed(pod.UID)
 	}
-	if f.kind == core.KindPod {
+	if f.kind == core.KindPod || f.kind == core.KindClaim {
 		roomFreed(f.log)
 	}
+}
+
+// deallocated: a ResourceClaim update that gives its devices back. On a
+// DRA node the GPUs of a deleted pod are freed only when
+// kube-controller-manager deallocates its claims, after the pod's deletion
+// event, so a pod retried on that event can have been refused again.
+func deallocated(old, obj interface{}) bool {
+	before, ok1 := old.(*resourceapi.ResourceClaim)
+	after, ok2 := obj.(*resourceapi.ResourceClaim)
+	return ok1 && ok2 && before.Status.Allocation != nil && after.Status.Allocation == nil
 }
 
 func (f *feeder) handler() cache.ResourceEventHandler {
@@ -67,7 +78,12 @@ func (f *feeder) handler() cache.ResourceEventHandler {
 				roomFreed(f.log)
 			}
 		},
-		UpdateFunc: func(_, obj interface{}) { f.apply(obj) },
+		UpdateFunc: func(old, obj interface{}) {
+			f.apply(obj)
+			if deallocated(old, obj) {
+				roomFreed(f.log)
+			}
+		},
 		DeleteFunc: f.remove,
 	}
 }

@@ -15,8 +15,9 @@ import (
 // deleted), and its retry can then read the model from before that event
 // and be refused again, with no further event to requeue it. So the pods
 // flextopo left unschedulable wait here, and once the model has applied
-// something that frees room (a pod gone, a node added, an assumption
-// forgotten) they are moved back to the active queue (fwk.PodActivator),
+// something that frees room (a pod gone, a node added, a ResourceClaim
+// deallocated or deleted, an assumption forgotten) they are moved back to
+// the active queue (fwk.PodActivator),
 // which also catches a pod still in flight.
 
 type waiter struct {
