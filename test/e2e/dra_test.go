@@ -50,6 +50,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"flextopo.dev/e2e/internal/flextopo"
@@ -356,6 +357,38 @@ func (r *draRig) deleteAndWaitFree(t *testing.T, k *draChecker, pods []string, n
 		}
 		return true
 	})
+}
+
+// nudge gives kube-scheduler an event that requeues a pod refused for
+// CPUs on the node: a pod bound there by name, then deleted. Deleting the
+// holders' pods requeues such a pod at once, but their claims are
+// deallocated by kube-controller-manager only afterwards, and flextopo's
+// model frees the GPUs with the claims. A preempt call in between still
+// finds the GPUs held and drops the node; the deallocation itself requeues
+// nothing, since DynamicResources did not refuse the pod (NodeResourcesFit
+// did, for CPUs). On a live cluster the next pod event on the node does
+// this; in the test nothing else happens for five minutes
+// (podMaxInUnschedulablePodsDuration). Call it once the model is current.
+func (r *draRig) nudge(t *testing.T, node string) {
+	t.Helper()
+	cx := harness.Ctx(t, 30*time.Second)
+	zero := int64(0)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "nudge", Namespace: r.s.ns},
+		Spec: corev1.PodSpec{
+			NodeName:                      node,
+			TerminationGracePeriodSeconds: &zero,
+			Containers: []corev1.Container{{Name: "main", Image: harness.PauseImage,
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+					corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("16Mi")}}}},
+		},
+	}
+	if _, err := r.c.Client.CoreV1().Pods(r.s.ns).Create(cx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create pod nudge: %v", err)
+	}
+	if err := r.deletePod(cx, r.s.ns, "nudge"); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // deleteAtEnd deletes the pods when the test ends, also when it fails, so
@@ -834,6 +867,7 @@ func (r *draRig) noVictims(t *testing.T, k *draChecker) {
 	// hog is evicted, and urgent binds with two GPUs of NUMA node 0 (DRA's
 	// first fit: gpu-0 and gpu-1) and CPUs there.
 	r.deleteAndWaitFree(t, k, []string{holder["gpu-0"], holder["gpu-1"]}, node.name)
+	r.nudge(t, node.name)
 	pod, a := r.waitBound(t, "urgent")
 	// Evicted: gone, or still terminating (the node has no kubelet to
 	// confirm the deletion, and the garbage collector may not have run).
