@@ -26,9 +26,10 @@ type Args struct {
 
 	// ConfigFile is flextopo's own configuration (configs/flextopo.yaml):
 	// policy, annotation prefix, default affinity mode, fragmentation
-	// window, DRA, debugListen and the rest. The keys only the extender's
-	// process reads (listen, kubeconfig, snapshot, TLS, webhook,
-	// metricsListen) are ignored. Empty: the defaults.
+	// window, DRA, debugListen, metricsListen, webhookListen and the rest.
+	// The keys of the extender's API listener and watch (listen,
+	// tlsClientCAFile, maxConnections, threads, snapshot, watchBackoff*)
+	// are ignored (README.md). Empty: the defaults.
 	ConfigFile string `json:"configFile,omitempty"`
 
 	// MinCandidateNodesPercentage and MinCandidateNodesAbsolute bound the
