@@ -131,9 +131,11 @@ int ft_embed_pod_new(ft_embed_pod_t **out, ft_embed_t *e, const char *json,
 void ft_embed_pod_free(ft_embed_pod_t *p);
 
 /*
- * Whether the pod needs the model at all (ft_app_needs_model: devices, an
- * affinity or capabilities). A host skips the others: flextopo has nothing
- * to say about where they go.
+ * Whether the pod needs the model to be filtered (ft_app_needs_model:
+ * devices, pinned CPUs, an affinity or capabilities). A host may skip
+ * filtering the others, where the model has nothing to refuse, and should
+ * still rank them (ft_embed_rank), as the extender's prioritize ranks every
+ * pod it is sent: their CPUs should go where they strand the fewest GPUs.
  */
 bool ft_embed_pod_wants_topology(const ft_embed_pod_t *p);
 

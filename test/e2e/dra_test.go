@@ -360,17 +360,20 @@ func (r *draRig) deleteAndWaitFree(t *testing.T, k *draChecker, pods []string, n
 }
 
 // nudge gives kube-scheduler an event that requeues a pod refused for
-// CPUs on the node: a pod bound there by name, then deleted. Deleting the
-// holders' pods requeues such a pod at once, but their claims are
-// deallocated by kube-controller-manager only afterwards, and flextopo's
-// model frees the GPUs with the claims. A preempt call in between still
-// finds the GPUs held and drops the node; the deallocation itself requeues
-// nothing, since DynamicResources did not refuse the pod (NodeResourcesFit
-// did, for CPUs). On a live cluster the next pod event on the node does
-// this; in the test nothing else happens for five minutes
-// (podMaxInUnschedulablePodsDuration). Call it once the model is current.
+// CPUs: a pod bound to the node by name, then deleted (NodeResourcesFit
+// requeues on the deletion of any scheduled pod, noderesources/fit.go).
+// Deleting the holders' pods requeues such a pod at once, but their claims
+// are deallocated by kube-controller-manager only afterwards, and
+// flextopo's model frees the GPUs with the claims. A preempt call in
+// between still finds the GPUs held and drops the node; the deallocation
+// itself requeues nothing, since DynamicResources did not refuse the pod
+// (NodeResourcesFit did). On a live cluster the next deletion of a
+// scheduled pod anywhere does this; in the test nothing else happens for
+// five minutes (podMaxInUnschedulablePodsDuration). Call it once the model
+// is current.
 func (r *draRig) nudge(t *testing.T, node string) {
 	t.Helper()
+	r.deleteAtEnd(t, "nudge")
 	cx := harness.Ctx(t, 30*time.Second)
 	zero := int64(0)
 	pod := &corev1.Pod{

@@ -139,6 +139,16 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Message }
 
+// IsNotFound says whether err is the core's FT_ENOTFOUND (error.h): a node
+// or object the model does not hold.
+func IsNotFound(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code == int(C.FT_ENOTFOUND)
+}
+
+// IsFreed says whether err is that of a call on a Pod already freed.
+func IsFreed(err error) bool { return errors.Is(err, errFreed) }
+
 // scratch is C memory for what C writes back (error messages, filter
 // reasons): a Go array whose address goes to C is moved to the heap at
 // every call, which at one Filter call per node was most of the plugin's
@@ -339,8 +349,9 @@ func (p *Pod) with(fn func(c *C.ft_embed_pod_t)) bool {
 	return true
 }
 
-// WantsTopology says whether the pod needs flextopo at all (devices, an
-// affinity or capabilities).
+// WantsTopology says whether the pod needs the model to be filtered
+// (devices, pinned CPUs, an affinity or capabilities). Every pod is
+// ranked.
 func (p *Pod) WantsTopology() bool {
 	wants := false
 	p.with(func(c *C.ft_embed_pod_t) { wants = bool(C.ft_embed_pod_wants_topology(c)) })

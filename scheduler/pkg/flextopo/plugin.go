@@ -266,10 +266,12 @@ func (pl *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 		return nil
 	}
 	ann, draAtBind, err := c.pod.Assume(nodeName)
-	if err != nil && c.scoreOnly {
-		// Only the rank reads a CPU-only pod's assumption, and no
-		// filter of flextopo's chose the node: a node the model has
-		// not seen yet is no reason to fail the cycle.
+	if c.scoreOnly && (core.IsNotFound(err) || core.IsFreed(err)) {
+		// Only the rank reads the assumption of a pod that asks for no
+		// device, and no filter of flextopo's chose its node. A node
+		// the model has not seen yet, or a handle PostFilter freed
+		// (a pod group's cycle reserves the nominated node after
+		// PostFilter), is no reason to fail the cycle.
 		klog.FromContext(ctx).V(4).Info("flextopo: not assumed", "pod", klog.KObj(pod), "node", nodeName, "err", err)
 		ann, draAtBind, err = "", false, nil
 	}
@@ -290,9 +292,10 @@ func (pl *Plugin) Unreserve(ctx context.Context, state fwk.CycleState, pod *v1.P
 	}
 }
 
-// Bind writes one Binding that carries the allocation annotation:
+// Bind writes one Binding that carries the allocation annotation, if any:
 // kube-apiserver sets the node and merges the annotation in one update.
-// A pod flextopo skipped is left to the next binder (DefaultBinder).
+// A pod whose PreFilter wrote no cycle is left to the next binder
+// (DefaultBinder).
 func (pl *Plugin) Bind(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
 	c := cycleOf(state)
 	if c == nil {
