@@ -155,7 +155,9 @@ typedef struct ft_metrics_gauges {
 	uint64_t gpu_fragmentation_milli;
 	unsigned long gpus_whole_free;
 	unsigned long mig_slices_stranded;
-	unsigned mix_pods;	  /* pods in the workload mix */
+	unsigned mix_pods; /* pods in the workload mix */
+	/* ft_server_connections_closed() of the extender listener */
+	unsigned long conns_closed_idle, conns_refused;
 	unsigned drift_pods;	  /* holdings of the snapshot with `expected`
 				     (ft_pod_drifted, cluster.h) */
 	unsigned conflict_pods;	  /* holdings in_conflict (cluster.h) */

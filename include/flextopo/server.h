@@ -202,6 +202,15 @@ int ft_server_handle(ft_http_response_t *out, const ft_server_t *server,
 /* The bound port (useful after listening on port 0). */
 unsigned ft_server_port(const ft_server_t *server);
 
+/*
+ * Connections closed so far to keep max_connections_per_client: `idle`, a
+ * client's connection idle the longest, closed for its new one; `refused`,
+ * a new connection closed because every one of its client's was in the
+ * middle of a request. Both 0 for a NULL server or one without the cap.
+ */
+void ft_server_connections_closed(const ft_server_t *server,
+				  unsigned long *idle, unsigned long *refused);
+
 /* Stop serving and free; NULL is fine. */
 void ft_server_free(ft_server_t *server);
 

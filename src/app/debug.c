@@ -213,6 +213,8 @@ void ft_app_metrics(ft_http_response_t *out, const ft_http_request_t *req,
 	g.decisions_bytes =
 	    app->decisions ? ft_decisions_footprint(g.decisions_capacity) : 0;
 	g.decisions_total = ft_decisions_total(app->decisions);
+	ft_server_connections_closed(app->server, &g.conns_closed_idle,
+				     &g.conns_refused);
 	if ((rc = model_gauges(&g, app)) == 0)
 		rc = ft_metrics_render(&body, app->metrics, &g);
 	reply_body(out, rc, body, FT_METRICS_CONTENT_TYPE);

@@ -231,6 +231,17 @@ static void write_requests(ft_buf_t *b, ft_metrics_t *m)
 			    ft_http_error_count(kinds[k]));
 }
 
+static void write_connections(ft_buf_t *b, const ft_metrics_gauges_t *g)
+{
+	family(
+	    b, "http_connections_closed_total", "counter",
+	    "Connections the extender listener closed at maxConnectionsPerClient: idle_at_cap, the client's connection idle the longest, for a new one; refused_at_cap, the new one, when all of its client's were in the middle of a request.");
+	sample_uint(b, "http_connections_closed_total", "reason", "idle_at_cap",
+		    g->conns_closed_idle);
+	sample_uint(b, "http_connections_closed_total", "reason",
+		    "refused_at_cap", g->conns_refused);
+}
+
 static void write_preemption(ft_buf_t *b, ft_metrics_t *m)
 {
 	family(
@@ -429,6 +440,7 @@ int ft_metrics_render(char **out, ft_metrics_t *m, const ft_metrics_gauges_t *g)
 	ft_buf_init(&b, 16384);
 	write_build(&b, g);
 	write_requests(&b, m);
+	write_connections(&b, g);
 	write_preemption(&b, m);
 	write_binds(&b, m);
 	write_cache(&b, g);

@@ -1230,6 +1230,13 @@ int ft_server_start(ft_server_t *server)
 	return 0;
 }
 
+void ft_server_connections_closed(const ft_server_t *server,
+				  unsigned long *idle, unsigned long *refused)
+{
+	ft_clients_closed_counts(server ? server->clients : NULL, idle,
+				 refused);
+}
+
 unsigned ft_server_port(const ft_server_t *server)
 {
 	return server ? server->port : 0;

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand"
+	"net"
 	"net/http"
 	"path/filepath"
 	"sort"
@@ -41,6 +42,8 @@ const (
 	mUnknown  = `flextopo_binds_total{result="unknown"}`
 	mConflict = `flextopo_conflicts_found_total`
 	mPodWatch = `flextopo_informer_restarts_total{resource="pods"}`
+	mCapIdle  = `flextopo_http_connections_closed_total{reason="idle_at_cap"}`
+	mCapNew   = `flextopo_http_connections_closed_total{reason="refused_at_cap"}`
 )
 
 // faultRig is the fault test's cluster: the private control plane, its
@@ -136,11 +139,12 @@ func TestSchedulingUnderFaults(t *testing.T) {
 	phases = append(phases, r.etcdFreeze(churn, freeze))
 
 	var b strings.Builder
-	fmt.Fprintf(&b, "| phase | pods created | deleted | created in | all bound in | binds bound | failed | unknown | pod watch restarts | notes |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	fmt.Fprintf(&b, "| phase | pods created | deleted | created in | all bound in | binds bound | failed | unknown | pod watch restarts | connections closed at the per-client cap (idle, new) | notes |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n")
 	for _, ph := range phases {
-		fmt.Fprintf(&b, "| %s | %d | %d | %s | %s | %.0f | %.0f | %.0f | %.0f | %s |\n", ph.name, ph.pods, ph.deleted,
+		fmt.Fprintf(&b, "| %s | %d | %d | %s | %s | %.0f | %.0f | %.0f | %.0f | %.0f, %.0f | %s |\n", ph.name, ph.pods, ph.deleted,
 			ph.created.Round(time.Millisecond), ph.bound.Round(time.Millisecond),
-			ph.delta(mBound), ph.delta(mFailed), ph.delta(mUnknown), ph.delta(mPodWatch), strings.Join(ph.notes, "; "))
+			ph.delta(mBound), ph.delta(mFailed), ph.delta(mUnknown), ph.delta(mPodWatch), ph.delta(mCapIdle), ph.delta(mCapNew),
+			strings.Join(ph.notes, "; "))
 	}
 	t.Logf("faults on %d GPUs (%d nodes) beside %d bound pods, extender started %d times:\n%s",
 		gpus, len(r.nodes), bgNodes*16, r.starts, b.String())
@@ -506,7 +510,11 @@ func (r *faultRig) apiServerKills(k, kills int) *faultPhase {
 // etcdFreeze replaces k pods and stops etcd (SIGSTOP) for `freeze` a quarter
 // of the way through, then continues it. Meanwhile it asks the extender's
 // /filter what it is asked between binds, to see whether a bind waiting on
-// the API server delays it.
+// the API server delays it. The probe connects from 127.0.0.2: while etcd
+// is frozen, kube-scheduler's binds wait on 127.0.0.1 connections, and
+// once maxConnectionsPerClient of them are in flight the extender closes
+// that address's new connections (the summary's cap column counts them),
+// which would fail the probe for a reason other than the one it measures.
 func (r *faultRig) etcdFreeze(k int, freeze time.Duration) *faultPhase {
 	ph := &faultPhase{name: "etcd-freeze", before: r.counters()}
 	start := time.Now()
@@ -528,9 +536,10 @@ func (r *faultRig) etcdFreeze(k int, freeze time.Duration) *faultPhase {
 	defer resume()
 	var probes, refused int
 	var slowest time.Duration
+	probe := clientFrom("127.0.0.2")
 	for time.Since(frozen) < freeze {
 		t0 := time.Now()
-		_, _, refusal, err := filterReply(r.client, r.url, r.nodes[:1])
+		_, _, refusal, err := filterReply(probe, r.url, r.nodes[:1])
 		if err != nil {
 			r.t.Errorf("etcd-freeze: /filter while etcd is frozen: %v", err)
 		}
@@ -554,6 +563,14 @@ func (r *faultRig) etcdFreeze(k int, freeze time.Duration) *faultPhase {
 	ph.after = r.counters()
 	r.checkInvariants(ph.name)
 	return ph
+}
+
+// clientFrom is an HTTP client whose connections leave from `ip`, a
+// loopback address of its own, so that the extender counts them apart
+// from kube-scheduler's.
+func clientFrom(ip string) *http.Client {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
+	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: d.DialContext}}
 }
 
 // units are the GPUs (indexes) and pinned CPUs one pod holds on a node.

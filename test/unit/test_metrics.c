@@ -40,6 +40,8 @@ static const ft_metrics_gauges_t gauges = {
     .gpus_whole_free = 9,
     .mig_slices_stranded = 3,
     .mix_pods = 40,
+    .conns_closed_idle = 6,
+    .conns_refused = 2,
 };
 
 static char *render(ft_metrics_t *m)
@@ -256,6 +258,28 @@ static void test_metrics__labels_are_escaped(void **state)
 	free(text);
 }
 
+/* The per-client cap's closings, by reason, as counters. */
+static void test_metrics__connections_closed_at_the_cap(void **state)
+{
+	char *text = render(NULL);
+
+	(void)state;
+	check_format(text);
+	assert_non_null(strstr(
+	    text, "# TYPE flextopo_http_connections_closed_total counter\n"));
+	assert_true(
+	    sample(
+		text,
+		"flextopo_http_connections_closed_total{reason=\"idle_at_cap\"}") ==
+	    6);
+	assert_true(
+	    sample(
+		text,
+		"flextopo_http_connections_closed_total{reason=\"refused_at_cap\"}") ==
+	    2);
+	free(text);
+}
+
 static void test_metrics__histogram_buckets_are_cumulative(void **state)
 {
 	static const uint64_t ns[] = {50000,	   100000,	150000,
@@ -368,6 +392,7 @@ int main(void)
 	    cmocka_unit_test(test_metrics__format_of_an_idle_process),
 	    cmocka_unit_test(test_metrics__labels_are_escaped),
 	    cmocka_unit_test(test_metrics__histogram_buckets_are_cumulative),
+	    cmocka_unit_test(test_metrics__connections_closed_at_the_cap),
 	    cmocka_unit_test(test_metrics__preemption_and_binds),
 	};
 

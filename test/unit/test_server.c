@@ -822,6 +822,7 @@ static void test_server__per_client_limit(void **state)
 				  .max_connections_per_client = 2},
 	    &fx);
 	int a = connect_raw(s), b, c, d;
+	unsigned long idle, refused;
 	reply_t r;
 
 	usleep(50 * 1000);
@@ -835,6 +836,9 @@ static void test_server__per_client_limit(void **state)
 	usleep(100 * 1000);
 	d = connect_raw(s);
 	assert_closed_not(d, b, c);
+	ft_server_connections_closed(s, &idle, &refused);
+	assert_int_equal(idle, 1);
+	assert_int_equal(refused, 1);
 	close(a);
 	close(b);
 	close(c);
