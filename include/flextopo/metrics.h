@@ -16,6 +16,12 @@
  *   http_errors_total{kind}                 counter: the kinds server.h
  *                                           counts (the debug API's
  *                                           bad_request counts as other)
+ *   http_connections_closed_total{reason}   counter: the extender
+ *                                           listener's connections closed
+ *                                           at maxConnectionsPerClient:
+ *                                           idle_at_cap | refused_at_cap
+ *                                           (ft_server_connections_closed,
+ *                                           server.h)
  *   preemption_nodes_total{mode,outcome}    counter: candidate nodes kept
  *                                           with victims we chose
  *                                           (outcome="victims"), kept with

@@ -20,6 +20,7 @@ FAMILIES = {
     "flextopo_requests": "counter",
     "flextopo_request_duration_seconds": "histogram",
     "flextopo_http_errors": "counter",
+    "flextopo_http_connections_closed": "counter",
     "flextopo_preemption_nodes": "counter",
     "flextopo_preemption_victims": "counter",
     "flextopo_binds": "counter",
