@@ -50,7 +50,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"flextopo.dev/e2e/internal/flextopo"
@@ -374,22 +373,10 @@ func (r *draRig) deleteAndWaitFree(t *testing.T, k *draChecker, pods []string, n
 func (r *draRig) nudge(t *testing.T, node string) {
 	t.Helper()
 	r.deleteAtEnd(t, "nudge")
-	cx := harness.Ctx(t, 30*time.Second)
-	zero := int64(0)
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "nudge", Namespace: r.s.ns},
-		Spec: corev1.PodSpec{
-			NodeName:                      node,
-			TerminationGracePeriodSeconds: &zero,
-			Containers: []corev1.Container{{Name: "main", Image: harness.PauseImage,
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-					corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("16Mi")}}}},
-		},
-	}
-	if _, err := r.c.Client.CoreV1().Pods(r.s.ns).Create(cx, pod, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create pod nudge: %v", err)
-	}
-	if err := r.deletePod(cx, r.s.ns, "nudge"); err != nil {
+	s := *r.s
+	s.t = t
+	s.createPod(podSpec{name: "nudge", cpu: "1", memory: "16Mi", nodeName: node})
+	if err := r.deletePod(harness.Ctx(t, 30*time.Second), r.s.ns, "nudge"); err != nil {
 		t.Fatal(err)
 	}
 }

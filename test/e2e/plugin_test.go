@@ -224,24 +224,7 @@ func TestPluginRanksCPUOnlyPods(t *testing.T) {
 		}
 	}
 	// Ranked (prioritize) and bound through the plugin, never filtered.
-	verbs := map[string]int{}
-	var log struct {
-		Decisions []struct {
-			Verb string `json:"verb"`
-			Pod  struct {
-				Namespace string `json:"namespace"`
-			} `json:"pod"`
-		} `json:"decisions"`
-	}
-	if err := json.Unmarshal([]byte(mustGet(t, ps.DebugURL+"/debug/decisions?limit=200")), &log); err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range log.Decisions {
-		if d.Pod.Namespace == s.ns {
-			verbs[d.Verb]++
-		}
-	}
-	if verbs["prioritize"] != pods || verbs["bind"] != pods || verbs["filter"] != 0 {
+	if verbs := pluginVerbs(t, ps, s.ns); verbs["prioritize"] != pods || verbs["bind"] != pods || verbs["filter"] != 0 {
 		t.Errorf("plugin decisions for %d CPU-only pods: %v; want %d prioritize, %d bind, no filter", pods, verbs, pods, pods)
 	}
 	waitPluginHolds(t, ps, plain, pods)
@@ -251,25 +234,7 @@ func TestPluginRanksCPUOnlyPods(t *testing.T) {
 // the scheduler process, on the extender's paths and schemas.
 func checkPluginDebug(t *testing.T, ps *harness.PluginScheduler, s *scenario) {
 	t.Helper()
-	var decisions struct {
-		Decisions []struct {
-			Verb string `json:"verb"`
-			Pod  struct {
-				Namespace string `json:"namespace"`
-				Name      string `json:"name"`
-			} `json:"pod"`
-		} `json:"decisions"`
-	}
-	body := mustGet(t, ps.DebugURL+"/debug/decisions?limit=200")
-	if err := json.Unmarshal([]byte(body), &decisions); err != nil {
-		t.Fatalf("/debug/decisions: %v: %s", err, body)
-	}
-	verbs := map[string]int{}
-	for _, d := range decisions.Decisions {
-		if d.Pod.Namespace == s.ns {
-			verbs[d.Verb]++
-		}
-	}
+	verbs := pluginVerbs(t, ps, s.ns)
 	for _, verb := range []string{"filter", "prioritize", "bind"} {
 		if verbs[verb] == 0 {
 			t.Errorf("plugin /debug/decisions: no %s decision for a pod of %s (have %v)", verb, s.ns, verbs)
@@ -281,6 +246,31 @@ func checkPluginDebug(t *testing.T, ps *harness.PluginScheduler, s *scenario) {
 			t.Errorf("plugin /metrics lacks %q", want)
 		}
 	}
+}
+
+// pluginVerbs counts the decisions the plugin logged for pods of
+// namespace ns, by verb.
+func pluginVerbs(t *testing.T, ps *harness.PluginScheduler, ns string) map[string]int {
+	t.Helper()
+	var decisions struct {
+		Decisions []struct {
+			Verb string `json:"verb"`
+			Pod  struct {
+				Namespace string `json:"namespace"`
+			} `json:"pod"`
+		} `json:"decisions"`
+	}
+	body := mustGet(t, ps.DebugURL+"/debug/decisions?limit=200")
+	if err := json.Unmarshal([]byte(body), &decisions); err != nil {
+		t.Fatalf("/debug/decisions: %v: %s", err, body)
+	}
+	verbs := map[string]int{}
+	for _, d := range decisions.Decisions {
+		if d.Pod.Namespace == ns {
+			verbs[d.Verb]++
+		}
+	}
+	return verbs
 }
 
 func mustGet(t *testing.T, url string) string {

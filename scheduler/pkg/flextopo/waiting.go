@@ -17,8 +17,8 @@ import (
 // flextopo left unschedulable wait here, and once the model has applied
 // something that frees room (a pod gone, a node added, a ResourceClaim
 // deallocated or deleted, an assumption forgotten) they are moved back to
-// the active queue (fwk.PodActivator),
-// which also catches a pod still in flight.
+// the active queue (fwk.PodActivator), which also catches a pod still in
+// flight.
 
 type waiter struct {
 	h   fwk.Handle
