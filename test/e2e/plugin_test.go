@@ -224,7 +224,14 @@ func TestPluginRanksCPUOnlyPods(t *testing.T) {
 		}
 	}
 	// Ranked (prioritize) and bound through the plugin, never filtered.
-	if verbs := pluginVerbs(t, ps, s.ns); verbs["prioritize"] != pods || verbs["bind"] != pods || verbs["filter"] != 0 {
+	// Bind logs its decision once the Binding's reply is back, which can
+	// be a moment after the pod shows its node.
+	verbs := pluginVerbs(t, ps, s.ns)
+	for deadline := time.Now().Add(10 * time.Second); verbs["bind"] < pods && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+		verbs = pluginVerbs(t, ps, s.ns)
+	}
+	if verbs["prioritize"] != pods || verbs["bind"] != pods || verbs["filter"] != 0 {
 		t.Errorf("plugin decisions for %d CPU-only pods: %v; want %d prioritize, %d bind, no filter", pods, verbs, pods, pods)
 	}
 	waitPluginHolds(t, ps, plain, pods)

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/containerd/nri/pkg/adaptation"
 	"github.com/containerd/nri/pkg/api"
@@ -124,10 +123,7 @@ func TestNRIPluginDRAPod(t *testing.T) {
 
 	// Synchronize: a running DRA container holds its cpuset and the CDI
 	// devices the runtime reports, not units read from its device nodes.
-	deadline := time.Now().Add(5 * time.Second)
-	for rec.Containers("uid-running") == nil && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitSynchronized(t, r, rec, "uid-running")
 	if e := rec.Containers("uid-running")["main"]; len(e.GPUs) != 0 || e.CPUSet != "0-3" || !slices.Equal(e.CDIDevices, []string{cdiGPU0, cdiGPU1}) {
 		t.Fatalf("synchronized %+v, want cpuset 0-3 and the two CDI devices", e)
 	}

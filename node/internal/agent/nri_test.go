@@ -117,6 +117,22 @@ func connect(t *testing.T, p *Plugin, sock string) {
 	}
 }
 
+// waitSynchronized waits until the plugin's Synchronize recorded uid's
+// containers and the runtime has then registered the plugin. The runtime
+// adds the plugin to the ones it calls only after Synchronize's reply, so a
+// CreateContainer sent as soon as the record shows would find no plugin.
+// Taking the runtime's sync lock for reading waits for that registration:
+// the runtime holds it for writing from Synchronize until the plugin is
+// added.
+func waitSynchronized(t *testing.T, r *adaptation.Adaptation, rec *Record, uid string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for rec.Containers(uid) == nil && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	r.BlockPluginSync().Unblock()
+}
+
 func TestNRIPluginOverSocket(t *testing.T) {
 	running := gpuPod("ns", "running", "uid-running", 1, allocGPU1)
 	good := gpuPod("ns", "good", "uid-good", 1, allocGPU1)
@@ -137,10 +153,7 @@ func TestNRIPluginOverSocket(t *testing.T) {
 	connect(t, p, sock)
 
 	// Synchronize: the running container's holding is read from its spec.
-	deadline := time.Now().Add(5 * time.Second)
-	for rec.Containers("uid-running") == nil && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitSynchronized(t, r, rec, "uid-running")
 	if h := rec.Containers("uid-running")["main"]; !slices.Equal(h.GPUs, []string{"GPU-1"}) || h.CPUSet != "2-3" {
 		t.Fatalf("synchronized holding %+v, want GPU-1 and cpuset 2-3", h)
 	}
