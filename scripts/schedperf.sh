@@ -19,7 +19,8 @@
 # <folder>/<arm>-<pair>.perf.data), FLEXTOPO_SCHEDPERF_ARMS (the arms to
 # run besides alone, e.g. "plugin"; default all), FLEXTOPO_SCHEDPERF_ALONE
 # ("flextopo-scheduler": the alone arm runs that binary without FlexTopo
-# enabled, the same build as the plugin arm). The table
+# enabled, the same build as the plugin arm), FLEXTOPO_SCHEDPERF_CPU_ONLY
+# (the percentage of pods that ask for no GPU; default 0). The table
 # goes to the log and to build/schedperf.md.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

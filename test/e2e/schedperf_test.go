@@ -89,14 +89,20 @@ func perfNodeTopo(node string) *flextopo.Topology {
 }
 
 // perfPods is the pod mix of one size, the same for every arm: 1 or 2 GPUs;
-// a quarter Guaranteed with 8 pinned CPUs in numa/guaranteed mode.
-func perfPods(n int, seed int64) []podSpec {
+// a quarter Guaranteed with 8 pinned CPUs in numa/guaranteed mode. With
+// cpuOnly > 0 (FLEXTOPO_SCHEDPERF_CPU_ONLY, a percentage), that share of the
+// pods asks for no GPU (4 CPUs, 8 GiB): flextopo ranks such pods but does
+// not filter them. At 0 the mix is the one every earlier figure used.
+func perfPods(n int, seed int64, cpuOnly int) []podSpec {
 	rng := rand.New(rand.NewSource(seed))
 	out := make([]podSpec, n)
 	for i := range out {
 		ps := podSpec{name: fmt.Sprintf("p%05d", i), gpus: 1 + rng.Intn(2), cpu: "4", memory: "8Gi"}
 		if rng.Intn(4) == 0 {
 			ps.cpu, ps.memory, ps.guaranteed, ps.affinity, ps.mode = "8", "16Gi", true, "numa", "guaranteed"
+		}
+		if cpuOnly > 0 && rng.Intn(100) < cpuOnly {
+			ps = podSpec{name: ps.name, cpu: "4", memory: "8Gi"}
 		}
 		out[i] = ps
 	}
@@ -517,7 +523,20 @@ func perfSize1(t *testing.T, c *harness.Cluster, size perfSize, pairs, qps int, 
 		arms = pickArms(t, arms, only)
 	}
 	s.addPerfNodes(t, size.nodes)
-	pods := perfPods(size.pods, 1)
+	cpuOnly := envInt("FLEXTOPO_SCHEDPERF_CPU_ONLY", 0)
+	if cpuOnly > 100 {
+		t.Fatalf("FLEXTOPO_SCHEDPERF_CPU_ONLY=%d: a percentage, 0 to 100", cpuOnly)
+	}
+	pods := perfPods(size.pods, 1, cpuOnly)
+	if cpuOnly > 0 {
+		n := 0
+		for _, p := range pods {
+			if p.gpus == 0 {
+				n++
+			}
+		}
+		t.Logf("%d of %d pods ask for no GPU (FLEXTOPO_SCHEDPERF_CPU_ONLY=%d)", n, len(pods), cpuOnly)
+	}
 	procs := map[string]*harness.Process{"kube-apiserver": c.APIServer, "etcd": c.Etcd}
 	nodesToScore := envInt("FLEXTOPO_SCHEDPERF_NODES_TO_SCORE", 0)
 	withSettings := func(cfg map[string]interface{}) {
