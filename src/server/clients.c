@@ -111,9 +111,10 @@ static ft_client_conn_t *over_cap(const ft_clients_t *c,
 static void reclaim(ft_clients_t *c, ft_client_conn_t *victim,
 		    const ft_client_conn_t *conn)
 {
+	/* Counted before the close, which the client may see at once. */
 	victim->closing = true;
-	shutdown(victim->fd, SHUT_RDWR);
 	atomic_fetch_add(victim == conn ? &c->refused : &c->closed_idle, 1);
+	shutdown(victim->fd, SHUT_RDWR);
 	ft_log(FT_LOG_DEBUG, NULL, NULL, NULL, NULL,
 	       "connection cap of %u per client reached: %s", c->cap,
 	       victim == conn ? "new connection closed, none idle"
