@@ -63,6 +63,7 @@ typedef struct call {
 	int chunked;
 	size_t chunk; /* bytes per chunk when chunked; 0: 700 */
 	int expect;   /* 1: "Expect: 100-continue", -1: none, 0: curl decides */
+	long timeout_ms; /* 0: 10 s */
 } call_t;
 
 typedef struct upload {
@@ -232,7 +233,8 @@ static int perform(reply_t *out, CURL *curl, const fixture_t *fx,
 	curl_easy_setopt(curl, CURLOPT_WRITEDATA, out);
 	curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(curl, CURLOPT_HEADERDATA, out);
-	curl_easy_setopt(curl, CURLOPT_TIMEOUT, 10L);
+	curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS,
+			 c->timeout_ms > 0 ? c->timeout_ms : 10000L);
 	if (c->content_type) {
 		snprintf(type, sizeof(type), "Content-Type: %s",
 			 c->content_type);
@@ -791,6 +793,23 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* `c` again until it is answered (a connection refused or closed is
+ * retried), for up to 10 s. */
+static reply_t request_until_ok(const fixture_t *fx, const call_t *c)
+{
+	CURL *curl = curl_easy_init();
+	double deadline = now_s() + 10;
+	reply_t r = {0};
+
+	assert_non_null(curl);
+	while (perform(&r, curl, fx, c) != 0 && now_s() < deadline) {
+		reply_dispose(&r);
+		usleep(20 * 1000);
+	}
+	curl_easy_cleanup(curl);
+	return r;
+}
+
 /* Send a request head whose body is still to come: busy until it does. */
 static void start_request(int fd)
 {
@@ -843,8 +862,10 @@ static void test_server__per_client_limit(void **state)
 	close(b);
 	close(c);
 	close(d);
-	usleep(100 * 1000);
-	r = request(&fx, &(call_t){.method = "GET", .path = "/healthz"});
+	/* Once the server has seen b and c close, a new connection is under
+	 * the cap again. */
+	r = request_until_ok(&fx,
+			     &(call_t){.method = "GET", .path = "/healthz"});
 	assert_int_equal(r.status, 200);
 	reply_dispose(&r);
 	ft_server_free(s);
@@ -1100,6 +1121,33 @@ static void *free_server(void *arg)
 }
 
 /*
+ * Wait until a server being freed refuses new offloaded requests: it
+ * answers them 503 at once. A probe sent before that waits in the queue
+ * until its short timeout; the stop answers it 503 later, to no one.
+ */
+static void wait_stopping(const fixture_t *fx)
+{
+	const call_t probe = {.method = "POST",
+			      .path = "/bind",
+			      .content_type = "application/json",
+			      .body = "{}",
+			      .body_len = 2,
+			      .timeout_ms = 300};
+	double deadline = now_s() + 10;
+	CURL *curl = curl_easy_init();
+	reply_t r = {0};
+
+	assert_non_null(curl);
+	while (r.status != 503 && now_s() < deadline) {
+		reply_dispose(&r);
+		perform(&r, curl, fx, &probe);
+	}
+	assert_int_equal(r.status, 503);
+	reply_dispose(&r);
+	curl_easy_cleanup(curl);
+}
+
+/*
  * Stopping the server completes every suspended connection: the request
  * running finishes, the one still queued is answered 503.
  */
@@ -1119,7 +1167,7 @@ static void test_server__offload_stop_answers_queued(void **state)
 	usleep(500 * 1000);
 	assert_int_equal(atomic_load(&g.running), 1);
 	assert_int_equal(pthread_create(&stopper, NULL, free_server, s), 0);
-	usleep(100 * 1000);
+	wait_stopping(&fx);
 	atomic_store(&g.release, true);
 	pthread_join(stopper, NULL);
 	for (int i = 0; i < 2; i++)
