@@ -162,11 +162,20 @@ container=$("${buildah_cmd[@]}" from "$image")
 user=$("${buildah_cmd[@]}" inspect --format '{{.OCIv1.Config.User}}' "$image")
 entrypoint=$("${buildah_cmd[@]}" inspect --format '{{index .OCIv1.Config.Entrypoint 0}}' "$image")
 config=$("${buildah_cmd[@]}" inspect --format '{{index .OCIv1.Config.Cmd 1}}' "$image")
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# Port 0: the extender binds a free port and logs it, so no other process
+# can take a port chosen here before the extender binds it.
 setsid "${buildah_cmd[@]}" run --isolation chroot --user "$user" "$container" -- \
 	"$entrypoint" --config "$config" --snapshot /tmp/demo-cluster.yaml \
-	--listen "127.0.0.1:$port" >"$work/run.log" 2>&1 &
+	--listen 127.0.0.1:0 >"$work/run.log" 2>&1 &
 server_pid=$!
+port=""
+for _ in $(seq 600); do
+	port=$(sed -n 's/.*serving the extender API on 127.0.0.1:0 (port \([0-9]*\)).*/\1/p' "$work/run.log")
+	[[ -z $port ]] || break
+	kill -0 "$server_pid" 2>/dev/null || break
+	sleep 0.1
+done
+[[ -n $port ]] || { cat "$work/run.log" >&2; fail "the image's extender did not start listening"; }
 for _ in $(seq 100); do
 	curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break
 	sleep 0.1
