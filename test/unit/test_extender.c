@@ -1259,8 +1259,7 @@ static void test_extender__slow_api_server_stalls_no_filter(void **state)
 	ft_fake_api_wait(&api, 1);
 	if (asprintf(&args, "{\"Pod\":%s,\"NodeNames\":[\"a100-0\"]}", pod) < 0)
 		fail_msg("out of memory");
-	/* Well under the bind's 3 s, with room for valgrind (scripts/test.sh).
-	 */
+	/* Under the bind's 3 s, with room for valgrind (scripts/test.sh). */
 	for (int i = 0; i < 5; i++) {
 		char *reply = NULL;
 		assert_int_equal(http_post(&reply, url, args, 2000), 200);

@@ -793,16 +793,17 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* `c` again until it is answered (a connection refused or closed is
- * retried), for up to 10 s. */
-static reply_t request_until_ok(const fixture_t *fx, const call_t *c)
+/* `c` again, on one handle, until it is answered `status` (a connection
+ * refused, closed or timed out is retried), for up to 10 s. */
+static reply_t request_until(const fixture_t *fx, const call_t *c, long status)
 {
 	CURL *curl = curl_easy_init();
 	double deadline = now_s() + 10;
 	reply_t r = {0};
 
 	assert_non_null(curl);
-	while (perform(&r, curl, fx, c) != 0 && now_s() < deadline) {
+	while ((perform(&r, curl, fx, c) != 0 || r.status != status) &&
+	       now_s() < deadline) {
 		reply_dispose(&r);
 		usleep(20 * 1000);
 	}
@@ -864,8 +865,8 @@ static void test_server__per_client_limit(void **state)
 	close(d);
 	/* Once the server has seen b and c close, a new connection is under
 	 * the cap again. */
-	r = request_until_ok(&fx,
-			     &(call_t){.method = "GET", .path = "/healthz"});
+	r = request_until(&fx, &(call_t){.method = "GET", .path = "/healthz"},
+			  200);
 	assert_int_equal(r.status, 200);
 	reply_dispose(&r);
 	ft_server_free(s);
@@ -1127,24 +1128,17 @@ static void *free_server(void *arg)
  */
 static void wait_stopping(const fixture_t *fx)
 {
-	const call_t probe = {.method = "POST",
-			      .path = "/bind",
-			      .content_type = "application/json",
-			      .body = "{}",
-			      .body_len = 2,
-			      .timeout_ms = 300};
-	double deadline = now_s() + 10;
-	CURL *curl = curl_easy_init();
-	reply_t r = {0};
+	reply_t r = request_until(fx,
+				  &(call_t){.method = "POST",
+					    .path = "/bind",
+					    .content_type = "application/json",
+					    .body = "{}",
+					    .body_len = 2,
+					    .timeout_ms = 300},
+				  503);
 
-	assert_non_null(curl);
-	while (r.status != 503 && now_s() < deadline) {
-		reply_dispose(&r);
-		perform(&r, curl, fx, &probe);
-	}
 	assert_int_equal(r.status, 503);
 	reply_dispose(&r);
-	curl_easy_cleanup(curl);
 }
 
 /*
