@@ -13,6 +13,8 @@
 #   FLEXTOPO_EXTENDER=path scripts/api-check.sh
 #   UPDATE_DOCS=1 scripts/api-check.sh     rewrite docs/demo-node.svg
 #   API_CHECK_SEED=N, API_CHECK_EXAMPLES=N (default 30 per operation)
+#   scripts/api-check.sh --prepare         only the venv and Chromium below
+#                                          (scripts/prepare.sh), no checks
 #
 # Python packages (test/api/requirements.txt) go into a venv outside the
 # clone, ${XDG_CACHE_HOME:-$HOME/.cache}/flextopo-api-venv. Chromium is taken
@@ -23,6 +25,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 root=$PWD
 
+prepare=0
+[[ ${1:-} == --prepare ]] && prepare=1
 ext=${FLEXTOPO_EXTENDER:-build/flextopo-extender}
 venv=${XDG_CACHE_HOME:-$HOME/.cache}/flextopo-api-venv
 seed=${API_CHECK_SEED:-20261121}
@@ -56,6 +60,24 @@ if [[ ! -x $venv/bin/schemathesis || $(cat "$venv/.flextopo-stamp" 2>/dev/null) 
 	echo "$stamp" >"$venv/.flextopo-stamp"
 fi
 py=$venv/bin/python
+
+# Sets chromium to the browser's path, installing Debian's when it is missing;
+# empty when it cannot be had.
+find_chromium() {
+	chromium=$(command -v chromium || command -v chromium-browser || true)
+	if [[ -z $chromium ]]; then
+		echo "installing chromium (apt-get)"
+		if apt_install chromium; then
+			chromium=$(command -v chromium || true)
+		fi
+	fi
+}
+
+if ((prepare)); then
+	find_chromium
+	echo "api-check: venv ready, chromium ${chromium:-missing}"
+	exit 0
+fi
 
 if [[ ! -x $ext ]]; then
 	echo "== api-check: building $ext"
@@ -116,13 +138,7 @@ elif ! cmp -s "$tmp/demo-node.svg" docs/demo-node.svg; then
 	echo "api-check: docs/demo-node.svg is not what the demo draws now; run UPDATE_DOCS=1 scripts/api-check.sh" >&2
 	exit 1
 fi
-chromium=$(command -v chromium || command -v chromium-browser || true)
-if [[ -z $chromium ]]; then
-	echo "installing chromium (apt-get)"
-	if apt_install chromium; then
-		chromium=$(command -v chromium || true)
-	fi
-fi
+find_chromium
 if [[ -n $chromium ]]; then
 	DBUS_SESSION_BUS_ADDRESS=disabled: "$py" test/api/svg_render_check.py "$chromium" \
 		"$tmp/demo-node.svg" "$tmp/render"

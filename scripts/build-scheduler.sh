@@ -6,8 +6,8 @@
 #   scripts/build-scheduler.sh [OUT]     default OUT: build/flextopo-scheduler
 #
 # 1. cmake configures and builds the C stages (ft_base ... ft_app) in
-#    ${FLEXTOPO_BUILD_DIR:-build} (tests and fuzzers off when it configures
-#    a new tree).
+#    ${FLEXTOPO_BUILD_DIR:-build} (with Ninja, tests and fuzzers off, when it
+#    configures a new tree).
 # 2. go build in scheduler/ with CGO_CFLAGS=-I include and
 #    CGO_LDFLAGS=-L <build dir>; the libraries the C build links
 #    (libmicrohttpd, gnutls, libcjson, libcurl, yaml-0.1) come from
@@ -28,8 +28,10 @@ k8s_version=v1.36.3
 ldflags="-X k8s.io/component-base/version.gitVersion=$k8s_version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36"
 [[ ${FLEXTOPO_SCHEDULER_SYMBOLS:-0} == 1 ]] || ldflags="-s -w $ldflags"
 
+# Ninja, as scripts/test.sh, schedperf.sh and bench.sh configure build/: a
+# folder configured with another generator makes their cmake stop.
 if [[ ! -f $build_dir/CMakeCache.txt ]]; then
-	cmake -S "$repo_root" -B "$build_dir" -DFLEXTOPO_TESTS=OFF >/dev/null
+	cmake -S "$repo_root" -B "$build_dir" -G Ninja -DFLEXTOPO_TESTS=OFF >/dev/null
 fi
 cmake --build "$build_dir" --target ft_app -j"$(nproc)"
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end test of the flextopo extender against a real control plane.
 #
-#   scripts/e2e.sh [--build-only] [extra go test arguments, e.g. -run TestNVLink]
+#   scripts/e2e.sh [--build-only | --prepare] [extra go test arguments, e.g. -run TestNVLink]
 #
 # 1. Builds test/e2e/cmd/k8s-testenv (etcd, kube-apiserver,
 #    kube-controller-manager, kube-scheduler and kubelet in one binary) unless
@@ -57,6 +57,9 @@
 # preempt verb against kube-scheduler's own victims) to FILE as well; a
 # relative FILE is taken from the repository root.
 # --build-only builds (or finds) the binary, prints its path and stops.
+# --prepare builds (or finds) every binary above, compiles the test packages
+# (go test -exec /bin/true: compiled and linked, not run) and stops; the suite
+# runs it in the background beside the C tests (scripts/prepare.sh).
 set -euo pipefail
 
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -64,8 +67,12 @@ e2e_dir=$repo_root/test/e2e
 cache_root=${FLEXTOPO_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/flextopo-e2e}
 
 build_only=0
+prepare=0
 if [[ ${1:-} == --build-only ]]; then
 	build_only=1
+	shift
+elif [[ ${1:-} == --prepare ]]; then
+	prepare=1
 	shift
 fi
 
@@ -85,6 +92,7 @@ cache_key() {
 		cd "$e2e_dir"
 		echo "recipe=$recipe"
 		echo "go=$(go env GOVERSION) $(go env GOOS)/$(go env GOARCH) cgo=$(go env CGO_ENABLED)"
+		echo "goflags=$(go env GOFLAGS)"
 		echo "ldflags=$ldflags"
 		find cmd -type f -print | LC_ALL=C sort | while IFS= read -r f; do
 			echo "file=$f"
@@ -247,6 +255,13 @@ if [[ -z $scheduler && ${FLEXTOPO_E2E_NO_PLUGIN:-0} != 1 ]]; then
 fi
 scheduler=${scheduler:-build/flextopo-scheduler}
 [[ $scheduler == /* ]] || scheduler=$repo_root/$scheduler
+
+if ((prepare)); then
+	compile_start=$SECONDS
+	(cd "$e2e_dir" && go test -count=1 -run '^$' -exec /bin/true ./...)
+	echo "e2e.sh: every binary ready; test packages compiled in $((SECONDS - compile_start))s"
+	exit 0
+fi
 
 report=${FLEXTOPO_E2E_REPORT:-}
 if [[ -n $report && $report != /* ]]; then

@@ -18,12 +18,18 @@
 #     stage starts from a Go image (GO_BASE) that CI cannot pull either, so GO_BASE is
 #     the minbase root filesystem with this machine's Go toolchain (go env GOROOT), and
 #     go mod download reads the machine's module cache as its GOPROXY (file://, each
-#     module checked against go.sum). The image's entrypoint then prints its version,
+#     module checked against go.sum). The stage's go build uses the machine's Go build
+#     cache (mounted as its GOCACHE, as a BuildKit cache mount would be): the cache is
+#     keyed by every input of each package, so what changed is compiled again, and
+#     kube-scheduler's packages, which scripts/build-scheduler.sh has compiled with the
+#     same toolchain and flags, are not. The image's entrypoint then prints its version,
 #     as the image's user.
 #
 #   scripts/image-check.sh                       all three
 #   IMAGE_CHECK=build scripts/image-check.sh     only 1
 #   IMAGE_CHECK=extender scripts/image-check.sh  1 and 2
+#   IMAGE_CHECK=base scripts/image-check.sh      only the cached root filesystem of 2
+#                                                (scripts/prepare.sh)
 #
 # Without buildah or mmdebstrap (scripts/install-deps.sh installs both) steps 2 and 3
 # are skipped with a message, and without go step 3; under CI=true that is a failure.
@@ -93,6 +99,45 @@ stage_copy() {
 	done
 }
 
+# Debian release of the Dockerfile's BASE (debian:<release>-slim), and the minbase
+# root filesystem of that release that stands for it, cached for a week.
+release=$(sed -n 's/^ARG BASE=debian:\([a-z]*\)-slim$/\1/p' Dockerfile)
+[[ -n $release ]] || fail "the Dockerfile's BASE is not debian:<release>-slim"
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/flextopo-image
+base=$cache/$release-minbase.tar
+
+# Fails (CI) or returns 1 (elsewhere) when buildah or mmdebstrap is missing.
+image_tools() {
+	local tool
+	for tool in buildah mmdebstrap; do
+		if ! command -v "$tool" >/dev/null 2>&1; then
+			[[ ${CI:-} != true ]] || fail "$tool is missing (scripts/install-deps.sh installs it)"
+			echo "image-check: $tool is missing; the image itself is not built"
+			return 1
+		fi
+	done
+	[[ $(id -u) -eq 0 ]] || fail "building the image needs root (chroot isolation)"
+}
+
+make_base() {
+	mkdir -p "$cache"
+	if [[ ! -f $base || -n $(find "$base" -maxdepth 0 -mtime +7) ]]; then
+		echo "image-check: making a $release minbase root filesystem"
+		mmdebstrap --quiet --variant=minbase --format=tar "$release" "$base.tmp" \
+			"deb http://deb.debian.org/debian $release main" \
+			"deb http://deb.debian.org/debian $release-updates main" \
+			"deb http://deb.debian.org/debian-security $release-security main"
+		mv "$base.tmp" "$base"
+	fi
+}
+
+if [[ ${IMAGE_CHECK:-all} == base ]]; then
+	image_tools || exit 0
+	make_base
+	echo "image-check: $base ready"
+	exit 0
+fi
+
 echo "== the build stage's files, built by its script under GCC and clang"
 lines=$(stage_lines build)
 grep -qx 'RUN scripts/release-build.sh /build' <<<"$lines" ||
@@ -121,29 +166,9 @@ if [[ ${IMAGE_CHECK:-all} == build ]]; then
 	exit 0
 fi
 echo "== the extender image, built by buildah, and its entrypoint run once"
-for tool in buildah mmdebstrap; do
-	if ! command -v "$tool" >/dev/null 2>&1; then
-		[[ ${CI:-} != true ]] || fail "$tool is missing (scripts/install-deps.sh installs it)"
-		echo "image-check: $tool is missing; the image itself is not built"
-		exit 0
-	fi
-done
-[[ $(id -u) -eq 0 ]] || fail "building the image needs root (chroot isolation)"
+image_tools || exit 0
 
-# Debian release of the Dockerfile's BASE (debian:<release>-slim).
-release=$(sed -n 's/^ARG BASE=debian:\([a-z]*\)-slim$/\1/p' Dockerfile)
-[[ -n $release ]] || fail "the Dockerfile's BASE is not debian:<release>-slim"
-cache=${XDG_CACHE_HOME:-$HOME/.cache}/flextopo-image
-base=$cache/$release-minbase.tar
-mkdir -p "$cache"
-if [[ ! -f $base || -n $(find "$base" -maxdepth 0 -mtime +7) ]]; then
-	echo "image-check: making a $release minbase root filesystem"
-	mmdebstrap --quiet --variant=minbase --format=tar "$release" "$base.tmp" \
-		"deb http://deb.debian.org/debian $release main" \
-		"deb http://deb.debian.org/debian $release-updates main" \
-		"deb http://deb.debian.org/debian-security $release-security main"
-	mv "$base.tmp" "$base"
-fi
+make_base
 start=$SECONDS
 container=$("${buildah_cmd[@]}" from scratch)
 "${buildah_cmd[@]}" add "$container" "$base" / >/dev/null
@@ -199,12 +224,13 @@ if ! command -v go >/dev/null 2>&1; then
 fi
 goroot=$(go env GOROOT)
 modcache=$(go env GOMODCACHE)
+gocache=$(go env GOCACHE)
 # The build stage's modules, into the module cache its GOPROXY reads.
 (cd scheduler && go mod download)
 start=$SECONDS
 container=$("${buildah_cmd[@]}" from localhost/flextopo-base:"$release")
 "${buildah_cmd[@]}" copy "$container" "$goroot" /usr/local/go >/dev/null
-"${buildah_cmd[@]}" config --env GOTOOLCHAIN=local \
+"${buildah_cmd[@]}" config --env GOTOOLCHAIN=local --env GOCACHE=/gocache \
 	--env PATH=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
 	"$container"
 "${buildah_cmd[@]}" commit --quiet "$container" localhost/flextopo-go:check >/dev/null
@@ -212,6 +238,7 @@ image=localhost/flextopo-scheduler:check
 "${buildah_cmd[@]}" bud --isolation chroot --layers=false --pull=never --target scheduler \
 	--build-arg BASE=localhost/flextopo-base:"$release" --build-arg GO_BASE=localhost/flextopo-go:check \
 	--build-arg GOPROXY=file:///gomodcache --volume "$modcache/cache/download:/gomodcache:ro" \
+	--volume "$gocache:/gocache" \
 	-t "$image" "$context" >"$work/bud-scheduler.log" 2>&1 ||
 	{ tail -n 40 "$work/bud-scheduler.log" >&2; fail "the scheduler image does not build"; }
 echo "image-check: $image built in $((SECONDS - start)) s"
