@@ -62,7 +62,8 @@ go_modules() {
 	return "$rc"
 }
 
-go_node() {
+# The Go steps run in subshells of their own: they change directory.
+go_node() (
 	set -e
 	cd node
 	go vet ./...
@@ -70,9 +71,9 @@ go_node() {
 	cd alloc
 	go vet ./...
 	go test -race -count=1 -run '^$' -exec /bin/true ./...
-}
+)
 
-go_scheduler() {
+go_scheduler() (
 	set -e
 	scripts/build-scheduler.sh
 	# shellcheck source=lib/cgo-core.sh
@@ -82,7 +83,7 @@ go_scheduler() {
 	go vet ./...
 	go test -race -count=1 -run '^$' -exec /bin/true ./internal/...
 	go test -count=1 -run '^$' -exec /bin/true ./pkg/...
-}
+)
 
 rc=0
 step api scripts/api-check.sh --prepare &
