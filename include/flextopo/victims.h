@@ -21,6 +21,11 @@
  * decide ties, and by symmetry between pods of the same priority that free
  * the same amounts. A pod that two holdings claim (a conflict, cluster.h) is
  * freed only when both go. Pure: no I/O, no clock.
+ *
+ * Gangs (ft_gang_view_t below) change what a set costs, not the search's
+ * shape: a set that breaks a gang disrupts every running member of it, on
+ * any node, and the cost keys above are taken over the disrupted pods. A
+ * broken gang is one decision of the search, not one per member.
  */
 #ifndef FLEXTOPO_VICTIMS_H
 #define FLEXTOPO_VICTIMS_H
@@ -82,10 +87,17 @@ typedef enum {
 	FT_VICTIM_VISIT_LIMIT = 2,   /* FT_VICTIM_VISITS ran out: the best set
 					found by then stands */
 	FT_VICTIM_PDB_LIMIT = 3,     /* ft_pdb_view_t.truncated */
-	FT_VICTIM_FALLBACKS = 4,
+	FT_VICTIM_GANG_LIMIT = 4,    /* ft_gang_view_t.truncated */
+	FT_VICTIM_NO_MEMORY = 5,     /* the search's state could not be
+					allocated: the best set found by then
+					stands, often none */
+	FT_VICTIM_FALLBACKS = 6,
 } ft_victim_fallback_t;
 
-/* "exact", "too-many-pods", "visit-limit", "pdb-limit". */
+/*
+ * "exact", "too-many-pods", "visit-limit", "pdb-limit", "gang-limit",
+ * "out-of-memory".
+ */
 const char *ft_victim_fallback_name(ft_victim_fallback_t f);
 
 /*
@@ -94,6 +106,61 @@ const char *ft_victim_fallback_name(ft_victim_fallback_t f);
  * (bench/README.md, "Victim search", measures visits on crowded nodes).
  */
 #define FT_VICTIM_VISITS 200000
+
+/*
+ * Gangs: pods that start and die together (a Workload API PodGroup, a
+ * coscheduling PodGroup, or a group named only by a label; DESIGN.md, "Gangs:
+ * one cost model, two searches"). A victim set breaks a gang when it evicts
+ *   - any member of a `whole` gang: disruptionMode PodGroup
+ *     (scheduling.k8s.io/v1alpha2 PodGroupSpec.DisruptionMode), or a gang
+ *     with no minimum, which runs all or nothing; or
+ *   - more than `slack` members of any other: the running members would
+ *     fall below the minimum (gang.minCount, or coscheduling's minMember).
+ * A broken gang disrupts every running member, on any node. Its members on
+ * the searched node are freed with the set at no further cost, and named
+ * among the holdings to evict; its members elsewhere free nothing here but
+ * are costed as victims. A gang with a member of the preemptor's priority
+ * or above, here or elsewhere, is never broken: that member is no victim.
+ * Members evicted one by one, within the slack, are pods like any other.
+ */
+#define FT_GANG_MAX	   FT_VICTIM_MAX /* gangs in one node search */
+#define FT_GANG_REMOTE_MAX 1024		 /* members elsewhere, all gangs */
+
+/* A running member of a gang on another node: what it costs when evicted. */
+typedef struct ft_gang_remote {
+	int32_t priority;
+	int64_t start_time;
+	uint8_t n_budgets;		 /* budgets it matches, at most */
+	uint8_t budgets[FT_PDB_PER_POD]; /* indexes into ft_pdb_view_t */
+} ft_gang_remote_t;
+
+typedef struct ft_victim_gang {
+	bool whole;	/* any eviction breaks it */
+	uint32_t slack; /* otherwise: members that may go one by one */
+	/* Its members on other nodes: ft_gang_view_t.remote[first, +n). */
+	uint32_t first_remote;
+	uint32_t n_remote;
+} ft_victim_gang_t;
+
+/*
+ * The gangs of one node's holdings. Holding `i` (i < FT_VICTIM_MAX) belongs
+ * to gangs[of[i] - 1], or to none when of[i] is 0. Built by the front end
+ * from its gang table; the search only reads it. Budgets of members
+ * elsewhere index the ft_pdb_view_t passed with it.
+ */
+typedef struct ft_gang_view {
+	unsigned n_gangs;
+	/*
+	 * Some members elsewhere were left out (more than FT_GANG_REMOTE_MAX,
+	 * or more budgets than the view holds): the search reports
+	 * FT_VICTIM_GANG_LIMIT.
+	 */
+	bool truncated;
+	uint16_t of[FT_VICTIM_MAX];
+	ft_victim_gang_t gangs[FT_GANG_MAX];
+	unsigned n_remote;
+	ft_gang_remote_t remote[FT_GANG_REMOTE_MAX];
+} ft_gang_view_t;
 
 typedef struct ft_victim_cost {
 	unsigned pdb_violations;
@@ -112,8 +179,15 @@ typedef struct ft_victim_set {
 	ft_level_t level;     /* level the preemptor reaches after eviction */
 	unsigned n;
 	uint16_t holdings[FT_VICTIM_MAX]; /* indexes into node->holdings, by
-					     descending priority */
+					     descending priority; with the
+					     members here of broken gangs */
+	/*
+	 * Over the disrupted pods: the holdings above and the members
+	 * elsewhere of the broken gangs (cost.count counts both).
+	 */
 	ft_victim_cost_t cost;
+	unsigned n_broken;
+	uint16_t broken[FT_GANG_MAX]; /* gangs broken, ascending */
 } ft_victim_set_t;
 
 /* <0 when `a` is cheaper than `b`, 0 when equal, >0 otherwise. */
@@ -128,6 +202,20 @@ int ft_victims_compare(const ft_victim_cost_t *a, const ft_victim_cost_t *b);
  */
 void ft_victims_cost(ft_victim_cost_t *out, const ft_node_t *node,
 		     const uint16_t *idx, unsigned n, const ft_pdb_view_t *pdb);
+
+/*
+ * The same with `gangs` (NULL: none): the cost over the disrupted pods, the
+ * holdings in `idx` and every member of each gang they break. `broken`, when
+ * not NULL, gets the gangs broken (room for FT_GANG_MAX), ascending, and
+ * `n_broken` their count. Returns false when the set breaks a gang that has
+ * a member of priority `priority` or above: no preemptor of that priority
+ * may choose it.
+ */
+bool ft_victims_cost_gangs(ft_victim_cost_t *out, uint16_t *broken,
+			   unsigned *n_broken, const ft_node_t *node,
+			   const uint16_t *idx, unsigned n,
+			   const ft_pdb_view_t *pdb,
+			   const ft_gang_view_t *gangs, int32_t priority);
 
 /*
  * Would `d` fit on `node` at `level` if the holdings in `idx` were gone?
@@ -170,5 +258,15 @@ unsigned ft_victims_with_proposed(uint16_t *out, unsigned cap,
 void ft_victims_search(ft_victim_set_t *out, const ft_node_t *node,
 		       const ft_demand_t *d, int32_t priority,
 		       const ft_pdb_view_t *pdb);
+
+/*
+ * The same, costing sets by the gangs they break (`gangs`, NULL: none; see
+ * ft_gang_view_t). Still exact: out->exact is false only for the reasons of
+ * ft_victim_fallback_t.
+ */
+void ft_victims_search_gangs(ft_victim_set_t *out, const ft_node_t *node,
+			     const ft_demand_t *d, int32_t priority,
+			     const ft_pdb_view_t *pdb,
+			     const ft_gang_view_t *gangs);
 
 #endif

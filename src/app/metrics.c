@@ -266,7 +266,7 @@ static void write_preemption(ft_buf_t *b, ft_metrics_t *m)
 			    mode_names[k], get(&m->preempt_victims[k]));
 	family(
 	    b, "victim_searches_total", "counter",
-	    "Victim searches of preempt requests, one per candidate node searched, by result: exact (the cheapest set), or why the set found may not be the cheapest (too-many-pods, visit-limit, pdb-limit).");
+	    "Victim searches of preempt requests, one per candidate node searched, by result: exact (the cheapest set), or why the set found may not be the cheapest (too-many-pods, visit-limit, pdb-limit, gang-limit, out-of-memory).");
 	for (unsigned f = 0; f < FT_VICTIM_FALLBACKS; f++)
 		sample_uint(b, "victim_searches_total", "result",
 			    ft_victim_fallback_name((ft_victim_fallback_t)f),

@@ -33,13 +33,15 @@
  */
 #include <flextopo/victims.h>
 
+#include <stdlib.h>
 #include <string.h>
 
 #define PRIORITY_SHIFT ((int64_t)1 << 31)
 #define NO_NUMA	       0xff
 
 static const char *const fallback_names[FT_VICTIM_FALLBACKS] = {
-    "exact", "too-many-pods", "visit-limit", "pdb-limit"};
+    "exact",	 "too-many-pods", "visit-limit",
+    "pdb-limit", "gang-limit",	  "out-of-memory"};
 
 const char *ft_victim_fallback_name(ft_victim_fallback_t f)
 {
@@ -82,19 +84,20 @@ static void cost_add(ft_victim_cost_t *c, const ft_holding_t *h, bool pdb)
 	c->count++;
 }
 
-/* Spend the budgets of holding `i`; true when one goes below zero. */
-static bool spend_budgets(const ft_pdb_view_t *pdb, int32_t *spent, unsigned i)
+/* Add the cost of the pods of `u` (their budgets aside) to `c`. */
+static void cost_merge(ft_victim_cost_t *c, const ft_victim_cost_t *u)
 {
-	bool violates = false;
-
-	if (!pdb || i >= FT_VICTIM_MAX)
-		return false;
-	for (unsigned k = 0; k < pdb->n_of[i]; k++) {
-		unsigned b = pdb->of[i][k];
-		spent[b]++;
-		violates |= spent[b] > pdb->allowed[b];
+	if (!u->count)
+		return;
+	if (u->max_priority > c->max_priority || !c->count) {
+		c->max_priority = u->max_priority;
+		c->earliest_top_start = u->earliest_top_start;
+	} else if (u->max_priority == c->max_priority &&
+		   u->earliest_top_start < c->earliest_top_start) {
+		c->earliest_top_start = u->earliest_top_start;
 	}
-	return violates;
+	c->priority_sum += u->priority_sum;
+	c->count += u->count;
 }
 
 static bool has_budgets(const ft_pdb_view_t *pdb, unsigned i)
@@ -102,55 +105,183 @@ static bool has_budgets(const ft_pdb_view_t *pdb, unsigned i)
 	return pdb && i < FT_VICTIM_MAX && pdb->n_of[i];
 }
 
-/*
- * kube-scheduler's order of victims (pkg/scheduler/util/utils.go,
- * MoreImportantPod): higher priority first, then the earlier start; the
- * holding's position breaks the remaining ties.
+/* ---- the disrupted pods, and the budgets they violate ---------------------
  */
-static bool more_important(const ft_node_t *node, uint16_t a, uint16_t b)
-{
-	const ft_holding_t *x = &node->holdings[a], *y = &node->holdings[b];
 
-	if (x->priority != y->priority)
-		return x->priority > y->priority;
-	if (x->start_time != y->start_time)
-		return x->start_time < y->start_time;
-	return a < b;
+/* A disrupted pod: a holding of the node, or a gang member elsewhere. */
+typedef struct {
+	int32_t priority;
+	int64_t start_time;
+	uint32_t key; /* the holding's position, or FT_VICTIM_MAX + remote's */
+	uint8_t n_budgets;
+	const uint8_t *budgets;
+} disrupted_t;
+
+/* The disrupted pods a search or a cost gathers; `n` of them. */
+typedef struct {
+	unsigned n;
+	disrupted_t pods[FT_VICTIM_MAX + FT_GANG_REMOTE_MAX];
+} disrupted_list_t;
+
+static void disrupt_holding(disrupted_list_t *l, const ft_node_t *node,
+			    const ft_pdb_view_t *pdb, uint16_t i)
+{
+	disrupted_t *p = &l->pods[l->n++];
+
+	p->priority = node->holdings[i].priority;
+	p->start_time = node->holdings[i].start_time;
+	p->key = i;
+	p->n_budgets = has_budgets(pdb, i) ? pdb->n_of[i] : 0;
+	p->budgets = p->n_budgets ? pdb->of[i] : NULL;
+}
+
+static void disrupt_remote(disrupted_list_t *l, const ft_gang_view_t *gv,
+			   const ft_pdb_view_t *pdb, uint32_t r)
+{
+	disrupted_t *p = &l->pods[l->n++];
+	const ft_gang_remote_t *m = &gv->remote[r];
+
+	p->priority = m->priority;
+	p->start_time = m->start_time;
+	p->key = FT_VICTIM_MAX + r;
+	p->n_budgets = pdb ? m->n_budgets : 0;
+	p->budgets = m->budgets;
 }
 
 /*
- * The pods of `idx` that violate a budget when evicted in kube-scheduler's
- * order (filterPodsWithPDBViolation walks the victims sorted so): the count
- * is a function of the set, and it never falls when a pod is added.
+ * kube-scheduler's order of victims (pkg/scheduler/util/utils.go,
+ * MoreImportantPod): higher priority first, then the earlier start; the
+ * holding's position, then a member elsewhere's, breaks the remaining ties.
  */
-static unsigned violations(const ft_node_t *node, const uint16_t *idx,
-			   unsigned n, const ft_pdb_view_t *pdb)
+static int more_important(const void *a, const void *b)
+{
+	const disrupted_t *x = a, *y = b;
+
+	if (x->priority != y->priority)
+		return x->priority > y->priority ? -1 : 1;
+	if (x->start_time != y->start_time)
+		return x->start_time < y->start_time ? -1 : 1;
+	return x->key < y->key ? -1 : x->key > y->key;
+}
+
+/*
+ * The pods of `l` that violate a budget when evicted in kube-scheduler's
+ * order (filterPodsWithPDBViolation walks the victims sorted so): the count
+ * is a function of the set, and it never falls when a pod is added. Sorts
+ * `l`.
+ */
+static unsigned violations(disrupted_list_t *l, const ft_pdb_view_t *pdb)
 {
 	int32_t spent[FT_PDB_MAX] = {0};
-	uint16_t sorted[FT_VICTIM_MAX];
 	unsigned count = 0;
 
 	if (!pdb || !pdb->n_budgets)
 		return 0;
-	for (unsigned i = 0; i < n && i < FT_VICTIM_MAX; i++) {
-		unsigned j = i;
-		for (; j > 0 && more_important(node, idx[i], sorted[j - 1]);
-		     j--)
-			sorted[j] = sorted[j - 1];
-		sorted[j] = idx[i];
+	qsort(l->pods, l->n, sizeof(l->pods[0]), more_important);
+	for (unsigned i = 0; i < l->n; i++) {
+		bool violates = false;
+		for (unsigned k = 0; k < l->pods[i].n_budgets; k++) {
+			unsigned b = l->pods[i].budgets[k];
+			spent[b]++;
+			violates |= spent[b] > pdb->allowed[b];
+		}
+		count += violates;
 	}
-	for (unsigned i = 0; i < n && i < FT_VICTIM_MAX; i++)
-		count += spend_budgets(pdb, spent, sorted[i]);
 	return count;
+}
+
+/* The cost of the disrupted pods of `l`, budgets included. */
+static void cost_of(ft_victim_cost_t *out, disrupted_list_t *l,
+		    const ft_pdb_view_t *pdb)
+{
+	cost_empty(out);
+	for (unsigned i = 0; i < l->n; i++) {
+		ft_holding_t h = {.priority = l->pods[i].priority,
+				  .start_time = l->pods[i].start_time};
+		cost_add(out, &h, false);
+	}
+	out->pdb_violations = violations(l, pdb);
 }
 
 void ft_victims_cost(ft_victim_cost_t *out, const ft_node_t *node,
 		     const uint16_t *idx, unsigned n, const ft_pdb_view_t *pdb)
 {
-	cost_empty(out);
+	(void)ft_victims_cost_gangs(out, NULL, NULL, node, idx, n, pdb, NULL,
+				    INT32_MAX);
+}
+
+static unsigned gang_of(const ft_gang_view_t *gv, unsigned i)
+{
+	return gv && i < FT_VICTIM_MAX ? gv->of[i] : 0;
+}
+
+/* The highest priority among the members of gang `g` (1-based) elsewhere. */
+static int32_t remote_top(const ft_gang_view_t *gv, unsigned g)
+{
+	const ft_victim_gang_t *gang = &gv->gangs[g - 1];
+	int32_t top = INT32_MIN;
+
+	for (uint32_t r = 0; r < gang->n_remote; r++)
+		if (gv->remote[gang->first_remote + r].priority > top)
+			top = gv->remote[gang->first_remote + r].priority;
+	return top;
+}
+
+/* Does evicting `taken` members of gang `g` (1-based) break it? */
+static bool breaks(const ft_gang_view_t *gv, unsigned g, unsigned taken)
+{
+	const ft_victim_gang_t *gang = &gv->gangs[g - 1];
+
+	return taken && (gang->whole || taken > gang->slack);
+}
+
+static void disrupt_gang(disrupted_list_t *l, const ft_node_t *node,
+			 const ft_pdb_view_t *pdb, const ft_gang_view_t *gv,
+			 unsigned g)
+{
+	const ft_victim_gang_t *gang = &gv->gangs[g - 1];
+
+	for (unsigned i = 0; i < node->n_holdings && i < FT_VICTIM_MAX; i++)
+		if (gv->of[i] == g)
+			disrupt_holding(l, node, pdb, (uint16_t)i);
+	for (uint32_t r = 0; r < gang->n_remote; r++)
+		disrupt_remote(l, gv, pdb, gang->first_remote + r);
+}
+
+bool ft_victims_cost_gangs(ft_victim_cost_t *out, uint16_t *broken,
+			   unsigned *n_broken, const ft_node_t *node,
+			   const uint16_t *idx, unsigned n,
+			   const ft_pdb_view_t *pdb, const ft_gang_view_t *gv,
+			   int32_t priority)
+{
+	disrupted_list_t list;
+	uint16_t taken[FT_GANG_MAX + 1] = {0};
+	unsigned nb = 0;
+	bool allowed = true;
+
+	list.n = 0;
 	for (unsigned i = 0; i < n; i++)
-		cost_add(out, &node->holdings[idx[i]], false);
-	out->pdb_violations = violations(node, idx, n, pdb);
+		taken[gang_of(gv, idx[i])]++;
+	/* A broken gang's members here come with the gang, once. */
+	for (unsigned i = 0; i < n; i++) {
+		unsigned g = gang_of(gv, idx[i]);
+		if (!g || !breaks(gv, g, taken[g]))
+			disrupt_holding(&list, node, pdb, idx[i]);
+	}
+	for (unsigned g = 1; gv && g <= gv->n_gangs; g++) {
+		if (!breaks(gv, g, taken[g]))
+			continue;
+		disrupt_gang(&list, node, pdb, gv, g);
+		if (broken)
+			broken[nb] = (uint16_t)(g - 1);
+		nb++;
+	}
+	for (unsigned i = 0; i < list.n; i++)
+		allowed &= list.pods[i].priority < priority;
+	if (n_broken)
+		*n_broken = nb;
+	cost_of(out, &list, pdb);
+	return allowed;
 }
 
 /* The view's index of budget `b`, adding it; -1 when the view is full. */
@@ -430,28 +561,62 @@ static void scope_deficit(int64_t *out, const ft_demand_t *d,
 	    memory ? (int64_t)d->memory_mib - (int64_t)r->memory_mib : 0;
 }
 
+/*
+ * The gangs of a search: each gang's members on the node, whether a set may
+ * break it, and, while the branch and bound runs, what its branch has done
+ * to it. Gang `g` here is ft_gang_view_t.gangs[g - 1].
+ */
+typedef struct {
+	const ft_gang_view_t *view; /* NULL: no gangs */
+	uint16_t first[FT_GANG_MAX + 1];
+	uint16_t n[FT_GANG_MAX + 1];
+	uint16_t members[FT_VICTIM_MAX]; /* holdings, gang by gang */
+	/* No member here or elsewhere outranks or matches the preemptor. */
+	bool breakable[FT_GANG_MAX + 1];
+	uint16_t taken[FT_GANG_MAX + 1]; /* members evicted one by one */
+	bool broken[FT_GANG_MAX + 1];
+} gangs_t;
+
+/*
+ * A candidate of the search: a holding evicted alone (`whole` false; `gang`
+ * names the gang whose slack it spends, if any), or gang `gang` broken whole,
+ * with its members here.
+ */
+typedef struct {
+	uint16_t holding;
+	uint16_t gang; /* 1-based; 0: a pod of no gang */
+	bool whole;
+	bool budgets;	       /* a pod it disrupts matches a budget */
+	ft_victim_cost_t cost; /* over the pods it disrupts, budgets aside */
+	uint64_t gives[ROWS];
+} cand_t;
+
 typedef struct {
 	const ft_node_t *node;
 	const ft_units_t *units; /* the demand adapted, and its units */
 	const ft_pdb_view_t *pdb;
+	gangs_t *gangs;
 	ledger_t *ledger;
 	unsigned domain;
 	const ft_victim_cost_t *limit; /* best-effort cap, or NULL */
 	ft_victim_set_t *best;
 	unsigned long visits;
-	/* Candidates, cheapest first, and what each could give back. */
+	/* Candidates, cheapest first. */
 	unsigned n_cand;
-	uint16_t cand[FT_VICTIM_MAX];
-	uint64_t gives[FT_VICTIM_MAX][ROWS];
+	cand_t cand[FT_VICTIM_MAX];
 	/* Interchangeable candidates share a class (symmetry). */
 	uint16_t class_of[FT_VICTIM_MAX];
 	bool closed[FT_VICTIM_MAX]; /* per class: a member was left out */
-	/* Candidate positions by priority, and by what they give per row. */
-	uint16_t by_priority[FT_VICTIM_MAX];
+	/*
+	 * Candidate positions by their cost's highest priority, priority sum
+	 * and count, and by what they give per row.
+	 */
+	uint16_t by_key[3][FT_VICTIM_MAX];
 	uint16_t by_gift[ROWS][FT_VICTIM_MAX];
 	bool short_rows[ROWS]; /* rows the domain is short of at the root */
-	uint16_t chosen[FT_VICTIM_MAX];
+	uint16_t chosen[FT_VICTIM_MAX]; /* candidate positions */
 	unsigned n_chosen;
+	disrupted_list_t scratch; /* for the budgets of the chosen */
 } search_t;
 
 /* The deficits of the domain and the node, as the ledger stands. */
@@ -467,7 +632,6 @@ static bool deficits(int64_t *out, const search_t *s)
 		fits &= out[r] <= 0;
 	return fits;
 }
-
 /* Replicas (or, with a fraction, ranks) `h` could give back on `gpus`. */
 static uint64_t shared_gift(const ft_topology_t *t, const ft_demand_t *d,
 			    const ft_holding_t *h, uint16_t gpus)
@@ -534,20 +698,95 @@ static void gifts(uint64_t *out, const search_t *s, const ft_holding_t *h,
 	n[RES_MEMORY] = share * spread;
 }
 
+/* ---- gangs --------------------------------------------------------------- */
+
+/* The members here of each gang of `view`, and which gangs may break. */
+static void gangs_init(gangs_t *out, const ft_node_t *node,
+		       const ft_gang_view_t *view, int32_t priority)
+{
+	unsigned n =
+	    node->n_holdings < FT_VICTIM_MAX ? node->n_holdings : FT_VICTIM_MAX;
+	unsigned at = 0;
+
+	memset(out, 0, sizeof(*out));
+	out->view = view;
+	for (unsigned g = 1; view && g <= view->n_gangs; g++) {
+		out->first[g] = (uint16_t)at;
+		out->breakable[g] = remote_top(view, g) < priority;
+		for (unsigned i = 0; i < n; i++) {
+			if (view->of[i] != g)
+				continue;
+			out->members[at++] = (uint16_t)i;
+			out->breakable[g] &=
+			    node->holdings[i].priority < priority;
+		}
+		out->n[g] = (uint16_t)(at - out->first[g]);
+	}
+}
+
+/* May candidate `j` join the chosen ones, as its gang stands? */
+static bool can_take(const search_t *s, unsigned j)
+{
+	const cand_t *c = &s->cand[j];
+	const gangs_t *gs = s->gangs;
+
+	if (!c->gang)
+		return true;
+	if (gs->broken[c->gang])
+		return false;
+	if (c->whole)
+		return !gs->taken[c->gang];
+	return gs->taken[c->gang] < gs->view->gangs[c->gang - 1].slack;
+}
+
+/* Release candidate `j` in the ledger (`give`), or take it back. */
+static void cand_move(search_t *s, unsigned j, bool give)
+{
+	const cand_t *c = &s->cand[j];
+	gangs_t *gs = s->gangs;
+
+	if (!c->whole) {
+		ledger_move(s->ledger, &s->node->holdings[c->holding], give);
+		if (c->gang)
+			gs->taken[c->gang] += give ? 1 : (uint16_t)-1;
+		return;
+	}
+	for (unsigned k = 0; k < gs->n[c->gang]; k++)
+		ledger_move(
+		    s->ledger,
+		    &s->node->holdings[gs->members[gs->first[c->gang] + k]],
+		    give);
+	gs->broken[c->gang] = give;
+}
+
+/* The pods candidate `j` disrupts, into `l`. */
+static void cand_disrupts(disrupted_list_t *l, const search_t *s, unsigned j)
+{
+	const cand_t *c = &s->cand[j];
+
+	if (c->whole)
+		disrupt_gang(l, s->node, s->pdb, s->gangs->view, c->gang);
+	else
+		disrupt_holding(l, s->node, s->pdb, c->holding);
+}
+
+/* The budget violations of the chosen candidates' disrupted pods. */
+static unsigned chosen_violations(search_t *s)
+{
+	s->scratch.n = 0;
+	for (unsigned k = 0; k < s->n_chosen; k++)
+		cand_disrupts(&s->scratch, s, s->chosen[k]);
+	return violations(&s->scratch, s->pdb);
+}
+
 /* ---- candidates ---------------------------------------------------------- */
 
-/* Cheap candidates first: no PDB, low priority, recently started. */
-static bool cheaper(const search_t *s, uint16_t a, uint16_t b)
+/* Cheap candidates first: no PDB, then the cheapest disrupted pods. */
+static bool cheaper(const cand_t *a, const cand_t *b)
 {
-	const ft_holding_t *x = &s->node->holdings[a];
-	const ft_holding_t *y = &s->node->holdings[b];
-	bool pa = has_budgets(s->pdb, a), pb = has_budgets(s->pdb, b);
-
-	if (pa != pb)
-		return !pa;
-	if (x->priority != y->priority)
-		return x->priority < y->priority;
-	return x->start_time > y->start_time;
+	if (a->budgets != b->budgets)
+		return !a->budgets;
+	return ft_victims_compare(&a->cost, &b->cost) < 0;
 }
 
 static bool gives_short(const search_t *s, const uint64_t *g)
@@ -565,64 +804,109 @@ static void note_fallback(ft_victim_set_t *set, ft_victim_fallback_t f)
 	set->exact = false;
 }
 
-/* Insert holding `i` (giving `g`) in cost order; the dearest falls off. */
-static void insert_candidate(search_t *s, uint16_t i, const uint64_t *g)
+/* Insert `c` in cost order; the dearest falls off. */
+static void insert_candidate(search_t *s, const cand_t *c)
 {
 	unsigned j = s->n_cand;
 
 	if (j == FT_VICTIM_MAX) {
 		note_fallback(s->best, FT_VICTIM_TOO_MANY_PODS);
-		if (!cheaper(s, i, s->cand[j - 1]))
+		if (!cheaper(c, &s->cand[j - 1]))
 			return;
 		j--;
 	} else {
 		s->n_cand++;
 	}
-	for (; j > 0 && cheaper(s, i, s->cand[j - 1]); j--) {
+	for (; j > 0 && cheaper(c, &s->cand[j - 1]); j--)
 		s->cand[j] = s->cand[j - 1];
-		memcpy(s->gives[j], s->gives[j - 1], sizeof(s->gives[j]));
+	s->cand[j] = *c;
+}
+
+/* Holding `i` evicted alone, spending its gang's slack if it has one. */
+static void holding_candidate(search_t *s, unsigned i, const ft_domain_t *dom)
+{
+	const ft_holding_t *h = &s->node->holdings[i];
+	cand_t c = {.holding = (uint16_t)i,
+		    .gang = (uint16_t)gang_of(s->gangs->view, i)};
+
+	if (c.gang && s->gangs->view->gangs[c.gang - 1].whole)
+		return;
+	if (c.gang && !s->gangs->view->gangs[c.gang - 1].slack)
+		return;
+	gifts(c.gives, s, h, dom);
+	if (!gives_short(s, c.gives))
+		return;
+	c.budgets = has_budgets(s->pdb, i);
+	cost_empty(&c.cost);
+	cost_add(&c.cost, h, false);
+	insert_candidate(s, &c);
+}
+
+/* Gang `g` broken whole: what its members here give, what all cost. */
+static void gang_candidate(search_t *s, unsigned g, const ft_domain_t *dom)
+{
+	const gangs_t *gs = s->gangs;
+	cand_t c = {.gang = (uint16_t)g, .whole = true};
+	disrupted_list_t *l = &s->scratch;
+	uint64_t one[ROWS];
+
+	if (!gs->breakable[g] || !gs->n[g])
+		return;
+	for (unsigned k = 0; k < gs->n[g]; k++) {
+		gifts(one, s, &s->node->holdings[gs->members[gs->first[g] + k]],
+		      dom);
+		for (unsigned r = 0; r < ROWS; r++)
+			c.gives[r] += one[r];
 	}
-	s->cand[j] = i;
-	memcpy(s->gives[j], g, sizeof(s->gives[j]));
+	if (!gives_short(s, c.gives))
+		return;
+	l->n = 0;
+	disrupt_gang(l, s->node, s->pdb, gs->view, g);
+	cost_empty(&c.cost);
+	for (unsigned k = 0; k < l->n; k++) {
+		ft_holding_t h = {.priority = l->pods[k].priority,
+				  .start_time = l->pods[k].start_time};
+		cost_add(&c.cost, &h, false);
+		c.budgets |= l->pods[k].n_budgets != 0;
+	}
+	insert_candidate(s, &c);
 }
 
 static void collect(search_t *s, int32_t priority)
 {
 	const ft_node_t *node = s->node;
 	const ft_domain_t *dom = &node->topology->domains[s->domain];
-	uint64_t g[ROWS];
+	const gangs_t *gs = s->gangs;
 
 	s->n_cand = 0;
-	for (unsigned i = 0; i < node->n_holdings; i++) {
-		const ft_holding_t *h = &node->holdings[i];
-		if (h->priority >= priority)
-			continue;
-		gifts(g, s, h, dom);
-		if (gives_short(s, g))
-			insert_candidate(s, (uint16_t)i, g);
-	}
+	for (unsigned i = 0; i < node->n_holdings; i++)
+		if (node->holdings[i].priority < priority)
+			holding_candidate(s, i, dom);
+	for (unsigned g = 1; gs->view && g <= gs->view->n_gangs; g++)
+		gang_candidate(s, g, dom);
 }
 
 /*
- * Can candidate b stand in for candidate a in any set? Both without
- * budgets, of one priority, freeing the same amounts on every row and the
- * same memory on the same NUMA nodes, holding no replica (a shared GPU's
- * replicas free ranks by threshold, not by amount) on a node without
- * conflicts (where what a pod frees depends on the others).
+ * Can candidate b stand in for candidate a in any set? Both pods of no
+ * gang and without budgets, of one priority, freeing the same amounts on
+ * every row and the same memory on the same NUMA nodes, holding no replica
+ * (a shared GPU's replicas free ranks by threshold, not by amount) on a
+ * node without conflicts (where what a pod frees depends on the others).
  */
 static bool interchangeable(const search_t *s, unsigned a, unsigned b)
 {
-	const ft_holding_t *x = &s->node->holdings[s->cand[a]];
-	const ft_holding_t *y = &s->node->holdings[s->cand[b]];
+	const cand_t *ca = &s->cand[a], *cb = &s->cand[b];
+	const ft_holding_t *x = &s->node->holdings[ca->holding];
+	const ft_holding_t *y = &s->node->holdings[cb->holding];
 	uint8_t none[FT_GPU_MAX] = {0};
 
-	return !s->node->conflicts && !has_budgets(s->pdb, s->cand[a]) &&
-	       !has_budgets(s->pdb, s->cand[b]) && x->priority == y->priority &&
+	return !s->node->conflicts && !ca->gang && !cb->gang && !ca->budgets &&
+	       !cb->budgets && x->priority == y->priority &&
 	       x->numa_nodes == y->numa_nodes &&
 	       x->memory_mib == y->memory_mib &&
 	       !memcmp(x->replicas, none, sizeof(none)) &&
 	       !memcmp(y->replicas, none, sizeof(none)) &&
-	       !memcmp(s->gives[a], s->gives[b], sizeof(s->gives[a]));
+	       !memcmp(ca->gives, cb->gives, sizeof(ca->gives));
 }
 
 /* Classes of interchangeable candidates: the first member's position. */
@@ -649,94 +933,130 @@ static void sort_desc(uint16_t *out, unsigned n, const int64_t *key)
 	}
 }
 
+/* The keys of a candidate's cost the lower bound sums or maximises. */
+enum { KEY_PRIORITY, KEY_SUM, KEY_COUNT, KEYS };
+
+static int64_t cost_key(const cand_t *c, unsigned k)
+{
+	return k == KEY_PRIORITY ? c->cost.max_priority
+	       : k == KEY_SUM	 ? c->cost.priority_sum
+				 : (int64_t)c->cost.count;
+}
+
 static void order(search_t *s)
 {
 	int64_t key[FT_VICTIM_MAX];
 
-	for (unsigned j = 0; j < s->n_cand; j++)
-		key[j] = -(int64_t)s->node->holdings[s->cand[j]].priority;
-	sort_desc(s->by_priority, s->n_cand, key);
+	for (unsigned k = 0; k < KEYS; k++) {
+		for (unsigned j = 0; j < s->n_cand; j++)
+			key[j] = -cost_key(&s->cand[j], k);
+		sort_desc(s->by_key[k], s->n_cand, key);
+	}
 	for (unsigned r = 0; r < ROWS; r++) {
 		if (!s->short_rows[r])
 			continue;
 		for (unsigned j = 0; j < s->n_cand; j++)
-			key[j] = (int64_t)s->gives[j][r];
+			key[j] = (int64_t)s->cand[j].gives[r];
 		sort_desc(s->by_gift[r], s->n_cand, key);
 	}
 }
 
 /* ---- branch and bound ---------------------------------------------------- */
 
-/* Candidate position `j` may still join a set decided up to position i. */
+/*
+ * Candidate position `j` may still join a set decided up to position i: not
+ * decided yet, its class not closed, and its gang not in the way.
+ */
 static bool open_at(const search_t *s, unsigned j, unsigned i)
 {
-	return j >= i && !s->closed[s->class_of[j]];
-}
-
-static const ft_holding_t *holding_at(const search_t *s, unsigned j)
-{
-	return &s->node->holdings[s->cand[j]];
+	return j >= i && !s->closed[s->class_of[j]] && can_take(s, j);
 }
 
 typedef struct {
-	unsigned pods;	       /* more pods any completion needs, at least */
-	int32_t must_priority; /* a completion's highest priority, at least */
+	unsigned cands; /* more candidates any completion needs, at least */
+	/* Per key: what one of them costs at least (a short row's giver). */
+	int64_t must[KEYS];
 } need_t;
 
 /*
  * What row `r` short by `deficit` needs: the fewest open candidates whose
- * gifts cover it, largest first, and the cheapest priority among its
- * givers (one of them must go). False when all of them cannot cover it.
+ * gifts cover it, largest first, and the cheapest keys among its givers
+ * (one of them must go). False when all of them cannot cover it.
  */
 static bool row_need(need_t *out, const search_t *s, unsigned i, unsigned r,
 		     int64_t deficit)
 {
 	int64_t covered = 0;
-	int32_t lo = INT32_MAX;
 	unsigned n = 0;
 
+	for (unsigned k = 0; k < KEYS; k++)
+		out->must[k] = INT64_MAX;
 	for (unsigned k = 0; k < s->n_cand; k++) {
 		unsigned j = s->by_gift[r][k];
-		if (!s->gives[j][r])
+		if (!s->cand[j].gives[r])
 			break;
 		if (!open_at(s, j, i))
 			continue;
 		if (covered < deficit) {
-			covered += (int64_t)s->gives[j][r];
+			covered += (int64_t)s->cand[j].gives[r];
 			n++;
 		}
-		if (holding_at(s, j)->priority < lo)
-			lo = holding_at(s, j)->priority;
+		for (unsigned key = 0; key < KEYS; key++)
+			if (cost_key(&s->cand[j], key) < out->must[key])
+				out->must[key] = cost_key(&s->cand[j], key);
 	}
-	out->pods = n;
-	out->must_priority = lo;
+	out->cands = n;
 	return covered >= deficit;
 }
 
 static bool gives_to(const search_t *s, unsigned j, const bool *rows)
 {
 	for (unsigned r = 0; r < ROWS; r++)
-		if (rows[r] && s->gives[j][r])
+		if (rows[r] && s->cand[j].gives[r])
 			return true;
 	return false;
 }
 
 /*
+ * Over the `n` open candidates of the smallest key `k` that give to a live
+ * row: the sum of all but the largest (`head`) and the largest (`last`).
+ * False when fewer than n are open.
+ */
+static bool smallest(int64_t *head, int64_t *last, const search_t *s,
+		     unsigned i, const bool *live, unsigned k, unsigned n)
+{
+	unsigned taken = 0;
+
+	*head = 0;
+	for (unsigned q = 0; q < s->n_cand && taken < n; q++) {
+		unsigned j = s->by_key[k][q];
+		if (!open_at(s, j, i) || !gives_to(s, j, live))
+			continue;
+		*last = cost_key(&s->cand[j], k);
+		if (++taken < n)
+			*head += *last;
+	}
+	return taken == n;
+}
+
+/*
  * A lower bound on the cost of every set that adds open candidates from
  * position `i` on to the chosen ones and fits; false when none fits. Only
- * pods giving to a row still short can be in a cheapest completion (one
- * without them fits too), so the bound counts those alone: at least
- * need.pods of them, the cheapest need.pods - 1 priorities summed, and a
+ * candidates giving to a row still short can be in a cheapest completion
+ * (one without them fits too), so the bound counts those alone: at least
+ * need.cands of them. Each key is bounded on its own (a completion's cost is
+ * at least the bound on every key, so at least the bound in cost order):
+ * the sum and the count by the cheapest need.cands - 1 candidates and a
  * last one no cheaper than the next, nor than the cheapest giver of each
- * short row (one of which must go).
+ * short row (one of which must go); the highest priority by that last one.
+ * With no gangs each candidate is one pod, and the count bound is need.cands.
  */
 static bool lower_bound(ft_victim_cost_t *out, const search_t *s, unsigned i,
 			const int64_t *deficit, const ft_victim_cost_t *cost)
 {
-	need_t need = {0, INT32_MIN}, row;
+	need_t need = {0, {INT64_MIN, INT64_MIN, INT64_MIN}}, row;
+	int64_t head[KEYS], last[KEYS];
 	bool live[ROWS];
-	int32_t last = INT32_MIN;
-	unsigned taken = 0;
 
 	for (unsigned r = 0; r < ROWS; r++) {
 		/* Rows not short at the root follow the domain's (mark_short).
@@ -746,36 +1066,32 @@ static bool lower_bound(ft_victim_cost_t *out, const search_t *s, unsigned i,
 			continue;
 		if (!row_need(&row, s, i, r, deficit[r]))
 			return false;
-		need.pods = row.pods > need.pods ? row.pods : need.pods;
-		if (row.must_priority > need.must_priority)
-			need.must_priority = row.must_priority;
+		need.cands = row.cands > need.cands ? row.cands : need.cands;
+		for (unsigned k = 0; k < KEYS; k++)
+			if (row.must[k] > need.must[k])
+				need.must[k] = row.must[k];
+	}
+	need.cands = need.cands ? need.cands : 1;
+	for (unsigned k = 0; k < KEYS; k++) {
+		if (!smallest(&head[k], &last[k], s, i, live, k, need.cands))
+			return false;
+		last[k] = need.must[k] > last[k] ? need.must[k] : last[k];
 	}
 	*out = *cost;
 	if (!out->count)
 		out->max_priority = INT32_MIN;
-	need.pods = need.pods ? need.pods : 1;
-	for (unsigned k = 0; k < s->n_cand && taken < need.pods; k++) {
-		unsigned j = s->by_priority[k];
-		int32_t p = holding_at(s, j)->priority;
-		if (!open_at(s, j, i) || !gives_to(s, j, live))
-			continue;
-		if (++taken < need.pods)
-			out->priority_sum += (int64_t)p + PRIORITY_SHIFT;
-		last = p;
-	}
-	if (taken < need.pods)
-		return false;
-	last = need.must_priority > last ? need.must_priority : last;
-	out->priority_sum += (int64_t)last + PRIORITY_SHIFT;
-	out->max_priority = last > out->max_priority ? last : out->max_priority;
-	out->count += need.pods;
+	out->priority_sum += head[KEY_SUM] + last[KEY_SUM];
+	out->count += (unsigned)(head[KEY_COUNT] + last[KEY_COUNT]);
+	if (last[KEY_PRIORITY] > out->max_priority)
+		out->max_priority = (int32_t)last[KEY_PRIORITY];
 	return true;
 }
 
 /*
  * The latest earliest-start a completion of the chosen set can have at
  * highest priority `top`: the chosen victims of that priority only lower
- * it; otherwise it is set by an open candidate of that priority.
+ * it; otherwise it is set by an open candidate whose pods reach that
+ * priority.
  */
 static int64_t start_bound(const search_t *s, unsigned i,
 			   const ft_victim_cost_t *cost, int32_t top)
@@ -785,9 +1101,9 @@ static int64_t start_bound(const search_t *s, unsigned i,
 	if (cost->count && cost->max_priority == top)
 		return cost->earliest_top_start;
 	for (unsigned j = i; j < s->n_cand; j++)
-		if (open_at(s, j, i) && holding_at(s, j)->priority == top &&
-		    holding_at(s, j)->start_time > best)
-			best = holding_at(s, j)->start_time;
+		if (open_at(s, j, i) && s->cand[j].cost.max_priority == top &&
+		    s->cand[j].cost.earliest_top_start > best)
+			best = s->cand[j].cost.earliest_top_start;
 	return best;
 }
 
@@ -829,13 +1145,34 @@ static bool improves(const search_t *s, const ft_victim_cost_t *c)
 	       (!s->best->found || ft_victims_compare(c, &s->best->cost) < 0);
 }
 
+/* The chosen candidates as holdings to evict, and the gangs they break. */
 static void record(search_t *s, const ft_victim_cost_t *c)
 {
-	s->best->found = true;
-	s->best->cost = *c;
-	s->best->n = s->n_chosen;
-	memcpy(s->best->holdings, s->chosen,
-	       s->n_chosen * sizeof(s->chosen[0]));
+	const gangs_t *gs = s->gangs;
+	ft_victim_set_t *best = s->best;
+
+	best->found = true;
+	best->cost = *c;
+	best->n = 0;
+	best->n_broken = 0;
+	for (unsigned k = 0; k < s->n_chosen; k++) {
+		const cand_t *cand = &s->cand[s->chosen[k]];
+		if (!cand->whole) {
+			best->holdings[best->n++] = cand->holding;
+			continue;
+		}
+		best->broken[best->n_broken++] = (uint16_t)(cand->gang - 1);
+		for (unsigned m = 0; m < gs->n[cand->gang]; m++)
+			best->holdings[best->n++] =
+			    gs->members[gs->first[cand->gang] + m];
+	}
+	for (unsigned k = 1; k < best->n_broken; k++) {
+		uint16_t g = best->broken[k];
+		unsigned j = k;
+		for (; j > 0 && best->broken[j - 1] > g; j--)
+			best->broken[j] = best->broken[j - 1];
+		best->broken[j] = g;
+	}
 }
 
 static void dfs(search_t *s, unsigned i, ft_victim_cost_t cost);
@@ -843,18 +1180,16 @@ static void dfs(search_t *s, unsigned i, ft_victim_cost_t cost);
 /* The branch that evicts candidate `i` too. */
 static void take(search_t *s, unsigned i, const ft_victim_cost_t *cost)
 {
-	const ft_holding_t *h = holding_at(s, i);
 	ft_victim_cost_t with = *cost;
 
-	s->chosen[s->n_chosen++] = s->cand[i];
-	cost_add(&with, h, false);
-	if (has_budgets(s->pdb, s->cand[i]))
-		with.pdb_violations =
-		    violations(s->node, s->chosen, s->n_chosen, s->pdb);
+	s->chosen[s->n_chosen++] = (uint16_t)i;
+	cost_merge(&with, &s->cand[i].cost);
+	if (s->cand[i].budgets)
+		with.pdb_violations = chosen_violations(s);
 	if (improves(s, &with)) {
-		ledger_move(s->ledger, h, true);
+		cand_move(s, i, true);
 		dfs(s, i + 1, with);
-		ledger_move(s->ledger, h, false);
+		cand_move(s, i, false);
 	}
 	s->n_chosen--;
 }
@@ -879,7 +1214,7 @@ static void dfs(search_t *s, unsigned i, ft_victim_cost_t cost)
 	    bound_prunes(s, i, &lb, &cost))
 		return;
 	cls = s->class_of[i];
-	if (!s->closed[cls])
+	if (!s->closed[cls] && can_take(s, i))
 		take(s, i, &cost);
 	/* Leaving a member out leaves out the later ones of its class. */
 	was_closed = s->closed[cls];
@@ -888,12 +1223,13 @@ static void dfs(search_t *s, unsigned i, ft_victim_cost_t cost)
 	s->closed[cls] = was_closed;
 }
 
-/* Take back the first `n` candidates, released in greedy(). */
-static void take_back(search_t *s, const bool *evicted, unsigned n)
+/* The cost of the chosen candidates. */
+static void chosen_cost(ft_victim_cost_t *out, search_t *s)
 {
-	for (unsigned k = 0; k < n; k++)
-		if (evicted[k])
-			ledger_move(s->ledger, holding_at(s, k), false);
+	cost_empty(out);
+	for (unsigned k = 0; k < s->n_chosen; k++)
+		cost_merge(out, &s->cand[s->chosen[k]].cost);
+	out->pdb_violations = chosen_violations(s);
 }
 
 /*
@@ -902,29 +1238,35 @@ static void take_back(search_t *s, const bool *evicted, unsigned n)
  */
 static void greedy(search_t *s)
 {
-	bool evicted[FT_VICTIM_MAX];
+	bool evicted[FT_VICTIM_MAX] = {false};
 	int64_t deficit[ROWS];
 	ft_victim_cost_t cost;
 	bool fits = false;
 	unsigned n = 0;
 
-	while (n < s->n_cand && !fits) {
-		ledger_move(s->ledger, holding_at(s, n), true);
-		evicted[n++] = true;
+	for (; n < s->n_cand && !fits; n++) {
+		if (!can_take(s, n))
+			continue;
+		cand_move(s, n, true);
+		evicted[n] = true;
 		fits = deficits(deficit, s);
 	}
 	for (unsigned k = n; fits && k-- > 0;) {
-		ledger_move(s->ledger, holding_at(s, k), false);
+		if (!evicted[k])
+			continue;
+		cand_move(s, k, false);
 		evicted[k] = !deficits(deficit, s);
 		if (evicted[k])
-			ledger_move(s->ledger, holding_at(s, k), true);
+			cand_move(s, k, true);
 	}
 	s->n_chosen = 0;
-	for (unsigned k = 0; fits && k < n; k++)
+	for (unsigned k = 0; k < n; k++)
 		if (evicted[k])
-			s->chosen[s->n_chosen++] = s->cand[k];
-	take_back(s, evicted, n);
-	ft_victims_cost(&cost, s->node, s->chosen, s->n_chosen, s->pdb);
+			s->chosen[s->n_chosen++] = (uint16_t)k;
+	for (unsigned k = n; k-- > 0;)
+		if (evicted[k])
+			cand_move(s, k, false);
+	chosen_cost(&cost, s);
 	if (fits && improves(s, &cost))
 		record(s, &cost);
 	s->n_chosen = 0;
@@ -972,31 +1314,45 @@ static void search_domain(search_t *s, int32_t priority, unsigned domain)
 	dfs(s, 0, empty);
 }
 
+/* What every level's search shares. */
+typedef struct {
+	const ft_node_t *node;
+	const ft_units_t *units;
+	int32_t priority;
+	const ft_pdb_view_t *pdb;
+	ledger_t *ledger;
+	gangs_t *gangs;
+} request_t;
+
 /* Search every domain of `level`; FT_LEVEL_NODE checks counts only. */
-static void search_level(ft_victim_set_t *best, ledger_t *ledger,
-			 const ft_node_t *node, const ft_units_t *u,
-			 int32_t priority, const ft_pdb_view_t *pdb,
+static void search_level(ft_victim_set_t *best, const request_t *q,
 			 ft_level_t level, const ft_victim_cost_t *limit)
 {
-	const ft_topology_t *t = node->topology;
-	search_t search, *s = &search;
+	const ft_topology_t *t = q->node->topology;
+	search_t *s = malloc(sizeof(*s));
 
+	if (!s) {
+		note_fallback(best, FT_VICTIM_NO_MEMORY);
+		return;
+	}
 	/* The arrays are written before they are read: no need to clear. */
-	s->node = node;
-	s->units = u;
-	s->pdb = pdb;
-	s->ledger = ledger;
+	s->node = q->node;
+	s->units = q->units;
+	s->pdb = q->pdb;
+	s->gangs = q->gangs;
+	s->ledger = q->ledger;
 	s->limit = limit;
 	s->best = best;
 	s->visits = 0;
 	s->n_cand = 0;
 	s->n_chosen = 0;
-	if (pdb && pdb->truncated)
+	if (q->pdb && q->pdb->truncated)
 		note_fallback(best, FT_VICTIM_PDB_LIMIT);
 	for (unsigned i = t->level_first[level]; i < t->level_first[level + 1];
 	     i++)
-		search_domain(s, priority, i);
+		search_domain(s, q->priority, i);
 	best->visits += s->visits;
+	free(s);
 }
 
 static void set_init(ft_victim_set_t *set)
@@ -1030,55 +1386,66 @@ static void finish(ft_victim_set_t *out, ledger_t *ledger,
 
 /*
  * Best-effort: the cheapest set node-wide, unless a set reaching a tighter
- * level (the tightest first) evicts no more pods and violates no more
+ * level (the tightest first) disrupts no more pods and violates no more
  * budgets.
  */
-static void search_best_effort(ft_victim_set_t *out, ledger_t *ledger,
-			       const ft_node_t *node, const ft_units_t *u,
-			       int32_t priority, const ft_pdb_view_t *pdb)
+static void search_best_effort(ft_victim_set_t *out, const request_t *q)
 {
-	const ft_demand_t *d = &u->demand;
-	ft_victim_set_t alt;
+	const ft_demand_t *d = &q->units->demand;
+	ft_victim_set_t *alt = malloc(sizeof(*alt));
 
-	search_level(out, ledger, node, u, priority, pdb, FT_LEVEL_NODE, NULL);
+	search_level(out, q, FT_LEVEL_NODE, NULL);
 	for (unsigned l = ft_place_effective_level(d);
-	     out->found && d->has_affinity && l < FT_LEVEL_NODE; l++) {
-		set_init(&alt);
-		search_level(&alt, ledger, node, u, priority, pdb,
-			     (ft_level_t)l, &out->cost);
-		out->visits += alt.visits;
-		if (!alt.exact)
-			note_fallback(out, alt.fallback);
-		if (alt.found) {
-			alt.visits = out->visits;
-			alt.exact = out->exact;
-			alt.fallback = out->fallback;
-			*out = alt;
-			return;
+	     alt && out->found && d->has_affinity && l < FT_LEVEL_NODE; l++) {
+		set_init(alt);
+		search_level(alt, q, (ft_level_t)l, &out->cost);
+		out->visits += alt->visits;
+		if (!alt->exact)
+			note_fallback(out, alt->fallback);
+		if (alt->found) {
+			alt->visits = out->visits;
+			alt->exact = out->exact;
+			alt->fallback = out->fallback;
+			*out = *alt;
+			break;
 		}
 	}
+	if (!alt)
+		note_fallback(out, FT_VICTIM_NO_MEMORY);
+	free(alt);
 }
 
 void ft_victims_search(ft_victim_set_t *out, const ft_node_t *node,
 		       const ft_demand_t *pod_demand, int32_t priority,
 		       const ft_pdb_view_t *pdb)
 {
-	const ft_demand_t *d;
+	ft_victims_search_gangs(out, node, pod_demand, priority, pdb, NULL);
+}
+
+void ft_victims_search_gangs(ft_victim_set_t *out, const ft_node_t *node,
+			     const ft_demand_t *pod_demand, int32_t priority,
+			     const ft_pdb_view_t *pdb,
+			     const ft_gang_view_t *gangs)
+{
 	ledger_t ledger;
 	ft_units_t u;
+	gangs_t gs;
+	request_t q = {node, &u, priority, pdb, &ledger, &gs};
 
 	set_init(out);
 	if (!node->topology)
 		return;
+	if (gangs && gangs->truncated)
+		note_fallback(out, FT_VICTIM_GANG_LIMIT);
 	/* The demand as the node reads it, and the units that may serve it. */
 	ft_place_units(&u, node->topology, pod_demand);
-	d = &u.demand;
-	ledger_init(&ledger, node, d->mig_profile);
-	if (d->has_affinity && d->mode == FT_MODE_GUARANTEED)
-		search_level(out, &ledger, node, &u, priority, pdb,
-			     ft_place_effective_level(d), NULL);
+	ledger_init(&ledger, node, u.demand.mig_profile);
+	gangs_init(&gs, node, gangs, priority);
+	if (u.demand.has_affinity && u.demand.mode == FT_MODE_GUARANTEED)
+		search_level(out, &q, ft_place_effective_level(&u.demand),
+			     NULL);
 	else
-		search_best_effort(out, &ledger, node, &u, priority, pdb);
+		search_best_effort(out, &q);
 	if (out->found)
-		finish(out, &ledger, node, d);
+		finish(out, &ledger, node, &u.demand);
 }

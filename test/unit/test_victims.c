@@ -1603,6 +1603,232 @@ static void test_victims__budgets_counted_as_kube_scheduler_counts(void **state)
 	ft_topology_unref(t);
 }
 
+/* ---- gangs -----------------------------------------------------------------
+ */
+
+/* Holdings of `node` by uid, in `uids` order. */
+static void holdings_named(uint16_t *out, const ft_node_t *node,
+			   const char *const *uids, unsigned n)
+{
+	for (unsigned k = 0; k < n; k++) {
+		const ft_holding_t *h = ft_node_find_holding(node, uids[k]);
+		assert_non_null(h);
+		out[k] = (uint16_t)(h - node->holdings);
+	}
+}
+
+/* Gang `g` (1-based) of `gv` gets the holdings named, and `n_remote`
+ * members elsewhere of `priority`. */
+static void gang_add(ft_gang_view_t *gv, unsigned g, bool whole, uint32_t slack,
+		     const ft_node_t *node, const char *const *uids, unsigned n,
+		     unsigned n_remote, int32_t priority)
+{
+	uint16_t idx[8];
+
+	gv->n_gangs = g > gv->n_gangs ? g : gv->n_gangs;
+	gv->gangs[g - 1] =
+	    (ft_victim_gang_t){whole, slack, gv->n_remote, n_remote};
+	for (unsigned r = 0; r < n_remote; r++)
+		gv->remote[gv->n_remote++] =
+		    (ft_gang_remote_t){.priority = priority, .start_time = 1};
+	holdings_named(idx, node, uids, n);
+	for (unsigned k = 0; k < n; k++)
+		gv->of[idx[k]] = (uint16_t)g;
+}
+
+static bool names(const ft_victim_set_t *set, const ft_node_t *node,
+		  const char *uid)
+{
+	for (unsigned i = 0; i < set->n; i++)
+		if (!strcmp(node->holdings[set->holdings[i]].uid, uid))
+			return true;
+	return false;
+}
+
+/*
+ * An 8x A100 box (`t`): pods m0..m<members-1> of priority 0, started at
+ * `start`, on the first GPUs, and pods solo-<k> of priority `solo`, started
+ * at 0, on the others; 8 pods.
+ */
+static ft_node_t *members_and_solos(ft_topology_t *t, ft_pod_t *pods,
+				    unsigned members, int64_t start,
+				    int32_t solo)
+{
+	ft_pod_t *list[9];
+	char uid[16];
+
+	for (unsigned k = 0; k < 8; k++) {
+		snprintf(uid, sizeof(uid), k < members ? "m%u" : "solo-%u", k);
+		pod(&pods[k], uid, k < members ? 0 : solo, (int)k, -1, NULL,
+		    "A");
+		pods[k].start_time = k < members ? start : 0;
+		list[k] = &pods[k];
+	}
+	list[8] = NULL;
+	return ft_test_node("n", t, list);
+}
+
+static void dispose_all(ft_pod_t *pods, unsigned n, ft_node_t *node,
+			ft_topology_t *t, ft_gang_view_t *gv)
+{
+	for (unsigned i = 0; i < n; i++)
+		ft_pod_dispose(&pods[i]);
+	free(gv);
+	ft_node_unref(node);
+	ft_topology_unref(t);
+}
+
+/*
+ * issue 35's example: one member of an 8-pod training gang holds a NUMA
+ * node of an 8x RTX 4090 box; two solo pods of the same priority hold
+ * another. Counted pod by pod, the member alone is cheaper; counted by what
+ * the cluster loses, the two solo pods are.
+ */
+static void test_victims__gang_member_costs_its_whole_gang(void **state)
+{
+	ft_topology_t *t = ft_test_topology_4090("R");
+	ft_demand_t d = demand(1, 8, FT_LEVEL_NUMA, FT_MODE_GUARANTEED);
+	ft_gang_view_t *gv = calloc(1, sizeof(*gv));
+	const char *train[] = {"train-0"};
+	ft_pod_t pods[9], *list[10];
+	ft_victim_set_t got;
+	unsigned n = 0;
+	ft_node_t *node;
+	char uid[16], cpus[16];
+
+	assert_non_null(gv);
+	pod(&pods[n++], "train-0", 0, 0, -1, "0-7", "R");
+	pod(&pods[n++], "solo-a", 0, 1, -1, "8-11", "R");
+	pod(&pods[n++], "solo-b", 0, -1, -1, "12-15", "R");
+	for (unsigned k = 2; k < 8; k++) {
+		snprintf(uid, sizeof(uid), "online-%u", k);
+		snprintf(cpus, sizeof(cpus), "%u-%u", 8 * k, 8 * k + 7);
+		pod(&pods[n++], uid, 5000, (int)k, -1, cpus, "R");
+	}
+	for (unsigned i = 0; i < n; i++)
+		list[i] = &pods[i];
+	list[n] = NULL;
+	node = ft_test_node("n", t, list);
+
+	ft_victims_search(&got, node, &d, 1000, NULL);
+	assert_int_equal(got.n, 1);
+	assert_true(names(&got, node, "train-0"));
+
+	gang_add(gv, 1, true, 0, node, train, 1, 7, 0);
+	ft_victims_search_gangs(&got, node, &d, 1000, NULL, gv);
+	assert_true(got.found);
+	assert_true(got.exact);
+	assert_int_equal(got.n, 2);
+	assert_true(names(&got, node, "solo-a"));
+	assert_true(names(&got, node, "solo-b"));
+	assert_int_equal(got.cost.count, 2);
+	assert_int_equal(got.n_broken, 0);
+	assert_int_equal(got.level, FT_LEVEL_NUMA);
+	dispose_all(pods, n, node, t, gv);
+}
+
+/*
+ * A set that breaks a gang frees its other members here too, and names
+ * them: they are lost anyway. One GPU asked, two freed.
+ */
+static void test_victims__broken_gang_frees_its_members_here(void **state)
+{
+	ft_topology_t *t = ft_test_topology_a100("A");
+	ft_demand_t d = demand(1, 0, FT_LEVEL_NODE, FT_MODE_GUARANTEED);
+	ft_gang_view_t *gv = calloc(1, sizeof(*gv));
+	const char *members[] = {"m0", "m1"};
+	ft_pod_t pods[8];
+	ft_victim_set_t got;
+	ft_victim_cost_t cost;
+	uint16_t idx[2], broken[FT_GANG_MAX];
+	unsigned n_broken;
+	ft_node_t *node = members_and_solos(t, pods, 2, 0, 50);
+
+	assert_non_null(gv);
+	gang_add(gv, 1, true, 0, node, members, 2, 2, 0);
+
+	ft_victims_search_gangs(&got, node, &d, 1000, NULL, gv);
+	assert_true(got.found);
+	assert_int_equal(got.n, 2);
+	assert_true(names(&got, node, "m0"));
+	assert_true(names(&got, node, "m1"));
+	assert_int_equal(got.n_broken, 1);
+	assert_int_equal(got.broken[0], 0);
+	assert_int_equal(got.cost.count, 4); /* two here, two elsewhere */
+	assert_int_equal(got.cost.max_priority, 0);
+
+	/* The cost of evicting m0 alone is the whole gang's. */
+	holdings_named(idx, node, members, 1);
+	assert_true(ft_victims_cost_gangs(&cost, broken, &n_broken, node, idx,
+					  1, NULL, gv, 1000));
+	assert_int_equal(cost.count, 4);
+	assert_int_equal(n_broken, 1);
+	/* No preemptor of priority 0 may break it. */
+	assert_false(ft_victims_cost_gangs(&cost, NULL, NULL, node, idx, 1,
+					   NULL, gv, 0));
+	dispose_all(pods, 8, node, t, gv);
+}
+
+/*
+ * An elastic gang above its minimum loses members one by one, each a pod;
+ * one more than its slack breaks it, and then it costs all its members.
+ */
+static void test_victims__elastic_gang_within_its_slack(void **state)
+{
+	ft_topology_t *t = ft_test_topology_a100("A");
+	ft_demand_t d = demand(1, 0, FT_LEVEL_NODE, FT_MODE_GUARANTEED);
+	ft_gang_view_t *gv = calloc(1, sizeof(*gv));
+	const char *members[] = {"m0", "m1"};
+	ft_pod_t pods[8];
+	ft_victim_set_t got;
+	/* The members started last: alone, each is the cheapest pod. */
+	ft_node_t *node = members_and_solos(t, pods, 2, 9, 0);
+
+	assert_non_null(gv);
+	gang_add(gv, 1, false, 1, node, members, 2, 4, 0);
+
+	ft_victims_search_gangs(&got, node, &d, 1000, NULL, gv);
+	assert_int_equal(got.n, 1);
+	assert_true(names(&got, node, "m0") || names(&got, node, "m1"));
+	assert_int_equal(got.cost.count, 1);
+	assert_int_equal(got.n_broken, 0);
+
+	/* Two GPUs: both members would break it (6 pods); two solo pods. */
+	d.gpus = 2;
+	ft_victims_search_gangs(&got, node, &d, 1000, NULL, gv);
+	assert_int_equal(got.cost.count, 2);
+	assert_int_equal(got.n_broken, 0);
+	assert_false(names(&got, node, "m0") && names(&got, node, "m1"));
+	dispose_all(pods, 8, node, t, gv);
+}
+
+/*
+ * A gang with a member the preemptor does not outrank, here or elsewhere,
+ * is never broken: no set may evict its whole members.
+ */
+static void test_victims__gang_with_a_higher_member_not_broken(void **state)
+{
+	ft_topology_t *t = ft_test_topology_a100("A");
+	ft_demand_t d = demand(8, 0, FT_LEVEL_NODE, FT_MODE_GUARANTEED);
+	ft_gang_view_t *gv = calloc(1, sizeof(*gv));
+	const char *members[] = {"m0"};
+	ft_pod_t pods[8];
+	ft_victim_set_t got;
+	ft_node_t *node = members_and_solos(t, pods, 1, 0, 0);
+
+	assert_non_null(gv);
+	gang_add(gv, 1, true, 0, node, members, 1, 1, 1000);
+
+	ft_victims_search_gangs(&got, node, &d, 1000, NULL, gv);
+	assert_false(got.found);
+	d.gpus = 7;
+	ft_victims_search_gangs(&got, node, &d, 1000, NULL, gv);
+	assert_true(got.found);
+	assert_int_equal(got.n, 7);
+	assert_false(names(&got, node, "m0"));
+	dispose_all(pods, 8, node, t, gv);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1626,6 +1852,11 @@ int main(void)
 	    cmocka_unit_test(test_victims__exact_with_many_equal_priorities),
 	    cmocka_unit_test(test_victims__budgets_past_the_64th_pod),
 	    cmocka_unit_test(test_victims__candidates_past_the_64th),
+	    cmocka_unit_test(test_victims__gang_member_costs_its_whole_gang),
+	    cmocka_unit_test(test_victims__broken_gang_frees_its_members_here),
+	    cmocka_unit_test(test_victims__elastic_gang_within_its_slack),
+	    cmocka_unit_test(
+		test_victims__gang_with_a_higher_member_not_broken),
 	    cmocka_unit_test(
 		test_victims__budgets_counted_as_kube_scheduler_counts),
 	};

@@ -14,6 +14,15 @@
  * preemptors follow victims.h: the cheapest set node-wide, unless a set
  * reaching a tighter level costs no more victims and no more violations.
  *
+ * Half the cases put pods in gangs (victims.h, ft_gang_view_t): whole gangs
+ * and elastic ones with a slack, several members on the node, members on
+ * other nodes with their own priorities and budgets, and now and then a
+ * member the preemptor does not outrank. The reference costs each subset on
+ * its own: it breaks the gangs the rules name, frees their members here,
+ * adds their members elsewhere to the disrupted pods, and ranks those in
+ * kube-scheduler's order; a subset that would disrupt a pod of the
+ * preemptor's priority or above is no answer.
+ *
  * Seeds are fixed. A disagreement prints the case shrunk to the fewest pods
  * that still disagree, as a reproduction.
  */
@@ -36,6 +45,8 @@
 #define POD_MAX	       128
 #define CANDIDATES_MAX 14 /* the reference enumerates 2^14 subsets */
 #define BUDGETS	       3
+#define GANGS_MAX      3
+#define REMOTE_MAX     5 /* members of a gang on other nodes */
 
 typedef enum {
 	SHAPE_A100,
@@ -49,6 +60,16 @@ typedef enum {
 static const char *const shape_names[SHAPES] = {
     "a100", "pcie-pairs", "h100-mig", "h100-mig-single", "crowded"};
 
+/* A gang of the case: its rules and its members elsewhere. */
+typedef struct {
+	bool whole;
+	uint32_t slack;
+	unsigned n_remote;
+	int32_t remote_priority[REMOTE_MAX];
+	int64_t remote_start[REMOTE_MAX];
+	uint8_t remote_budgets[REMOTE_MAX]; /* bit k: matches budget k */
+} gang_t;
+
 typedef struct {
 	shape_t shape;
 	ft_topology_t *t; /* borrowed */
@@ -60,8 +81,13 @@ typedef struct {
 	bool with_budgets;	  /* pass the budgets to the search */
 	int32_t priority;	  /* the preemptor's */
 	ft_demand_t d;		  /* the preemptor's */
-	char why[256];		  /* the disagreement */
-	unsigned victims;	  /* in the reference's answer */
+	bool with_gangs;	  /* pass the gangs to the search */
+	unsigned n_gangs;
+	gang_t gangs[GANGS_MAX];
+	uint8_t gang[POD_MAX]; /* the pod's gang, 1-based; 0: none */
+	char why[256];	       /* the disagreement */
+	unsigned victims;      /* in the reference's answer */
+	unsigned broken;       /* gangs the search's answer breaks */
 } case_t;
 
 static unsigned rnd(unsigned *seed, unsigned n)
@@ -352,6 +378,41 @@ static void random_budgets(case_t *c, unsigned *seed)
 		c->budgets[i] = rnd(seed, 3) ? 0 : (uint8_t)(1 + rnd(seed, 7));
 }
 
+/*
+ * Gangs for half the cases: half the pods that might be victims join one,
+ * the others now and then, with members elsewhere that are now and then
+ * not outranked.
+ */
+static void random_gangs(case_t *c, unsigned *seed)
+{
+	if (rnd(seed, 2))
+		return;
+	c->with_gangs = true;
+	c->n_gangs = 1 + rnd(seed, GANGS_MAX);
+	for (unsigned g = 0; g < c->n_gangs; g++) {
+		gang_t *gang = &c->gangs[g];
+		gang->whole = rnd(seed, 2);
+		gang->slack = rnd(seed, 4);
+		gang->n_remote =
+		    rnd(seed, 3) ? rnd(seed, 3) : rnd(seed, REMOTE_MAX + 1);
+		for (unsigned r = 0; r < gang->n_remote; r++) {
+			gang->remote_priority[r] =
+			    rnd(seed, 10) ? random_priority(seed) : c->priority;
+			gang->remote_start[r] = (int64_t)rnd(seed, 5);
+			gang->remote_budgets[r] =
+			    rnd(seed, 3) ? 0 : (uint8_t)(1 + rnd(seed, 7));
+		}
+	}
+	for (unsigned i = 0; i < c->n; i++) {
+		const ft_pod_t *p = &c->pods[i];
+		bool holds =
+		    p->has_allocation || p->demand.gpus || p->demand.mig_count;
+		if (p->priority < c->priority && holds ? rnd(seed, 2) == 0
+						       : rnd(seed, 20) == 0)
+			c->gang[i] = (uint8_t)(1 + rnd(seed, c->n_gangs));
+	}
+}
+
 static void case_init(case_t *c, shape_t shape, ft_topology_t *t,
 		      unsigned *seed)
 {
@@ -374,6 +435,7 @@ static void case_init(case_t *c, shape_t shape, ft_topology_t *t,
 	}
 	random_budgets(c, seed);
 	random_demand(c, seed);
+	random_gangs(c, seed);
 }
 
 static void case_dispose(case_t *c)
@@ -420,15 +482,42 @@ static void case_budgets(ft_pdb_view_t *out, const case_t *c,
 				out->of[i][out->n_of[i]++] = (uint8_t)k;
 }
 
+/* The case's gangs as the search reads them (holding i is pod pos[i]). */
+static void case_gangs(ft_gang_view_t *out, const case_t *c,
+		       const unsigned *pos, unsigned n)
+{
+	memset(out, 0, sizeof(*out));
+	out->n_gangs = c->n_gangs;
+	for (unsigned g = 0; g < c->n_gangs; g++) {
+		const gang_t *gang = &c->gangs[g];
+		out->gangs[g] = (ft_victim_gang_t){
+		    gang->whole, gang->slack, out->n_remote, gang->n_remote};
+		for (unsigned r = 0; r < gang->n_remote; r++) {
+			ft_gang_remote_t *m = &out->remote[out->n_remote++];
+			m->priority = gang->remote_priority[r];
+			m->start_time = gang->remote_start[r];
+			for (unsigned k = 0; k < BUDGETS; k++)
+				if (gang->remote_budgets[r] & (1u << k))
+					m->budgets[m->n_budgets++] = (uint8_t)k;
+		}
+	}
+	for (unsigned i = 0; i < n; i++)
+		out->of[i] = c->gang[pos[i]];
+}
+
 typedef struct {
 	uint32_t mask; /* bit j: candidate j is evicted */
+	bool allowed;  /* it disrupts no pod the preemptor does not outrank */
 	ft_victim_cost_t cost;
 } subset_t;
 
 static int by_cost(const void *a, const void *b)
 {
-	return ft_victims_compare(&((const subset_t *)a)->cost,
-				  &((const subset_t *)b)->cost);
+	const subset_t *x = a, *y = b;
+
+	if (x->allowed != y->allowed)
+		return x->allowed ? -1 : 1;
+	return ft_victims_compare(&x->cost, &y->cost);
 }
 
 /* What the reference works over: the node and its candidates. */
@@ -438,25 +527,131 @@ typedef struct {
 	const unsigned *pos; /* holding -> pod position in the case */
 	unsigned n_cand;
 	uint16_t cand[CANDIDATES_MAX + 1]; /* holdings */
+	uint32_t bit_of[POD_MAX]; /* per holding: its candidate's bit */
 	unsigned n_subsets;
 	subset_t *subsets; /* every subset, cheapest first */
 } reference_t;
 
-/* Does the preemptor fit at `level` with the pods of `mask` deleted? */
-static bool fits_without(const reference_t *r, uint32_t mask, ft_level_t level)
+/* A disrupted pod, as the reference ranks it. */
+typedef struct {
+	int32_t priority;
+	int64_t start;
+	unsigned key; /* holding position, or FT_VICTIM_MAX + remote's */
+	uint8_t budgets;
+} disrupted_t;
+
+static int by_importance(const void *a, const void *b)
 {
-	unsigned gone[CANDIDATES_MAX];
-	unsigned n = 0;
+	const disrupted_t *x = a, *y = b;
+
+	if (x->priority != y->priority)
+		return x->priority > y->priority ? -1 : 1;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->key < y->key ? -1 : x->key > y->key;
+}
+
+/*
+ * kube-scheduler's cost of evicting the disrupted pods `v` (n of them):
+ * budgets spent in its order of victims, a pod that takes one below zero a
+ * violation, then the priorities and the start of the earliest of the
+ * highest.
+ */
+static void reference_cost(ft_victim_cost_t *out, const case_t *c,
+			   disrupted_t *v, unsigned n)
+{
+	int32_t spent[BUDGETS] = {0};
+
+	memset(out, 0, sizeof(*out));
+	out->max_priority = INT32_MIN;
+	qsort(v, n, sizeof(*v), by_importance);
+	for (unsigned i = 0; i < n; i++) {
+		bool violates = false;
+		for (unsigned k = 0; c->with_budgets && k < BUDGETS; k++)
+			if (v[i].budgets & (1u << k))
+				violates |= ++spent[k] > c->allowed[k];
+		out->pdb_violations += violates;
+		out->priority_sum +=
+		    (int64_t)v[i].priority + ((int64_t)1 << 31);
+	}
+	out->count = n;
+	if (n) {
+		out->max_priority = v[0].priority;
+		out->earliest_top_start = v[0].start;
+	}
+}
+
+/*
+ * What evicting the candidates of `mask` does: the gangs it breaks, the
+ * holdings it frees (into `freed`, `n_freed` of them) and the cost of every
+ * pod it disrupts. False when it would disrupt a pod the preemptor does not
+ * outrank.
+ */
+static bool disrupts(const reference_t *r, uint32_t mask,
+		     ft_victim_cost_t *cost, uint16_t *freed, unsigned *n_freed)
+{
+	const case_t *c = r->c;
+	disrupted_t v[POD_MAX + GANGS_MAX * REMOTE_MAX];
+	unsigned taken[GANGS_MAX + 1] = {0}, n = 0, first = 0;
+	bool broken[GANGS_MAX + 1] = {false}, allowed = true;
+
+	*n_freed = 0;
+	for (unsigned j = 0; j < r->n_cand; j++)
+		if (mask & (1u << j))
+			taken[c->with_gangs ? c->gang[r->pos[r->cand[j]]]
+					    : 0]++;
+	for (unsigned g = 1; c->with_gangs && g <= c->n_gangs; g++)
+		broken[g] = taken[g] && (c->gangs[g - 1].whole ||
+					 taken[g] > c->gangs[g - 1].slack);
+	for (unsigned i = 0; i < r->node->n_holdings; i++) {
+		unsigned p = r->pos[i];
+		bool evicted = broken[c->with_gangs ? c->gang[p] : 0] ||
+			       (mask & r->bit_of[i]);
+		if (!evicted)
+			continue;
+		freed[(*n_freed)++] = (uint16_t)i;
+		v[n++] = (disrupted_t){c->pods[p].priority,
+				       c->pods[p].start_time, i, c->budgets[p]};
+	}
+	for (unsigned g = 1; c->with_gangs && g <= c->n_gangs; g++) {
+		const gang_t *gang = &c->gangs[g - 1];
+		for (unsigned k = 0; broken[g] && k < gang->n_remote; k++)
+			v[n++] = (disrupted_t){
+			    gang->remote_priority[k], gang->remote_start[k],
+			    FT_VICTIM_MAX + first + k, gang->remote_budgets[k]};
+		first += gang->n_remote;
+	}
+	for (unsigned k = 0; k < n; k++)
+		allowed &= v[k].priority < c->priority;
+	reference_cost(cost, c, v, n);
+	return allowed;
+}
+
+/* Does the preemptor fit at `level` with holdings `freed` deleted? */
+static bool fits_freed(const reference_t *r, const uint16_t *freed,
+		       unsigned n_freed, ft_level_t level)
+{
+	unsigned gone[POD_MAX];
 	ft_node_t *node;
 	bool fits;
 
-	for (unsigned j = 0; j < r->n_cand; j++)
-		if (mask & (1u << j))
-			gone[n++] = r->pos[r->cand[j]];
-	node = case_node(r->c, gone, n, NULL);
+	for (unsigned k = 0; k < n_freed; k++)
+		gone[k] = r->pos[freed[k]];
+	node = case_node(r->c, gone, n_freed, NULL);
 	fits = ft_place_fits_level(node, &r->c->d, level);
 	ft_node_unref(node);
 	return fits;
+}
+
+/* Does the preemptor fit at `level` once the candidates of `mask` go? */
+static bool fits_without(const reference_t *r, uint32_t mask, ft_level_t level)
+{
+	uint16_t freed[POD_MAX];
+	ft_victim_cost_t cost;
+	unsigned n;
+
+	(void)disrupts(r, mask, &cost, freed, &n);
+	return fits_freed(r, freed, n, level);
 }
 
 static bool within(const ft_victim_cost_t *c, const ft_victim_cost_t *limit)
@@ -469,7 +664,7 @@ static bool within(const ft_victim_cost_t *c, const ft_victim_cost_t *limit)
 static const subset_t *cheapest(const reference_t *r, ft_level_t level,
 				const ft_victim_cost_t *limit)
 {
-	for (unsigned k = 0; k < r->n_subsets; k++)
+	for (unsigned k = 0; k < r->n_subsets && r->subsets[k].allowed; k++)
 		if (within(&r->subsets[k].cost, limit) &&
 		    fits_without(r, r->subsets[k].mask, level))
 			return &r->subsets[k];
@@ -477,10 +672,10 @@ static const subset_t *cheapest(const reference_t *r, ft_level_t level,
 }
 
 static void reference_init(reference_t *r, const case_t *c,
-			   const ft_node_t *node, const unsigned *pos,
-			   const ft_pdb_view_t *pdb)
+			   const ft_node_t *node, const unsigned *pos)
 {
-	uint16_t idx[CANDIDATES_MAX];
+	uint16_t freed[POD_MAX];
+	unsigned n_freed;
 
 	memset(r, 0, sizeof(*r));
 	r->c = c;
@@ -488,19 +683,18 @@ static void reference_init(reference_t *r, const case_t *c,
 	r->pos = pos;
 	for (unsigned i = 0; i < node->n_holdings; i++)
 		if (node->holdings[i].priority < c->priority &&
-		    ft_victims_holds_units(&node->holdings[i]))
+		    ft_victims_holds_units(&node->holdings[i])) {
+			r->bit_of[i] = 1u << r->n_cand;
 			r->cand[r->n_cand++] = (uint16_t)i;
+		}
 	assert_true(r->n_cand <= CANDIDATES_MAX);
 	r->n_subsets = 1u << r->n_cand;
 	r->subsets = calloc(r->n_subsets, sizeof(*r->subsets));
 	assert_non_null(r->subsets);
 	for (uint32_t m = 0; m < r->n_subsets; m++) {
-		unsigned n = 0;
-		for (unsigned j = 0; j < r->n_cand; j++)
-			if (m & (1u << j))
-				idx[n++] = r->cand[j];
 		r->subsets[m].mask = m;
-		ft_victims_cost(&r->subsets[m].cost, node, idx, n, pdb);
+		r->subsets[m].allowed =
+		    disrupts(r, m, &r->subsets[m].cost, freed, &n_freed);
 	}
 	qsort(r->subsets, r->n_subsets, sizeof(*r->subsets), by_cost);
 }
@@ -529,15 +723,25 @@ static const subset_t *reference_answer(const reference_t *r, ft_level_t *level)
 	return base;
 }
 
-static uint32_t mask_of(const reference_t *r, const ft_victim_set_t *got)
+/*
+ * Is the set found what it says: its holdings those it evicts with the
+ * members here of the gangs it breaks, costing what it says?
+ */
+static bool consistent(const ft_victim_set_t *got, const ft_node_t *node,
+		       const ft_pdb_view_t *pdb, const ft_gang_view_t *gv,
+		       int32_t priority)
 {
-	uint32_t m = 0;
+	uint16_t broken[FT_GANG_MAX];
+	ft_victim_cost_t cost;
+	unsigned n_broken;
 
-	for (unsigned i = 0; i < got->n; i++)
-		for (unsigned j = 0; j < r->n_cand; j++)
-			if (r->cand[j] == got->holdings[i])
-				m |= 1u << j;
-	return m;
+	if (!ft_victims_cost_gangs(&cost, broken, &n_broken, node,
+				   got->holdings, got->n, pdb, gv, priority))
+		return false;
+	return ft_victims_compare(&cost, &got->cost) == 0 &&
+	       cost.pdb_violations == got->cost.pdb_violations &&
+	       n_broken == got->n_broken &&
+	       !memcmp(broken, got->broken, n_broken * sizeof(broken[0]));
 }
 
 /* Compare the search with the reference; false with c->why when they differ. */
@@ -547,17 +751,22 @@ static bool case_agrees(case_t *c)
 	ft_node_t *node = case_node(c, NULL, 0, pos);
 	const subset_t *want;
 	ft_pdb_view_t pdb;
+	ft_gang_view_t *gv = malloc(sizeof(*gv));
 	ft_victim_set_t got;
 	reference_t r;
 	ft_level_t level;
 
+	assert_non_null(gv);
 	case_budgets(&pdb, c, pos, node->n_holdings);
-	reference_init(&r, c, node, pos, c->with_budgets ? &pdb : NULL);
+	case_gangs(gv, c, pos, node->n_holdings);
+	reference_init(&r, c, node, pos);
 	want = reference_answer(&r, &level);
-	ft_victims_search(&got, node, &c->d, c->priority,
-			  c->with_budgets ? &pdb : NULL);
+	ft_victims_search_gangs(&got, node, &c->d, c->priority,
+				c->with_budgets ? &pdb : NULL,
+				c->with_gangs ? gv : NULL);
 	c->why[0] = '\0';
 	c->victims = want ? want->cost.count : 0;
+	c->broken = got.found ? got.n_broken : 0;
 	if (got.found != (want != NULL))
 		snprintf(c->why, sizeof(c->why), "found %d, reference %d",
 			 got.found, want != NULL);
@@ -569,10 +778,15 @@ static bool case_agrees(case_t *c)
 		    got.cost.count, (long long)got.cost.earliest_top_start,
 		    want->cost.pdb_violations, want->cost.max_priority,
 		    want->cost.count, (long long)want->cost.earliest_top_start);
-	else if (want && !fits_without(&r, mask_of(&r, &got), level))
+	else if (want && !fits_freed(&r, got.holdings, got.n, level))
 		snprintf(c->why, sizeof(c->why),
 			 "the set found does not fit at %s",
 			 ft_level_name(level));
+	else if (want && !consistent(&got, node, c->with_budgets ? &pdb : NULL,
+				     c->with_gangs ? gv : NULL, c->priority))
+		snprintf(
+		    c->why, sizeof(c->why),
+		    "the set found is not the holdings and gangs its cost counts");
 	else if (want && got.level != level)
 		snprintf(c->why, sizeof(c->why), "level %s, reference %s",
 			 ft_level_name(got.level), ft_level_name(level));
@@ -580,6 +794,7 @@ static bool case_agrees(case_t *c)
 		snprintf(c->why, sizeof(c->why), "not exact: %s",
 			 ft_victim_fallback_name(got.fallback));
 	free(r.subsets);
+	free(gv);
 	ft_node_unref(node);
 	return c->why[0] == '\0';
 }
@@ -641,13 +856,25 @@ static void print_case(const case_t *c, unsigned number)
 	printf("  budgets%s: allowed %d %d %d\n",
 	       c->with_budgets ? "" : " (not passed)", c->allowed[0],
 	       c->allowed[1], c->allowed[2]);
+	for (unsigned g = 0; c->with_gangs && g < c->n_gangs; g++) {
+		const gang_t *gang = &c->gangs[g];
+		printf("  gang %u: %s, slack %u, elsewhere:", g + 1,
+		       gang->whole ? "whole" : "elastic", gang->slack);
+		for (unsigned r = 0; r < gang->n_remote; r++)
+			printf(" (priority %d, start %lld, budgets 0x%x)",
+			       gang->remote_priority[r],
+			       (long long)gang->remote_start[r],
+			       gang->remote_budgets[r]);
+		printf("\n");
+	}
 	for (unsigned i = 0; i < c->n; i++) {
 		const ft_pod_t *p = &c->pods[i];
 		if (c->gone[i])
 			continue;
 		printf(
-		    "  pod %s: priority %d, start %lld, budgets 0x%x:", p->uid,
-		    p->priority, (long long)p->start_time, c->budgets[i]);
+		    "  pod %s: priority %d, start %lld, budgets 0x%x, gang %u:",
+		    p->uid, p->priority, (long long)p->start_time,
+		    c->budgets[i], c->with_gangs ? c->gang[i] : 0);
 		if (p->has_allocation)
 			print_units(&p->allocation);
 		else if (p->demand.gpus || p->demand.mig_count)
@@ -675,7 +902,7 @@ typedef struct {
 static void run_shape(const run_t *run, unsigned seed)
 {
 	case_t *c = malloc(sizeof(*c));
-	unsigned evicting = 0, failed = 0;
+	unsigned evicting = 0, failed = 0, gangs = 0, breaking = 0;
 
 	assert_non_null(c);
 	for (unsigned k = 0; k < run->cases && !failed; k++) {
@@ -686,14 +913,19 @@ static void run_shape(const run_t *run, unsigned seed)
 			failed++;
 		}
 		evicting += c->victims > 0;
+		gangs += c->with_gangs;
+		breaking += c->broken > 0;
 		case_dispose(c);
 	}
 	free(c);
-	printf("    %s: %u cases, %u evict, %u disagree\n",
-	       shape_names[run->shape], run->cases, evicting, failed);
+	printf("    %s: %u cases, %u evict, %u with gangs, %u break one, %u "
+	       "disagree\n",
+	       shape_names[run->shape], run->cases, evicting, gangs, breaking,
+	       failed);
 	assert_int_equal(failed, 0);
 	/* The random cases are not all trivial. */
 	assert_true(evicting > run->cases / 10);
+	assert_true(breaking * 50 > evicting); /* 2 % of answers break gangs */
 }
 
 static void test_victims_oracle__a100(void **state)
