@@ -21,7 +21,7 @@ declare -A stage_of=(
 	[buf]=base [clock]=base [error]=base [file]=base [latch]=base [log]=base
 	[cluster]=core [cpuset]=core [dra]=core [frag]=core [mig]=core
 	[noderules]=core [pdb]=core [place]=core [policy]=core [selector]=core
-	[topology]=core [victims]=core
+	[topology]=core [victims]=core [gang]=core
 	[arena]=codec [codec]=codec [debugview]=codec [decision]=codec
 	[sharing]=codec [yamljson]=codec
 	[config]=config [kube]=kube [discover]=discover [server]=server

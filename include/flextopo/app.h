@@ -37,6 +37,12 @@ typedef struct ft_app {
 	ft_informer_t *slice_informer; /* resource.k8s.io/v1, when served */
 	ft_informer_t *claim_informer;
 	ft_informer_t *class_informer; /* DeviceClasses; NULL when dra is off */
+	/* PodGroups of the Workload API and of coscheduling, when served. */
+	ft_informer_t *workload_group_informer;
+	ft_informer_t *cosched_group_informer;
+	/* gangLabelKeys split (opts.gang_label_keys points into it). */
+	char *gang_keys;
+	const char *gang_key_list[FT_CONFIG_GANG_LABEL_KEYS];
 	struct ft_upkeep *upkeep; /* upkeep.h; NULL in snapshot-file mode */
 	ft_server_t *server;
 	ft_server_t *debug_server;   /* NULL unless debugListen is set */
@@ -92,6 +98,16 @@ typedef struct ft_preempt_choice {
 					 victims passed, or victims chosen */
 	unsigned n;		      /* FT_PREEMPT_VICTIMS: victims, ... */
 	unsigned pdb_violations; /* ... the budgets they break (victims.h) */
+	/*
+	 * FT_PREEMPT_VICTIMS: their cost over every pod they disrupt
+	 * (victims.h: each broken gang's running members counted whole),
+	 * the gangs they break, how many pods those run, and their names,
+	 * "ns/name, ns/name" (cut to fit).
+	 */
+	ft_victim_cost_t cost;
+	unsigned n_broken;
+	unsigned gang_pods;
+	char gangs[FT_DECISION_MESSAGE];
 	ft_preempt_victim_t victims[FT_PREEMPT_VICTIMS_MAX]; /* by descending
 								priority */
 } ft_preempt_choice_t;

@@ -22,6 +22,7 @@
 
 #include "policy.h"
 #include "cpuset.h"
+#include "gang.h"
 #include "noderules.h"
 #include "topology.h"
 
@@ -247,6 +248,17 @@ typedef struct ft_pod {
 	 * memory, whatever its allocation, observed units or demand say.
 	 */
 	bool devices_by_claims;
+	/*
+	 * The pod's gang (gang.h): its source and name in the pod's namespace
+	 * (a PodGroup's name, or "<label key>=<value>" for FT_GANG_LABEL).
+	 * Owned; NULL with FT_GANG_NONE. A reference that names no valid gang
+	 * leaves the pod its own unit, and gang_error says why
+	 * ("label scheduling.x-k8s.io/pod-group: \"A_b\" is not a DNS
+	 * subdomain").
+	 */
+	ft_gang_source_t gang_source;
+	char *gang;
+	char *gang_error;
 } ft_pod_t;
 
 void ft_pod_dispose(ft_pod_t *pod);

@@ -38,6 +38,12 @@ typedef struct ft_codec_options {
 	const ft_mig_catalog_t
 	    *mig_catalog;	/* MIG layouts checked; may be NULL */
 	const char *dra_driver; /* "gpu.nvidia.com" (dra.h) */
+	/*
+	 * Label keys read as all-or-nothing gangs (gang.h, FT_GANG_LABEL),
+	 * in order; borrowed, NULL or n_gang_label_keys 0 for none.
+	 */
+	const char *const *gang_label_keys;
+	unsigned n_gang_label_keys;
 } ft_codec_options_t;
 
 /*
@@ -82,6 +88,17 @@ int ft_codec_pod_decode(ft_pod_t *out, const cJSON *pod,
  * (as policy/v1 does for a null selector). FT_EINVAL naming the field.
  */
 int ft_codec_pdb_decode(ft_pdb_t *out, const cJSON *pdb);
+
+/*
+ * Decode a PodGroup of the Workload API (apiVersion scheduling.k8s.io/...)
+ * or of coscheduling (scheduling.x-k8s.io/...), told apart by apiVersion
+ * (gang.h). FT_EINVAL naming the object and the field: no metadata.name, an
+ * unknown apiVersion, no gang minimum (Workload API: neither
+ * spec.schedulingPolicy.gang.minCount nor spec.schedulingPolicy.basic;
+ * coscheduling: no spec.minMember), a negative one, or a disruptionMode
+ * other than Pod and PodGroup. FT_ENOMEM.
+ */
+int ft_codec_pod_group_decode(ft_pod_group_t *out, const cJSON *group);
 
 /*
  * Decode a resource.k8s.io/v1 ResourceSlice or ResourceClaim (dra.h).
@@ -311,6 +328,8 @@ int ft_codec_preempt_reply_new(ft_preempt_reply_t **out);
 int ft_codec_preempt_reply_node(ft_preempt_reply_t *r, const char *node,
 				const char *const *uids, unsigned n,
 				unsigned pdb_violations);
+/* Take node `node` out of the reply again (no-op when absent). */
+void ft_codec_preempt_reply_drop(ft_preempt_reply_t *r, const char *node);
 /* Print and free; *out is a heap string. */
 int ft_codec_preempt_reply_finish(char **out, ft_preempt_reply_t *r);
 void ft_codec_preempt_reply_free(ft_preempt_reply_t *r);

@@ -74,7 +74,14 @@ typedef struct ft_config {
 	char *webhook_listen;
 	char *webhook_cert_file;
 	char *webhook_key_file;
+	/*
+	 * Label keys read as all-or-nothing gangs (gang.h), comma-separated,
+	 * at most FT_CONFIG_GANG_LABEL_KEYS; "" = none.
+	 */
+	char *gang_label_keys;
 } ft_config_t;
+
+#define FT_CONFIG_GANG_LABEL_KEYS 8
 
 /* Fill `out` with the defaults; strings are heap copies. FT_ENOMEM. */
 int ft_config_init(ft_config_t *out);

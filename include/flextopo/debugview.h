@@ -86,10 +86,11 @@ int ft_codec_debug_decisions(char **out, const ft_decision_t *d, unsigned n,
 typedef struct ft_debug_pod {
 	const char *ns;
 	const char *name;
-	const char *uid;	     /* NULL when unknown */
-	const ft_pod_t *pod;	     /* as the state has it, or NULL */
-	const ft_node_t *node;	     /* node of `holding`, or NULL */
-	const ft_holding_t *holding; /* what it holds there, or NULL */
+	const char *uid;		/* NULL when unknown */
+	const ft_pod_t *pod;		/* as the state has it, or NULL */
+	const ft_gang_describe_t *gang; /* its gang, or NULL (gang.h) */
+	const ft_node_t *node;		/* node of `holding`, or NULL */
+	const ft_holding_t *holding;	/* what it holds there, or NULL */
 	const ft_decision_t *decisions;
 	unsigned n_decisions;
 } ft_debug_pod_t;
@@ -100,7 +101,8 @@ typedef struct ft_debug_pod {
  * uuids and cpuset flextopo-node reported, its "node", "source" and
  * "held": whether it is for the pod's node), "observedError", and
  * "drifted" with "drift": {"expected", "actual"} as the annotations name
- * the units (ft_pod_drifted, cluster.h).
+ * the units (ft_pod_drifted, cluster.h), and "gang": its source, name,
+ * PodGroup rules and running members, or null.
  */
 int ft_codec_debug_pod(char **out, const ft_debug_pod_t *view);
 

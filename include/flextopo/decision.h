@@ -33,7 +33,7 @@
 #define FT_DECISION_MESSAGE 192 /* the decision's summary or error */
 
 /* sizeof(ft_decision_t) on LP64 (decisions.h counts the ring's bytes). */
-#define FT_DECISION_BYTES 5912
+#define FT_DECISION_BYTES 6168
 
 /* The extender verbs, also the label of the request metrics. */
 typedef enum {
@@ -73,6 +73,11 @@ typedef struct ft_decision_node {
 	int8_t score;  /* prioritize 0..10; -1 otherwise */
 	bool exact;    /* preempt: the victim search was exhaustive */
 	uint32_t n_victims; /* preempt: victims on this node (all of them) */
+	/*
+	 * preempt, kept rows: the pods the victims disrupt (victims.h), every
+	 * running member of a gang they break included.
+	 */
+	uint32_t n_disrupted;
 } ft_decision_node_t;
 
 typedef struct ft_decision_victim {
@@ -116,6 +121,11 @@ typedef struct ft_decision {
 	char uid[FT_DECISION_UID];
 	char node[FT_DECISION_NAME]; /* bind: the node; prioritize: the best */
 	char message[FT_DECISION_MESSAGE];
+	/*
+	 * preempt: the gangs the kept rows' victims break, "node: ns/name,
+	 * ns/name; node: ..." ("" when none; cut to fit).
+	 */
+	char gangs[FT_DECISION_MESSAGE];
 	ft_decision_placement_t placement;
 	ft_decision_node_t nodes[FT_DECISION_NODES];
 	ft_decision_victim_t victims[FT_DECISION_VICTIMS];
@@ -151,6 +161,13 @@ void ft_decision_add_score(ft_decision_t *d, const char *node, int score);
  * searched on its own thread) to `d`, as if they had been added to it.
  */
 void ft_decision_merge(ft_decision_t *d, const ft_decision_t *from);
+
+/*
+ * The gangs that the victims kept on `node` break, "ns/name, ns/name",
+ * appended to d->gangs as "node: ...".
+ */
+void ft_decision_add_gangs(ft_decision_t *d, const char *node,
+			   const char *gangs);
 
 /* A victim on row `row` (a value returned by ft_decision_add_node). */
 void ft_decision_add_victim(ft_decision_t *d, const ft_decision_node_t *row,

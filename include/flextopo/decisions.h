@@ -14,9 +14,9 @@
  *   ft_decisions_footprint(capacity)
  *     = FT_DECISIONS_HEADER_BYTES + capacity * sizeof(ft_decision_t)
  *
- * which on LP64 (x86-64, arm64) is 128 + capacity * 5912 bytes
- * (FT_DECISION_BYTES): 6,054,016 bytes (5.77 MiB) at the default capacity of
- * 1024, and 6,199,181,440 bytes (5.77 GiB) at 1048576, the largest capacity
+ * which on LP64 (x86-64, arm64) is 128 + capacity * 6168 bytes
+ * (FT_DECISION_BYTES): 6,316,160 bytes (6.02 MiB) at the default capacity of
+ * 1024, and 6,467,616,896 bytes (6.02 GiB) at 1048576, the largest capacity
  * the configuration accepts. Those are the bytes requested from malloc in
  * two blocks (plus the allocator's few bytes of overhead per block); the
  * ring is allocated whole at start, so the figure is also the steady state.

@@ -36,7 +36,7 @@ typedef enum {
 
 /*
  * Set the calling thread's last error message (printf-style, truncated to
- * 511 bytes). Returns `code` so that a caller can write
+ * 1023 bytes). Returns `code` so that a caller can write
  * `return ft_error_set(FT_EINVAL, "...")`.
  */
 int ft_error_set(int code, const char *fmt, ...)

@@ -47,6 +47,9 @@
  *   resource_claims_allocated               gauges (dra.h)
  *   dra_preemption_refused_total            counter: DRA nodes dropped by
  *                                           preempt for a GPU shortage
+ *   preemption_gang_pods_disrupted_total    counter: running members of
+ *                                           the gangs the answered
+ *                                           victims break
  *   decision_log_records, decision_log_capacity, decision_log_bytes gauges
  *   decisions_total                         counter
  *   gpu_capacity_free, gpu_fragmentation    gauges, GPUs over all nodes:
@@ -113,6 +116,12 @@ void ft_metrics_preempt(ft_metrics_t *m, ft_affinity_mode_t mode,
 
 /* A DRA node dropped by preempt for a GPU shortage (preempt.c). */
 void ft_metrics_dra_preemption_refused(ft_metrics_t *m);
+
+/*
+ * The running members of the gangs that one node's answered victims break
+ * (preempt.c).
+ */
+void ft_metrics_gang_pods_disrupted(ft_metrics_t *m, unsigned pods);
 
 /* One victim search of the preempt verb, by its fallback (victims.h). */
 void ft_metrics_victim_search(ft_metrics_t *m, ft_victim_fallback_t fallback);

@@ -47,6 +47,14 @@ void ft_state_delete_pod(ft_state_t *state, const cJSON *pod);
 
 /* Apply or delete a policy/v1 PodDisruptionBudget. */
 void ft_state_apply_pdb(ft_state_t *state, const cJSON *pdb);
+/*
+ * A PodGroup of either API (gang.h), told apart by its apiVersion. One that
+ * does not decode (no gang minimum, a negative one, an unknown disruption
+ * mode) is logged with its name and the field, and its pods are their own
+ * units until a good one replaces it; the watch goes on.
+ */
+void ft_state_apply_pod_group(ft_state_t *state, const cJSON *group);
+void ft_state_delete_pod_group(ft_state_t *state, const cJSON *group);
 void ft_state_delete_pdb(ft_state_t *state, const cJSON *pdb);
 
 /*
@@ -104,7 +112,10 @@ typedef enum {
 	FT_KIND_SLICE = 3, /* resource.k8s.io/v1 ResourceSlice */
 	FT_KIND_CLAIM = 4, /* resource.k8s.io/v1 ResourceClaim */
 	FT_KIND_CLASS = 5, /* resource.k8s.io/v1 DeviceClass */
-	FT_KIND_COUNT = 6,
+	/* PodGroups (gang.h): the Workload API's, coscheduling's */
+	FT_KIND_WORKLOAD_GROUP = 6, /* scheduling.k8s.io/v1alpha2 */
+	FT_KIND_COSCHED_GROUP = 7,  /* scheduling.x-k8s.io/v1alpha1 */
+	FT_KIND_COUNT = 8,
 } ft_kind_t;
 void ft_state_replace_begin(ft_state_t *state, ft_kind_t kind);
 void ft_state_replace_end(ft_state_t *state, ft_kind_t kind);
@@ -247,6 +258,26 @@ void ft_state_confirm(ft_state_t *state, const char *uid);
  */
 void ft_state_pdb_view(ft_state_t *state, const ft_node_t *node,
 		       ft_pdb_view_t *out);
+
+/*
+ * The budgets and the gangs of `node`'s holdings for
+ * ft_victims_search_gangs(), from the state as it stands: the budgets as
+ * ft_state_pdb_view() gives them, with those that the gangs' members on
+ * other nodes match; the gangs with their rules (ft_gang_rules) and their
+ * running members elsewhere: bound (or assumed) to another node and not
+ * finished. A gang past the view's bounds sets gangs->truncated. FT_ENOMEM
+ * leaves both views truncated.
+ */
+void ft_state_victim_views(ft_state_t *state, const ft_node_t *node,
+			   ft_pdb_view_t *pdb, ft_gang_view_t *gangs);
+
+/*
+ * The gang of the pod `uid` as the victim search reads it, into `out`
+ * (gang.h): its source and name, its PodGroup's rules, and its running
+ * members. False when the state does not know the pod.
+ */
+bool ft_state_describe_gang(ft_state_t *state, const char *uid,
+			    ft_gang_describe_t *out);
 
 /*
  * A conflict found in the annotations (ft_conflict_t, cluster.h): two pods

@@ -66,8 +66,9 @@ typedef struct ft_pdb_view {
 	 * FT_VICTIM_MAX. The search then reports FT_VICTIM_PDB_LIMIT.
 	 */
 	bool truncated;
-	int32_t allowed[FT_PDB_MAX]; /* status.disruptionsAllowed */
-	uint8_t n_of[FT_VICTIM_MAX]; /* per holding: budgets matched */
+	int32_t allowed[FT_PDB_MAX];	    /* status.disruptionsAllowed */
+	const ft_pdb_t *budget[FT_PDB_MAX]; /* which, borrowed: for building */
+	uint8_t n_of[FT_VICTIM_MAX];	    /* per holding: budgets matched */
 	uint8_t of[FT_VICTIM_MAX][FT_PDB_PER_POD];
 } ft_pdb_view_t;
 
@@ -79,6 +80,18 @@ typedef struct ft_pdb_view {
 void ft_victims_pdb_view(ft_pdb_view_t *out, const ft_node_t *node,
 			 const ft_pod_t *const *pods,
 			 const ft_pdb_t *const *budgets, unsigned n_budgets);
+
+/*
+ * The budgets of `budgets` that `pod`, a gang member on another node,
+ * matches, added to `view` where it lacks them: their indexes into `out`
+ * (room for FT_PDB_PER_POD, ft_gang_remote_t.budgets), their count
+ * returned. Sets view->truncated when some do not fit. Call while the
+ * budgets the view borrows live.
+ */
+unsigned ft_victims_pdb_view_match(ft_pdb_view_t *view, uint8_t *out,
+				   const ft_pod_t *pod,
+				   const ft_pdb_t *const *budgets,
+				   unsigned n_budgets);
 
 /* Why a search is not exact; the first reason met is kept. */
 typedef enum {

@@ -31,6 +31,23 @@ static void options_from_config(ft_codec_options_t *out, const ft_config_t *cfg)
 	out->dra_driver = cfg->dra_driver;
 }
 
+/* gangLabelKeys, split at its commas into the codec's options. */
+static int gang_keys_from_config(ft_app_t *app)
+{
+	char *save = NULL;
+	unsigned n = 0;
+
+	if (!(app->gang_keys = strdup(app->cfg.gang_label_keys)))
+		return ft_error_set(FT_ENOMEM, "out of memory");
+	for (char *key = strtok_r(app->gang_keys, ",", &save);
+	     key && n < FT_CONFIG_GANG_LABEL_KEYS;
+	     key = strtok_r(NULL, ",", &save))
+		app->gang_key_list[n++] = key;
+	app->opts.gang_label_keys = app->gang_key_list;
+	app->opts.n_gang_label_keys = n;
+	return 0;
+}
+
 int ft_app_init(ft_app_t *app)
 {
 	ft_log_level_t level;
@@ -40,7 +57,8 @@ int ft_app_init(ft_app_t *app)
 		return rc;
 	ft_log_set_level(level);
 	options_from_config(&app->opts, &app->cfg);
-	if ((rc = ft_codec_mig_catalog_builtin(&app->mig_catalog)) < 0)
+	if ((rc = gang_keys_from_config(app)) < 0 ||
+	    (rc = ft_codec_mig_catalog_builtin(&app->mig_catalog)) < 0)
 		return rc;
 	app->opts.mig_catalog = &app->mig_catalog;
 	if ((rc = ft_decisions_new(&app->decisions,
@@ -66,6 +84,8 @@ void ft_app_dispose(ft_app_t *app)
 	ft_informer_free(app->slice_informer);
 	ft_informer_free(app->claim_informer);
 	ft_informer_free(app->class_informer);
+	ft_informer_free(app->workload_group_informer);
+	ft_informer_free(app->cosched_group_informer);
 	ft_upkeep_free(app->upkeep);
 	ft_kube_client_free(app->kube);
 	ft_state_free(app->state);
@@ -73,6 +93,7 @@ void ft_app_dispose(ft_app_t *app)
 	ft_decisions_free(app->decisions);
 	ft_metrics_free(app->metrics);
 	ft_config_dispose(&app->cfg);
+	free(app->gang_keys);
 	memset(app, 0, sizeof(*app));
 }
 
@@ -93,7 +114,7 @@ static bool kind_synced(char *kinds, size_t size, const ft_informer_t *informer,
 bool ft_app_in_sync(const ft_app_t *app, char *why, size_t size)
 {
 	char kinds[128] = "";
-	bool nodes, pods, pdbs, slices, claims, classes;
+	bool nodes, pods, pdbs, slices, claims, classes, groups;
 
 	if (why && size)
 		why[0] = '\0';
@@ -121,7 +142,13 @@ bool ft_app_in_sync(const ft_app_t *app, char *why, size_t size)
 	classes = !app->class_informer ||
 		  kind_synced(kinds, sizeof(kinds), app->class_informer,
 			      "deviceclasses");
-	if (nodes && pods && pdbs && slices && claims && classes)
+	groups = (!app->workload_group_informer ||
+		  kind_synced(kinds, sizeof(kinds),
+			      app->workload_group_informer, "podgroups")) &&
+		 (!app->cosched_group_informer ||
+		  kind_synced(kinds, sizeof(kinds), app->cosched_group_informer,
+			      "coscheduling podgroups"));
+	if (nodes && pods && pdbs && slices && claims && classes && groups)
 		return true;
 	if (why && size)
 		snprintf(
@@ -162,9 +189,11 @@ static int load_items(ft_app_t *app, const cJSON *items, const char *path)
 			ft_state_apply_claim(app->state, item);
 		else if (strcmp(kind, "DeviceClass") == 0)
 			ft_state_apply_class(app->state, item);
+		else if (strcmp(kind, "PodGroup") == 0)
+			ft_state_apply_pod_group(app->state, item);
 		else
 			FT_LOG_WARN_MSG(
-			    "%s: items[%u]: kind \"%s\" ignored (Node, Pod, PodDisruptionBudget, ResourceSlice, ResourceClaim and DeviceClass are read)",
+			    "%s: items[%u]: kind \"%s\" ignored (Node, Pod, PodDisruptionBudget, ResourceSlice, ResourceClaim, DeviceClass and PodGroup are read)",
 			    path, i, kind);
 		i++;
 	}
@@ -319,8 +348,47 @@ static void classes_apply(ft_watch_event_t type, const cJSON *obj,
 		ft_state_apply_class(app->state, obj);
 }
 
+static void workload_groups_begin(void *payload)
+{
+	ft_state_replace_begin(((ft_app_t *)payload)->state,
+			       FT_KIND_WORKLOAD_GROUP);
+}
+
+static void workload_groups_end(void *payload)
+{
+	ft_state_replace_end(((ft_app_t *)payload)->state,
+			     FT_KIND_WORKLOAD_GROUP);
+}
+
+static void cosched_groups_begin(void *payload)
+{
+	ft_state_replace_begin(((ft_app_t *)payload)->state,
+			       FT_KIND_COSCHED_GROUP);
+}
+
+static void cosched_groups_end(void *payload)
+{
+	ft_state_replace_end(((ft_app_t *)payload)->state,
+			     FT_KIND_COSCHED_GROUP);
+}
+
+/* Either API's PodGroups: the object's apiVersion tells them apart. */
+static void groups_apply(ft_watch_event_t type, const cJSON *obj, void *payload)
+{
+	ft_app_t *app = payload;
+
+	if (type == FT_WATCH_DELETED)
+		ft_state_delete_pod_group(app->state, obj);
+	else
+		ft_state_apply_pod_group(app->state, obj);
+}
+
 static const ft_informer_handler_t pdb_handler = {pdbs_begin, pdbs_apply,
 						  pdbs_end};
+static const ft_informer_handler_t workload_group_handler = {
+    workload_groups_begin, groups_apply, workload_groups_end};
+static const ft_informer_handler_t cosched_group_handler = {
+    cosched_groups_begin, groups_apply, cosched_groups_end};
 static const ft_informer_handler_t slice_handler = {slices_begin, slices_apply,
 						    slices_end};
 static const ft_informer_handler_t claim_handler = {claims_begin, claims_apply,
@@ -376,6 +444,31 @@ int ft_app_connect(ft_app_t *app)
 	return rc;
 }
 
+/*
+ * PodGroups of the Workload API (scheduling.k8s.io/v1alpha2, alpha in
+ * v1.36, served only with the GenericWorkload gate) and of coscheduling
+ * (scheduling.x-k8s.io/v1alpha1, a CRD): a group the API server does not
+ * serve is a complete empty list, asked for again every
+ * watchBackoffMaxMs, so a CRD installed later is found.
+ */
+static int start_gang_watch(ft_app_t *app)
+{
+	int rc;
+
+	if ((rc = ft_informer_start_optional(
+		 &app->workload_group_informer, app->kube,
+		 "/apis/scheduling.k8s.io/v1alpha2/podgroups",
+		 &workload_group_handler, app,
+		 app->cfg.watch_backoff_initial_ms,
+		 app->cfg.watch_backoff_max_ms)) < 0)
+		return rc;
+	return ft_informer_start_optional(
+	    &app->cosched_group_informer, app->kube,
+	    "/apis/scheduling.x-k8s.io/v1alpha1/podgroups",
+	    &cosched_group_handler, app, app->cfg.watch_backoff_initial_ms,
+	    app->cfg.watch_backoff_max_ms);
+}
+
 static int start_watch(ft_app_t *app)
 {
 	int rc;
@@ -399,6 +492,8 @@ static int start_watch(ft_app_t *app)
 				    app->cfg.watch_backoff_max_ms)) < 0)
 		return rc;
 	if (app->cfg.dra && (rc = start_dra_watch(app)) < 0)
+		return rc;
+	if ((rc = start_gang_watch(app)) < 0)
 		return rc;
 	return ft_upkeep_start(&app->upkeep, app);
 }

@@ -422,6 +422,7 @@ static int pod_view(char **body, ft_app_t *app, const ft_snapshot_t *snap,
 		    ft_debug_pod_t *v, ft_decision_t *decisions)
 {
 	char uid[FT_DECISION_UID];
+	ft_gang_describe_t gang;
 	ft_pod_t pod;
 	bool have_pod = false;
 	int rc;
@@ -437,6 +438,9 @@ static int pod_view(char **body, ft_app_t *app, const ft_snapshot_t *snap,
 		v->uid = uid;
 		have_pod = ft_state_find_pod(app->state, uid, &pod) == 0;
 		v->pod = have_pod ? &pod : NULL;
+		if (ft_state_describe_gang(app->state, uid, &gang) &&
+		    (gang.source != FT_GANG_NONE || gang.error[0]))
+			v->gang = &gang;
 		v->n_decisions =
 		    ft_decisions_for_pod(decisions, POD_DECISIONS_MAX,
 					 app->decisions, NULL, NULL, uid);

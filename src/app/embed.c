@@ -52,11 +52,14 @@ struct ft_embed_pod {
 typedef void (*feed_fn)(ft_state_t *state, const cJSON *obj);
 
 static const feed_fn apply_fns[FT_KIND_COUNT] = {
-    ft_state_apply_node,  ft_state_apply_pod,	ft_state_apply_pdb,
-    ft_state_apply_slice, ft_state_apply_claim, ft_state_apply_class};
+    ft_state_apply_node,      ft_state_apply_pod,      ft_state_apply_pdb,
+    ft_state_apply_slice,     ft_state_apply_claim,    ft_state_apply_class,
+    ft_state_apply_pod_group, ft_state_apply_pod_group};
 static const feed_fn delete_fns[FT_KIND_COUNT] = {
-    ft_state_delete_node,  ft_state_delete_pod,	  ft_state_delete_pdb,
-    ft_state_delete_slice, ft_state_delete_claim, ft_state_delete_class};
+    ft_state_delete_node,      ft_state_delete_pod,	 ft_state_delete_pdb,
+    ft_state_delete_slice,     ft_state_delete_claim,	 ft_state_delete_class,
+    ft_state_delete_pod_group, ft_state_delete_pod_group};
+_Static_assert(FT_KIND_COUNT == 8, "a feed function per kind");
 
 int ft_embed_new(ft_embed_t **out, const char *config_path)
 {

@@ -41,6 +41,7 @@ struct ft_metrics {
 	atomic_ullong preempt_victims[2];
 	atomic_ullong victim_searches[FT_VICTIM_FALLBACKS];
 	atomic_ullong dra_preemption_refused;
+	atomic_ullong gang_pods_disrupted;
 	atomic_ullong binds[FT_BIND_RESULTS];
 	atomic_ullong bind_levels[FT_LEVEL_COUNT];
 };
@@ -101,6 +102,12 @@ void ft_metrics_dra_preemption_refused(ft_metrics_t *m)
 {
 	if (m)
 		add(&m->dra_preemption_refused, 1);
+}
+
+void ft_metrics_gang_pods_disrupted(ft_metrics_t *m, unsigned pods)
+{
+	if (m)
+		add(&m->gang_pods_disrupted, pods);
 }
 
 void ft_metrics_bind(ft_metrics_t *m, ft_bind_result_t result, ft_level_t level)
@@ -276,6 +283,11 @@ static void write_preemption(ft_buf_t *b, ft_metrics_t *m)
 	    "Candidate DRA nodes preempt dropped for a GPU shortage: ResourceClaims hold their GPUs, and kube-scheduler v1.36 cannot preempt for DRA devices (KEP-5690).");
 	sample_uint(b, "dra_preemption_refused_total", NULL, NULL,
 		    get(&m->dra_preemption_refused));
+	family(
+	    b, "preemption_gang_pods_disrupted_total", "counter",
+	    "Pods of the gangs that the victims answered by preempt break: every running member of each broken gang, on any node, once per candidate node answered (victims.h).");
+	sample_uint(b, "preemption_gang_pods_disrupted_total", NULL, NULL,
+		    get(&m->gang_pods_disrupted));
 }
 
 static void write_binds(ft_buf_t *b, ft_metrics_t *m)

@@ -14,6 +14,14 @@
  * A search that may not have found the cheapest set says why in the
  * decision log and in the metric victim_searches_total.
  *
+ * Gangs (gang.h) are costed whole: a set that breaks one disrupts every
+ * running member, on any node, and names its members on the node as
+ * victims too. kube-scheduler picks one node among those answered by its
+ * own ranking of their victims, which cannot see gangs; so where a kept
+ * node's set breaks a gang, only the nodes of the least gang-aware cost
+ * are answered (ties kept), and kube-scheduler's pick is one of them. The
+ * preemptor gets a Normal Event "PreemptionBreaksGangs" naming them.
+ *
  * On a DRA node (dra.h) claims hold the GPUs, and kube-scheduler v1.36
  * cannot preempt for DRA devices (KEP-5690): a GPU shortage there is
  * dropped with a reason in the decision log, a Warning Event
@@ -88,6 +96,10 @@ static const char *fallback_reason(ft_victim_fallback_t f)
 		return "visit limit reached, best set found kept)";
 	case FT_VICTIM_PDB_LIMIT:
 		return "some PodDisruptionBudgets not counted)";
+	case FT_VICTIM_GANG_LIMIT:
+		return "some gang members elsewhere not counted)";
+	case FT_VICTIM_NO_MEMORY:
+		return "out of memory, best set found kept)";
 	default:
 		return ")";
 	}
@@ -189,16 +201,53 @@ static bool dra_gpu_shortage(ft_app_t *app, const ft_node_t *node,
 	return true;
 }
 
+/* A holding of gang `g` (0-based) of view `gv`, or NULL. */
+static const ft_holding_t *gang_member(const ft_node_t *node,
+				       const ft_gang_view_t *gv, unsigned g)
+{
+	for (unsigned i = 0; i < node->n_holdings && i < FT_VICTIM_MAX; i++)
+		if (gv->of[i] == g + 1)
+			return &node->holdings[i];
+	return NULL;
+}
+
+/*
+ * The gangs `broken` (n of them, of view `gv`) by name into out->gangs,
+ * and the pods they run into out->gang_pods.
+ */
+static void name_gangs(ft_preempt_choice_t *out, ft_app_t *app,
+		       const ft_node_t *node, const ft_gang_view_t *gv,
+		       const uint16_t *broken, unsigned n)
+{
+	ft_gang_describe_t g;
+	size_t used = 0;
+
+	out->gangs[0] = '\0';
+	out->n_broken = n;
+	out->gang_pods = 0;
+	for (unsigned k = 0; k < n; k++) {
+		const ft_holding_t *h = gang_member(node, gv, broken[k]);
+		if (!h || !ft_state_describe_gang(app->state, h->uid, &g))
+			continue;
+		out->gang_pods += g.running;
+		if (used < sizeof(out->gangs))
+			used += (size_t)snprintf(
+			    out->gangs + used, sizeof(out->gangs) - used,
+			    "%s%s (%s)", used ? ", " : "", g.name,
+			    ft_gang_source_name(g.source));
+	}
+}
+
 /* The search's set on a node where it found one, with its decision row. */
 static void choose(ft_preempt_choice_t *out, ft_app_t *app,
 		   const ft_node_t *node, const ft_pod_t *pod,
 		   const ft_preempt_node_t *n, const ft_victim_set_t *set,
-		   const ft_pdb_view_t *pdb, ft_decision_t *dec)
+		   const ft_pdb_view_t *pdb, const ft_gang_view_t *gv,
+		   ft_decision_t *dec)
 {
-	ft_victim_cost_t cost;
 	ft_decision_node_t *row;
-	uint16_t idx[FT_PREEMPT_VICTIMS_MAX];
-	unsigned n_idx;
+	uint16_t idx[FT_PREEMPT_VICTIMS_MAX], broken[FT_GANG_MAX];
+	unsigned n_idx, n_broken = 0;
 	char reason[160];
 
 	n_idx = ft_victims_with_proposed(idx, FT_PREEMPT_VICTIMS_MAX, node, set,
@@ -208,10 +257,15 @@ static void choose(ft_preempt_choice_t *out, ft_app_t *app,
 		pass_through(out, n, "fits without eviction", pod->name, dec);
 		return;
 	}
-	/* Budgets are counted over every victim of the reply. */
-	ft_victims_cost(&cost, node, idx, n_idx, pdb);
+	/*
+	 * Budgets and gangs are counted over every victim of the reply: a
+	 * proposed victim the model does not track may be a gang's too.
+	 */
+	(void)ft_victims_cost_gangs(&out->cost, broken, &n_broken, node, idx,
+				    n_idx, pdb, gv, INT32_MAX);
+	name_gangs(out, app, node, gv, broken, n_broken);
 	out->outcome = FT_PREEMPT_VICTIMS;
-	out->pdb_violations = cost.pdb_violations;
+	out->pdb_violations = out->cost.pdb_violations;
 	snprintf(reason, sizeof(reason), "level %s%s%s",
 		 ft_level_name(set->level), set->exact ? "" : " (not exact: ",
 		 set->exact ? "" : fallback_reason(set->fallback));
@@ -223,7 +277,10 @@ static void choose(ft_preempt_choice_t *out, ft_app_t *app,
 		row->level = (uint8_t)set->level;
 		row->exact = set->exact;
 		row->n_victims = out->n;
+		row->n_disrupted = out->cost.count;
 	}
+	if (out->n_broken)
+		ft_decision_add_gangs(dec, n->name, out->gangs);
 	note_victims(dec, row, node, out);
 }
 
@@ -233,12 +290,13 @@ void ft_app_preempt_decide(ft_preempt_choice_t *out, ft_app_t *app,
 {
 	const ft_node_t *node = ft_snapshot_find(snap, n->name);
 	ft_demand_t demand = pod->demand;
+	ft_gang_view_t *gangs = NULL;
 	ft_pdb_view_t pdb;
 	ft_victim_set_t set;
 	char reason[160];
 
 	out->outcome = FT_PREEMPT_DROPPED;
-	out->n = out->pdb_violations = 0;
+	out->n = out->pdb_violations = out->n_broken = out->gang_pods = 0;
 	if (!node || !node->topology) {
 		pass_through(out, n, "no topology for this node", pod->name,
 			     dec);
@@ -251,13 +309,24 @@ void ft_app_preempt_decide(ft_preempt_choice_t *out, ft_app_t *app,
 	if (node->dra && wants_gpus(&demand) &&
 	    dra_gpu_shortage(app, node, pod, &demand, dec))
 		return;
-	ft_state_pdb_view(app->state, node, &pdb);
-	ft_victims_search(&set, node, &demand, pod->priority, &pdb);
+	/* Out of memory leaves the gangs out: the search says so. */
+	if ((gangs = malloc(sizeof(*gangs))))
+		ft_state_victim_views(app->state, node, &pdb, gangs);
+	else
+		ft_state_pdb_view(app->state, node, &pdb);
+	ft_victims_search_gangs(&set, node, &demand, pod->priority, &pdb,
+				gangs);
+	if (!gangs) {
+		set.exact = false;
+		set.fallback = FT_VICTIM_NO_MEMORY;
+	}
 	ft_metrics_victim_search(app->metrics, set.fallback);
 	if (set.found) {
-		choose(out, app, node, pod, n, &set, &pdb, dec);
+		choose(out, app, node, pod, n, &set, &pdb, gangs, dec);
+		free(gangs);
 		return;
 	}
+	free(gangs);
 	snprintf(reason, sizeof(reason),
 		 "no set of lower-priority pods frees a %s placement",
 		 ft_level_name(ft_place_effective_level(&demand)));
@@ -266,21 +335,124 @@ void ft_app_preempt_decide(ft_preempt_choice_t *out, ft_app_t *app,
 	ft_decision_add_node(dec, n->name, FT_VERDICT_DROPPED, reason);
 }
 
+/* A node answered with victims flextopo chose, and what they cost. */
+typedef struct {
+	bool chosen;
+	ft_victim_cost_t cost;
+	unsigned gang_pods; /* running members of the gangs they break */
+	char *gangs;	    /* their names (heap), NULL when none */
+} answered_t;
+
 /* One node of the reply: the victims decided, the scheduler's, or none. */
-static int decide(ft_preempt_reply_t *r, ft_app_t *app,
+static int decide(ft_preempt_reply_t *r, answered_t *a, ft_app_t *app,
 		  const ft_snapshot_t *snap, const ft_pod_t *pod,
 		  const ft_preempt_node_t *n, ft_decision_t *dec)
 {
-	ft_preempt_choice_t c;
+	ft_preempt_choice_t *c = malloc(sizeof(*c));
+	int rc = 0;
 
-	ft_app_preempt_decide(&c, app, snap, pod, n, dec);
-	if (c.outcome == FT_PREEMPT_VICTIMS)
-		return keep_node(r, n, &c);
-	if (c.outcome == FT_PREEMPT_PASSED)
-		return ft_codec_preempt_reply_node(r, n->name, n->victim_uids,
-						   n->n_victims,
-						   n->pdb_violations);
-	return 0;
+	if (!c)
+		return ft_error_set(FT_ENOMEM, "out of memory");
+	ft_app_preempt_decide(c, app, snap, pod, n, dec);
+	if (c->outcome == FT_PREEMPT_VICTIMS) {
+		a->chosen = true;
+		a->cost = c->cost;
+		a->gang_pods = c->gang_pods;
+		if (c->n_broken && !(a->gangs = strdup(c->gangs)))
+			rc = ft_error_set(FT_ENOMEM, "out of memory");
+		if (rc == 0)
+			rc = keep_node(r, n, c);
+	} else if (c->outcome == FT_PREEMPT_PASSED) {
+		rc = ft_codec_preempt_reply_node(r, n->name, n->victim_uids,
+						 n->n_victims,
+						 n->pdb_violations);
+	}
+	free(c);
+	return rc;
+}
+
+/* The decision row of node `name`, or NULL when the rows ran out. */
+static ft_decision_node_t *row_of(ft_decision_t *dec, const char *name)
+{
+	for (unsigned i = 0; i < dec->n_nodes; i++)
+		if (!strcmp(dec->nodes[i].name, name))
+			return &dec->nodes[i];
+	return NULL;
+}
+
+#define CHEAPER_NODE                                                           \
+	"another node's victims disrupt less (gangs counted whole): kube-scheduler, which cannot see gangs, must not pick this one"
+
+/*
+ * Where a chosen set breaks a gang, answer only the nodes whose victims
+ * cost least, gangs counted whole (ties kept): kube-scheduler ranks the
+ * answered nodes by their victims alone, as if no gang were broken.
+ * Without a broken gang both rankings agree and every node stays.
+ */
+static void keep_cheapest(ft_preempt_reply_t *r, answered_t *a,
+			  const ft_preempt_args_t *args, ft_decision_t *dec)
+{
+	const ft_victim_cost_t *least = NULL;
+	bool breaks = false;
+
+	for (unsigned i = 0; i < args->n_nodes; i++) {
+		if (!a[i].chosen)
+			continue;
+		breaks |= a[i].gangs != NULL;
+		if (!least || ft_victims_compare(&a[i].cost, least) < 0)
+			least = &a[i].cost;
+	}
+	for (unsigned i = 0; breaks && i < args->n_nodes; i++) {
+		ft_decision_node_t *row;
+		if (!a[i].chosen || ft_victims_compare(&a[i].cost, least) == 0)
+			continue;
+		a[i].chosen = false;
+		ft_codec_preempt_reply_drop(r, args->nodes[i].name);
+		dec->counts[FT_VERDICT_KEPT]--;
+		dec->counts[FT_VERDICT_DROPPED]++;
+		if ((row = row_of(dec, args->nodes[i].name))) {
+			row->verdict = FT_VERDICT_DROPPED;
+			snprintf(row->reason, sizeof(row->reason), "%s",
+				 CHEAPER_NODE);
+		}
+	}
+}
+
+/*
+ * Tell the preemptor which gangs the answered victims break (a Normal
+ * Event), and count their pods.
+ */
+static void tell_gangs(ft_app_t *app, const ft_pod_t *pod, const answered_t *a,
+		       const ft_preempt_args_t *args)
+{
+	char message[1024];
+	size_t used = 0;
+	ft_kube_event_t e = {.ns = pod->ns,
+			     .name = pod->name,
+			     .uid = pod->uid,
+			     .type = "Normal",
+			     .reason = "PreemptionBreaksGangs",
+			     .message = message};
+
+	for (unsigned i = 0; i < args->n_nodes; i++) {
+		if (!a[i].chosen || !a[i].gangs)
+			continue;
+		ft_metrics_gang_pods_disrupted(app->metrics, a[i].gang_pods);
+		if (used < sizeof(message))
+			used += (size_t)snprintf(
+			    message + used, sizeof(message) - used,
+			    "%son node %s the victims break %s",
+			    used ? "; " : "", args->nodes[i].name, a[i].gangs);
+	}
+	if (used)
+		ft_upkeep_event(app->upkeep, &e);
+}
+
+static void answered_free(answered_t *a, unsigned n)
+{
+	for (unsigned i = 0; a && i < n; i++)
+		free(a[i].gangs);
+	free(a);
 }
 
 void ft_app_preempt(ft_http_response_t *out, const ft_http_request_t *req,
@@ -289,6 +461,7 @@ void ft_app_preempt(ft_http_response_t *out, const ft_http_request_t *req,
 	ft_app_t *app = payload;
 	ft_preempt_reply_t *r = NULL;
 	ft_snapshot_t *snap = NULL;
+	answered_t *answered = NULL;
 	ft_preempt_args_t args;
 	ft_decision_t dec;
 	ft_pod_t pod;
@@ -312,10 +485,19 @@ void ft_app_preempt(ft_http_response_t *out, const ft_http_request_t *req,
 	snap = ft_state_snapshot(app->state);
 	if ((rc = ft_codec_preempt_reply_new(&r)) < 0)
 		goto failed;
+	if (!(answered = calloc(args.n_nodes + 1, sizeof(*answered)))) {
+		rc = ft_error_set(FT_ENOMEM, "out of memory");
+		goto failed;
+	}
 	ft_decision_init(&dec, FT_VERB_PREEMPT, pod.ns, pod.name, pod.uid,
 			 pod.priority);
 	for (unsigned i = 0; rc == 0 && i < args.n_nodes; i++)
-		rc = decide(r, app, snap, &pod, &args.nodes[i], &dec);
+		rc = decide(r, &answered[i], app, snap, &pod, &args.nodes[i],
+			    &dec);
+	if (rc == 0) {
+		keep_cheapest(r, answered, &args, &dec);
+		tell_gangs(app, &pod, answered, &args);
+	}
 	ft_app_record_preempt(app, &dec, pod.demand.mode);
 	if (rc < 0)
 		goto failed;
@@ -331,6 +513,7 @@ void ft_app_preempt(ft_http_response_t *out, const ft_http_request_t *req,
 failed:
 	ft_http_reply_error(out, 500, "internal", "%s", ft_error_last());
 cleanup:
+	answered_free(answered, args.n_nodes);
 	ft_codec_preempt_reply_free(r);
 	ft_snapshot_unref(snap);
 	ft_pod_dispose(&pod);

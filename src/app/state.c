@@ -122,6 +122,7 @@ void ft_state_free(ft_state_t *state)
 	if (!state)
 		return;
 	ft_state_dra_free(state);
+	ft_state_gang_free(state);
 	HASH_ITER (hh, state->pdbs, b, btmp) {
 		HASH_DEL(state->pdbs, b);
 		pdb_rec_free(b);
@@ -282,9 +283,20 @@ static void drop_assumed(pod_rec_t *r)
 	ft_allocation_dispose(&r->assumed_allocation);
 }
 
+/* Say once, as it comes, why a pod's gang reference is ignored. */
+static void warn_gang(const ft_pod_t *before, const ft_pod_t *now)
+{
+	if (!now->gang_error || (before->gang_error &&
+				 !strcmp(before->gang_error, now->gang_error)))
+		return;
+	ft_log(FT_LOG_WARN, "watch", now->name, now->node, now->gang_error,
+	       "pod %s/%s: gang reference ignored", now->ns, now->name);
+}
+
 /* Replace a record's pod by a newly decoded one (ownership moves). */
 static void update_pod(ft_state_t *state, pod_rec_t *r, ft_pod_t *pod)
 {
+	warn_gang(&r->pod, pod);
 	unlink_pod(state, r);
 	ft_pod_dispose(&r->pod);
 	r->pod = *pod;
@@ -296,6 +308,7 @@ static void update_pod(ft_state_t *state, pod_rec_t *r, ft_pod_t *pod)
 	if (r->assumed && r->pod.terminal)
 		drop_assumed(r);
 	link_pod(state, r);
+	ft_state_gang_link(state, r);
 }
 
 static pod_rec_t *pod_rec_new(ft_state_t *state, ft_pod_t *pod)
@@ -335,6 +348,7 @@ static void remove_pod(ft_state_t *state, pod_rec_t *r)
 	if (state->conflicts)
 		forget_conflicts(state, r->uid);
 	unlink_pod(state, r);
+	ft_state_gang_unlink(state, r);
 	HASH_DEL(state->pods, r);
 	pod_rec_free(r);
 }
@@ -403,33 +417,71 @@ void ft_state_delete_pdb(ft_state_t *state, const cJSON *obj)
 void ft_state_pdb_view(ft_state_t *state, const ft_node_t *node,
 		       ft_pdb_view_t *out)
 {
+	ft_state_victim_views(state, node, out, NULL);
+}
+
+/*
+ * The gangs of the holdings `recs` (records of `node`'s holdings, NULL
+ * where unknown) into `gv`, each gang once.
+ */
+static void gang_view(ft_gang_view_t *gv, ft_pdb_view_t *pdb,
+		      const ft_pdb_t *const *budgets, unsigned n_budgets,
+		      pod_rec_t *const *recs, const ft_node_t *node)
+{
+	unsigned n =
+	    node->n_holdings < FT_VICTIM_MAX ? node->n_holdings : FT_VICTIM_MAX;
+
+	for (unsigned i = 0; i < n; i++) {
+		unsigned k = 0;
+		if (!recs[i] || !recs[i]->gang)
+			continue;
+		while (k < i && (!recs[k] || recs[k]->gang != recs[i]->gang))
+			k++;
+		gv->of[i] =
+		    k < i ? gv->of[k]
+			  : ft_state_gang_view_add(gv, pdb, budgets, n_budgets,
+						   recs[i]->gang, node);
+	}
+}
+
+void ft_state_victim_views(ft_state_t *state, const ft_node_t *node,
+			   ft_pdb_view_t *pdb, ft_gang_view_t *gangs)
+{
+	pod_rec_t **recs = NULL;
 	const ft_pod_t **pods = NULL;
 	const ft_pdb_t **budgets = NULL;
 	pdb_rec_t *b, *tmp;
 	unsigned n = 0;
 
-	memset(out, 0, sizeof(*out));
+	memset(pdb, 0, sizeof(*pdb));
+	if (gangs)
+		memset(gangs, 0, offsetof(ft_gang_view_t, remote));
 	pthread_mutex_lock(&state->mu);
-	if (!state->pdbs || !node->n_holdings)
+	if (!node->n_holdings || (!state->pdbs && (!gangs || !state->gangs)))
 		goto cleanup;
+	recs = calloc(node->n_holdings, sizeof(*recs));
 	pods = calloc(node->n_holdings, sizeof(*pods));
-	budgets = calloc(HASH_COUNT(state->pdbs), sizeof(*budgets));
-	if (!pods || !budgets) {
-		/* Out of memory: say that budgets went uncounted. */
-		out->truncated = true;
+	budgets = calloc(HASH_COUNT(state->pdbs) + 1, sizeof(*budgets));
+	if (!recs || !pods || !budgets) {
+		/* Out of memory: say that budgets and gangs went uncounted. */
+		pdb->truncated = true;
+		if (gangs)
+			gangs->truncated = true;
 		goto cleanup;
 	}
 	for (unsigned i = 0; i < node->n_holdings; i++) {
-		pod_rec_t *p = NULL;
-		HASH_FIND_STR(state->pods, node->holdings[i].uid, p);
-		pods[i] = p ? &p->pod : NULL;
+		HASH_FIND_STR(state->pods, node->holdings[i].uid, recs[i]);
+		pods[i] = recs[i] ? &recs[i]->pod : NULL;
 	}
 	HASH_ITER (hh, state->pdbs, b, tmp) {
 		budgets[n++] = &b->pdb;
 	}
-	ft_victims_pdb_view(out, node, pods, budgets, n);
+	ft_victims_pdb_view(pdb, node, pods, budgets, n);
+	if (gangs)
+		gang_view(gangs, pdb, budgets, n, recs, node);
 cleanup:
 	pthread_mutex_unlock(&state->mu);
+	free(recs);
 	free(pods);
 	free(budgets);
 }
@@ -631,6 +683,10 @@ static void sweep(ft_state_t *state, ft_kind_t kind)
 	if (kind == FT_KIND_SLICE || kind == FT_KIND_CLAIM ||
 	    kind == FT_KIND_CLASS) {
 		ft_state_dra_sweep(state, kind, mark);
+		return;
+	}
+	if (kind == FT_KIND_WORKLOAD_GROUP || kind == FT_KIND_COSCHED_GROUP) {
+		ft_state_gang_sweep(state, kind, mark);
 		return;
 	}
 	if (kind == FT_KIND_PDB) {

@@ -1,7 +1,8 @@
 /*
  * The state's records, shared by the files that implement state.h:
- * state.c (nodes, pods, budgets, assumptions, publishing) and state_dra.c
- * (ResourceSlices and ResourceClaims). Private to src/app.
+ * state.c (nodes, pods, budgets, assumptions, publishing), state_dra.c
+ * (ResourceSlices and ResourceClaims) and state_gang.c (PodGroups and the
+ * pods of each gang). Private to src/app.
  */
 #ifndef FLEXTOPO_APP_STATE_PRIV_H
 #define FLEXTOPO_APP_STATE_PRIV_H
@@ -29,8 +30,29 @@ typedef struct pod_rec {
 	char *linked_node; /* node whose list holds this pod */
 	uint64_t mark;
 	struct pod_rec *prev, *next;
+	/* Its gang's record, and its place on the gang's list of pods. */
+	struct gang_rec *gang;
+	struct pod_rec *gang_prev, *gang_next;
 	UT_hash_handle hh;
 } pod_rec_t;
+
+/*
+ * A gang (gang.h), by "<source>:<namespace>/<name>": its PodGroup when one
+ * is known, and every pod that names it (utlist through pod_rec_t's
+ * gang_prev and gang_next). Dropped when it has neither.
+ */
+typedef struct gang_rec {
+	char *key;
+	ft_gang_source_t source;
+	bool has_group;
+	ft_pod_group_t group;
+	/* A PodGroup of this name did not decode: its pods are their own
+	 * units until a good one replaces it. */
+	bool bad_group;
+	uint64_t mark;
+	struct pod_rec *pods;
+	UT_hash_handle hh;
+} gang_rec_t;
 
 typedef struct pdb_rec {
 	char *key; /* "namespace/name" */
@@ -125,6 +147,7 @@ struct ft_state {
 	claim_rec_t *claims_by_name;
 	class_rec_t *classes;
 	pdb_rec_t *pdbs;
+	gang_rec_t *gangs;
 	uint64_t next_mark;
 	unsigned observed; /* records with observed_only set */
 	bool dirty;	   /* some node record is dirty */
@@ -163,6 +186,26 @@ void ft_state_node_changed(ft_state_t *state, node_rec_t *n);
 void ft_state_mark_dirty(ft_state_t *state, node_rec_t *n);
 void ft_state_clear_dirty(ft_state_t *state, node_rec_t *n);
 void ft_state_maybe_publish(ft_state_t *state);
+
+/* state_gang.c: put pod record `r` on its gang's list, after its pod
+ * changed (off the one it was on, when that differs). */
+void ft_state_gang_link(ft_state_t *state, pod_rec_t *r);
+/* state_gang.c: take `r` off its gang's list (the pod is going). */
+void ft_state_gang_unlink(ft_state_t *state, pod_rec_t *r);
+/* state_gang.c: free every gang record. */
+void ft_state_gang_free(ft_state_t *state);
+/* state_gang.c: forget the PodGroups of `kind` a relist did not show. */
+void ft_state_gang_sweep(ft_state_t *state, ft_kind_t kind, uint64_t mark);
+/*
+ * state_gang.c: gang `g` of a holding of `node`, added to `gv` with its
+ * rules and its running members elsewhere (their budgets, of `budgets`,
+ * matched into `pdb`): its 1-based index, or 0 when its pods are their own
+ * units (or the view is full, which sets gv->truncated).
+ */
+uint16_t ft_state_gang_view_add(ft_gang_view_t *gv, ft_pdb_view_t *pdb,
+				const ft_pdb_t *const *budgets,
+				unsigned n_budgets, const gang_rec_t *g,
+				const ft_node_t *node);
 
 /* state_dra.c: free every slice and claim record. */
 void ft_state_dra_free(ft_state_t *state);

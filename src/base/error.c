@@ -9,7 +9,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-static _Thread_local char last_message[512];
+static _Thread_local char last_message[1024];
 
 int ft_error_set(int code, const char *fmt, ...)
 {

@@ -771,8 +771,10 @@ static cJSON *row_json(const ft_decision_t *d, unsigned r)
 	if (row->verdict == FT_VERDICT_KEPT ||
 	    row->verdict == FT_VERDICT_KEPT_PROPOSED)
 		put_num(o, "victims", row->n_victims);
-	if (row->verdict == FT_VERDICT_KEPT)
+	if (row->verdict == FT_VERDICT_KEPT) {
 		put_bool(o, "exact", row->exact);
+		put_num(o, "disrupted", row->n_disrupted);
+	}
 	return o;
 }
 
@@ -825,6 +827,8 @@ static cJSON *decision_json(const ft_decision_t *d)
 	for (unsigned i = 0; i < d->n_victims; i++)
 		push(victims, victim_json(d, i));
 	put_num(o, "victimsOmitted", d->n_victims_total - d->n_victims);
+	if (d->verb == FT_VERB_PREEMPT)
+		put_str(o, "brokenGangs", d->gangs[0] ? d->gangs : NULL);
 	return o;
 }
 
@@ -964,6 +968,25 @@ static cJSON *pod_state_json(const ft_pod_t *pod)
 	return o;
 }
 
+static cJSON *gang_json(const ft_gang_describe_t *g)
+{
+	cJSON *o;
+
+	if (!g)
+		return cJSON_CreateNull();
+	o = cJSON_CreateObject();
+	put_str(o, "source", ft_gang_source_name(g->source));
+	put_str(o, "name", g->source != FT_GANG_NONE ? g->name : NULL);
+	put_bool(o, "podGroup", g->has_group);
+	put_bool(o, "isGang", g->is_gang);
+	put_bool(o, "whole", g->whole);
+	put_num(o, "min", g->min);
+	put_num(o, "running", g->running);
+	put_num(o, "members", g->members);
+	put_str(o, "error", g->error[0] ? g->error : NULL);
+	return o;
+}
+
 int ft_codec_debug_pod(char **out, const ft_debug_pod_t *v)
 {
 	cJSON *root = cJSON_CreateObject();
@@ -973,6 +996,7 @@ int ft_codec_debug_pod(char **out, const ft_debug_pod_t *v)
 	put_str(root, "name", v->name);
 	put_str(root, "uid", v->uid);
 	put(root, "state", pod_state_json(v->pod));
+	put(root, "gang", gang_json(v->gang));
 	if (v->holding) {
 		held = put(root, "holding", holding_json(v->node, v->holding));
 		put_str(held, "node", v->node->name);

@@ -141,6 +141,28 @@ void ft_decision_add_victim(ft_decision_t *d, const ft_decision_node_t *row,
 	v->row = (uint8_t)(row - d->nodes);
 }
 
+/* Append `text` to d->gangs, after "; " when it holds some already. */
+static void append_gangs(ft_decision_t *d, const char *text)
+{
+	size_t used = strlen(d->gangs);
+	char joined[2 * FT_DECISION_MESSAGE];
+
+	if (!text[0])
+		return;
+	snprintf(joined, sizeof(joined), "%s%s%s", d->gangs, used ? "; " : "",
+		 text);
+	copy_cut(d->gangs, sizeof(d->gangs), joined);
+}
+
+void ft_decision_add_gangs(ft_decision_t *d, const char *node,
+			   const char *gangs)
+{
+	char text[FT_DECISION_MESSAGE];
+
+	snprintf(text, sizeof(text), "%s: %s", node, gangs);
+	append_gangs(d, text);
+}
+
 void ft_decision_merge(ft_decision_t *d, const ft_decision_t *from)
 {
 	uint8_t rows[FT_DECISION_NODES]; /* FT_DECISION_NODES: no room */
@@ -149,6 +171,7 @@ void ft_decision_merge(ft_decision_t *d, const ft_decision_t *from)
 		d->counts[v] += from->counts[v];
 	d->n_nodes_total += from->n_nodes_total;
 	d->n_victims_total += from->n_victims_total;
+	append_gangs(d, from->gangs);
 	memset(rows, FT_DECISION_NODES, sizeof(rows));
 	for (unsigned i = 0;
 	     i < from->n_nodes && d->n_nodes < FT_DECISION_NODES; i++) {

@@ -656,6 +656,71 @@ static int decode_claims(ft_pod_t *out, const cJSON *pod)
 	return add_claim(out, cap, str_at(ext, "resourceClaimName"));
 }
 
+/* Set the pod's gang, `name` of `source`, or say in gang_error why not. */
+static int set_gang(ft_pod_t *out, ft_gang_source_t source, const char *field,
+		    const char *name, bool valid)
+{
+	char *text = NULL;
+
+	if (valid) {
+		out->gang_source = source;
+		return dup_str(&out->gang, name);
+	}
+	if (asprintf(
+		&text,
+		"%s: \"%s\" is not a DNS subdomain; the pod is its own unit",
+		field, name) < 0)
+		return ft_error_set(FT_ENOMEM, "out of memory");
+	out->gang_error = text;
+	return 0;
+}
+
+/* A configured gang label of the pod: "<key>=<value>", or NULL. */
+static int label_gang(ft_pod_t *out, const cJSON *labels,
+		      const ft_codec_options_t *opts)
+{
+	char *text = NULL;
+
+	for (unsigned k = 0; opts && k < opts->n_gang_label_keys; k++) {
+		const char *key = opts->gang_label_keys[k];
+		const char *value = str_at(labels, key);
+		if (!value || !value[0])
+			continue;
+		if (asprintf(&text, "%s=%s", key, value) < 0)
+			return ft_error_set(FT_ENOMEM, "out of memory");
+		out->gang_source = FT_GANG_LABEL;
+		out->gang = text;
+		break;
+	}
+	return 0;
+}
+
+/*
+ * The pod's gang (gang.h): its Workload API PodGroup, its coscheduling
+ * label, or the first configured gang label it carries.
+ */
+static int decode_gang(ft_pod_t *out, const cJSON *pod,
+		       const ft_codec_options_t *opts)
+{
+	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(pod, "metadata");
+	const cJSON *labels = cJSON_GetObjectItemCaseSensitive(meta, "labels");
+	const cJSON *spec = cJSON_GetObjectItemCaseSensitive(pod, "spec");
+	const char *group =
+	    str_at(cJSON_GetObjectItemCaseSensitive(spec, "schedulingGroup"),
+		   "podGroupName");
+	const char *cosched = str_at(labels, FT_GANG_COSCHEDULING_LABEL);
+
+	if (group)
+		return set_gang(out, FT_GANG_WORKLOAD,
+				"spec.schedulingGroup.podGroupName", group,
+				ft_gang_valid_name(group));
+	if (cosched)
+		return set_gang(out, FT_GANG_COSCHEDULING,
+				"label " FT_GANG_COSCHEDULING_LABEL, cosched,
+				ft_gang_valid_name(cosched));
+	return label_gang(out, labels, opts);
+}
+
 int ft_codec_pod_decode(ft_pod_t *out, const cJSON *pod,
 			const ft_codec_options_t *opts)
 {
@@ -681,6 +746,7 @@ int ft_codec_pod_decode(ft_pod_t *out, const cJSON *pod,
 	    (rc = decode_status(out, pod)) < 0 ||
 	    (rc = decode_labels(out, meta)) < 0 ||
 	    (rc = decode_claims(out, pod)) < 0 ||
+	    (rc = decode_gang(out, pod, opts)) < 0 ||
 	    (rc = decode_allocation(out, pod, opts)) < 0 ||
 	    (rc = decode_observed(out, pod, opts)) < 0)
 		ft_pod_dispose(out);
@@ -869,6 +935,87 @@ static int decode_disrupted(ft_pdb_t *out, const cJSON *status)
 			return ft_error_set(FT_ENOMEM, "out of memory");
 	}
 	return 0;
+}
+
+/* A PodGroup's minimum: a non-negative integer of `obj` at `key`. */
+static int group_min(uint32_t *out, const cJSON *obj, const char *key,
+		     const char *what, const char *field)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+	if (!cJSON_IsNumber(v))
+		return ft_error_set(FT_EINVAL, "%s: %s is required", what,
+				    field);
+	if (v->valuedouble < 0 || v->valuedouble > INT32_MAX ||
+	    v->valuedouble != (double)(int64_t)v->valuedouble)
+		return ft_error_set(FT_EINVAL,
+				    "%s: %s: %g is not a non-negative integer",
+				    what, field, v->valuedouble);
+	*out = (uint32_t)v->valuedouble;
+	return 0;
+}
+
+/* spec of a scheduling.k8s.io PodGroup: its policy and disruption mode. */
+static int workload_spec(ft_pod_group_t *out, const cJSON *spec,
+			 const char *what)
+{
+	const cJSON *policy =
+	    cJSON_GetObjectItemCaseSensitive(spec, "schedulingPolicy");
+	const cJSON *gang = cJSON_GetObjectItemCaseSensitive(policy, "gang");
+	const char *mode = str_at(spec, "disruptionMode");
+	int rc = 0;
+
+	if (gang)
+		rc = group_min(&out->min, gang, "minCount", what,
+			       "spec.schedulingPolicy.gang.minCount");
+	else if (!cJSON_GetObjectItemCaseSensitive(policy, "basic"))
+		rc = ft_error_set(
+		    FT_EINVAL,
+		    "%s: spec.schedulingPolicy needs gang (with minCount) or basic",
+		    what);
+	if (rc == 0 && mode && strcmp(mode, "Pod") != 0 &&
+	    strcmp(mode, "PodGroup") != 0)
+		rc = ft_error_set(
+		    FT_EINVAL,
+		    "%s: spec.disruptionMode: \"%s\" is neither Pod nor PodGroup",
+		    what, mode);
+	out->whole = mode && strcmp(mode, "PodGroup") == 0;
+	return rc;
+}
+
+int ft_codec_pod_group_decode(ft_pod_group_t *out, const cJSON *group)
+{
+	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(group, "metadata");
+	const cJSON *spec = cJSON_GetObjectItemCaseSensitive(group, "spec");
+	const char *version = str_at(group, "apiVersion");
+	const char *ns = str_at(meta, "namespace");
+	char what[320];
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (!str_at(meta, "name"))
+		return ft_error_set(FT_EINVAL,
+				    "podgroup: metadata.name is required");
+	snprintf(what, sizeof(what), "podgroup %s/%s (%s)", ns ? ns : "default",
+		 str_at(meta, "name"), version ? version : "no apiVersion");
+	if (version && !strncmp(version, "scheduling.k8s.io/", 18)) {
+		out->source = FT_GANG_WORKLOAD;
+		rc = workload_spec(out, spec, what);
+	} else if (version && !strncmp(version, "scheduling.x-k8s.io/", 20)) {
+		out->source = FT_GANG_COSCHEDULING;
+		rc = group_min(&out->min, spec, "minMember", what,
+			       "spec.minMember");
+	} else {
+		rc = ft_error_set(
+		    FT_EINVAL,
+		    "%s: apiVersion is neither scheduling.k8s.io nor scheduling.x-k8s.io",
+		    what);
+	}
+	if (rc == 0 && (rc = dup_str(&out->name, str_at(meta, "name"))) == 0)
+		rc = dup_str(&out->ns, ns ? ns : "default");
+	if (rc < 0)
+		ft_pod_group_dispose(out);
+	return rc;
 }
 
 int ft_codec_pdb_decode(ft_pdb_t *out, const cJSON *pdb)

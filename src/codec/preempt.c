@@ -160,6 +160,11 @@ int ft_codec_preempt_reply_node(ft_preempt_reply_t *r, const char *node,
 	return 0;
 }
 
+void ft_codec_preempt_reply_drop(ft_preempt_reply_t *r, const char *node)
+{
+	cJSON_DeleteItemFromObjectCaseSensitive(r->map, node);
+}
+
 int ft_codec_preempt_reply_finish(char **out, ft_preempt_reply_t *r)
 {
 	*out = cJSON_PrintUnformatted(r->root);

@@ -50,6 +50,7 @@ static bool valid_listen_or_off(const char *text);
 static bool valid_subdomain(const char *text);
 static bool valid_resource_name(const char *text);
 static bool valid_resource_prefix(const char *text);
+static bool valid_label_keys(const char *text);
 
 static const char *const log_levels[] = {"debug", "info", "warn", "error",
 					 NULL};
@@ -178,6 +179,12 @@ static const key_spec_t schema[] =
 	    "PEM certificate chain of webhookListen, for the name the MutatingWebhookConfiguration's service or URL uses; set with webhookKeyFile."),
 	STRING("webhookKeyFile", webhook_key_file, "", NULL, NULL,
 	       "PEM private key (unencrypted) of webhookCertFile."),
+	STRING(
+	    "gangLabelKeys", gang_label_keys,
+	    "leaderworkerset.sigs.k8s.io/group-key,jobset.sigs.k8s.io/job-key,volcano.sh/job-name",
+	    valid_label_keys,
+	    "label keys separated by commas, at most 8, or \"\"",
+	    "Pod labels, besides the Workload API's spec.schedulingGroup and coscheduling's scheduling.x-k8s.io/pod-group, that name a gang: the pods of one namespace with the same value run all or nothing, and a victim set that evicts one of them costs them all (docs/preemption.md). The defaults are LeaderWorkerSet's group, JobSet's job and Volcano's job; \"\" reads none."),
 };
 
 #define SCHEMA_SIZE (sizeof(schema) / sizeof(schema[0]))
@@ -305,6 +312,34 @@ static bool valid_resource_name(const char *text)
 static bool valid_resource_prefix(const char *text)
 {
 	return valid_prefixed(text, false);
+}
+
+/* A label key: an optional "prefix/" and a name of 1-63 characters. */
+static bool valid_label_key(const char *text, size_t len)
+{
+	char key[320];
+
+	if (!len || len >= sizeof(key))
+		return false;
+	memcpy(key, text, len);
+	key[len] = '\0';
+	if (strchr(key, '/'))
+		return valid_prefixed(key, true);
+	return len <= 63 && is_alnum(key[0]) && is_alnum(key[len - 1]) &&
+	       valid_name_chars(key);
+}
+
+static bool valid_label_keys(const char *text)
+{
+	unsigned n = 0;
+
+	for (const char *s = text; *s; n++) {
+		size_t len = strcspn(s, ",");
+		if (!valid_label_key(s, len) || n == FT_CONFIG_GANG_LABEL_KEYS)
+			return false;
+		s += len + (s[len] == ',');
+	}
+	return true;
 }
 
 /* Messages */
@@ -532,7 +567,7 @@ static const key_spec_t *find_key(const char *name)
 
 static int unknown_key(const char *where, const char *name)
 {
-	char known[512] = "";
+	char known[768] = "";
 	char quoted[80];
 	size_t i;
 

@@ -290,6 +290,8 @@ void ft_pod_dispose(ft_pod_t *pod)
 	free(pod->observed_error);
 	ft_observed_dispose(pod->observed);
 	free(pod->observed);
+	free(pod->gang);
+	free(pod->gang_error);
 	memset(pod, 0, sizeof(*pod));
 }
 
@@ -340,6 +342,7 @@ int ft_pod_copy(ft_pod_t *out, const ft_pod_t *src)
 	out->labels = out->claims = NULL;
 	out->n_labels = out->n_claims = 0;
 	out->demand_error = out->allocation_error = out->observed_error = NULL;
+	out->gang = out->gang_error = NULL;
 	memset(&out->allocation, 0, sizeof(out->allocation));
 	out->observed = NULL;
 	if ((rc = dup_opt(&out->uid, src->uid)) < 0 ||
@@ -349,6 +352,8 @@ int ft_pod_copy(ft_pod_t *out, const ft_pod_t *src)
 	    (rc = dup_opt(&out->demand_error, src->demand_error)) < 0 ||
 	    (rc = dup_opt(&out->allocation_error, src->allocation_error)) < 0 ||
 	    (rc = dup_opt(&out->observed_error, src->observed_error)) < 0 ||
+	    (rc = dup_opt(&out->gang, src->gang)) < 0 ||
+	    (rc = dup_opt(&out->gang_error, src->gang_error)) < 0 ||
 	    (rc = allocation_copy(&out->allocation, &src->allocation)) < 0 ||
 	    (rc = copy_observed(out, src)) < 0 ||
 	    (rc = copy_string_list(&out->labels, &out->n_labels, src->labels,

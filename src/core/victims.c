@@ -285,46 +285,58 @@ bool ft_victims_cost_gangs(ft_victim_cost_t *out, uint16_t *broken,
 }
 
 /* The view's index of budget `b`, adding it; -1 when the view is full. */
-static int view_budget(ft_pdb_view_t *out, const ft_pdb_t **seen,
-		       const ft_pdb_t *b)
+static int view_budget(ft_pdb_view_t *out, const ft_pdb_t *b)
 {
 	for (unsigned k = 0; k < out->n_budgets; k++)
-		if (seen[k] == b)
+		if (out->budget[k] == b)
 			return (int)k;
 	if (out->n_budgets == FT_PDB_MAX)
 		return -1;
-	seen[out->n_budgets] = b;
+	out->budget[out->n_budgets] = b;
 	out->allowed[out->n_budgets] = b->disruptions_allowed;
 	return (int)out->n_budgets++;
 }
 
-static void view_pod(ft_pdb_view_t *out, const ft_pdb_t **seen, unsigned i,
-		     const ft_pod_t *pod, const ft_pdb_t *const *budgets,
-		     unsigned n_budgets)
+unsigned ft_victims_pdb_view_match(ft_pdb_view_t *view, uint8_t *out,
+				   const ft_pod_t *pod,
+				   const ft_pdb_t *const *budgets,
+				   unsigned n_budgets)
 {
+	unsigned n = 0;
+
 	for (unsigned b = 0; b < n_budgets; b++) {
 		int k;
 		if (!ft_pdb_counts(budgets[b], pod->ns, pod->name, pod->labels,
 				   pod->n_labels))
 			continue;
-		if (i >= FT_VICTIM_MAX || out->n_of[i] == FT_PDB_PER_POD ||
-		    (k = view_budget(out, seen, budgets[b])) < 0)
-			out->truncated = true;
+		if (n == FT_PDB_PER_POD ||
+		    (k = view_budget(view, budgets[b])) < 0)
+			view->truncated = true;
 		else
-			out->of[i][out->n_of[i]++] = (uint8_t)k;
+			out[n++] = (uint8_t)k;
 	}
+	return n;
 }
 
 void ft_victims_pdb_view(ft_pdb_view_t *out, const ft_node_t *node,
 			 const ft_pod_t *const *pods,
 			 const ft_pdb_t *const *budgets, unsigned n_budgets)
 {
-	const ft_pdb_t *seen[FT_PDB_MAX];
-
 	memset(out, 0, sizeof(*out));
-	for (unsigned i = 0; n_budgets && i < node->n_holdings; i++)
-		if (pods[i])
-			view_pod(out, seen, i, pods[i], budgets, n_budgets);
+	for (unsigned i = 0; n_budgets && i < node->n_holdings; i++) {
+		if (!pods[i])
+			continue;
+		if (i >= FT_VICTIM_MAX) {
+			/* Its budgets, if any, cannot be counted. */
+			uint8_t none[FT_PDB_PER_POD];
+			out->truncated |=
+			    ft_victims_pdb_view_match(out, none, pods[i],
+						      budgets, n_budgets) != 0;
+			continue;
+		}
+		out->n_of[i] = (uint8_t)ft_victims_pdb_view_match(
+		    out, out->of[i], pods[i], budgets, n_budgets);
+	}
 }
 
 bool ft_victims_holds_units(const ft_holding_t *h)

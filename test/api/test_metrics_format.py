@@ -48,6 +48,7 @@ FAMILIES = {
     "flextopo_conflicts_found": "counter",
     "flextopo_victim_searches": "counter",
     "flextopo_dra_preemption_refused": "counter",
+    "flextopo_preemption_gang_pods_disrupted": "counter",
     "flextopo_dra_nodes": "gauge",
     "flextopo_dra_node_errors": "gauge",
     "flextopo_dra_double_published_nodes": "gauge",

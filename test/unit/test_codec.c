@@ -1571,10 +1571,157 @@ static void test_codec__bind_result_encode(void **state)
 	free(out);
 }
 
+/* ---- gangs ------------------------------------------------------------ */
+
+/* The gang of a pod of `json` (single-quoted), decoded with gang keys. */
+static void decode_gang_of(ft_pod_t *out, const char *json)
+{
+	static const char *const keys[] = {
+	    "leaderworkerset.sigs.k8s.io/group-key", "volcano.sh/job-name"};
+	ft_codec_options_t mine = opts;
+	cJSON *pod = ft_test_json(json);
+
+	mine.gang_label_keys = keys;
+	mine.n_gang_label_keys = 2;
+	if (ft_codec_pod_decode(out, pod, &mine) < 0)
+		fail_msg("pod decode: %s", ft_error_last());
+	cJSON_Delete(pod);
+}
+
+/*
+ * A pod's gang, in order: the Workload API's PodGroup, coscheduling's label,
+ * then the configured labels; a name that is no DNS subdomain leaves the
+ * pod its own unit and says why.
+ */
+static void test_codec__pod_gang_sources(void **state)
+{
+	ft_pod_t pod;
+
+	decode_gang_of(
+	    &pod,
+	    "{'metadata':{'name':'p','uid':'u','labels':{'scheduling.x-k8s.io/pod-group':'cs'}},'spec':{'schedulingGroup':{'podGroupName':'train-a'}}}");
+	assert_int_equal(pod.gang_source, FT_GANG_WORKLOAD);
+	assert_string_equal(pod.gang, "train-a");
+	ft_pod_dispose(&pod);
+	decode_gang_of(
+	    &pod,
+	    "{'metadata':{'name':'p','uid':'u','labels':{'scheduling.x-k8s.io/pod-group':'cs','volcano.sh/job-name':'v'}}}");
+	assert_int_equal(pod.gang_source, FT_GANG_COSCHEDULING);
+	assert_string_equal(pod.gang, "cs");
+	ft_pod_dispose(&pod);
+	decode_gang_of(
+	    &pod,
+	    "{'metadata':{'name':'p','uid':'u','labels':{'volcano.sh/job-name':'v','leaderworkerset.sigs.k8s.io/group-key':'9f0c'}}}");
+	assert_int_equal(pod.gang_source, FT_GANG_LABEL);
+	assert_string_equal(pod.gang,
+			    "leaderworkerset.sigs.k8s.io/group-key=9f0c");
+	ft_pod_dispose(&pod);
+	decode_gang_of(
+	    &pod, "{'metadata':{'name':'p','uid':'u','labels':{'app':'x'}}}");
+	assert_int_equal(pod.gang_source, FT_GANG_NONE);
+	assert_null(pod.gang);
+	assert_null(pod.gang_error);
+	ft_pod_dispose(&pod);
+	decode_gang_of(
+	    &pod,
+	    "{'metadata':{'name':'p','uid':'u','labels':{'scheduling.x-k8s.io/pod-group':'Train_A'}}}");
+	assert_int_equal(pod.gang_source, FT_GANG_NONE);
+	assert_null(pod.gang);
+	assert_string_equal(
+	    pod.gang_error,
+	    "label scheduling.x-k8s.io/pod-group: \"Train_A\" is not a DNS subdomain; the pod is its own unit");
+	ft_pod_dispose(&pod);
+}
+
+static int decode_group(ft_pod_group_t *out, const char *json)
+{
+	cJSON *obj = ft_test_json(json);
+	int rc = ft_codec_pod_group_decode(out, obj);
+
+	cJSON_Delete(obj);
+	return rc;
+}
+
+/* Both PodGroup APIs, and every way a PodGroup can be wrong. */
+static void test_codec__pod_groups(void **state)
+{
+	ft_pod_group_t g;
+
+	assert_int_equal(
+	    decode_group(
+		&g,
+		"{'apiVersion':'scheduling.k8s.io/v1alpha2','metadata':{'name':'a','namespace':'t'},'spec':{'schedulingPolicy':{'gang':{'minCount':4}},'disruptionMode':'PodGroup'}}"),
+	    0);
+	assert_int_equal(g.source, FT_GANG_WORKLOAD);
+	assert_string_equal(g.ns, "t");
+	assert_int_equal(g.min, 4);
+	assert_true(g.whole);
+	ft_pod_group_dispose(&g);
+	assert_int_equal(
+	    decode_group(
+		&g,
+		"{'apiVersion':'scheduling.k8s.io/v1alpha2','metadata':{'name':'b'},'spec':{'schedulingPolicy':{'basic':{}}}}"),
+	    0);
+	assert_int_equal(g.min, 0);
+	assert_false(g.whole);
+	ft_pod_group_dispose(&g);
+	assert_int_equal(
+	    decode_group(
+		&g,
+		"{'apiVersion':'scheduling.x-k8s.io/v1alpha1','metadata':{'name':'c'},'spec':{'minMember':3}}"),
+	    0);
+	assert_int_equal(g.source, FT_GANG_COSCHEDULING);
+	assert_int_equal(g.min, 3);
+	ft_pod_group_dispose(&g);
+
+	assert_int_equal(
+	    decode_group(
+		&g,
+		"{'apiVersion':'scheduling.x-k8s.io/v1alpha1','metadata':{'name':'c','namespace':'t'},'spec':{'minMember':-1}}"),
+	    FT_EINVAL);
+	assert_string_equal(
+	    ft_error_last(),
+	    "podgroup t/c (scheduling.x-k8s.io/v1alpha1): spec.minMember: -1 is not a non-negative integer");
+	assert_int_equal(
+	    decode_group(
+		&g,
+		"{'apiVersion':'scheduling.x-k8s.io/v1alpha1','metadata':{'name':'c'},'spec':{}}"),
+	    FT_EINVAL);
+	assert_string_equal(
+	    ft_error_last(),
+	    "podgroup default/c (scheduling.x-k8s.io/v1alpha1): spec.minMember is required");
+	assert_int_equal(
+	    decode_group(
+		&g,
+		"{'apiVersion':'scheduling.k8s.io/v1alpha2','metadata':{'name':'a'},'spec':{'schedulingPolicy':{}}}"),
+	    FT_EINVAL);
+	assert_string_equal(
+	    ft_error_last(),
+	    "podgroup default/a (scheduling.k8s.io/v1alpha2): spec.schedulingPolicy needs gang (with minCount) or basic");
+	assert_int_equal(
+	    decode_group(
+		&g,
+		"{'apiVersion':'scheduling.k8s.io/v1alpha2','metadata':{'name':'a'},'spec':{'schedulingPolicy':{'gang':{'minCount':2}},'disruptionMode':'Node'}}"),
+	    FT_EINVAL);
+	assert_string_equal(
+	    ft_error_last(),
+	    "podgroup default/a (scheduling.k8s.io/v1alpha2): spec.disruptionMode: \"Node\" is neither Pod nor PodGroup");
+	assert_int_equal(
+	    decode_group(&g,
+			 "{'apiVersion':'batch/v1','metadata':{'name':'a'}}"),
+	    FT_EINVAL);
+	assert_int_equal(
+	    decode_group(&g, "{'apiVersion':'scheduling.k8s.io/v1alpha2'}"),
+	    FT_EINVAL);
+	assert_null(g.name);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_codec__quantity_milli),
+	    cmocka_unit_test(test_codec__pod_gang_sources),
+	    cmocka_unit_test(test_codec__pod_groups),
 	    cmocka_unit_test(test_codec__quantity_mib),
 	    cmocka_unit_test(test_codec__quantity_bad),
 	    cmocka_unit_test(

@@ -55,6 +55,7 @@ static const char *const all_keys[] = {
     "webhookListen",
     "webhookCertFile",
     "webhookKeyFile",
+    "gangLabelKeys",
 };
 
 #define N_KEYS (sizeof(all_keys) / sizeof(all_keys[0]))
@@ -69,7 +70,7 @@ static const char *const all_keys[] = {
 	"connectionTimeoutSeconds, apiTimeoutMs, bindSettleSeconds, "           \
 	"watchBackoffInitialMs, watchBackoffMaxMs, decisionLogSize, "           \
 	"fragmentationWindow, dra, draDriver, webhookListen, webhookCertFile, " \
-	"webhookKeyFile"
+	"webhookKeyFile, gangLabelKeys"
 
 static void assert_config_equal(const ft_config_t *a, const ft_config_t *b)
 {
@@ -217,7 +218,7 @@ static void test_config__shipped_file_lists_every_key(void **state)
 {
 	ft_config_t cfg;
 	char *text = NULL;
-	char expected[512] = "";
+	char expected[1024] = "";
 	size_t i;
 
 	(void)state;

@@ -46,6 +46,7 @@
 #define SHARED_CLUSTER	FT_FIXTURES_DIR "/cluster/shared.yaml"
 #define VICTIMS_CLUSTER FT_FIXTURES_DIR "/cluster/victims.yaml"
 #define DRA_CLUSTER	FT_FIXTURES_DIR "/cluster/dra.yaml"
+#define GANGS_CLUSTER	FT_FIXTURES_DIR "/cluster/gangs.yaml"
 #define WIRE		FT_FIXTURES_DIR "/wire"
 
 /* Pods of test/fixtures/cluster/small.yaml. */
@@ -240,6 +241,19 @@ static void test_extender__wire_preempt(void **state)
 static void test_extender__wire_preempt_victims(void **state)
 {
 	const verb_t v = {"preempt-victims", ft_app_preempt, VICTIMS_CLUSTER};
+
+	run_verb(&v);
+}
+
+/*
+ * Victims in gangs of every source on gangs.yaml: a member costs its whole
+ * gang, within an elastic gang's slack it costs itself, a gang's members
+ * on the node go together, and only the nodes of the least cost are
+ * answered where a set breaks a gang.
+ */
+static void test_extender__wire_preempt_gangs(void **state)
+{
+	const verb_t v = {"preempt-gangs", ft_app_preempt, GANGS_CLUSTER};
 
 	run_verb(&v);
 }
@@ -1417,6 +1431,7 @@ int main(void)
 	    cmocka_unit_test(test_extender__wire_bind),
 	    cmocka_unit_test(test_extender__wire_preempt),
 	    cmocka_unit_test(test_extender__wire_preempt_victims),
+	    cmocka_unit_test(test_extender__wire_preempt_gangs),
 	    cmocka_unit_test(test_extender__wire_filter_mig),
 	    cmocka_unit_test(test_extender__wire_bind_mig),
 	    cmocka_unit_test(test_extender__wire_filter_shared),

@@ -33,7 +33,7 @@ static const ft_metrics_gauges_t gauges = {
     .pdb_restarts = 5,
     .decisions = 9,
     .decisions_capacity = 1024,
-    .decisions_bytes = 6054016,
+    .decisions_bytes = 6316160,
     .decisions_total = 9,
     .gpu_free_milli = 12375,
     .gpu_fragmentation_milli = 2500,
@@ -237,7 +237,7 @@ static void test_metrics__format_of_an_idle_process(void **state)
 	assert_true(
 	    sample(text,
 		   "flextopo_informer_restarts_total{resource=\"pods\"}") == 4);
-	assert_true(sample(text, "flextopo_decision_log_bytes") == 6054016);
+	assert_true(sample(text, "flextopo_decision_log_bytes") == 6316160);
 	assert_true(sample(text, "flextopo_gpu_capacity_free") == 12.375);
 	assert_true(sample(text, "flextopo_gpu_fragmentation") == 2.5);
 	assert_true(sample(text, "flextopo_gpus_whole_free") == 9);

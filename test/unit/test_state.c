@@ -1270,10 +1270,139 @@ static void test_state__workload_mix(void **state)
 	ft_state_free(s);
 }
 
+/* ---- gangs --------------------------------------------------------------- */
+
+/* Pod `p` in coscheduling gang `gang` (scheduling.x-k8s.io/pod-group). */
+static void apply_member(ft_state_t *s, const pod_spec_t *p, const char *gang)
+{
+	cJSON *pod = pod_object(p);
+	cJSON *meta = cJSON_GetObjectItemCaseSensitive(pod, "metadata");
+
+	cJSON_AddStringToObject(cJSON_AddObjectToObject(meta, "labels"),
+				"scheduling.x-k8s.io/pod-group", gang);
+	ft_state_apply_pod(s, pod);
+	cJSON_Delete(pod);
+}
+
+static void apply_group(ft_state_t *s, const char *json, bool delete)
+{
+	cJSON *obj = ft_test_json(json);
+
+	if (delete)
+		ft_state_delete_pod_group(s, obj);
+	else
+		ft_state_apply_pod_group(s, obj);
+	cJSON_Delete(obj);
+}
+
+/* The gang views of node `name`; the caller frees *gv. */
+static const ft_node_t *views(ft_state_t *s, const char *name,
+			      ft_snapshot_t **snap, ft_gang_view_t **gv)
+{
+	ft_pdb_view_t pdb;
+	const ft_node_t *node;
+
+	*snap = ft_state_snapshot(s);
+	node = ft_snapshot_find(*snap, name);
+	assert_non_null(node);
+	*gv = malloc(sizeof(**gv));
+	assert_non_null(*gv);
+	ft_state_victim_views(s, node, &pdb, *gv);
+	return node;
+}
+
+static unsigned gang_at(const ft_node_t *node, const ft_gang_view_t *gv,
+			const char *uid)
+{
+	const ft_holding_t *h = ft_node_find_holding(node, uid);
+
+	assert_non_null(h);
+	return gv->of[h - node->holdings];
+}
+
+/*
+ * The state's gangs as the victim search reads them: a label without its
+ * PodGroup runs all or nothing, the PodGroup's minimum gives the slack, a
+ * PodGroup that does not decode leaves the pods their own units, and only
+ * running members elsewhere are costed there.
+ */
+static void test_state__gang_views(void **state)
+{
+	static const char group[] =
+	    "{'apiVersion':'scheduling.x-k8s.io/v1alpha1','kind':'PodGroup','metadata':{'name':'g','namespace':'ns'},'spec':{'minMember':2}}";
+	static const char bad[] =
+	    "{'apiVersion':'scheduling.x-k8s.io/v1alpha1','kind':'PodGroup','metadata':{'name':'g','namespace':'ns'},'spec':{'minMember':-1}}";
+	ft_state_t *s = state_new();
+	char *a0 = allocation("n1", 1), *a1 = allocation("n1", 2);
+	char *c0 = allocation("n2", 1), *d2 = allocation("n1", 4);
+	pod_spec_t a = {"a", "n1", 1, NULL, false, a0, NULL};
+	pod_spec_t b = {"b", "n1", 1, NULL, false, a1, NULL};
+	pod_spec_t c = {"c", "n2", 1, NULL, false, c0, NULL};
+	pod_spec_t d = {"d", "n1", 1, NULL, false, d2, NULL};
+	pod_spec_t e = {"e", NULL, 1, NULL, false, NULL, NULL};
+	ft_gang_describe_t desc;
+	const ft_node_t *node;
+	ft_snapshot_t *snap;
+	ft_gang_view_t *gv;
+
+	apply_node(s, "n1");
+	apply_node(s, "n2");
+	apply_member(s, &a, "g");
+	apply_member(s, &b, "g");
+	apply_member(s, &c, "g");
+	apply_pod(s, &d);
+	apply_member(s, &e, "g");
+
+	node = views(s, "n1", &snap, &gv);
+	assert_int_equal(gv->n_gangs, 1);
+	assert_int_equal(gang_at(node, gv, "a"), 1);
+	assert_int_equal(gang_at(node, gv, "b"), 1);
+	assert_int_equal(gang_at(node, gv, "d"), 0);
+	assert_true(gv->gangs[0].whole);
+	assert_int_equal(gv->gangs[0].n_remote, 1); /* c; e is not running */
+	free(gv);
+	ft_snapshot_unref(snap);
+
+	apply_group(s, group, false);
+	node = views(s, "n1", &snap, &gv);
+	assert_false(gv->gangs[0].whole);
+	assert_int_equal(gv->gangs[0].slack, 1); /* 3 running, 2 needed */
+	free(gv);
+	ft_snapshot_unref(snap);
+	assert_true(ft_state_describe_gang(s, "a", &desc));
+	assert_int_equal(desc.source, FT_GANG_COSCHEDULING);
+	assert_string_equal(desc.name, "ns/g");
+	assert_true(desc.is_gang);
+	assert_int_equal(desc.min, 2);
+	assert_int_equal(desc.running, 3);
+	assert_int_equal(desc.members, 4);
+
+	apply_group(s, bad, false);
+	node = views(s, "n1", &snap, &gv);
+	assert_int_equal(gv->n_gangs, 0);
+	assert_int_equal(gang_at(node, gv, "a"), 0);
+	free(gv);
+	ft_snapshot_unref(snap);
+
+	apply_group(s, group, true);
+	delete_pod(s, &c);
+	node = views(s, "n1", &snap, &gv);
+	assert_true(gv->gangs[0].whole);
+	assert_int_equal(gv->gangs[0].n_remote, 0);
+	free(gv);
+	ft_snapshot_unref(snap);
+	free(a0);
+	free(a1);
+	free(c0);
+	free(d2);
+	ft_state_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_state__empty),
+	    cmocka_unit_test(test_state__gang_views),
 	    cmocka_unit_test(test_state__workload_mix),
 	    cmocka_unit_test(test_state__apply_nodes_and_pods),
 	    cmocka_unit_test(test_state__pod_before_its_node),
