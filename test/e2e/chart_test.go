@@ -601,6 +601,9 @@ func TestChartRBAC(t *testing.T) {
 			chartAccess{true, podNS, "patch", "", "pods", "", "p"},
 			// Allocation conflicts are reported on the pods.
 			chartAccess{true, podNS, "create", "", "events", "", ""},
+			// Gangs: the PodGroups of both APIs (docs/preemption.md).
+			chartAccess{true, "", "list", "scheduling.k8s.io", "podgroups", "", ""},
+			chartAccess{true, "", "watch", "scheduling.x-k8s.io", "podgroups", "", ""},
 			// The extender's /metrics checks each scraper's token.
 			chartAccess{true, "", "create", "authentication.k8s.io", "tokenreviews", "", ""},
 			chartAccess{true, "", "create", "authorization.k8s.io", "subjectaccessreviews", "", ""},
