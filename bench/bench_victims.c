@@ -5,7 +5,10 @@
  * tiered or equal priorities below the preemptor's, for each preemptor of
  * pshapes[]: bench/README.md's "a node with 8 GPUs and 60 pods, well under
  * a millisecond", with whether each answer was exact. The nodes are loaded
- * into an app of their own.
+ * into an app of their own. The "gangs" layout searches the very nodes of
+ * the crowded random one, with half their candidates in gangs
+ * (micro_gangs), by ft_victims_search_gangs: issue 35's crowded node with
+ * gangs, against the same nodes without them.
  */
 #include "bench_victims.h"
 
@@ -15,6 +18,7 @@
 #include <flextopo/state.h>
 #include <flextopo/victims.h>
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,16 +46,62 @@ typedef struct micro_layout {
 	unsigned pods;
 	int32_t device_priority;
 	bool equal;
+	bool gangs;	   /* half the candidates in gangs (micro_gangs) ... */
+	unsigned nodes_of; /* ... on the nodes of this layout (its index) */
 } micro_layout_t;
 
 static const micro_layout_t micro_layouts[MICRO_LAYOUTS] = {
-    {"random", PACKED_PODS, 0, false},
-    {"tiered", PACKED_PODS, TIERED_PRIORITY, false},
-    {"equal", PACKED_PODS, 0, true},
-    {"random", 110, 0, false},
-    {"tiered", 110, TIERED_PRIORITY, false},
-    {"equal", 110, 0, true},
+    {"random", PACKED_PODS, 0, false, false, 0},
+    {"tiered", PACKED_PODS, TIERED_PRIORITY, false, false, 1},
+    {"equal", PACKED_PODS, 0, true, false, 2},
+    {"random", 110, 0, false, false, 3},
+    {"tiered", 110, TIERED_PRIORITY, false, false, 4},
+    {"equal", 110, 0, true, false, 5},
+    {"gangs", 110, 0, false, true, 3},
 };
+
+/* A new gang `g` of `size` pods, `here` of them on the node, into `gv`. */
+static void micro_gang(ft_gang_view_t *gv, unsigned g, unsigned size,
+		       unsigned here, const ft_holding_t *h)
+{
+	ft_victim_gang_t *gang = &gv->gangs[g];
+
+	gang->whole = g % 2 == 0;
+	gang->slack = gang->whole ? 0 : (size - here) % 3;
+	gang->first_remote = gv->n_remote;
+	gang->n_remote = 0;
+	for (unsigned r = here; r < size && gv->n_remote < FT_GANG_REMOTE_MAX;
+	     r++, gang->n_remote++)
+		gv->remote[gv->n_remote++] = (ft_gang_remote_t){
+		    .priority = h->priority, .start_time = h->start_time + r};
+}
+
+/*
+ * The gangs of a node of the "gangs" layout: every other candidate (a
+ * lower-priority pod holding something) joins one, gangs of 2 to 16 pods
+ * with 1 to 3 of them here and the rest on other nodes at the priority of
+ * the first; even gangs run all or nothing, odd ones have a slack of 0 to 2.
+ */
+static void micro_gangs(ft_gang_view_t *gv, const ft_node_t *node)
+{
+	unsigned k = 0, here = 0, want = 0;
+
+	memset(gv, 0, offsetof(ft_gang_view_t, remote));
+	for (unsigned i = 0; i < node->n_holdings && i < FT_VICTIM_MAX; i++) {
+		const ft_holding_t *h = &node->holdings[i];
+		if (h->priority >= PREEMPTOR_PRIORITY ||
+		    !ft_victims_holds_units(h) || k++ % 2)
+			continue;
+		if (here == want) {
+			unsigned g = gv->n_gangs++;
+			want = 1 + g % 3;
+			here = 0;
+			micro_gang(gv, g, 2 + (g * 5) % 15, want, h);
+		}
+		gv->of[i] = (uint16_t)gv->n_gangs;
+		here++;
+	}
+}
 
 static void micro_name(char *buf, size_t size, unsigned kind, unsigned layout,
 		       unsigned v)
@@ -77,6 +127,8 @@ static int micro_load(ft_app_t *app, generator_t *g, result_t *r)
 		unsigned k = i / (MICRO_LAYOUTS * MICRO_VARIANTS);
 		unsigned m = i / MICRO_VARIANTS % MICRO_LAYOUTS;
 		unsigned v = i % MICRO_VARIANTS;
+		if (micro_layouts[m].nodes_of != m)
+			continue; /* it searches another layout's nodes */
 		g->device_priority = micro_layouts[m].device_priority;
 		g->equal_priority = micro_layouts[m].equal;
 		g->packed_pods = micro_layouts[m].pods;
@@ -97,7 +149,7 @@ static int micro_nodes(const ft_node_t **out, const ft_snapshot_t *snap,
 
 	for (unsigned v = 0; v < MICRO_VARIANTS; v++) {
 		const ft_node_t *node;
-		micro_name(name, sizeof(name), k, m, v);
+		micro_name(name, sizeof(name), k, micro_layouts[m].nodes_of, v);
 		node = out[v] = ft_snapshot_find(snap, name);
 		if (!node || !node->topology || node->conflicts ||
 		    node->unknown_gpus || node->unknown_cpus ||
@@ -111,21 +163,30 @@ static int micro_nodes(const ft_node_t **out, const ft_snapshot_t *snap,
 	return 0;
 }
 
-/* Time the searches of one kind and preemptor into `row`. */
+/*
+ * Time the searches of one kind and preemptor into `row`, with the gangs of
+ * micro_gangs() when `gangs`.
+ */
 static int micro_series(micro_row_t *row, ft_app_t *app,
 			const ft_node_t *const *nodes, const ft_pod_t *pod,
-			unsigned iterations)
+			unsigned iterations, bool gangs)
 {
 	unsigned warmup = iterations >= 4 * MICRO_VARIANTS ? MICRO_VARIANTS : 0;
 	unsigned n = 0, found = 0, exact = 0;
 	double *v = calloc(iterations, sizeof(double)), t0 = now_us();
-	double victims = 0, visits = 0;
+	double victims = 0, visits = 0, broken = 0;
 	ft_pdb_view_t pdbs[MICRO_VARIANTS];
+	ft_gang_view_t *gv = gangs ? calloc(MICRO_VARIANTS, sizeof(*gv)) : NULL;
 
-	if (!v)
+	if (!v || (gangs && !gv)) {
+		free(v);
 		return -1;
-	for (unsigned i = 0; i < MICRO_VARIANTS; i++)
+	}
+	for (unsigned i = 0; i < MICRO_VARIANTS; i++) {
 		ft_state_pdb_view(app->state, nodes[i], &pdbs[i]);
+		if (gv)
+			micro_gangs(&gv[i], nodes[i]);
+	}
 	for (unsigned it = 0; n < iterations; it++) {
 		unsigned i = it % MICRO_VARIANTS;
 		ft_victim_set_t set;
@@ -134,8 +195,9 @@ static int micro_series(micro_row_t *row, ft_app_t *app,
 		    now_us() - t0 > MICRO_SECONDS_MAX * 1e6)
 			break;
 		t1 = now_us();
-		ft_victims_search(&set, nodes[i], &pod->demand,
-				  PREEMPTOR_PRIORITY, &pdbs[i]);
+		ft_victims_search_gangs(&set, nodes[i], &pod->demand,
+					PREEMPTOR_PRIORITY, &pdbs[i],
+					gv ? &gv[i] : NULL);
 		t1 = now_us() - t1;
 		if (it < warmup)
 			continue;
@@ -145,6 +207,7 @@ static int micro_series(micro_row_t *row, ft_app_t *app,
 		visits += (double)set.visits;
 		if (set.found) {
 			victims += set.n;
+			broken += set.n_broken;
 			row->levels[set.level <= FT_LEVEL_COUNT
 					? set.level
 					: FT_LEVEL_COUNT]++;
@@ -154,8 +217,10 @@ static int micro_series(micro_row_t *row, ft_app_t *app,
 	row->found = (double)found / n;
 	row->exact = (double)exact / n;
 	row->victims = found ? victims / found : 0;
+	row->broken = found ? broken / found : 0;
 	row->visits = visits / n;
 	free(v);
+	free(gv);
 	return 0;
 }
 
@@ -211,8 +276,8 @@ int bench_victims_run(micro_t *mc, const bench_options_t *o)
 			row->prio = micro_layouts[m].prio;
 			row->shape = pshapes[s].name;
 			row->pods = micro_layouts[m].pods;
-			if (micro_series(row, &app, nodes, &pods[s],
-					 iterations) < 0)
+			if (micro_series(row, &app, nodes, &pods[s], iterations,
+					 micro_layouts[m].gangs) < 0)
 				rc = bench_fail(r, "samples: out of memory");
 		}
 	}
@@ -248,20 +313,22 @@ void bench_victims_print(const micro_t *mc)
 	if (!mc || !mc->r.ok || !mc->n_rows)
 		return;
 	printf(
-	    "victim search alone (ft_victims_search): %u variants of each node and layout; priorities random 0..%d, tiered (GPU and MIG holders %d more) or equal (all 0); preemptor %d\n",
+	    "victim search alone (ft_victims_search): %u variants of each node and layout; priorities random 0..%d, tiered (GPU and MIG holders %d more) or equal (all 0), or random with every other candidate in a gang of 2-16 pods (gangs); preemptor %d\n",
 	    mc->variants, FILL_PRIORITY_MAX, TIERED_PRIORITY,
 	    PREEMPTOR_PRIORITY);
-	printf("%-8s %-6s %4s %-17s %6s %9s %9s %9s %9s %6s %6s %7s %8s  %s\n",
-	       "node", "prio", "pods", "preemptor", "iters", "min_us", "p50_us",
-	       "p99_us", "max_us", "found", "exact", "victims", "visits",
-	       "level");
+	printf(
+	    "%-8s %-6s %4s %-17s %6s %9s %9s %9s %9s %6s %6s %7s %6s %8s  %s\n",
+	    "node", "prio", "pods", "preemptor", "iters", "min_us", "p50_us",
+	    "p99_us", "max_us", "found", "exact", "victims", "gangs", "visits",
+	    "level");
 	for (unsigned i = 0; i < mc->n_rows; i++) {
 		const micro_row_t *w = &mc->rows[i];
 		printf(
-		    "%-8s %-6s %4u %-17s %6u %9.1f %9.1f %9.1f %9.1f %5.0f%% %5.0f%% %7.2f %8.0f  %s\n",
+		    "%-8s %-6s %4u %-17s %6u %9.1f %9.1f %9.1f %9.1f %5.0f%% %5.0f%% %7.2f %6.2f %8.0f  %s\n",
 		    w->kind, w->prio, w->pods, w->shape, w->t.iters, w->t.min,
 		    w->t.p50, w->t.p99, w->t.max, 100.0 * w->found,
-		    100.0 * w->exact, w->victims, w->visits, level_reached(w));
+		    100.0 * w->exact, w->victims, w->broken, w->visits,
+		    level_reached(w));
 	}
 	printf("\n");
 }

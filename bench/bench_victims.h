@@ -17,7 +17,7 @@
  * layout and preemptor MICRO_ITERATIONS searches unless
  * --victim-iterations, for at most MICRO_SECONDS_MAX seconds. */
 #define MICRO_KINDS	  3
-#define MICRO_LAYOUTS	  6
+#define MICRO_LAYOUTS	  7
 #define MICRO_VARIANTS	  8
 #define MICRO_ITERATIONS  2000u
 #define MICRO_SECONDS_MAX 2.0
@@ -29,6 +29,7 @@ typedef struct micro_row {
 	row_t t;			     /* microseconds */
 	double found, exact;		     /* fractions of the searches */
 	double victims;			     /* per search that found a set */
+	double broken;			     /* gangs broken, per set found */
 	double visits;			     /* branch-and-bound nodes, mean */
 	unsigned levels[FT_LEVEL_COUNT + 1]; /* level reached, when found */
 } micro_row_t;

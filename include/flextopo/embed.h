@@ -198,7 +198,14 @@ void ft_embed_forget(ft_embed_t *e, const char *uid);
 typedef struct ft_embed_victims {
 	ft_preempt_outcome_t outcome; /* metrics.h */
 	unsigned n;		      /* FT_PREEMPT_VICTIMS: victims, ... */
-	unsigned pdb_violations;      /* ... the budgets they break */
+	unsigned pdb_violations;      /* ... the budgets they break, ... */
+	/*
+	 * ... their cost over every pod they disrupt (victims.h: broken gangs
+	 * counted whole; compare with ft_victims_compare) and the gangs they
+	 * break.
+	 */
+	ft_victim_cost_t cost;
+	unsigned n_broken;
 	char *uids; /* n NUL-terminated uids back to back, by descending
 		       priority (heap; free()) */
 } ft_embed_victims_t;

@@ -535,6 +535,8 @@ int ft_embed_victims(ft_embed_victims_t *out, ft_embed_pod_t *p,
 	ft_app_preempt_decide(&c, app, p->snap, &p->pod, &n, &dec);
 	out->outcome = c.outcome;
 	out->pdb_violations = c.pdb_violations;
+	out->cost = c.cost;
+	out->n_broken = c.n_broken;
 	if (c.outcome == FT_PREEMPT_VICTIMS)
 		rc = join_victims(out, &c);
 	pthread_mutex_lock(&p->mu);

@@ -626,6 +626,8 @@ typedef struct {
 	uint16_t by_key[3][FT_VICTIM_MAX];
 	uint16_t by_gift[ROWS][FT_VICTIM_MAX];
 	bool short_rows[ROWS]; /* rows the domain is short of at the root */
+	/* Some candidate disrupts more than one pod (a gang broken whole). */
+	bool multi;
 	uint16_t chosen[FT_VICTIM_MAX]; /* candidate positions */
 	unsigned n_chosen;
 	disrupted_list_t scratch; /* for the budgets of the chosen */
@@ -959,6 +961,9 @@ static void order(search_t *s)
 {
 	int64_t key[FT_VICTIM_MAX];
 
+	s->multi = false;
+	for (unsigned j = 0; j < s->n_cand; j++)
+		s->multi |= s->cand[j].cost.count > 1;
 	for (unsigned k = 0; k < KEYS; k++) {
 		for (unsigned j = 0; j < s->n_cand; j++)
 			key[j] = -cost_key(&s->cand[j], k);
@@ -1001,6 +1006,10 @@ static bool row_need(need_t *out, const search_t *s, unsigned i, unsigned r,
 	int64_t covered = 0;
 	unsigned n = 0;
 
+	/* One pod each: the sum's order is the priority's, the count 1. */
+	unsigned first = s->multi ? 0 : KEY_SUM;
+	unsigned last = s->multi ? KEYS : KEY_SUM + 1;
+
 	for (unsigned k = 0; k < KEYS; k++)
 		out->must[k] = INT64_MAX;
 	for (unsigned k = 0; k < s->n_cand; k++) {
@@ -1013,7 +1022,7 @@ static bool row_need(need_t *out, const search_t *s, unsigned i, unsigned r,
 			covered += (int64_t)s->cand[j].gives[r];
 			n++;
 		}
-		for (unsigned key = 0; key < KEYS; key++)
+		for (unsigned key = first; key < last; key++)
 			if (cost_key(&s->cand[j], key) < out->must[key])
 				out->must[key] = cost_key(&s->cand[j], key);
 	}
@@ -1084,10 +1093,16 @@ static bool lower_bound(ft_victim_cost_t *out, const search_t *s, unsigned i,
 				need.must[k] = row.must[k];
 	}
 	need.cands = need.cands ? need.cands : 1;
-	for (unsigned k = 0; k < KEYS; k++) {
+	for (unsigned k = s->multi ? 0 : KEY_SUM;
+	     k < (s->multi ? KEYS : KEY_SUM + 1); k++) {
 		if (!smallest(&head[k], &last[k], s, i, live, k, need.cands))
 			return false;
 		last[k] = need.must[k] > last[k] ? need.must[k] : last[k];
+	}
+	if (!s->multi) {
+		last[KEY_PRIORITY] = last[KEY_SUM] - PRIORITY_SHIFT;
+		head[KEY_COUNT] = (int64_t)need.cands - 1;
+		last[KEY_COUNT] = 1;
 	}
 	*out = *cost;
 	if (!out->count)

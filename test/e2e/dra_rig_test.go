@@ -277,6 +277,32 @@ func (r *draRig) registerWebhook(name string, port int, ns string) {
 	if _, err := r.c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(cx, cfg, metav1.CreateOptions{}); err != nil {
 		r.t.Fatalf("register the webhook: %v", err)
 	}
+	r.waitWebhook(ns)
+}
+
+// waitWebhook returns once kube-apiserver calls the webhook for ns.
+// kube-apiserver reads webhook configurations through an informer, so a
+// template created just after the configuration could still miss it (seen
+// once in a cold CI run). A dry-run template is created until it comes back
+// with the constraint the webhook adds.
+func (r *draRig) waitWebhook(ns string) {
+	r.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		cx := harness.Ctx(r.t, 10*time.Second)
+		tmpl, err := r.c.Client.ResourceV1().ResourceClaimTemplates(ns).Create(cx, &resourceapi.ResourceClaimTemplate{
+			ObjectMeta: metav1.ObjectMeta{Name: "webhook-probe"},
+			Spec: resourceapi.ResourceClaimTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: alignedNUMA},
+				Spec: claimSpec(draClassGPU, 2, "")},
+		}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err == nil && hasNUMAConstraint(&tmpl.Spec.Spec) {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("the webhook of %s does not mutate a template after 30 s (last: %v)", ns, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // nodeTopology is an example topology (api/examples) with uuids of its own

@@ -447,7 +447,24 @@ type Victims struct {
 	Outcome       Outcome
 	UIDs          []string // Chosen: by descending priority
 	PDBViolations int
+	// Chosen: the cost over every pod the victims disrupt, the members of
+	// the gangs they break included (include/flextopo/victims.h), and
+	// whether they break one.
+	Cost        Cost
+	BreaksGangs bool
 }
+
+// Cost is a victim set's cost (ft_victim_cost_t): budget violations,
+// highest priority, priority sum, count and earliest start, taken over
+// every pod the set disrupts.
+type Cost struct{ c C.ft_victim_cost_t }
+
+// Compare orders two costs as the C core's victim search does
+// (ft_victims_compare): negative when a is the cheaper, 0 when equal.
+func (a Cost) Compare(b Cost) int { return int(C.ft_victims_compare(&a.c, &b.c)) }
+
+// Disrupted is the number of pods the set disrupts.
+func (a Cost) Disrupted() int { return int(a.c.count) }
 
 // Victims chooses the victims on node: proposed are the uids the
 // scheduler's own search chose, with their budget violations.
@@ -467,6 +484,7 @@ func (p *Pod) Victims(node string, proposed []string, proposedPDB int) (Victims,
 		}
 		defer C.free(unsafe.Pointer(out.uids))
 		v.Outcome, v.PDBViolations = Outcome(out.outcome), int(out.pdb_violations)
+		v.Cost, v.BreaksGangs = Cost{out.cost}, out.n_broken > 0
 		if out.n > 0 {
 			all := C.GoStringN(out.uids, C.int(totalLen(out.uids, int(out.n))))
 			v.UIDs = strings.Split(strings.TrimSuffix(all, "\x00"), "\x00")

@@ -136,3 +136,58 @@ func TestBadInput(t *testing.T) {
 		t.Error("a missing configuration file was accepted")
 	}
 }
+
+// member is a pod holding GPU `index` of node on, in coscheduling gang
+// "train" when inGang (the label without a PodGroup: all or nothing).
+func member(uid, on string, index, priority int, inGang bool) []byte {
+	a := `{"version":1,"node":"` + on + `","level":"node","mode":"best-effort","gpus":["GPU-` +
+		string(rune('0'+index)) + `"],"gpuIndexes":[` + string(rune('0'+index)) +
+		`],"mig":[],"cpuset":"","numaNodes":[],"memoryMiB":0}`
+	var p map[string]interface{}
+	_ = json.Unmarshal(pod(uid, uid, on, a, priority, 1), &p)
+	if inGang {
+		p["metadata"].(map[string]interface{})["labels"] = map[string]string{"scheduling.x-k8s.io/pod-group": "train"}
+	}
+	b, _ := json.Marshal(p)
+	return b
+}
+
+// A victim's gang crosses the boundary: the cost counts the gang's member
+// on the other node, says the set breaks a gang, and compares as in C.
+func TestGangCosts(t *testing.T) {
+	e, err := New("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := []struct {
+		kind Kind
+		b    []byte
+	}{
+		{KindNode, node("n1")}, {KindNode, node("n2")},
+		{KindPod, member("train-0", "n1", 0, 0, true)}, {KindPod, member("solo", "n1", 2, 0, false)},
+		{KindPod, member("train-1", "n2", 0, 0, true)}, {KindPod, member("serving-2", "n2", 2, 5000, false)},
+		{KindPod, member("serving-3", "n2", 3, 5000, false)},
+	}
+	for _, o := range objs {
+		if err := e.Apply(o.kind, o.b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.SetSynced(true)
+	p, err := e.NewPod(pod("p", "uid-p", "", "", 1000, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Free()
+	v1, err := p.Victims("n1", nil, 0)
+	if err != nil || v1.Outcome != Chosen || len(v1.UIDs) != 1 || v1.UIDs[0] != "solo" || v1.BreaksGangs || v1.Cost.Disrupted() != 1 {
+		t.Errorf("n1: %+v (%v), want solo alone: train-0 costs its gang", v1, err)
+	}
+	v2, err := p.Victims("n2", nil, 0)
+	if err != nil || v2.Outcome != Chosen || len(v2.UIDs) != 1 || v2.UIDs[0] != "train-1" || !v2.BreaksGangs || v2.Cost.Disrupted() != 2 {
+		t.Errorf("n2: %+v (%v), want train-1 with its gang: 2 pods disrupted", v2, err)
+	}
+	if v1.Cost.Compare(v2.Cost) >= 0 || v2.Cost.Compare(v1.Cost) <= 0 || v1.Cost.Compare(v1.Cost) != 0 {
+		t.Errorf("compare: n1 %d, n2 %d, want n1 cheaper", v1.Cost.Compare(v2.Cost), v2.Cost.Compare(v1.Cost))
+	}
+}

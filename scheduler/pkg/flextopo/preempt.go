@@ -2,11 +2,13 @@ package flextopo
 
 import (
 	"context"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	policy "k8s.io/api/policy/v1"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/klog/v2"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultpreemption"
@@ -31,13 +33,18 @@ import (
 //     where it cannot judge, or drops the node;
 //  3. unlike an extender's reply, which kube-scheduler trusts, the set is
 //     checked against every Filter plugin on the node without those pods;
-//     a set they refuse gives way to the proposed one.
+//     a set they refuse gives way to the proposed one;
+//  4. where a chosen set breaks a gang, the evaluator picks its node by
+//     flextopo's cost of each node's victims, every member of a broken gang
+//     counted (OrderedScoreFuncs), as the extender's preempt verb answers
+//     only the nodes of the least cost; otherwise by its own ranking.
 //
 // The plugin replaces DefaultPreemption in the profile (PostFilter and its
 // PreEnqueue, which waits for preemptions in flight).
 type preempt struct {
 	dp        *defaultpreemption.DefaultPreemption
 	evaluator *preemption.Evaluator
+	search    *victimSearch
 }
 
 func (p *preempt) init(ctx context.Context, pl *Plugin) error {
@@ -47,12 +54,14 @@ func (p *preempt) init(ctx context.Context, pl *Plugin) error {
 		return err
 	}
 	p.dp = dp
-	p.evaluator = preemption.NewEvaluator(Name, pl.h, &victimSearch{DefaultPreemption: dp, pl: pl}, dp.Executor)
+	p.search = &victimSearch{DefaultPreemption: dp, pl: pl}
+	p.evaluator = preemption.NewEvaluator(Name, pl.h, p.search, dp.Executor)
 	return nil
 }
 
 // PostFilter tries preemption for a pod no node fits.
 func (pl *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	pl.search.forget()
 	result, status := pl.evaluator.Preempt(ctx, state, pod, m)
 	if c := cycleOf(state); c != nil {
 		c.pod.PreemptDone()
@@ -79,6 +88,60 @@ func (pl *Plugin) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
 type victimSearch struct {
 	*defaultpreemption.DefaultPreemption
 	pl *Plugin
+
+	// The cost of the victims chosen on each candidate node of the
+	// preemption in progress (one PostFilter at a time; its nodes are
+	// searched in parallel).
+	mu    sync.Mutex
+	costs map[string]core.Victims
+}
+
+// forget starts a preemption: no node has costed victims yet.
+func (v *victimSearch) forget() {
+	v.mu.Lock()
+	v.costs = map[string]core.Victims{}
+	v.mu.Unlock()
+}
+
+func (v *victimSearch) remember(node string, choice core.Victims) {
+	v.mu.Lock()
+	if v.costs != nil {
+		v.costs[node] = choice
+	}
+	v.mu.Unlock()
+}
+
+// OrderedScoreFuncs ranks the candidate nodes for the evaluator's pick
+// (pickOneNodeForPreemption). Where no chosen set breaks a gang it returns
+// nil: kube-scheduler's own ranking of the victims, which then agrees with
+// flextopo's. Otherwise the nodes whose victims flextopo chose rank by their
+// cost over every disrupted pod (the C core's order, core.Cost.Compare),
+// cheapest first, and nodes with the scheduler's own victims last: their
+// gangs were not costed.
+func (v *victimSearch) OrderedScoreFuncs(_ context.Context, nodesToVictims map[string]*extenderv1.Victims) []func(string) int64 {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	breaks := false
+	for node := range nodesToVictims {
+		breaks = breaks || v.costs[node].BreaksGangs
+	}
+	if !breaks {
+		return nil
+	}
+	rank := make(map[string]int64, len(nodesToVictims))
+	for node := range nodesToVictims {
+		c, ok := v.costs[node]
+		if !ok {
+			rank[node] = int64(len(nodesToVictims))
+			continue
+		}
+		for other := range nodesToVictims {
+			if o, ok := v.costs[other]; ok && o.Cost.Compare(c.Cost) < 0 {
+				rank[node]++
+			}
+		}
+	}
+	return []func(string) int64{func(node string) int64 { return -rank[node] }}
 }
 
 // SelectVictimsOnNode: see preempt above. `state` and `nodeInfo` are the
@@ -116,6 +179,7 @@ func (v *victimSearch) SelectVictimsOnNode(ctx context.Context, state fwk.CycleS
 		klog.FromContext(ctx).V(2).Info("flextopo: victims refused by the other filters; the scheduler's are kept", "pod", klog.KObj(pod), "node", node)
 		return proposed, proposedPDB, status
 	}
+	v.remember(node, choice)
 	return chosen, choice.PDBViolations, status
 }
 
