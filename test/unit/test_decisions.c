@@ -47,7 +47,7 @@ static void test_decisions__memory_bound(void **state)
 	assert_int_equal(ft_decisions_footprint(1024),
 			 FT_DECISIONS_HEADER_BYTES + 1024 * FT_DECISION_BYTES);
 	assert_int_equal(ft_decisions_footprint(1024), 6316160);
-	assert_int_equal(ft_decisions_footprint(1048576), 6199181440ull);
+	assert_int_equal(ft_decisions_footprint(1048576), 6467616896ull);
 	assert_int_equal(ft_decisions_new(&log, 0), FT_EINVAL);
 	assert_null(log);
 	log = log_new(3);
