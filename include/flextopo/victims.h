@@ -220,9 +220,9 @@ void ft_victims_cost(ft_victim_cost_t *out, const ft_node_t *node,
  * The same with `gangs` (NULL: none): the cost over the disrupted pods, the
  * holdings in `idx` and every member of each gang they break. `broken`, when
  * not NULL, gets the gangs broken (room for FT_GANG_MAX), ascending, and
- * `n_broken` their count. Returns false when the set breaks a gang that has
- * a member of priority `priority` or above: no preemptor of that priority
- * may choose it.
+ * `n_broken` their count. Returns false when a pod the set disrupts (a
+ * member of a gang it breaks, on any node, or one it evicts) has priority
+ * `priority` or above: no preemptor of that priority may choose it.
  */
 bool ft_victims_cost_gangs(ft_victim_cost_t *out, uint16_t *broken,
 			   unsigned *n_broken, const ft_node_t *node,

@@ -145,7 +145,7 @@ void ft_decision_add_victim(ft_decision_t *d, const ft_decision_node_t *row,
 static void append_gangs(ft_decision_t *d, const char *text)
 {
 	size_t used = strlen(d->gangs);
-	char joined[2 * FT_DECISION_MESSAGE];
+	char joined[2 * FT_DECISION_MESSAGE + 4];
 
 	if (!text[0])
 		return;
