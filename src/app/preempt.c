@@ -348,11 +348,9 @@ static int decide(ft_preempt_reply_t *r, answered_t *a, ft_app_t *app,
 		  const ft_snapshot_t *snap, const ft_pod_t *pod,
 		  const ft_preempt_node_t *n, ft_decision_t *dec)
 {
-	ft_preempt_choice_t *c = malloc(sizeof(*c));
+	ft_preempt_choice_t choice, *c = &choice;
 	int rc = 0;
 
-	if (!c)
-		return ft_error_set(FT_ENOMEM, "out of memory");
 	ft_app_preempt_decide(c, app, snap, pod, n, dec);
 	if (c->outcome == FT_PREEMPT_VICTIMS) {
 		a->chosen = true;
@@ -367,7 +365,6 @@ static int decide(ft_preempt_reply_t *r, answered_t *a, ft_app_t *app,
 						 n->n_victims,
 						 n->pdb_violations);
 	}
-	free(c);
 	return rc;
 }
 
